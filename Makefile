@@ -1,0 +1,38 @@
+# `make figures` and `make test` each set up everything on a fresh machine:
+# they create .venv (if missing) and install the project into it, then run.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.ips-installed
+
+# torch is installed first and explicitly, so that the pinned torch==2.13.0 in
+# pyproject.toml is already satisfied and pip never resolves it to a CUDA build
+# (PyPI's Linux torch wheels bundle CUDA, GBs). The "+cpu" build comes from local
+# wheels (pip's find-links) or from TORCH_INDEX, e.g.
+#   make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# On macOS (no "+cpu" builds) use TORCH_SPEC=torch==2.13.0.
+TORCH_SPEC  ?= torch==2.13.0+cpu
+TORCH_INDEX ?=
+
+.PHONY: figures test install clean-venv
+
+figures: $(STAMP)
+	$(BIN)/snakemake --cores all results/figures
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+install: $(STAMP)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstalls only when pyproject.toml changed since the last install.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) '$(TORCH_SPEC)'
+	$(BIN)/python -m pip install -e '.[test]'
+	touch $@
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,8 @@
+"""`python -m ips`: the command-line interface."""
+
+import sys
+
+from ips.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""config.yaml is valid, matches the schema's defaults, and bad values are rejected."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def load(name):
+    return yaml.safe_load((ROOT / name).read_text())
+
+
+def test_default_config_is_valid_and_equals_schema_defaults():
+    config = load("config.yaml")
+    validate(config, str(SCHEMA))
+    defaults = {k: p["default"] for k, p in load(SCHEMA)["properties"].items() if "default" in p}
+    assert {k: config[k] for k in defaults} == defaults
+
+
+def test_missing_keys_get_defaults():
+    config = {}
+    validate(config, str(SCHEMA))
+    assert config["tau"] == 0.1 and config["solver"] == "auto" and config["n_max"] == 10
+    assert config["tau_sweep"][0] == 0.05 and config["tau_sweep"][-1] == 0.2
+    assert len(config["tau_sweep"]) == 16
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"tau": 0},
+        {"tau": 1},
+        {"tau": "0.1"},
+        {"tau_sweep": [0.1, 1.2]},
+        {"solver": "simplex"},
+        {"noise": -0.1},
+        {"n_max": 0},
+        {"n_max": 17},
+        {"n_max": 2.5},
+        {"seed": "zero"},
+    ],
+)
+def test_bad_values_rejected(bad):
+    with pytest.raises(WorkflowError):
+        validate(dict(bad), str(SCHEMA))
