@@ -1,0 +1,269 @@
+"""The interaction core against brute-force definitions (SPEC §3), LP ground truth and planted games."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ips.interactions import and_or, harsanyi, mobius, reconstruct, zeta
+
+# ----------------------------------------------------------------------------- brute force
+
+
+def subsets(mask: int):
+    """All submasks of ``mask`` (including 0 and mask)."""
+    return [s for s in range(mask + 1) if s & mask == s]
+
+
+def popcount(m: int) -> int:
+    return bin(m).count("1")
+
+
+def brute_harsanyi(v: np.ndarray) -> np.ndarray:
+    """I(S) = Σ_{T⊆S} (-1)^{|S|-|T|} v(T), literally (O(3^n))."""
+    out = np.zeros_like(v)
+    for s in range(len(v)):
+        out[s] = sum((-1) ** (popcount(s) - popcount(t)) * v[t] for t in subsets(s))
+    return out
+
+
+def brute_and_or(v: np.ndarray, gamma: np.ndarray):
+    """SPEC §3 definitions of I_AND and I_OR from γ, literally (O(3^n))."""
+    full = len(v) - 1
+    v_and = 0.5 * v + gamma
+    v_or = 0.5 * v - gamma
+    i_and = np.zeros_like(v)
+    i_or = np.zeros_like(v)
+    for s in range(len(v)):
+        i_and[s] = sum((-1) ** (popcount(s) - popcount(t)) * v_and[t] for t in subsets(s))
+        if s:
+            i_or[s] = -sum((-1) ** (popcount(s) - popcount(t)) * v_or[full ^ t] for t in subsets(s))
+    return i_and, i_or
+
+
+def indicator_matrices(n: int):
+    """[S ⊆ T] and [S ∩ T ≠ ∅] for rows T and columns S (S ≠ ∅ columns only are used)."""
+    masks = np.arange(1 << n)
+    inter = masks[:, None] & masks[None, :]
+    return (inter == masks[None, :]).astype(float), (inter != 0).astype(float)
+
+
+def brute_matching(v, i_and, i_or) -> float:
+    """max_T |v(T) − v(∅) − Σ_{∅≠S⊆T} I_AND(S) − Σ_{S∩T≠∅} I_OR(S)|, summed as written."""
+    n = len(v).bit_length() - 1
+    sub, meets = indicator_matrices(n)
+    phi = v[0] + sub[:, 1:] @ i_and[1:] + meets[:, 1:] @ i_or[1:]
+    return float(np.abs(v - phi).max())
+
+
+def planted_game(n: int, terms, base: float = 0.0) -> np.ndarray:
+    """v(T) = base + Σ c·[S ⊆ T] (AND terms) + Σ c·[S ∩ T ≠ ∅] (OR terms)."""
+    t = np.arange(1 << n)
+    v = np.full(1 << n, base, dtype=float)
+    for kind, s, c in terms:
+        v += c * (((t & s) == s) if kind == "and" else ((t & s) != 0))
+    return v
+
+
+def canonical_reference(v: np.ndarray) -> np.ndarray:
+    """The canonical optimum by its definition: LP optimum f*, then least ℓ2 over ‖z‖₁ ≤ f*.
+
+    Dense formulation over rows T ≠ ∅ (independent of the package's sparse equality form).
+    """
+    import clarabel
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    n = len(v).bit_length() - 1
+    sub, meets = indicator_matrices(n)
+    a = np.hstack([sub[1:, 1:], meets[1:, 1:]])
+    b = v[1:] - v[0]
+    m = a.shape[1]
+    split = np.hstack([a, -a])
+    lp = linprog(np.ones(2 * m), A_eq=split, b_eq=b, bounds=(0, None), method="highs")
+    assert lp.status == 0
+    f_star = lp.fun
+    rows = sp.vstack([sp.csc_matrix(split), sp.csc_matrix(np.ones((1, 2 * m))), -sp.eye(2 * m)]).tocsc()
+    rhs = np.r_[b, f_star * (1 + 1e-10) + 1e-12, np.zeros(2 * m)]
+    s = clarabel.DefaultSettings()
+    s.verbose = False
+    s.tol_gap_abs = s.tol_gap_rel = s.tol_feas = 1e-12
+    sol = clarabel.DefaultSolver(sp.eye(2 * m, format="csc"), np.zeros(2 * m), rows, rhs,
+                                 [clarabel.ZeroConeT(len(b)), clarabel.NonnegativeConeT(1 + 2 * m)],
+                                 s).solve()
+    z = np.asarray(sol.x)
+    return z[:m] - z[m:]
+
+
+def stacked(res) -> np.ndarray:
+    return np.concatenate([res.and_[..., 1:], res.or_[..., 1:]], -1)
+
+
+# ----------------------------------------------------------------------------- transforms
+
+
+@pytest.mark.parametrize("n", range(0, 7))
+def test_harsanyi_matches_brute_force(n):
+    rng = np.random.default_rng(n)
+    v = rng.normal(size=1 << n) * 5
+    assert np.allclose(harsanyi(v), brute_harsanyi(v), atol=1e-10, rtol=0)
+
+
+def test_harsanyi_batched_equals_per_vector():
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(3, 4, 1 << 5))
+    batched = harsanyi(v)
+    for i, j in itertools.product(range(3), range(4)):
+        assert np.allclose(batched[i, j], brute_harsanyi(v[i, j]), atol=1e-10, rtol=0)
+
+
+def test_zeta_inverts_mobius_and_reconstruct_matches_brute():
+    rng = np.random.default_rng(1)
+    f = rng.normal(size=(2, 1 << 6))
+    assert np.allclose(zeta(mobius(f)), f, atol=1e-12)
+    i_and, i_or = rng.normal(size=(2, 1 << 6))
+    i_or[0] = 0.0
+    v = reconstruct(i_and, i_or)
+    assert brute_matching(v, i_and, i_or) < 1e-10
+    assert v[0] == pytest.approx(i_and[0])
+
+
+# ----------------------------------------------------------------------------- AND-OR fits
+
+
+@pytest.mark.parametrize("solver", ["exact", "first_order"])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_fit_agrees_with_spec_definitions(solver, n):
+    """and_/or_ are exactly the SPEC's I_AND/I_OR of the returned γ, and match v."""
+    rng = np.random.default_rng(10 + n)
+    v = rng.normal(size=1 << n) * 3
+    res = and_or(v, solver=solver)
+    i_and, i_or = brute_and_or(v, res.gamma)
+    assert np.allclose(res.and_, i_and, atol=1e-9)
+    assert np.allclose(res.or_, i_or, atol=1e-9)
+    assert res.and_[0] == v[0] and res.or_[0] == 0.0
+    assert brute_matching(v, res.and_, res.or_) <= 1e-6 * np.abs(v).max()
+    assert res.objective == pytest.approx(np.abs(res.and_[1:]).sum() + np.abs(res.or_[1:]).sum())
+
+
+values_strategy = st.integers(1, 12).flatmap(
+    lambda n: st.one_of(
+        st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=1 << n, max_size=1 << n),
+        st.lists(st.integers(-3, 3).map(float), min_size=1 << n, max_size=1 << n),
+        st.floats(-50, 50).map(lambda c: [c] * (1 << n)),
+    )
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=values_strategy)
+def test_universal_matching_every_solver(values):
+    """Every fit satisfies universal matching to 1e-6·max|v| for all 2^n masks (n = 1..12).
+
+    The first-order solver runs with few iterations at large n: matching holds for every γ,
+    converged or not, and that is what this property checks.
+    """
+    v = np.asarray(values)
+    n = len(v).bit_length() - 1
+    solvers = ["first_order"] + (["exact"] if n <= 7 else [])
+    for solver in solvers:
+        res = and_or(v, solver=solver, max_iter=300 if n > 8 else 50000)
+        limit = 1e-6 * max(np.abs(v).max(), 1e-12)
+        assert res.matching_error <= limit
+        assert brute_matching(v, res.and_, res.or_) <= limit
+
+
+@pytest.mark.parametrize("n", [2, 4, 6, 8])
+def test_first_order_objective_within_one_percent_of_exact(n):
+    rng = np.random.default_rng(100 + n)
+    v = rng.normal(size=(2, 1 << n)) * rng.uniform(0.5, 5)
+    exact = and_or(v, solver="exact")
+    fo = and_or(v, solver="first_order")
+    assert np.all(exact.duality_gap < 1e-7)
+    assert np.all(fo.objective <= exact.objective * 1.01)
+    assert np.all(fo.objective >= exact.objective * (1 - 1e-9))
+
+
+def test_exact_is_the_least_norm_l1_optimum():
+    rng = np.random.default_rng(7)
+    for n in (2, 3, 4, 5):
+        v = rng.normal(size=1 << n) * 2
+        res = and_or(v, solver="exact")
+        ref = canonical_reference(v)
+        assert np.allclose(stacked(res), ref, atol=1e-5 * np.abs(ref).max())
+
+
+PLANTED = [
+    (5, [("and", 0b00011, 2.0), ("or", 0b01100, -1.5), ("and", 0b10000, 0.8)], 0.25),
+    (6, [("and", 0b11, 2.0), ("or", 0b1100, -1.5), ("and", 0b111000, 1.0), ("or", 0b100001, 0.5),
+         ("and", 0b10, 0.7)], 0.3),
+    (4, [("or", 0b1111, 3.0), ("and", 0b0110, -2.0)], -1.0),
+]
+
+
+@pytest.mark.parametrize("n,terms,base", PLANTED)
+def test_planted_game_canonical_optimum_is_solver_independent(n, terms, base):
+    v = planted_game(n, terms, base)
+    planted_l1 = sum(abs(c) for _, _, c in terms)
+    ref = canonical_reference(v)
+    scale = np.abs(ref).max()
+    for solver in ("exact", "first_order"):
+        res = and_or(v, solver=solver)
+        assert res.objective <= planted_l1 * (1 + 1e-6)
+        assert np.abs(stacked(res) - ref).max() <= 1e-4 * scale, solver
+
+
+def test_singleton_tie_is_split_evenly_by_every_solver():
+    """AND{i} and OR{i} are one pattern: the canonical optimum gives each half of it."""
+    v = planted_game(3, [("and", 0b001, 2.0), ("and", 0b110, -1.0)], 0.5)
+    for solver in ("exact", "first_order"):
+        res = and_or(v, solver=solver)
+        assert res.and_[1] == pytest.approx(1.0, abs=1e-4)
+        assert res.or_[1] == pytest.approx(1.0, abs=1e-4)
+
+
+def test_zero_game_has_zero_interactions():
+    res = and_or(np.zeros(16), solver="first_order")
+    assert res.objective == 0 and np.all(res.and_ == 0) and np.all(res.or_ == 0)
+
+
+def test_noise_term_is_bounded_and_sparsifies():
+    rng = np.random.default_rng(3)
+    v = planted_game(4, [("and", 0b0011, 2.0), ("or", 0b1100, 1.0)]) + rng.normal(size=16) * 0.01
+    plain = and_or(v, solver="exact")
+    noisy = and_or(v, solver="auto", noise=0.02)
+    assert noisy.solver == "exact"
+    assert noisy.objective <= plain.objective + 1e-9
+    bound = 0.02 * abs(v[-1] - v[0])
+    assert 0 < noisy.matching_error <= bound * (1 + 1e-6)
+    with pytest.raises(ValueError, match="noise"):
+        and_or(v, solver="first_order", noise=0.02)
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "values,kwargs,match",
+    [
+        (np.zeros(6), {}, "power of two"),
+        (np.array([0.0, np.nan, 1.0, 2.0]), {}, "NaN"),
+        (np.array([0.0, np.inf, 1.0, 2.0]), {}, "inf"),
+        (np.zeros(1 << 5), {"n_max": 4}, "n_max"),
+        (np.zeros(4), {"solver": "magic"}, "solver"),
+        (np.zeros(4), {"noise": -1.0}, "noise"),
+        (3.0, {}, "scalar"),
+    ],
+)
+def test_bad_input_is_a_clear_value_error(values, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        and_or(values, **kwargs)
+
+
+def test_harsanyi_rejects_bad_length():
+    with pytest.raises(ValueError, match="power of two"):
+        harsanyi(np.zeros(3))
