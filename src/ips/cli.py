@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 from ips import __version__
+from ips.interactions import SOLVERS
 from ips.io import InputError
 
 log = logging.getLogger("ips")
 
-SOLVERS = ("auto", "exact", "first_order")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 

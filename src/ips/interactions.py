@@ -446,7 +446,8 @@ def and_or(values, solver: str = "auto", noise: float = 0.0, *, n_max: int = DEF
     noise : ε ≥ 0 of the bounded term q_T (SPEC §3): v' = v + q, |q_T| ≤ ε·|v(x_N) − v(x_∅)|,
         q_∅ = 0; q is chosen with γ to make the interactions sparsest. ε = 0 gives exact matching.
     n_max : largest n accepted (ValueError beyond).
-    tol, max_iter : first-order stopping rule (relative duality gap) and iteration cap.
+    tol, max_iter : first-order stopping rule (relative change of the solution between two
+        continuation steps) and iteration cap.
     """
     if solver not in SOLVERS:
         raise ValueError(f"solver: {solver!r} is not one of {', '.join(SOLVERS)}")
@@ -459,13 +460,13 @@ def and_or(values, solver: str = "auto", noise: float = 0.0, *, n_max: int = DEF
     if solver == "auto":
         solver = "exact" if (n <= AUTO_EXACT_MAX_N or noise > 0) else "first_order"
     start = time.perf_counter()
-    if v.shape[:-1] == () :
-        res = and_or(v[None], solver, noise, n_max=n_max, tol=tol, max_iter=max_iter)
-        return AndOrResult(res.and_[0], res.or_[0], res.gamma[0], res.objective[0],
-                           res.matching_error[0], res.duality_gap[0], res.solver, n, res.info)
-    if solver == "exact":
-        res = _exact(v, n, noise)
-    else:
-        res = _first_order(v, n, tol, max_iter)
+    batch = v.reshape((-1, 1 << n))  # a single game runs as a batch of one
+    res = _exact(batch, n, noise) if solver == "exact" else _first_order(batch, n, tol, max_iter)
+    lead = v.shape[:-1]
+    for name in ("and_", "or_", "gamma"):
+        setattr(res, name, getattr(res, name).reshape(v.shape))
+    for name in ("objective", "matching_error", "duality_gap"):
+        value = getattr(res, name).reshape(lead)
+        setattr(res, name, value[()] if lead == () else value)
     res.info["seconds"] = time.perf_counter() - start
     return res
