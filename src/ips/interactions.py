@@ -228,8 +228,10 @@ def _solve_exact_one(v: np.ndarray, n: int, noise: float):
 
     size = 1 << n
     k = size - 1
-    a_eq = _equality_form(n)
     b = v - v[0]
+    if not np.any(b):  # a constant game: every interaction but I_AND(∅) is zero
+        return np.r_[v[0], np.zeros(k)], np.zeros(size), 0.0, np.zeros(size)
+    a_eq = _equality_form(n)
     radius = noise * abs(v[-1] - v[0])
     if radius > 0:  # v' = v + q, |q_T| ≤ ε|v(N) − v(∅)|, q_∅ = 0 keeps I_AND(∅) = v(∅)
         q_cols = sp.eye(size, format="csc")[:, 1:]
@@ -238,8 +240,6 @@ def _solve_exact_one(v: np.ndarray, n: int, noise: float):
     nq = nvar - 4 * k - 1
     cost = np.r_[np.ones(4 * k), 0.0, np.zeros(nq)]
     bounds = [(0, None)] * (4 * k) + [(None, None)] + [(-radius, radius)] * nq
-    if not np.any(b):  # a constant game: every interaction but I_AND(∅) is zero
-        return np.r_[v[0], np.zeros(k)], np.zeros(size), 0.0, np.zeros(size)
     lp = linprog(cost, A_eq=a_eq, b_eq=b, bounds=bounds, method="highs-ipm")
     if lp.status != 0:
         raise RuntimeError(f"exact AND-OR fit: HiGHS failed ({lp.message})")
@@ -281,17 +281,15 @@ def _solve_exact_one(v: np.ndarray, n: int, noise: float):
 
 
 def _exact(v: np.ndarray, n: int, noise: float) -> AndOrResult:
-    flat = v.reshape(-1, 1 << n)
+    """Exact fit of each row of ``v`` (rows, 2**n), one LP/QP pair per game."""
     xs, ys, lows, fitv = [], [], [], []
-    for row in flat:
+    for row in v:
         x, y, f_star, q = _solve_exact_one(row, n, noise)
         xs.append(x)
         ys.append(y)
         lows.append(f_star)
         fitv.append(row + q)
-    shape = v.shape
-    return _finish(v, np.reshape(xs, shape), np.reshape(ys, shape), np.reshape(lows, shape[:-1]),
-                   "exact", np.reshape(fitv, shape))
+    return _finish(v, np.array(xs), np.array(ys), np.array(lows), "exact", np.array(fitv))
 
 
 # ----------------------------------------------------------------------------- first-order
@@ -352,6 +350,11 @@ def _dual_bound(v: np.ndarray, lam: np.ndarray) -> np.ndarray:
     return (b * lam).sum(-1) / np.maximum(norm, 1.0)
 
 
+def _blocks(a: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The AND and OR blocks of a = v_and: (M a, MP a − MP v) with c = MP v."""
+    return _butterfly(a.copy(), _M), _butterfly(complement(a).copy(), _M) - c
+
+
 def _first_order(v: np.ndarray, n: int, tol: float, max_iter: int) -> AndOrResult:
     """Over-relaxed ADMM on the regularised Eq. 12, vectorised over all games.
 
@@ -360,12 +363,11 @@ def _first_order(v: np.ndarray, n: int, tol: float, max_iter: int) -> AndOrResul
         min ‖u_{≠∅}‖₁ + ‖w_{≠∅}‖₁ + μ/2 (‖u_{≠∅}‖² + ‖w_{≠∅}‖²)   s.t.  u = M a,  w = MP a − MP v.
 
     Every step is a butterfly; the a-step is an exact Kronecker solve (``_h_inverse_parts``).
-    μ follows a continuation μ·scale = 10⁻¹, 10⁻², … with warm starts: below a data-dependent
+    μ follows a continuation μ·scale = 10⁻², 10⁻³, … with warm starts: below a data-dependent
     threshold the regularised solution no longer moves and equals the canonical optimum
     (exact regularisation), so a game is done when two consecutive stages agree to ``tol``.
     """
-    shape = v.shape
-    flat = v.reshape(-1, 1 << n)
+    flat = v  # (rows, 2**n)
     rows = flat.shape[0]
     w_mat, inv_diag, h0 = _h_inverse_parts(n)
     c = _butterfly(complement(flat).copy(), _M)  # MP v
@@ -375,8 +377,7 @@ def _first_order(v: np.ndarray, n: int, tol: float, max_iter: int) -> AndOrResul
     relax = 1.6
     a = 0.5 * flat
     a[:, 0] = flat[:, 0]
-    u = _butterfly(a.copy(), _M)
-    wv = _butterfly(complement(a).copy(), _M) - c
+    u, wv = _blocks(a, c)
     al = np.zeros_like(u)
     be = np.zeros_like(wv)
     done = np.zeros(rows, dtype=bool)
@@ -391,8 +392,7 @@ def _first_order(v: np.ndarray, n: int, tol: float, max_iter: int) -> AndOrResul
             r = _butterfly(u - al, _M.T) + complement(_butterfly(wv - be + c, _M.T))
             a = _h_solve(r, w_mat, inv_diag)
             a += ((flat[:, 0] - a[:, 0]) / h0[0])[:, None] * h0
-            ma = _butterfly(a.copy(), _M)
-            mpa = _butterfly(complement(a).copy(), _M) - c
+            ma, mpa = _blocks(a, c)
             ma_r = relax * ma + (1 - relax) * u
             mpa_r = relax * mpa + (1 - relax) * wv
             u_old, w_old = u, wv
@@ -414,15 +414,13 @@ def _first_order(v: np.ndarray, n: int, tol: float, max_iter: int) -> AndOrResul
             done |= moved <= tol
         previous = z
         mu_rel /= 10
-    x = _butterfly(a.copy(), _M)
-    y = _butterfly(complement(a).copy(), _M) - c
+    x, y = _blocks(a, c)
     lower = _dual_bound(flat, _lambda_from_multiplier(rho * al))
     info = {"iterations": total, "stages": stages, "converged": int(done.sum()), "rows": rows}
     if not done.all():
         log.warning("first-order AND-OR: %d of %d games not converged after %d iterations "
                     "(raise max_iter or use solver='exact')", rows - int(done.sum()), rows, total)
-    return _finish(v, x.reshape(shape), y.reshape(shape), lower.reshape(shape[:-1]),
-                   "first_order", info=info)
+    return _finish(v, x, y, lower, "first_order", info=info)
 
 
 def _lambda_from_multiplier(p: np.ndarray) -> np.ndarray:
