@@ -28,10 +28,11 @@ install: $(STAMP)
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# Reinstalls only when pyproject.toml changed since the last install.
-$(STAMP): pyproject.toml | $(BIN)/python
+# Reinstalls only when pyproject.toml or envs/nodeps.txt changed since the last install.
+$(STAMP): pyproject.toml envs/nodeps.txt | $(BIN)/python
 	$(BIN)/python -m pip install $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) '$(TORCH_SPEC)'
 	$(BIN)/python -m pip install -e '.[test]'
+	$(BIN)/python -m pip install --no-deps -r envs/nodeps.txt
 	touch $@
 
 clean-venv:

@@ -15,11 +15,11 @@ def load(name):
     return yaml.safe_load((ROOT / name).read_text())
 
 
-def test_default_config_is_valid_and_equals_schema_defaults():
+def test_default_config_is_valid_and_spells_out_every_key():
     config = load("config.yaml")
     validate(config, str(SCHEMA))
-    defaults = {k: p["default"] for k, p in load(SCHEMA)["properties"].items() if "default" in p}
-    assert {k: config[k] for k in defaults} == defaults
+    # every top-level key of the schema is written in config.yaml, so users see it
+    assert set(load(SCHEMA)["properties"]) <= set(load("config.yaml"))
 
 
 def test_missing_keys_get_defaults():

