@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="logging threshold on stderr (default: %(default)s)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_samples(sub, common)
+    _add_prepare_model(sub, common)
+    _add_score(sub, common)
     _add_fit(sub, common)
     return parser
 
@@ -124,6 +127,125 @@ def _fit(args: argparse.Namespace) -> int:
         "wrote %s (solver used: %s) in %.2f s",
         args.out, ds.attrs["solver_used"], time.perf_counter() - t0,
     )
+    return 0
+
+
+# ---------------------------------------------------------------- ips samples
+
+
+def _config_args(p, *, model: bool = False, dataset: bool = False) -> None:
+    p.add_argument("--config", type=Path, default=Path("config.yaml"),
+                   help="workflow configuration (default: %(default)s)")
+    if model:
+        p.add_argument("--model", required=True, help="model name under `models` in the config")
+        p.add_argument("--cache-dir", type=Path, default=Path("resources/models"),
+                       help="where converted models are kept (default: %(default)s)")
+    if dataset:
+        p.add_argument("--dataset", required=True, help="dataset name under `datasets` in the config")
+
+
+def _add_samples(sub, common) -> None:
+    p = sub.add_parser(
+        "samples",
+        parents=[common],
+        help="draw a dataset's items, select their variables, render every condition (JSON out)",
+        description="Load the dataset, draw n_items items whose variables fit n_max, fix the "
+        "few-shot examples and render each item under every template condition, keeping the "
+        "character span of every variable. Model-independent.",
+    )
+    _config_args(p, dataset=True)
+    p.add_argument("--out", type=Path, required=True, metavar="OUT.json")
+    p.set_defaults(func=_samples)
+
+
+def _samples(args: argparse.Namespace) -> int:
+    from ips.config import load_config
+    from ips.samples import dataset_settings, prepare_samples, save_samples
+
+    config = load_config(args.config)
+    ss = prepare_samples(dataset_settings(config, args.dataset))
+    save_samples(ss, args.out)
+    log.info("wrote %s: %d samples, %d conditions, skipped %s", args.out, len(ss.samples),
+             len(ss.conditions), ss.skipped or "none")
+    return 0
+
+
+# ---------------------------------------------------------------- ips prepare-model
+
+
+def _add_prepare_model(sub, common) -> None:
+    p = sub.add_parser(
+        "prepare-model",
+        parents=[common],
+        help="resolve a configured model to a fast-loading directory (GGUF converted once)",
+    )
+    _config_args(p, model=True)
+    p.set_defaults(func=_prepare_model)
+
+
+def _prepare_model(args: argparse.Namespace) -> int:
+    from ips.config import load_config
+    from ips.models import prepare_model
+
+    spec = _model_spec(load_config(args.config), args.model)
+    t0 = time.perf_counter()
+    path = prepare_model(spec, cache_dir=args.cache_dir)
+    log.info("model %s ready at %s (%.1f s)", args.model, path, time.perf_counter() - t0)
+    print(path)
+    return 0
+
+
+def _model_spec(config: dict, name: str):
+    from ips.models import ModelSpec
+
+    if name not in config["models"]:
+        known = ", ".join(config["models"]) or "none"
+        raise InputError(f"config: no model {name!r} under 'models' (configured: {known})")
+    return ModelSpec.from_config(name, config["models"][name])
+
+
+# ---------------------------------------------------------------- ips score
+
+
+def _add_score(sub, common) -> None:
+    p = sub.add_parser(
+        "score",
+        parents=[common],
+        help="v(x_S) of one model on every mask of every sample of one shard (HDF5 out)",
+        description="Score every (sample, condition, mask S) of one shard: v(x_S) = log-odds of "
+        "the target at the answer position with the variables outside S replaced by the "
+        "model's mask token (SPEC §2). Resumes an interrupted run of the same inputs.",
+    )
+    _config_args(p, model=True, dataset=True)
+    p.add_argument("--samples", type=Path, metavar="SAMPLES.json",
+                   help="samples written by `ips samples` (default: prepare them from the config)")
+    p.add_argument("--shard", type=int, default=0, metavar="K",
+                   help="score samples [K*shard_size, (K+1)*shard_size) (default: %(default)s)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads for torch (default: torch's choice)")
+    p.add_argument("--device", default=None, help="torch device (default: cuda if visible, else cpu)")
+    p.add_argument("--out", type=Path, required=True, metavar="OUT.h5")
+    p.set_defaults(func=_score)
+
+
+def _score(args: argparse.Namespace) -> int:
+    from ips.config import load_config
+    from ips.models import load_model
+    from ips.samples import dataset_settings, load_samples, prepare_samples
+    from ips.scoring import score_shard
+
+    config = load_config(args.config)
+    spec = _model_spec(config, args.model)
+    settings = dataset_settings(config, args.dataset)
+    ss = load_samples(args.samples) if args.samples else prepare_samples(settings)
+    if ss.dataset != args.dataset:
+        raise InputError(f"{args.samples}: holds samples of dataset {ss.dataset!r}, not {args.dataset!r}")
+    t0 = time.perf_counter()
+    lm = load_model(spec, cache_dir=args.cache_dir, device=args.device, threads=args.threads)
+    log.info("loaded %s on %s (%s, mask token %r id %d from %s) in %.1f s", args.model, lm.device,
+             lm.dtype, lm.mask_token, lm.mask_token_id, lm.mask_source, time.perf_counter() - t0)
+    score_shard(lm, ss, args.out, shard=args.shard, shard_size=config["shard_size"],
+                target=settings["entry"].get("target"), batch_tokens=config["batch_tokens"])
     return 0
 
 

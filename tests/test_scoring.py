@@ -1,0 +1,314 @@
+"""v(x_S) on masked prompts (SPEC §2), checked against direct single-prompt computations."""
+
+import numpy as np
+import pytest
+import torch
+import xarray as xr
+
+from ips.datasets import InstructionItem, MCQItem
+from ips.models import ModelSpec, load_model
+from ips.samples import Sample, SampleSet
+from ips.scoring import (
+    Engine,
+    ScoringError,
+    letter_tokens,
+    log_odds,
+    masked_inputs,
+    score_shard,
+    token_owners,
+)
+from ips.templates import conditions, load_templates, render
+from ips.variables import select_variables
+
+ATTRS = {"family": "tiny", "series": "tiny", "type": "base", "architecture": "dense", "params": 1}
+
+ITEMS = [
+    MCQItem("i0", "Which tool measures the mass of a small stone?",
+            ("a balance", "a ruler", "a thermometer", "a magnet"), 0),
+    MCQItem("i1", "What do plants need to make food?", ("sunlight", "rocks", "iron", "glass"), 0),
+    MCQItem("i2", "Why do seasons change on Earth?", ("tilted axis", "wind", "rain", "the Moon"), 0),
+    MCQItem("i3", "Which animals eat only plants?", ("herbivores", "carnivores", "birds", "fish"), 0),
+]
+
+
+def lm_for(path, name="tiny"):
+    return load_model(ModelSpec.from_config(name, {"source": {"path": str(path)}, **ATTRS}))
+
+
+@pytest.fixture(scope="module")
+def llama(tiny_llama_dir):
+    return lm_for(tiny_llama_dir, "tiny-llama")
+
+
+@pytest.fixture(scope="module")
+def gemma(tiny_gemma_dir):
+    return lm_for(tiny_gemma_dir, "tiny-gemma")
+
+
+def sample_set(items=ITEMS, names=("T1", "T4"), shots=(), n_max=4, kind="mcq"):
+    ts = load_templates()
+    conds, groups = conditions(list(names), list(names) if shots else [], list(shots))
+    samples = []
+    for item in items:
+        vs = select_variables(item, n_max=100)[:n_max]  # the first n_max keep tests short
+        prompts = {c.name: render(ts[c.template], item, vs, items[:c.shots], ts) for c in conds}
+        samples.append(Sample(item, vs, prompts))
+    return SampleSet("toy", kind, conds, groups, samples)
+
+
+def direct_v(lm, text, spans, keep, target):
+    """v(x_S) for one mask, the slow way: one prompt, full logits, no batching."""
+    enc = lm.tokenizer(text, return_offsets_mapping=True)
+    ids = list(enc["input_ids"])
+    for t, (a, b) in enumerate(enc["offset_mapping"]):
+        overlaps = [max(0, min(b, e) - max(a, s)) for s, e in spans]
+        if max(overlaps, default=0) > 0 and not keep[int(np.argmax(overlaps))]:
+            ids[t] = lm.mask_token_id
+    logp = 0.0
+    for j, y in enumerate(target):
+        with torch.no_grad():
+            logits = lm.model(torch.tensor([ids + list(target[:j])])).logits[0, -1].double()
+        logp += torch.log_softmax(logits, -1)[y].item()
+    return float(log_odds(np.array(logp)))
+
+
+# ---------------------------------------------------------------- token ownership
+
+
+def test_token_owners_edge_cases():
+    # "  The X-Files, don't" with variables "X-Files" (6..13) and "don't" (15..20)
+    spans = [(6, 13), (15, 20)]
+    offsets = [
+        (0, 0),  # BOS: no characters
+        (0, 5),  # "  The": background
+        (5, 7),  # " X": leading space + first letter -> variable 0
+        (7, 8),  # "-"
+        (8, 13),  # "Files"
+        (13, 14),  # ",": punctuation after a variable stays background
+        (14, 17),  # " do": leading space
+        (17, 20),  # "n't"
+    ]
+    assert token_owners(offsets, spans).tolist() == [-1, -1, 0, 0, 0, -1, 1, 1]
+    # a token straddling two variables goes to the one it overlaps most; ties to the first
+    assert token_owners([(0, 4), (4, 9)], [(0, 3), (3, 9)]).tolist() == [0, 1]
+    assert token_owners([(2, 6)], [(0, 4), (4, 8)]).tolist() == [0]
+    assert token_owners([(0, 3)], []).tolist() == [-1]
+
+
+@pytest.mark.parametrize("which", ["llama", "gemma"])
+def test_masking_replaces_exactly_each_variables_tokens(which, request):
+    lm = request.getfixturevalue(which)
+    ss = sample_set()
+    for s in ss.samples:
+        p = s.prompts["T1"]
+        enc = lm.tokenizer(p.text, return_offsets_mapping=True)
+        ids = np.array(enc["input_ids"])
+        owners = token_owners(enc["offset_mapping"], p.spans)
+        n = len(s.variables)
+        # every variable owns a token, and its tokens spell the variable
+        for i, v in enumerate(s.variables):
+            toks = np.flatnonzero(owners == i)
+            assert len(toks) >= 1
+            assert v.text in lm.tokenizer.decode(ids[toks])
+        rows = masked_inputs(ids, owners, n, lm.mask_token_id)
+        assert rows.shape == (1 << n, len(ids))
+        for m, row in enumerate(rows):
+            dropped = [i for i in range(n) if not (m >> i) & 1]
+            expect = np.isin(owners, dropped)
+            assert np.array_equal(row != ids, expect & (ids != lm.mask_token_id))
+            assert np.all(row[expect] == lm.mask_token_id)
+
+
+# ---------------------------------------------------------------- values
+
+
+@pytest.mark.parametrize("which", ["llama", "gemma"])
+def test_values_match_direct_computation(which, request):
+    lm = request.getfixturevalue(which)
+    s = sample_set().samples[0]
+    p = s.prompts["T4"]
+    enc = lm.tokenizer(p.text, return_offsets_mapping=True)
+    ids = np.array(enc["input_ids"])
+    owners = token_owners(enc["offset_mapping"], p.spans)
+    n = len(s.variables)
+    letters, _ = letter_tokens(lm.tokenizer, p.cue, "ABCD")
+    for target in ([letters[0]], [letters[2], letters[1], letters[3]]):
+        v = Engine(lm.model, lm.mask_token_id, batch_tokens=4096).values(ids, owners, n, target)
+        direct = [direct_v(lm, p.text, p.spans, [(m >> i) & 1 for i in range(n)], target)
+                  for m in range(1 << n)]
+        # float32 forwards of a batch and of one row round differently: 1e-6 or a few ulps
+        np.testing.assert_allclose(v, direct, rtol=1e-7, atol=1e-6)
+        assert np.ptp(v) > 1e-3  # masking moves the output: the comparison is not vacuous
+
+
+def test_values_are_exact_in_float64(tiny_llama_dir):
+    lm = lm_for(tiny_llama_dir)
+    lm.model.double()  # without float32 rounding, batching must not change a single digit
+    s = sample_set().samples[2]
+    p = s.prompts["T1"]
+    enc = lm.tokenizer(p.text, return_offsets_mapping=True)
+    ids, owners = np.array(enc["input_ids"]), token_owners(enc["offset_mapping"], p.spans)
+    n = len(s.variables)
+    v = Engine(lm.model, lm.mask_token_id, batch_tokens=4096).values(ids, owners, n, [5, 9])
+    direct = [direct_v(lm, p.text, p.spans, [(m >> i) & 1 for i in range(n)], [5, 9])
+              for m in range(1 << n)]
+    np.testing.assert_allclose(v, direct, rtol=0, atol=1e-10)
+
+
+def test_batch_size_does_not_change_values(llama):
+    s = sample_set().samples[1]
+    p = s.prompts["T1"]
+    enc = llama.tokenizer(p.text, return_offsets_mapping=True)
+    ids = np.array(enc["input_ids"])
+    owners = token_owners(enc["offset_mapping"], p.spans)
+    n = len(s.variables)
+    results = [Engine(llama.model, llama.mask_token_id, batch_tokens=bt).values(ids, owners, n, [7])
+               for bt in (1, len(ids) * 3, 10**6)]
+    for r in results[1:]:
+        np.testing.assert_allclose(r, results[0], rtol=0, atol=1e-6)
+
+
+def test_log_odds_is_finite_for_extreme_probabilities():
+    logp = np.array([-1e-300, -1e-12, np.log(0.5), -700.0])
+    v = log_odds(logp)
+    assert np.all(np.isfinite(v))
+    assert v[2] == pytest.approx(0.0)
+    assert v[1] == pytest.approx(np.log(1 - 1e-12) - np.log(1e-12), rel=1e-9)
+    assert v[3] == pytest.approx(-700.0)
+
+
+def test_letters_need_single_tokens(llama):
+    with pytest.raises(ScoringError, match="choice_text"):
+        letter_tokens(llama.tokenizer, "Answer:", ["Zebra", "Quokka"])
+
+
+# ---------------------------------------------------------------- shards, files, resume
+
+
+def test_score_shard_writes_a_complete_values_file(llama, tmp_path):
+    ss = sample_set(shots=(1,))
+    out = tmp_path / "v.h5"
+    score_shard(llama, ss, out, shard=0, shard_size=3, batch_tokens=512, progress=False)
+    ds = xr.open_dataset(out, engine="h5netcdf")
+    assert list(ds.sample.values) == ["i0", "i1", "i2"]
+    assert list(ds.condition.values) == ["T1", "T4", "T1-1shot", "T4-1shot"]
+    n = ds.n_vars.values
+    for i in range(3):
+        v = ds.v.values[i]
+        assert np.all(np.isfinite(v[:, : 1 << n[i]])) and np.all(np.isnan(v[:, 1 << n[i]:]))
+    assert ds.attrs["mask_token"] == "<unk>" and ds.attrs["mask_source"] == "unk"
+    assert ds.attrs["target"] == "letter"
+    assert set(ds.pred.values.ravel()) <= {0, 1, 2, 3}
+    assert np.array_equal(ds.pred.values, ds.option_logp.values.argmax(-1))
+    # the unmasked row of v is the log-odds of the gold letter's probability
+    for i in range(3):
+        gold_logp = ds.option_logp.values[i, :, ds.gold.values[i]]
+        np.testing.assert_allclose(ds.v.values[i, :, (1 << n[i]) - 1], log_odds(gold_logp), atol=1e-6)
+    assert ds.hidden.shape[:2] == (3, 4) and ds.hidden.shape[2] == llama.model.config.hidden_size
+    assert ds.variable.values[0, 0] == ss.samples[0].variables[0].text
+    assert not (tmp_path / "v.h5.partial").exists()
+    ds.close()
+
+
+def test_resume_after_a_killed_run_gives_identical_output(llama, tmp_path, monkeypatch):
+    import ips.scoring as scoring
+
+    ss = sample_set()
+    whole = tmp_path / "whole.h5"
+    score_shard(llama, ss, whole, progress=False)
+
+    out = tmp_path / "resumed.h5"
+    real = scoring.score_sample
+    calls = []
+
+    def dies_after_two(*a, **k):
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the job is killed while scoring the third sample
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(scoring, "score_sample", dies_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        score_shard(llama, ss, out, progress=False)
+    assert not out.exists() and len(list((tmp_path / "resumed.h5.partial").glob("*.npz"))) == 2
+
+    calls.clear()
+    monkeypatch.setattr(scoring, "score_sample", lambda *a, **k: (calls.append(1), real(*a, **k))[1])
+    score_shard(llama, ss, out, progress=False)
+    assert len(calls) == 2  # only the two unfinished samples were scored again
+    a, b = (xr.open_dataset(p, engine="h5netcdf") for p in (whole, out))
+    for name in ("v", "pred", "option_logp", "hidden", "greedy_token", "span"):
+        assert np.array_equal(a[name].values, b[name].values, equal_nan=True), name
+    a.close(), b.close()
+
+
+def test_partial_results_of_other_inputs_are_discarded(llama, tmp_path):
+    ss = sample_set()
+    out = tmp_path / "v.h5"
+    partial = tmp_path / "v.h5.partial"
+    partial.mkdir()
+    (partial / "fingerprint.json").write_text('{"other": 1}')
+    np.savez(partial / "000000.npz", v=np.zeros((2, 2)))
+    score_shard(llama, ss, out, progress=False)
+    ds = xr.open_dataset(out, engine="h5netcdf")
+    assert np.all(np.isfinite(ds.v.values[0, :, : 1 << int(ds.n_vars[0])]))
+    ds.close()
+
+
+def test_choice_text_target(llama, tmp_path):
+    ss = sample_set(items=ITEMS[:2], names=("T1", "T5"))
+    ds = score_shard(llama, ss, tmp_path / "v.h5", target="choice_text", progress=False)
+    assert ds.attrs["target"] == "choice_text"
+    assert np.all(ds.target_len.values[0] >= 1)
+    s = ss.samples[0]
+    p = s.prompts["T1"]
+    gold = llama.tokenizer.encode(p.cue + " " + s.item.choices[0], add_special_tokens=False)
+    cue = llama.tokenizer.encode(p.cue, add_special_tokens=False)
+    target = gold[len(cue):]
+    n = len(s.variables)
+    full = (1 << n) - 1
+    expect = direct_v(llama, p.text, p.spans, [1] * n, target)
+    assert ds.v.values[0, 0, full] == pytest.approx(expect, abs=1e-6)
+    with pytest.raises(Exception, match="does not apply to mcq"):
+        score_shard(llama, ss, tmp_path / "w.h5", target="response", progress=False)
+
+
+def test_instruction_items_score_the_reference_response(gemma, tmp_path):
+    items = [InstructionItem("d0", "Explain how a bill becomes a law in the United States.", "",
+                             "Congress passes it and the President signs it.", "open_qa"),
+             InstructionItem("d1", "Give three reasons why people should exercise every day.", "",
+                             "Health, mood and sleep.", "brainstorming")]
+    ss = sample_set(items=items, names=("A1", "A3"), kind="instruction")
+    ds = score_shard(gemma, ss, tmp_path / "v.h5", progress=False)
+    assert ds.attrs["target"] == "response"
+    assert np.all(ds.pred.values == -1) and np.all(ds.gold.values == -1)
+    first = gemma.tokenizer.encode(ss.samples[0].prompts["A1"].cue + items[0].response,
+                                   add_special_tokens=False)
+    assert ds.target_token.values[0, 0] in first
+    greedy = score_shard(gemma, ss, tmp_path / "g.h5", target="greedy", progress=False)
+    assert np.array_equal(greedy.target_token.values, greedy.greedy_token.values)
+
+
+# ---------------------------------------------------------------- the real SmolLM2
+
+
+def test_smollm2_scores_an_arc_item_reproducibly(smollm2_spec, smollm2_cache, tmp_path):
+    from ips.datasets import load_items
+
+    lm = load_model(smollm2_spec, cache_dir=smollm2_cache)
+    assert (lm.mask_token, lm.mask_token_id, lm.mask_source) == ("<|endoftext|>", 0, "unk")
+    item = next(i for i in load_items("arc", {"format": "arc", "subset": "ARC-Easy"}).items
+                if i.id == "MCAS_2000_4_6")
+    ss = sample_set(items=[item], names=("T1", "T2"), n_max=10)
+    ss.samples[0].variables[:] = ss.samples[0].variables[:4]  # 16 masks keep the test short
+    ts = load_templates()
+    ss.samples[0].prompts.update(
+        {c.name: render(ts[c.template], item, ss.samples[0].variables) for c in ss.conditions})
+    letters, form = letter_tokens(lm.tokenizer, "Answer:", "ABCD")
+    assert (letters, form) == ([330, 389, 340, 422], "space")
+    first = score_shard(lm, ss, tmp_path / "a.h5", progress=False)
+    again = score_shard(lm, ss, tmp_path / "b.h5", progress=False)
+    v = first.v.values[0, :, :16]
+    assert np.all(np.isfinite(v)) and np.ptp(v) > 0.01
+    assert np.array_equal(v, again.v.values[0, :, :16])
+    assert int(first.target_token.values[0, 0]) == letters[item.gold]
