@@ -72,6 +72,21 @@ def test_score_bad_names_exit_2(config, tmp_path, capsys, args, message):
     assert message in capsys.readouterr().err
 
 
+def test_negative_shard_is_refused(config, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["score", "--config", str(config), "--model", "tiny", "--dataset", "arc-easy",
+              "--shard", "-1", "--out", str(tmp_path / "v.h5")])
+    assert e.value.code == 2 and "must be in 0.." in capsys.readouterr().err
+
+
+def test_broken_samples_file_is_named(config, tmp_path, capsys):
+    bad = tmp_path / "samples.json"
+    bad.write_text('{"dataset": "arc-easy", "samples": [{"item": {}}]}')
+    code = main(["score", "--config", str(config), "--model", "tiny", "--dataset", "arc-easy",
+                 "--samples", str(bad), "--out", str(tmp_path / "v.h5")])
+    assert code == 2 and f"{bad}: not a samples file" in capsys.readouterr().err
+
+
 def test_bad_config_value_names_the_field(tmp_path, capsys):
     path = tmp_path / "config.yaml"
     path.write_text("variables: {strategy: nouns}\n")
@@ -83,3 +98,36 @@ def test_bad_config_value_names_the_field(tmp_path, capsys):
 def test_prepare_model_prints_the_directory(config, tiny_llama_dir, capsys):
     assert main(["prepare-model", "--config", str(config), "--model", "tiny"]) == 0
     assert capsys.readouterr().out.strip() == str(tiny_llama_dir)
+
+
+def test_killed_score_resumes_with_identical_output(config, tmp_path):
+    """SIGKILL `ips score` once a sample is finished; the rerun scores only the rest."""
+    import signal
+    import time
+
+    args = ["score", "--config", config, "--model", "tiny", "--dataset", "arc-easy",
+            "--shard", 0, "--threads", 1]
+    r = run_ips(*args, "--out", tmp_path / "whole.h5")
+    assert r.returncode == 0, r.stderr
+
+    out = tmp_path / "killed.h5"
+    partial = tmp_path / "killed.h5.partial"
+    proc = subprocess.Popen([sys.executable, "-m", "ips", *map(str, args), "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not list(partial.glob("*.npz")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    if out.exists():  # the whole shard finished before the kill: nothing to resume
+        pytest.skip("the run finished before it could be killed")
+    done = len(list(partial.glob("*.npz")))
+    assert done >= 1
+
+    r = run_ips(*args, "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert f"{done} already done (resuming)" in r.stderr
+    a, b = (xr.open_dataset(p, engine="h5netcdf") for p in (tmp_path / "whole.h5", out))
+    for name in ("v", "pred", "letter_logit", "option_logp", "hidden", "target_ids"):
+        assert np.array_equal(a[name].values, b[name].values, equal_nan=True), name
+    a.close(), b.close()

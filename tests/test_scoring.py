@@ -199,11 +199,18 @@ def test_score_shard_writes_a_complete_values_file(llama, tmp_path):
     assert ds.attrs["mask_token"] == "<unk>" and ds.attrs["mask_source"] == "unk"
     assert ds.attrs["target"] == "letter"
     assert set(ds.pred.values.ravel()) <= {0, 1, 2, 3}
-    assert np.array_equal(ds.pred.values, ds.option_logp.values.argmax(-1))
-    # the unmasked row of v is the log-odds of the gold letter's probability
+    assert np.array_equal(ds.pred.values, ds.letter_logit.values.argmax(-1))
+    assert np.array_equal(ds.pred_text.values, ds.option_logp.values.argmax(-1))
+    assert np.all(ds.option_logp.values < 0)
+    # the unmasked row of v is the log-odds of the gold letter, computed the slow way
     for i in range(3):
-        gold_logp = ds.option_logp.values[i, :, ds.gold.values[i]]
-        np.testing.assert_allclose(ds.v.values[i, :, (1 << n[i]) - 1], log_odds(gold_logp), atol=1e-6)
+        s = ss.samples[i]
+        for j, c in enumerate(ss.conditions):
+            p = s.prompts[c.name]
+            y = int(ds.letter_token.values[i, j, ds.gold.values[i]])
+            assert ds.target_ids.values[i, j, 0] == y and ds.target_form.values[i, j] == "space"
+            expect = direct_v(llama, p.text, p.spans, [1] * n[i], [y])
+            assert ds.v.values[i, j, (1 << n[i]) - 1] == pytest.approx(expect, abs=1e-6)
     assert ds.hidden.shape[:2] == (3, 4) and ds.hidden.shape[2] == llama.model.config.hidden_size
     assert ds.variable.values[0, 0] == ss.samples[0].variables[0].text
     assert not (tmp_path / "v.h5.partial").exists()
@@ -259,7 +266,7 @@ def test_choice_text_target(llama, tmp_path):
     ss = sample_set(items=ITEMS[:2], names=("T1", "T5"))
     ds = score_shard(llama, ss, tmp_path / "v.h5", target="choice_text", progress=False)
     assert ds.attrs["target"] == "choice_text"
-    assert np.all(ds.target_len.values[0] >= 1)
+    assert np.all(ds.target_ids.values[0, :, 0] >= 0)
     s = ss.samples[0]
     p = s.prompts["T1"]
     gold = llama.tokenizer.encode(p.cue + " " + s.item.choices[0], add_special_tokens=False)
@@ -284,9 +291,9 @@ def test_instruction_items_score_the_reference_response(gemma, tmp_path):
     assert np.all(ds.pred.values == -1) and np.all(ds.gold.values == -1)
     first = gemma.tokenizer.encode(ss.samples[0].prompts["A1"].cue + items[0].response,
                                    add_special_tokens=False)
-    assert ds.target_token.values[0, 0] in first
+    assert ds.target_ids.values[0, 0, 0] in first
     greedy = score_shard(gemma, ss, tmp_path / "g.h5", target="greedy", progress=False)
-    assert np.array_equal(greedy.target_token.values, greedy.greedy_token.values)
+    assert np.array_equal(greedy.target_ids.values[..., 0], greedy.greedy_token.values)
 
 
 # ---------------------------------------------------------------- the real SmolLM2
@@ -311,4 +318,42 @@ def test_smollm2_scores_an_arc_item_reproducibly(smollm2_spec, smollm2_cache, tm
     v = first.v.values[0, :, :16]
     assert np.all(np.isfinite(v)) and np.ptp(v) > 0.01
     assert np.array_equal(v, again.v.values[0, :, :16])
-    assert int(first.target_token.values[0, 0]) == letters[item.gold]
+    assert int(first.target_ids.values[0, 0, 0]) == letters[item.gold]
+    assert first.letter_token.values[0, 0].tolist() == letters
+
+
+class _Confident(torch.nn.Module):
+    """A stand-in LM whose next-token logits put `margin` on token 3: p(3) rounds to 1."""
+
+    def __init__(self, margin, vocab=50):
+        super().__init__()
+        self.margin, self.vocab = margin, vocab
+        self.w = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, input_ids, logits_to_keep=1, **_):
+        logits = torch.zeros(input_ids.shape[0], logits_to_keep, self.vocab)
+        logits[..., 3] = self.margin
+        return type("Out", (), {"logits": logits})
+
+
+def test_single_token_log_odds_stay_finite_when_p_rounds_to_one():
+    engine = Engine(_Confident(margin=100.0), mask_id=0)
+    ids, owners = np.arange(5, 10), np.array([-1, 0, -1, 1, -1])
+    v = engine.values(ids, owners, 2, [3])
+    # v = l_y − logsumexp of the 49 others = 100 − log 49, although 1 − p is below 1e-43
+    np.testing.assert_allclose(v, 100.0 - np.log(49.0), rtol=1e-12)
+    assert np.exp(-100.0) * 49 < np.finfo(float).eps  # log p alone would round to 0
+
+
+def test_bare_letters_when_spaced_ones_are_not_single_tokens(llama):
+    # after "Answer::" this vocabulary may split " A"; either form must decode to the letter
+    ids, form = letter_tokens(llama.tokenizer, "Answer:", "ABCD")
+    assert form in ("space", "bare") and len(set(ids)) == 4
+    for letter, i in zip("ABCD", ids):
+        assert llama.tokenizer.decode([i]).strip() == letter
+
+    class Spaceless:  # a tokenizer that never merges a space into the next letter
+        def encode(self, text, add_special_tokens=False):
+            return [ord(ch) for ch in text]
+
+    assert letter_tokens(Spaceless(), "Answer:", "ABCD") == ([65, 66, 67, 68], "bare")

@@ -100,7 +100,17 @@ def write(tmp_path, text):
         ('mcq:\n  templates:\n    X:\n      format: "Q: {question} {foo}\\n{options}A:"\n'
          '      option: "{letter}. {choice}\\n"\n      cue: "A:"\n', "unknown template field(s) ['foo']"),
         ('mcq:\n  templates:\n    X:\n      format: "Q: {question}\\nA:"\n'
-         '      option: "{letter}. {choice}\\n"\n      cue: "A:"\n', "no {options}"),
+         '      option: "{letter}. {choice}\\n"\n      cue: "A:"\n', "{options} must occur 1 time(s), found 0"),
+        ('mcq:\n  templates:\n    X:\n      format: "Q: {question} {question}\\n{options}A:"\n'
+         '      option: "{letter}. {choice}"\n      cue: "A:"\n', "{question} must occur 1 time(s), found 2"),
+        ('mcq:\n  templates:\n    X:\n      format: "Q:\\n{options}A:"\n'
+         '      option: "{letter}. {choice}"\n      cue: "A:"\n', "{question} must occur 1 time(s), found 0"),
+        ('mcq:\n  templates:\n    X:\n      format: "Q: {question}\\n{options}A: "\n'
+         '      option: "{letter}. {choice}"\n      cue: "A:"\n', "does not end with its cue"),
+        ('mcq:\n  templates:\n    X:\n      format: "Q: {question}\\n{options}A:"\n'
+         '      option: "{choice}"\n      cue: "A:"\n', "{letter} must occur 1 time(s)"),
+        ('instruction:\n  templates:\n    X:\n      format: "{instruction}\\n{context}\\nR:"\n'
+         '      format_no_context: "{instruction} {context}\\nR:"\n      cue: "R:"\n', "{context} must occur 0 time(s), found 1"),
         ('mcq:\n  templates:\n    X:\n      format: "Q: {question}\\n{options}A:"\n'
          '      option: "{letter}. {choice}\\n"\n      cue: "Answer:"\n', "does not end with its cue"),
         ('mcq:\n  templates:\n    X:\n      format: "Q: {question}\\n{options}A:"\n'
@@ -114,7 +124,7 @@ def write(tmp_path, text):
 def test_bad_template_files_name_the_problem(tmp_path, body, message):
     with pytest.raises(TemplateError, match=None) as e:
         load_templates(write(tmp_path, body))
-    assert message in str(e.value) and "mcq.templates.X" in str(e.value)
+    assert message in str(e.value) and ".templates.X" in str(e.value)
 
 
 def test_unknown_template_and_wrong_kind(ts):

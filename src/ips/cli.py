@@ -219,9 +219,9 @@ def _add_score(sub, common) -> None:
     _config_args(p, model=True, dataset=True)
     p.add_argument("--samples", type=Path, metavar="SAMPLES.json",
                    help="samples written by `ips samples` (default: prepare them from the config)")
-    p.add_argument("--shard", type=int, default=0, metavar="K",
+    p.add_argument("--shard", type=_int_between(0, 10**9), default=0, metavar="K",
                    help="score samples [K*shard_size, (K+1)*shard_size) (default: %(default)s)")
-    p.add_argument("--threads", type=int, default=None,
+    p.add_argument("--threads", type=_int_between(1, 4096), default=None,
                    help="CPU threads for torch (default: torch's choice)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if visible, else cpu)")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.h5")
@@ -232,14 +232,23 @@ def _score(args: argparse.Namespace) -> int:
     from ips.config import load_config
     from ips.models import load_model
     from ips.samples import dataset_settings, load_samples, prepare_samples
-    from ips.scoring import score_shard
+    from ips.scoring import check_shard, score_shard
 
     config = load_config(args.config)
     spec = _model_spec(config, args.model)
     settings = dataset_settings(config, args.dataset)
-    ss = load_samples(args.samples) if args.samples else prepare_samples(settings)
-    if ss.dataset != args.dataset:
-        raise InputError(f"{args.samples}: holds samples of dataset {ss.dataset!r}, not {args.dataset!r}")
+    if args.samples:
+        ss = load_samples(args.samples)
+        if ss.dataset != args.dataset:
+            raise InputError(f"{args.samples}: holds samples of dataset {ss.dataset!r}, "
+                             f"not {args.dataset!r}")
+        if ss.settings != settings:
+            log.warning("%s was prepared with other settings than %s now gives; run "
+                        "`ips samples` again to use the current ones", args.samples, args.config)
+    else:
+        ss = prepare_samples(settings)
+    # cheap checks before a model load that can take minutes
+    check_shard(ss, args.shard, config["shard_size"], settings["entry"].get("target"))
     t0 = time.perf_counter()
     lm = load_model(spec, cache_dir=args.cache_dir, device=args.device, threads=args.threads)
     log.info("loaded %s on %s (%s, mask token %r id %d from %s) in %.1f s", args.model, lm.device,

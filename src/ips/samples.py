@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -151,7 +152,7 @@ def prepare_samples(settings: dict) -> SampleSet:
                     tset[c.template], item, s.variables, drawn.shots[: c.shots], tset
                 )
         samples.append(s)
-    skipped = dict(loaded.skipped) | {k: v for k, v in drawn.skipped.items()}
+    skipped = dict(Counter(loaded.skipped) + Counter(drawn.skipped))
     log.info(
         "%s: %d items kept of %d considered (%s); %d conditions",
         name, len(samples), drawn.n_considered,
@@ -199,6 +200,14 @@ def load_samples(path: str | Path) -> SampleSet:
         raise InputError(f"{path}: no such samples file; run `ips samples` first") from None
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: not a samples file ({e})") from None
+    try:
+        return _sample_set(doc)
+    except (KeyError, TypeError, ValueError) as e:
+        raise InputError(f"{path}: not a samples file written by `ips samples` "
+                         f"({type(e).__name__}: {e}); run `ips samples` again") from None
+
+
+def _sample_set(doc: dict) -> SampleSet:
     samples = [
         Sample(
             _item(s["item"]),

@@ -30,6 +30,7 @@ import xarray as xr
 from tqdm import tqdm
 
 from ips import __version__
+from ips.datasets import LETTERS, MCQItem
 from ips.io import InputError, atomic_path, write_dataset
 
 log = logging.getLogger(__name__)
@@ -103,10 +104,11 @@ def letter_tokens(tokenizer, cue: str, letters: Sequence[str]) -> tuple[list[int
 
 @dataclass
 class Unmasked:
-    """What the unmasked prompt yields besides v: the greedy token, the option scores, h."""
+    """What the unmasked prompt yields besides v."""
 
-    greedy: int
-    option_logp: np.ndarray  # (options,) float64: log P of each option's target sequence
+    greedy: int  # the unrestricted greedy next token
+    letter_logit: np.ndarray  # (options,) logits of the option letters (empty: no letters)
+    option_logp: np.ndarray  # (options,) log P of each option's text (empty: not scored)
     hidden: np.ndarray  # final-layer hidden state at the answer position
 
 
@@ -119,16 +121,35 @@ class Engine:
         self.batch_tokens = int(batch_tokens)
         self.device = device if device is not None else next(model.parameters()).device
 
-    @torch.inference_mode()
-    def _target_logp(self, rows: np.ndarray, target: Sequence[int]) -> np.ndarray:
-        """log P(target | row) for every row; rows already end with target[:-1]."""
-        k = len(target)
+    def _logits(self, rows: np.ndarray, k: int, **kwargs):
         ids = torch.as_tensor(rows, device=self.device)
-        logits = self.model(input_ids=ids, logits_to_keep=k, use_cache=False).logits
-        logp = torch.log_softmax(logits[:, -k:, :].double(), dim=-1)
-        tgt = torch.as_tensor(list(target), device=self.device)
-        picked = logp[:, torch.arange(k, device=self.device), tgt]
-        return picked.sum(dim=1).cpu().numpy()
+        return self.model(input_ids=ids, logits_to_keep=k, use_cache=False, **kwargs)
+
+    @torch.inference_mode()
+    def _log_odds(self, rows: np.ndarray, target: Sequence[int]) -> np.ndarray:
+        """v for every row; rows already end with target[:-1].
+
+        One token: v = l_y − logsumexp_{j≠y} l_j on float64 logits, finite even where p rounds
+        to 1. A sequence: log p = Σ_j log P(y_j | ·), then log(1 − p) = log(−expm1(log p)).
+        """
+        k = len(target)
+        logits = self._logits(rows, k).logits[:, -k:, :].double()
+        if k == 1:
+            last, y = logits[:, 0], int(target[0])
+            ly = last[:, y].clone()
+            last[:, y] = -torch.inf
+            return (ly - torch.logsumexp(last, dim=-1)).cpu().numpy()
+        logp = torch.log_softmax(logits, dim=-1)
+        total = logp[:, torch.arange(k), torch.as_tensor(list(target))].sum(dim=1)
+        return log_odds(total.cpu().numpy())
+
+    @torch.inference_mode()
+    def _sequence_logp(self, ids: np.ndarray, seq: Sequence[int]) -> float:
+        """log P(seq | ids) for one prompt."""
+        row = np.concatenate([ids, np.asarray(seq[:-1], dtype=ids.dtype)])[None]
+        logits = self._logits(row, len(seq)).logits[0, -len(seq):].double()
+        logp = torch.log_softmax(logits, dim=-1)
+        return float(logp[torch.arange(len(seq)), torch.as_tensor(list(seq))].sum())
 
     def values(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int]) -> np.ndarray:
         """v(x_S) for all 2**n masks S of one prompt (`ids` without the target)."""
@@ -138,25 +159,21 @@ class Engine:
         out = np.empty(1 << n, dtype=np.float64)
         for start in range(0, 1 << n, rows_per_batch):
             masks = np.arange(start, min(start + rows_per_batch, 1 << n))
-            rows = masked_inputs(seq, own, n, self.mask_id, masks)
-            out[masks] = self._target_logp(rows, target)
-        return log_odds(out)
+            out[masks] = self._log_odds(masked_inputs(seq, own, n, self.mask_id, masks), target)
+        return out
 
     @torch.inference_mode()
-    def unmasked(self, ids: np.ndarray, options: Sequence[Sequence[int]]) -> Unmasked:
-        """Greedy token, option log-probabilities and hidden state for the unmasked prompt."""
-        x = torch.as_tensor(ids[None, :], device=self.device)
-        out = self.model(input_ids=x, logits_to_keep=1, use_cache=False, output_hidden_states=True)
+    def unmasked(self, ids: np.ndarray, letters: Sequence[int] = (),
+                 options: Sequence[Sequence[int]] = ()) -> Unmasked:
+        """Greedy token, letter logits, option-text log-probabilities and h, unmasked prompt."""
+        out = self._logits(ids[None, :], 1, output_hidden_states=True)
         last = out.logits[0, -1].double()
-        hidden = out.hidden_states[-1][0, -1].float().cpu().numpy()
-        if all(len(o) == 1 for o in options):  # letters: one forward suffices
-            logp = torch.log_softmax(last, dim=-1)[[o[0] for o in options]].cpu().numpy()
-        else:
-            logp = np.array([
-                self._target_logp(np.concatenate([ids, np.asarray(o[:-1], dtype=ids.dtype)])[None], o)[0]
-                for o in options
-            ])
-        return Unmasked(int(last.argmax()), logp, hidden)
+        return Unmasked(
+            greedy=int(last.argmax()),
+            letter_logit=last[list(letters)].cpu().numpy() if letters else np.zeros(0),
+            option_logp=np.array([self._sequence_logp(ids, o) for o in options]),
+            hidden=out.hidden_states[-1][0, -1].float().cpu().numpy(),
+        )
 
 
 _ATTRIBUTES = ("family", "series", "type", "architecture", "params", "active_params")
@@ -164,57 +181,112 @@ _ATTRIBUTES = ("family", "series", "type", "architecture", "params", "active_par
 TARGETS = {"mcq": ("letter", "choice_text"), "instruction": ("response", "greedy")}
 
 
-def _targets(tokenizer, sample, cond_name: str, prompt, target: str, letter_cache: dict):
-    """(y* token ids, option token-id sequences, form) for one sample under one condition."""
-    item = sample.item
+class _Answers:
+    """Answer tokens of one tokenizer: option letters per cue (cached) and option texts."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self._letters: dict[str, tuple[list[int], str] | None] = {}
+
+    def letters(self, cue: str, count: int) -> tuple[list[int], str] | None:
+        key = f"{cue}\0{count}"
+        if key not in self._letters:
+            try:
+                self._letters[key] = letter_tokens(self.tokenizer, cue, LETTERS[:count])
+            except ScoringError:
+                self._letters[key] = None
+        return self._letters[key]
+
+    def options(self, cue: str, choices: Sequence[str]) -> list[list[int]] | None:
+        """Each option's text after the cue (with a leading space); None if one merges into it."""
+        seqs = [continuation(self.tokenizer, cue, " " + c) for c in choices]
+        return None if any(s is None for s in seqs) else seqs
+
+
+def _target(answers: _Answers, item, cond: str, cue: str, target: str, letters, options, greedy):
+    """y* token ids and how they were resolved (SPEC §2)."""
+    where = f"item {item.id!r}, condition {cond}"
     if target == "letter":
-        if prompt.cue not in letter_cache:
-            letter_cache[prompt.cue] = letter_tokens(tokenizer, prompt.cue, "ABCD"[: len(item.choices)])
-        ids, form = letter_cache[prompt.cue]
-        return [ids[item.gold]], [[i] for i in ids], form
+        if letters is None:
+            letter_tokens(answers.tokenizer, cue, LETTERS[: len(item.choices)])  # raises, says why
+        ids, form = letters
+        return [ids[item.gold]], form
     if target == "choice_text":
-        options = [continuation(tokenizer, prompt.cue, " " + c) for c in item.choices]
-        if any(o is None for o in options):
-            raise ScoringError(f"item {item.id!r}, {cond_name}: an option's text merges with the cue "
-                               f"{prompt.cue!r} when tokenized; it cannot be scored as a continuation")
-        return options[item.gold], options, "space"
-    if target == "response":
-        ids = continuation(tokenizer, prompt.cue, item.response)
-        if ids:
-            return ids[:1], [], "after_cue"
-        ids = tokenizer.encode(item.response, add_special_tokens=False)
-        if not ids:
-            raise ScoringError(f"item {item.id!r}: empty reference response; use `target: greedy`")
-        return ids[:1], [], "detached"
-    return None, [], "greedy"  # filled from the unmasked pass
+        if options is None:
+            raise ScoringError(f"{where}: an option's text merges with the cue {cue!r} when "
+                               "tokenized, so it cannot be scored as a continuation")
+        return options[item.gold], "space"
+    if target == "greedy":
+        return [greedy], "greedy"
+    ids = continuation(answers.tokenizer, cue, item.response)
+    if ids:
+        return ids[:1], "after_cue"
+    ids = answers.tokenizer.encode(item.response, add_special_tokens=False)
+    if not ids:
+        raise ScoringError(f"{where}: empty reference response; use `target: greedy`")
+    return ids[:1], "detached"
 
 
-def score_sample(engine: Engine, tokenizer, sample, conditions, target: str, letter_cache: dict) -> dict:
+def score_sample(engine: Engine, answers: _Answers, sample, conditions, target: str) -> dict:
     """Everything `ips score` stores about one sample, one row per condition."""
-    n = len(sample.variables)
+    item, n = sample.item, len(sample.variables)
+    mcq = isinstance(item, MCQItem)
     rows = []
     for c in conditions:
         prompt = sample.prompts[c.name]
-        enc = tokenizer(prompt.text, return_offsets_mapping=True)
+        enc = answers.tokenizer(prompt.text, return_offsets_mapping=True)
         ids = np.asarray(enc["input_ids"], dtype=np.int64)
         owners = token_owners(enc["offset_mapping"], prompt.spans)
-        y, options, form = _targets(tokenizer, sample, c.name, prompt, target, letter_cache)
-        un = engine.unmasked(ids, options)
-        if y is None:
-            y = [un.greedy]
+        letters = answers.letters(prompt.cue, len(item.choices)) if mcq else None
+        options = answers.options(prompt.cue, item.choices) if mcq else None
+        un = engine.unmasked(ids, letters[0] if letters else (), options or ())
+        y, form = _target(answers, item, c.name, prompt.cue, target, letters, options, un.greedy)
         v = engine.values(ids, owners, n, y)
         if not np.all(np.isfinite(v)):
-            raise ScoringError(f"item {sample.item.id!r}, {c.name}: v is not finite "
-                               f"(p rounds to 0 or 1 in float64) for masks {np.flatnonzero(~np.isfinite(v))[:5]}")
+            bad = np.flatnonzero(~np.isfinite(v))[:5].tolist()
+            raise ScoringError(f"item {item.id!r}, condition {c.name}: v is not finite for masks "
+                               f"{bad} (P(y*) is 1 in float64 for a multi-token target)")
         var_tokens = np.bincount(owners[owners >= 0], minlength=n)[:n]
         if np.any(var_tokens == 0):
             log.warning("item %r, %s: variable(s) %s own no token (their tokens belong to a "
-                        "neighbour); they act as dummies", sample.item.id, c.name,
+                        "neighbour); they act as dummies", item.id, c.name,
                         [sample.variables[i].text for i in np.flatnonzero(var_tokens == 0)])
-        rows.append(dict(v=v, greedy=un.greedy, option_logp=un.option_logp, hidden=un.hidden,
-                         target_token=y[0], target_len=len(y), form=form,
-                         n_tokens=len(ids), var_tokens=var_tokens))
-    return {k: np.array([r[k] for r in rows]) for k in rows[0]}
+        n_opt = len(item.choices) if mcq else 0
+        rows.append(dict(
+            v=v, greedy=un.greedy, hidden=un.hidden, n_tokens=len(ids), var_tokens=var_tokens,
+            letter_logit=un.letter_logit if letters else np.full(n_opt, np.nan),
+            letter_token=np.asarray(letters[0] if letters else [-1] * n_opt, dtype=np.int64),
+            option_logp=un.option_logp if options else np.full(n_opt, np.nan),
+            target_ids=np.asarray(y, dtype=np.int64), target_form=form,
+        ))
+    return {k: (np.array([r[k] for r in rows]) if k != "target_ids" else
+                _pad([r[k] for r in rows])) for k in rows[0]}
+
+
+def _pad(seqs: list[np.ndarray], fill: int = -1) -> np.ndarray:
+    out = np.full((len(seqs), max(len(s) for s in seqs)), fill, dtype=np.int64)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = s
+    return out
+
+
+def check_shard(ss, shard: int, size: int, target: str | None) -> tuple[list, str]:
+    """The samples of shard `shard` and the resolved target; `InputError` if either is wrong."""
+    if shard < 0:
+        raise InputError(f"shard must be >= 0, got {shard}")
+    samples = ss.shard(shard, size)
+    if not samples:
+        raise InputError(f"dataset {ss.dataset!r}: shard {shard} is empty "
+                         f"({len(ss.samples)} samples, shard size {size})")
+    target = target or TARGETS[ss.kind][0]
+    if target not in TARGETS[ss.kind]:
+        raise InputError(f"target {target!r} does not apply to {ss.kind} items; "
+                         f"use one of {', '.join(TARGETS[ss.kind])}")
+    for s in samples:
+        if not s.variables:
+            raise InputError(f"dataset {ss.dataset!r}: sample {s.item.id!r} has no variables; "
+                             "prepare the samples again with `ips samples`")
+    return samples, target
 
 
 def score_shard(
@@ -235,18 +307,11 @@ def score_shard(
     `out` is written. A partial folder from other inputs is discarded, never mixed in.
     """
     out = Path(out)
-    size = shard_size or len(ss.samples)
-    samples = ss.shard(shard, size)
-    if not samples:
-        raise InputError(f"dataset {ss.dataset!r}: shard {shard} is empty "
-                         f"({len(ss.samples)} samples, shard size {size})")
-    target = target or TARGETS[ss.kind][0]
-    if target not in TARGETS[ss.kind]:
-        raise InputError(f"target {target!r} does not apply to {ss.kind} items; "
-                         f"use one of {TARGETS[ss.kind]}")
+    samples, target = check_shard(ss, shard, shard_size or len(ss.samples), target)
     engine = Engine(lm.model, lm.mask_token_id, batch_tokens, lm.device)
     fingerprint = {
-        "ips_version": __version__, "model": lm.spec.name, "mask_token_id": int(lm.mask_token_id),
+        "ips_version": __version__, "model": lm.spec.name, "source": lm.spec.source.to_dict(),
+        "dtype": str(lm.dtype), "mask_token_id": int(lm.mask_token_id),
         "dataset": ss.dataset, "shard": shard, "target": target,
         "samples": [s.item.id for s in samples], "conditions": [c.name for c in ss.conditions],
         "prompts": hashlib.sha256(json.dumps(
@@ -254,7 +319,7 @@ def score_shard(
         ).encode()).hexdigest(),
     }
     partial = _Partial(out.with_name(out.name + ".partial"), fingerprint)
-    letter_cache: dict = {}
+    answers = _Answers(lm.tokenizer)
     t0 = time.perf_counter()
     done = partial.done()
     log.info("%s on %s shard %d: %d samples x %d conditions, %d already done (resuming)",
@@ -266,7 +331,7 @@ def score_shard(
         for i, s in enumerate(samples):
             r = partial.load(i) if i in done else None
             if r is None:
-                r = score_sample(engine, lm.tokenizer, s, ss.conditions, target, letter_cache)
+                r = score_sample(engine, answers, s, ss.conditions, target)
                 partial.save(i, r)
                 bar.update(1)
             results.append(r)
@@ -321,7 +386,8 @@ class _Partial:
 def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
     """The values file: v (sample, condition, mask) and what explains it (see ips.io)."""
     n_vars = np.array([len(s.variables) for s in samples])
-    n_max = int(n_vars.max())
+    # every shard of a dataset gets the same mask axis, 2**n_max, so that shards concatenate
+    n_max = max(int(n_vars.max()), ss.settings.get("n_max", 0))
     S, C = len(samples), len(ss.conditions)
     v = np.full((S, C, 1 << n_max), np.nan)
     spans = np.full((S, C, n_max, 2), -1, dtype=np.int64)
@@ -338,18 +404,26 @@ def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
         var_field[i, :n] = [x.field for x in s.variables]
     stack = lambda k: np.stack([r[k] for r in results])  # noqa: E731
     mcq = ss.kind == "mcq"
-    option_logp = stack("option_logp") if mcq else np.zeros((S, C, 0))
+    letter_logit, option_logp = stack("letter_logit"), stack("option_logp")
+    target_ids = np.full((S, C, max(r["target_ids"].shape[1] for r in results)), -1)
+    for i, r in enumerate(results):
+        target_ids[i, :, : r["target_ids"].shape[1]] = r["target_ids"]
     sc, scv = ("sample", "condition"), ("sample", "condition", "var")
     data = {
         "v": (sc + ("mask",), v),
         "n_vars": (("sample",), n_vars),
         "gold": (("sample",), np.array([s.item.gold if mcq else -1 for s in samples])),
-        "pred": (sc, option_logp.argmax(-1) if mcq else np.full((S, C), -1)),
+        # SPEC §2: the option letter with the highest logit (−1 without letters)
+        "pred": (sc, _argmax(letter_logit)),
+        # the option whose text is most probable (what `target: choice_text` scores)
+        "pred_text": (sc, _argmax(option_logp)),
+        "letter_logit": (sc + ("option",), letter_logit),
+        "letter_token": (sc + ("option",), stack("letter_token")),
         "option_logp": (sc + ("option",), option_logp),
         "greedy_token": (sc, stack("greedy")),
         "greedy_text": (sc, np.vectorize(lm.tokenizer.decode, otypes=[object])(stack("greedy"))),
-        "target_token": (sc, stack("target_token")),
-        "target_len": (sc, stack("target_len")),
+        "target_ids": (sc + ("target_pos",), target_ids),
+        "target_form": (sc, stack("target_form").astype(object)),
         "n_tokens": (sc, stack("n_tokens")),
         "hidden": (sc + ("hidden",), stack("hidden").astype(np.float32)),
         "variable": (("sample", "var"), var_text),
@@ -367,7 +441,6 @@ def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
         "perturbation": ("condition", np.array([c.perturbation or "" for c in ss.conditions],
                                                dtype=object)),
     }
-    forms = stack("form")
     attrs = {
         "model": lm.spec.name,
         "model_attributes": json.dumps({k: getattr(lm.spec, k) for k in _ATTRIBUTES}),
@@ -381,7 +454,6 @@ def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
         "kind": ss.kind,
         "shard": shard,
         "target": target,
-        "answer_form": json.dumps({c.name: str(forms[0, j]) for j, c in enumerate(ss.conditions)}),
         "groups": json.dumps(ss.groups),
         "shots_ids": json.dumps([i.id for i in ss.shots]),
         "settings": json.dumps(ss.settings),
@@ -391,4 +463,12 @@ def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
         "transformers_version": _version("transformers"),
     }
     return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def _argmax(scores: np.ndarray) -> np.ndarray:
+    """Index of the best option per row, −1 where there are no scores (empty or NaN)."""
+    if scores.shape[-1] == 0:
+        return np.full(scores.shape[:-1], -1)
+    best = np.nan_to_num(scores, nan=-np.inf).argmax(-1)
+    return np.where(np.isnan(scores).all(-1), -1, best)
 

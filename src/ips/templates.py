@@ -24,9 +24,6 @@ from ips.datasets import LETTERS, InstructionItem, Item, MCQItem
 from ips.io import InputError
 from ips.variables import Variable
 
-_FIELDS = {"mcq": {"question", "options"}, "instruction": {"instruction", "context"}}
-_OPTION_FIELDS = {"letter", "choice"}
-
 
 class TemplateError(InputError):
     """A template file or perturbation entry that cannot be used as written."""
@@ -125,21 +122,25 @@ def _required(entry: Mapping, key: str, where: str) -> str:
     return value
 
 
+# how often each placeholder must occur: a field written twice would leave one copy unmasked
+_REQUIRED = {
+    ("mcq", "format"): {"question": 1, "options": 1},
+    ("instruction", "format"): {"instruction": 1, "context": 1},
+    ("instruction", "format_no_context"): {"instruction": 1, "context": 0},
+    ("mcq", "option"): {"letter": 1, "choice": 1},
+}
+
+
 def _check_template(t: Template, change_kinds: Mapping[str, str], where: str) -> None:
-    allowed = _FIELDS[t.kind]
-    formats = [("format", t.format)] + (
+    if t.kind == "mcq" and not t.option:
+        raise TemplateError(f"{where}: missing field 'option' (how one option is written)")
+    parts = [("format", t.format)] + (
         [("format_no_context", t.format_no_context)] if t.format_no_context else []
-    )
-    for key, fmt in formats:
-        _check_fields(fmt, allowed, f"{where}.{key}")
-        if not fmt.rstrip(" ").endswith(t.cue.rstrip(" ")):
+    ) + ([("option", t.option)] if t.kind == "mcq" else [])
+    for key, fmt in parts:
+        _check_fields(fmt, _REQUIRED[t.kind, key], f"{where}.{key}")
+        if key != "option" and not fmt.endswith(t.cue):
             raise TemplateError(f"{where}.{key}: does not end with its cue {t.cue!r}")
-    if t.kind == "mcq":
-        if "{options}" not in t.format:
-            raise TemplateError(f"{where}.format: has no {{options}} placeholder")
-        if not t.option:
-            raise TemplateError(f"{where}: missing field 'option' (how one option is written)")
-        _check_fields(t.option, _OPTION_FIELDS, f"{where}.option")
     unknown = set(t.changes) - set(change_kinds)
     if unknown:
         raise TemplateError(
@@ -147,16 +148,19 @@ def _check_template(t: Template, change_kinds: Mapping[str, str], where: str) ->
         )
 
 
-def _check_fields(fmt: str, allowed: set[str], where: str) -> None:
+def _check_fields(fmt: str, required: Mapping[str, int], where: str) -> None:
     try:
-        names = {f for _, f, spec, conv in string.Formatter().parse(fmt) if f is not None}
+        names = [f for _, f, _, _ in string.Formatter().parse(fmt) if f is not None]
     except ValueError as e:
         raise TemplateError(f"{where}: not a valid format string ({e})") from None
-    unknown = names - allowed
+    unknown = sorted(set(names) - set(required))
     if unknown:
-        raise TemplateError(
-            f"{where}: unknown template field(s) {sorted(unknown)}; allowed: {sorted(allowed)}"
-        )
+        allowed = sorted(k for k, c in required.items() if c)
+        raise TemplateError(f"{where}: unknown template field(s) {unknown}; allowed: {allowed}")
+    for name, count in required.items():
+        if names.count(name) != count:
+            raise TemplateError(f"{where}: placeholder {{{name}}} must occur {count} time(s), "
+                                f"found {names.count(name)}")
 
 
 class _Writer:
