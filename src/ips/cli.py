@@ -8,6 +8,7 @@ raise `ips.io.InputError`, reported in one line with exit code 2.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import math
 import sys
@@ -131,17 +132,16 @@ def _fit(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- ips samples
+# These commands take their settings either from a config file (`--config`, for people) or
+# as JSON (`--settings` / `--entry`, for workflow rules, which pass exactly the values they
+# depend on through `params:`).
 
 
-def _config_args(p, *, model: bool = False, dataset: bool = False) -> None:
-    p.add_argument("--config", type=Path, default=Path("config.yaml"),
-                   help="workflow configuration (default: %(default)s)")
-    if model:
-        p.add_argument("--model", required=True, help="model name under `models` in the config")
-        p.add_argument("--cache-dir", type=Path, default=Path("resources/models"),
-                       help="where converted models are kept (default: %(default)s)")
-    if dataset:
-        p.add_argument("--dataset", required=True, help="dataset name under `datasets` in the config")
+def _json_arg(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({e})") from None
 
 
 def _add_samples(sub, common) -> None:
@@ -153,24 +153,59 @@ def _add_samples(sub, common) -> None:
         "few-shot examples and render each item under every template condition, keeping the "
         "character span of every variable. Model-independent.",
     )
-    _config_args(p, dataset=True)
+    p.add_argument("--config", type=Path, help="workflow configuration, with --dataset")
+    p.add_argument("--dataset", help="dataset name under `datasets` in the config")
+    p.add_argument("--settings", type=_json_arg, metavar="JSON",
+                   help="the dataset's settings as JSON (what the workflow passes), instead of "
+                   "--config/--dataset")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.json")
     p.set_defaults(func=_samples)
 
 
 def _samples(args: argparse.Namespace) -> int:
-    from ips.config import load_config
-    from ips.samples import dataset_settings, prepare_samples, save_samples
+    from ips.samples import prepare_samples, save_samples
 
-    config = load_config(args.config)
-    ss = prepare_samples(dataset_settings(config, args.dataset))
+    ss = prepare_samples(_dataset_settings(args))
     save_samples(ss, args.out)
     log.info("wrote %s: %d samples, %d conditions, skipped %s", args.out, len(ss.samples),
              len(ss.conditions), ss.skipped or "none")
     return 0
 
 
+def _dataset_settings(args: argparse.Namespace) -> dict:
+    from ips.config import load_config
+    from ips.samples import dataset_settings
+
+    if args.settings is not None:
+        return args.settings
+    if args.config is None or args.dataset is None:
+        raise InputError("give --config and --dataset, or --settings")
+    return dataset_settings(load_config(args.config), args.dataset)
+
+
 # ---------------------------------------------------------------- ips prepare-model
+
+
+def _model_args(p) -> None:
+    p.add_argument("--model", required=True, help="model name (under `models` in the config)")
+    p.add_argument("--config", type=Path, help="workflow configuration holding the model entry")
+    p.add_argument("--entry", type=_json_arg, metavar="JSON",
+                   help="the model's config entry as JSON, instead of --config")
+    p.add_argument("--cache-dir", type=Path, default=Path("resources/models"),
+                   help="where converted models are kept (default: %(default)s)")
+
+
+def _model_spec(args: argparse.Namespace, config: dict | None):
+    from ips.models import ModelSpec
+
+    if args.entry is not None:
+        return ModelSpec.from_config(args.model, args.entry)
+    if config is None:
+        raise InputError("give --config or --entry")
+    if args.model not in config["models"]:
+        known = ", ".join(config["models"]) or "none"
+        raise InputError(f"config: no model {args.model!r} under 'models' (configured: {known})")
+    return ModelSpec.from_config(args.model, config["models"][args.model])
 
 
 def _add_prepare_model(sub, common) -> None:
@@ -178,8 +213,10 @@ def _add_prepare_model(sub, common) -> None:
         "prepare-model",
         parents=[common],
         help="resolve a configured model to a fast-loading directory (GGUF converted once)",
+        description="Print the directory the model loads from; a GGUF is dequantised and saved "
+        "as safetensors under the cache directory on the first call.",
     )
-    _config_args(p, model=True)
+    _model_args(p)
     p.set_defaults(func=_prepare_model)
 
 
@@ -187,21 +224,12 @@ def _prepare_model(args: argparse.Namespace) -> int:
     from ips.config import load_config
     from ips.models import prepare_model
 
-    spec = _model_spec(load_config(args.config), args.model)
+    spec = _model_spec(args, load_config(args.config) if args.config else None)
     t0 = time.perf_counter()
     path = prepare_model(spec, cache_dir=args.cache_dir)
     log.info("model %s ready at %s (%.1f s)", args.model, path, time.perf_counter() - t0)
     print(path)
     return 0
-
-
-def _model_spec(config: dict, name: str):
-    from ips.models import ModelSpec
-
-    if name not in config["models"]:
-        known = ", ".join(config["models"]) or "none"
-        raise InputError(f"config: no model {name!r} under 'models' (configured: {known})")
-    return ModelSpec.from_config(name, config["models"][name])
 
 
 # ---------------------------------------------------------------- ips score
@@ -214,13 +242,21 @@ def _add_score(sub, common) -> None:
         help="v(x_S) of one model on every mask of every sample of one shard (HDF5 out)",
         description="Score every (sample, condition, mask S) of one shard: v(x_S) = log-odds of "
         "the target at the answer position with the variables outside S replaced by the "
-        "model's mask token (SPEC §2). Resumes an interrupted run of the same inputs.",
+        "model's mask token (SPEC §2). Resumes an interrupted run of the same inputs. "
+        "Settings come from --config (and --dataset), or from the flags (workflow rules).",
     )
-    _config_args(p, model=True, dataset=True)
+    _model_args(p)
+    p.add_argument("--dataset", help="dataset name under `datasets` in the config")
     p.add_argument("--samples", type=Path, metavar="SAMPLES.json",
                    help="samples written by `ips samples` (default: prepare them from the config)")
     p.add_argument("--shard", type=_int_between(0, 10**9), default=0, metavar="K",
                    help="score samples [K*shard_size, (K+1)*shard_size) (default: %(default)s)")
+    p.add_argument("--shard-size", type=_int_between(1, 10**9), metavar="S",
+                   help="samples per shard (default: config's shard_size, else all samples)")
+    p.add_argument("--target", choices=("letter", "choice_text", "response", "greedy"),
+                   help="what v scores (default: the dataset's target, else letter / response)")
+    p.add_argument("--batch-tokens", type=_int_between(1, 10**9), metavar="T",
+                   help="cap on tokens per forward batch (default: config's batch_tokens, else 1024)")
     p.add_argument("--threads", type=_int_between(1, 4096), default=None,
                    help="CPU threads for torch (default: torch's choice)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if visible, else cpu)")
@@ -234,27 +270,36 @@ def _score(args: argparse.Namespace) -> int:
     from ips.samples import dataset_settings, load_samples, prepare_samples
     from ips.scoring import check_shard, score_shard
 
-    config = load_config(args.config)
-    spec = _model_spec(config, args.model)
-    settings = dataset_settings(config, args.dataset)
+    config = load_config(args.config) if args.config else None
+    spec = _model_spec(args, config)
+    settings = None
+    if config is not None:
+        if args.dataset is None:
+            raise InputError("--config needs --dataset")
+        settings = dataset_settings(config, args.dataset)
+    elif args.samples is None:
+        raise InputError("without --config, give the prepared --samples")
     if args.samples:
         ss = load_samples(args.samples)
-        if ss.dataset != args.dataset:
+        if args.dataset and ss.dataset != args.dataset:
             raise InputError(f"{args.samples}: holds samples of dataset {ss.dataset!r}, "
                              f"not {args.dataset!r}")
-        if ss.settings != settings:
+        if settings is not None and ss.settings != settings:
             log.warning("%s was prepared with other settings than %s now gives; run "
                         "`ips samples` again to use the current ones", args.samples, args.config)
     else:
         ss = prepare_samples(settings)
+    shard_size = args.shard_size or (config["shard_size"] if config else len(ss.samples))
+    target = args.target or ss.settings.get("entry", {}).get("target")
+    batch_tokens = args.batch_tokens or (config["batch_tokens"] if config else 1024)
     # cheap checks before a model load that can take minutes
-    check_shard(ss, args.shard, config["shard_size"], settings["entry"].get("target"))
+    check_shard(ss, args.shard, shard_size, target)
     t0 = time.perf_counter()
     lm = load_model(spec, cache_dir=args.cache_dir, device=args.device, threads=args.threads)
     log.info("loaded %s on %s (%s, mask token %r id %d from %s) in %.1f s", args.model, lm.device,
              lm.dtype, lm.mask_token, lm.mask_token_id, lm.mask_source, time.perf_counter() - t0)
-    score_shard(lm, ss, args.out, shard=args.shard, shard_size=config["shard_size"],
-                target=settings["entry"].get("target"), batch_tokens=config["batch_tokens"])
+    score_shard(lm, ss, args.out, shard=args.shard, shard_size=shard_size, target=target,
+                batch_tokens=batch_tokens)
     return 0
 
 

@@ -115,7 +115,7 @@ class Unmasked:
 class Engine:
     """Batched forward passes of one model; only the positions that are scored are projected."""
 
-    def __init__(self, model, mask_id: int, batch_tokens: int = 8192, device=None):
+    def __init__(self, model, mask_id: int, batch_tokens: int = 1024, device=None):
         self.model = model
         self.mask_id = int(mask_id)
         self.batch_tokens = int(batch_tokens)
@@ -297,7 +297,7 @@ def score_shard(
     shard: int = 0,
     shard_size: int | None = None,
     target: str | None = None,
-    batch_tokens: int = 8192,
+    batch_tokens: int = 1024,
     progress: bool | None = None,
 ) -> xr.Dataset:
     """Score one shard of a SampleSet with a loaded model and write the values file `out`.

@@ -1,0 +1,493 @@
+"""Per (model, dataset) metrics from the values and fit files of its shards (`ips metrics`).
+
+Input: the values files of one model on one dataset (`ips score`, one per shard) and, in the
+same order, their fit files (`ips fit`). The shards are checked (same model, dataset,
+conditions, groups, mask axis; each fit belongs to its values file) and concatenated along
+`sample`; the metrics of `ips.metrics` are then computed on the whole set of samples, so
+sharding cannot change a number.
+
+Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf")`):
+
+| variable | dims | content |
+|---|---|---|
+| `ips` | group, band | IPS (band `all`) and IPS^low/mid/high at τ over the group's unordered condition pairs |
+| `n_valued_samples`, `n_empty_pairs` | group, band | samples averaged into `ips`; (sample, pair) cells with an empty U |
+| `ips_sweep`, `n_valued_samples_sweep` | tau, group | IPS (band `all`) for every τ of the sweep |
+| `pair_ips`, `pair_n_valued` | pair, band | per condition pair: mean over the samples with a non-empty U of ips(x, T, T̂), and how many |
+| `type_share`, `type_count` | group, type, changed | shares / counts of the interaction types over U, pooled over the group's (sample, pair) cells whose prediction changed (`yes`) or not (`no`) |
+| `n_type_cells` | group, changed | number of (sample, pair) cells with a changed / unchanged prediction |
+| `output_consistency` | group | share of samples with the same prediction under every condition of the group |
+| `pair_consistency` | pair | share of samples with the same prediction under both conditions |
+| `accuracy` | condition | accuracy of `pred` per condition (NaN for instruction datasets) |
+| `rep_cosine`, `rep_l2` | pair | representation baseline (App. H): mean over samples of the cosine similarity / L2 distance of the final-layer hidden states of the two conditions |
+| `matching_error_max`, `n_samples`, `n_vars_mean` | – | largest fit matching error; samples; mean number of variables |
+
+Coordinates: `group` (in the order of the values files' `groups`), `band` (`all`, `low`,
+`mid`, `high`), `tau` (the sweep), `condition` with `template`, `shots`, `perturbation`,
+`pair` (`"{group}:{a}|{b}"`) with `pair_a`, `pair_b` (condition names), `pair_group` and
+`pair_label` (`altering`, `adding`, `mixed`, `none` from the template file's change kinds,
+Appendix G; `perturbation` when either condition is a reworded prompt), `type`
+(`ips.metrics.INTERACTION_TYPES`), `changed` (`yes`, `no`).
+
+Attributes: `model`, `model_attributes` (JSON), `dataset`, `kind`, `target`, `tau`, `groups`
+(JSON), `prediction` (`pred`, the letter argmax, for MCQ; `greedy_token` for instruction
+datasets, whose `pred` is −1), `template_file`, `values_files`, `fit_files` (JSON lists),
+`ips_version`.
+
+Choices: a group with fewer than two conditions has no pair; its IPS, shares and output
+consistency are NaN. A hidden state of norm 0 has no cosine; that sample is left out of
+`rep_cosine`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import xarray as xr
+
+from ips import __version__, metrics
+from ips.io import InputError
+
+log = logging.getLogger(__name__)
+
+BANDS = ("all", "low", "mid", "high")
+CHANGED = ("yes", "no")
+PERTURBATION_LABEL = "perturbation"
+
+_CONDITION_COORDS = ("template", "shots", "perturbation")
+# the attributes every shard of one (model, dataset) must agree on
+_SAME_ATTRS = ("model", "model_attributes", "dataset", "kind", "target", "groups")
+
+
+@dataclass
+class Shard:
+    """The parts of one values file (and its fit) that the metrics need."""
+
+    path: Path
+    fit_path: Path | None
+    attrs: dict
+    samples: np.ndarray
+    conditions: dict[str, np.ndarray]  # condition, template, shots, perturbation
+    n_vars: np.ndarray
+    v: np.ndarray
+    pred: np.ndarray
+    gold: np.ndarray
+    greedy: np.ndarray | None
+    hidden: np.ndarray | None
+    and_: np.ndarray | None = None
+    or_: np.ndarray | None = None
+    matching_error: np.ndarray | None = None
+
+
+@dataclass
+class Merged:
+    """All shards of one (model, dataset), concatenated along sample."""
+
+    attrs: dict
+    conditions: dict[str, np.ndarray]
+    groups: dict[str, list[str]]
+    n_vars: np.ndarray
+    and_: np.ndarray
+    or_: np.ndarray
+    matching_error: np.ndarray
+    pred: np.ndarray
+    gold: np.ndarray
+    greedy: np.ndarray | None
+    hidden: np.ndarray | None
+    values_files: list[str] = field(default_factory=list)
+    fit_files: list[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------------- reading
+
+
+def _open(path: Path, what: str) -> xr.Dataset:
+    if not Path(path).is_file():
+        raise InputError(f"{path}: no such {what} file")
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as ds:
+            return ds.load()
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: not a readable {what} file ({e})") from None
+
+
+def _labels(a) -> np.ndarray:
+    return np.array([x.decode() if isinstance(x, bytes) else str(x) for x in np.asarray(a)],
+                    dtype=object)
+
+
+def read_shard(path: str | os.PathLike) -> Shard:
+    """Read the parts of a values file that `ips metrics` uses; `InputError` names the file."""
+    path = Path(path)
+    ds = _open(path, "values")
+    for name in ("v", "n_vars", "pred", "gold"):
+        if name not in ds.variables:
+            raise InputError(f"{path}: no variable {name!r} (is this a values file of `ips score`?)")
+    if ds["v"].dims != ("sample", "condition", "mask"):
+        raise InputError(f"{path}: variable 'v' has dims {ds['v'].dims}, "
+                         "expected (sample, condition, mask)")
+    for name in ("model", "dataset", "groups"):
+        if name not in ds.attrs:
+            raise InputError(f"{path}: attribute {name!r} is missing (is this a values file of "
+                             "`ips score`?)")
+    S, C, _ = ds["v"].shape
+    attrs = dict(ds.attrs)
+    attrs.setdefault("kind", "mcq")
+    attrs.setdefault("target", "")
+    attrs.setdefault("model_attributes", "{}")
+    conditions = {
+        "condition": _labels(ds["condition"].values) if "condition" in ds.coords
+        else np.array([f"c{i}" for i in range(C)], dtype=object),
+    }
+    for name in _CONDITION_COORDS:
+        if name in ds.variables:
+            conditions[name] = (np.asarray(ds[name].values) if name == "shots"
+                                else _labels(ds[name].values))
+    conditions.setdefault("template", conditions["condition"].copy())
+    conditions.setdefault("shots", np.zeros(C, dtype=np.int64))
+    conditions.setdefault("perturbation", np.array([""] * C, dtype=object))
+    samples = (_labels(ds["sample"].values) if "sample" in ds.coords
+               else np.array([f"{path.name}:{i}" for i in range(S)], dtype=object))
+    pred = np.asarray(ds["pred"].values)
+    if pred.shape != (S, C):
+        raise InputError(f"{path}: variable 'pred' has shape {pred.shape}, expected {(S, C)}")
+    greedy = np.asarray(ds["greedy_token"].values) if "greedy_token" in ds.variables else None
+    hidden = (np.asarray(ds["hidden"].values, dtype=np.float64)
+              if "hidden" in ds.variables and ds["hidden"].ndim == 3 else None)
+    return Shard(
+        path=path, fit_path=None, attrs=attrs, samples=samples, conditions=conditions,
+        n_vars=np.asarray(ds["n_vars"].values).astype(np.int64),
+        v=np.asarray(ds["v"].values, dtype=np.float64), pred=pred,
+        gold=np.asarray(ds["gold"].values), greedy=greedy, hidden=hidden,
+    )
+
+
+def attach_fit(shard: Shard, fit_path: str | os.PathLike) -> None:
+    """Read the fit of `shard` and check that it was fitted to exactly these values."""
+    from ips.interactions import reconstruct
+
+    fit_path = Path(fit_path)
+    ds = _open(fit_path, "fit")
+    for name in ("and", "or", "n_vars", "matching_error"):
+        if name not in ds.variables:
+            raise InputError(f"{fit_path}: no variable {name!r} (is this a fit file of `ips fit`?)")
+    mismatch = f"{fit_path}: does not match values file {shard.path}"
+    and_ = np.asarray(ds["and"].values, dtype=np.float64)
+    or_ = np.asarray(ds["or"].values, dtype=np.float64)
+    if and_.shape != shard.v.shape or or_.shape != shard.v.shape:
+        raise InputError(f"{mismatch}: 'and' has shape {and_.shape}, the values 'v' "
+                         f"{shard.v.shape}")
+    for name, ours in (("sample", shard.samples), ("condition", shard.conditions["condition"])):
+        if name in ds.coords and not np.array_equal(_labels(ds[name].values), ours):
+            raise InputError(f"{mismatch}: its {name} labels differ")
+    if not np.array_equal(np.asarray(ds["n_vars"].values), shard.n_vars):
+        raise InputError(f"{mismatch}: 'n_vars' differs")
+    err = np.asarray(ds["matching_error"].values, dtype=np.float64)
+    # universal matching against *these* values: a fit of other values (another model,
+    # another shard with the same labels) reconstructs something else
+    for n in np.unique(shard.n_vars).tolist():
+        idx = np.flatnonzero(shard.n_vars == n)
+        size = 1 << n
+        v = shard.v[idx, :, :size]
+        rec = reconstruct(and_[idx, :, :size], or_[idx, :, :size])
+        gap = np.max(np.abs(rec - v), axis=-1) - err[idx]
+        tol = 1e-6 * max(1.0, float(np.max(np.abs(v))))
+        if not np.all(gap <= tol):
+            s, c = (int(i[0]) for i in np.nonzero(~(gap <= tol)))
+            raise InputError(
+                f"{mismatch}: its interactions do not reconstruct v of sample "
+                f"{shard.samples[idx[s]]!s}, condition {shard.conditions['condition'][c]!s} "
+                f"(off by {gap[s, c] + err[idx][s, c]:.3g}, fit matching error "
+                f"{err[idx][s, c]:.3g})"
+            )
+    shard.fit_path = fit_path
+    shard.and_, shard.or_, shard.matching_error = and_, or_, err
+
+
+def merge_shards(shards: Sequence[Shard]) -> Merged:
+    """Concatenate the shards along sample after checking that they belong together."""
+    if not shards:
+        raise InputError("no values files given")
+    first = shards[0]
+    for sh in shards[1:]:
+        for name in _SAME_ATTRS:
+            if sh.attrs.get(name) != first.attrs.get(name):
+                raise InputError(
+                    f"{sh.path}: attribute {name!r} is {sh.attrs.get(name)!r}, but "
+                    f"{first.path} has {first.attrs.get(name)!r}; all values files must be "
+                    "shards of one model and one dataset"
+                )
+        for name, ours in first.conditions.items():
+            if not np.array_equal(sh.conditions[name], ours):
+                raise InputError(
+                    f"{sh.path}: condition coordinate {name!r} is {list(sh.conditions[name])}, "
+                    f"but {first.path} has {list(ours)}"
+                )
+        if sh.v.shape[2] != first.v.shape[2]:
+            raise InputError(f"{sh.path}: mask axis of length {sh.v.shape[2]}, but {first.path} "
+                             f"has {first.v.shape[2]}")
+        for name in ("greedy", "hidden"):
+            a, b = getattr(sh, name), getattr(first, name)
+            if (a is None) != (b is None) or (a is not None and a.shape[2:] != b.shape[2:]):
+                raise InputError(f"{sh.path}: variable {name!r} is missing or has another "
+                                 f"shape than in {first.path}")
+    seen: dict[str, Path] = {}
+    for sh in shards:
+        for s in sh.samples:
+            if s in seen:
+                raise InputError(f"{sh.path}: sample {s!s} is also in {seen[s]} (a shard given "
+                                 "twice?)")
+            seen[s] = sh.path
+        if sh.and_ is None:
+            raise InputError(f"{sh.path}: no fit file attached")
+
+    try:
+        groups = json.loads(first.attrs["groups"])
+    except (TypeError, json.JSONDecodeError) as e:
+        raise InputError(f"{first.path}: attribute 'groups' is not JSON ({e})") from None
+    if not isinstance(groups, dict) or not all(isinstance(v, list) for v in groups.values()):
+        raise InputError(f"{first.path}: attribute 'groups' must map group names to lists "
+                         "of condition names")
+    known = set(first.conditions["condition"].tolist())
+    for g, names in groups.items():
+        missing = [c for c in names if c not in known]
+        if missing:
+            raise InputError(f"{first.path}: group {g!r} names condition(s) {missing} that "
+                             f"are not in the file (conditions: {sorted(known)})")
+
+    cat = lambda name: np.concatenate([getattr(sh, name) for sh in shards])  # noqa: E731
+    return Merged(
+        attrs=first.attrs, conditions=first.conditions, groups=groups,
+        n_vars=cat("n_vars"), and_=cat("and_"), or_=cat("or_"),
+        matching_error=cat("matching_error"), pred=cat("pred"), gold=cat("gold"),
+        greedy=None if first.greedy is None else cat("greedy"),
+        hidden=None if first.hidden is None else cat("hidden"),
+        values_files=[str(sh.path) for sh in shards],
+        fit_files=[str(sh.fit_path) for sh in shards],
+    )
+
+
+def load(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathLike]) -> Merged:
+    """Read, check and merge the shards; `fits[i]` is the fit of `values[i]`."""
+    if len(values) != len(fits):
+        raise InputError(f"{len(values)} values files but {len(fits)} fit files; give one fit "
+                         "file per values file, in the same order")
+    shards = []
+    for vpath, fpath in zip(values, fits):
+        sh = read_shard(vpath)
+        attach_fit(sh, fpath)
+        shards.append(sh)
+    return merge_shards(shards)
+
+
+# ----------------------------------------------------------------------------------- metrics
+
+
+def pair_labels(merged: Merged, pairs: np.ndarray) -> list[str]:
+    """Appendix G label of every condition pair (global condition indices)."""
+    from ips.templates import load_templates
+
+    template_file = _template_file(merged.attrs)
+    cond = merged.conditions
+    pert = cond["perturbation"]
+    tset = None
+    out = []
+    for i, j in pairs.tolist():
+        if pert[i] or pert[j]:
+            out.append(PERTURBATION_LABEL)
+            continue
+        if tset is None:
+            try:
+                tset = load_templates(template_file)
+            except InputError as e:
+                raise InputError(f"{merged.values_files[0]}: {e}") from None
+        try:
+            out.append(tset.pair_label(str(cond["template"][i]), str(cond["template"][j])))
+        except InputError as e:
+            raise InputError(f"{merged.values_files[0]}: template file "
+                             f"{template_file or 'ips/data/templates.yaml'}: {e}") from None
+    return out
+
+
+def _template_file(attrs: dict) -> str | None:
+    try:
+        settings = json.loads(attrs.get("settings") or "{}")
+    except json.JSONDecodeError:
+        settings = {}
+    return (settings.get("templates") or {}).get("file")
+
+
+def representation_baseline(hidden: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over samples of cos(h_i, h_j) and ‖h_i − h_j‖₂ per pair (i, j); hidden (S, C, H)."""
+    a = hidden[:, pairs[:, 0]]
+    b = hidden[:, pairs[:, 1]]
+    na, nb = np.linalg.norm(a, axis=-1), np.linalg.norm(b, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = np.einsum("sph,sph->sp", a, b) / (na * nb)
+    cos = np.where((na > 0) & (nb > 0), cos, np.nan)
+    l2 = np.linalg.norm(a - b, axis=-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a pair without any cosine: NaN
+        return np.nanmean(cos, axis=0), np.mean(l2, axis=0)
+
+
+def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
+            tau_sweep: Sequence[float] | None = None) -> xr.Dataset:
+    """The metrics of one (model, dataset); see the module docstring for the layout."""
+    sweep = np.asarray(metrics.default_tau_sweep() if tau_sweep is None else tau_sweep, float)
+    metrics._check_tau(tau)
+    metrics._check_tau(sweep)
+    if sweep.ndim != 1:
+        raise ValueError("tau_sweep must be a 1-D list of thresholds")
+    tau = float(tau)
+    norm = metrics.normalize(merged.and_, merged.or_, merged.n_vars[:, None])
+    kind = merged.attrs.get("kind", "mcq")
+    use_greedy = kind != "mcq"
+    if use_greedy and merged.greedy is None:
+        raise InputError(f"{merged.values_files[0]}: an {kind} dataset needs 'greedy_token' "
+                         "as its prediction, and the file has none")
+    pred = merged.greedy if use_greedy else merged.pred
+    names = merged.conditions["condition"]
+    index = {str(c): i for i, c in enumerate(names)}
+    groups = list(merged.groups)
+    G, B, T = len(groups), len(BANDS), sweep.size
+
+    ips_v = np.full((G, B), np.nan)
+    n_valued = np.zeros((G, B), np.int64)
+    n_empty = np.zeros((G, B), np.int64)
+    sweep_v = np.full((T, G), np.nan)
+    sweep_n = np.zeros((T, G), np.int64)
+    share = np.full((G, 3, 2), np.nan)
+    count = np.zeros((G, 3, 2), np.int64)
+    cells = np.zeros((G, 2), np.int64)
+    consistency = np.full(G, np.nan)
+    pair_rows: list[tuple[str, int, int]] = []
+    pair_ips_rows, pair_n_rows = [], []
+
+    for g, name in enumerate(groups):
+        idx = np.array([index[c] for c in merged.groups[name]], dtype=np.int64)
+        if idx.size < 2:
+            log.warning("%s: group %r has %d condition(s), no pair to compare",
+                        merged.values_files[0], name, idx.size)
+            continue
+        sub = norm[:, idx]
+        local = metrics.all_pairs(idx.size)
+        per_pair = np.empty((local.shape[0], B))
+        per_pair_n = np.empty((local.shape[0], B), np.int64)
+        for b, band in enumerate(BANDS):
+            res = metrics.ips(sub, local, tau, None if band == "all" else band)
+            ips_v[g, b] = res.value
+            n_valued[g, b] = res.n_valued_samples
+            n_empty[g, b] = res.n_empty_pairs
+            valued = ~np.isnan(res.per_pair)
+            per_pair_n[:, b] = valued.sum(axis=0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                per_pair[:, b] = np.where(
+                    per_pair_n[:, b] > 0,
+                    np.where(valued, res.per_pair, 0.0).sum(axis=0) / np.maximum(per_pair_n[:, b], 1),
+                    np.nan,
+                )
+        res = metrics.ips(sub, local, sweep)
+        sweep_v[:, g] = res.value
+        sweep_n[:, g] = res.n_valued_samples
+        ts = metrics.interaction_type_shares(sub, pred[:, idx], local, tau)
+        share[g, :, 0], share[g, :, 1] = ts.changed, ts.unchanged
+        count[g, :, 0], count[g, :, 1] = ts.counts_changed, ts.counts_unchanged
+        cells[g] = ts.n_pairs_changed, ts.n_pairs_unchanged
+        consistency[g] = metrics.output_consistency(pred[:, idx])
+        for (i, j), row, row_n in zip(idx[local].tolist(), per_pair, per_pair_n):
+            pair_rows.append((name, i, j))
+            pair_ips_rows.append(row)
+            pair_n_rows.append(row_n)
+
+    P = len(pair_rows)
+    gpairs = np.array([(i, j) for _, i, j in pair_rows], dtype=np.int64).reshape(P, 2)
+    if P:
+        labels = pair_labels(merged, gpairs)
+        pair_cons = metrics.pair_consistency(pred, gpairs)
+        if merged.hidden is not None:
+            rep_cos, rep_l2 = representation_baseline(merged.hidden, gpairs)
+        else:
+            log.warning("%s: no 'hidden' states, the representation baseline is NaN",
+                        merged.values_files[0])
+            rep_cos, rep_l2 = np.full(P, np.nan), np.full(P, np.nan)
+    else:
+        labels, pair_cons, rep_cos, rep_l2 = [], np.zeros(0), np.zeros(0), np.zeros(0)
+    if kind == "mcq":
+        acc = metrics.accuracy(merged.pred, merged.gold)
+    else:
+        acc = np.full(len(names), np.nan)
+
+    obj = lambda xs: np.array([str(x) for x in xs], dtype=object)  # noqa: E731
+    coords = {
+        "group": obj(groups),
+        "band": obj(BANDS),
+        "tau": sweep,
+        "condition": obj(names),
+        "template": ("condition", obj(merged.conditions["template"])),
+        "shots": ("condition", np.asarray(merged.conditions["shots"]).astype(np.int64)),
+        "perturbation": ("condition", obj(merged.conditions["perturbation"])),
+        "pair": obj(f"{g}:{names[i]}|{names[j]}" for g, i, j in pair_rows),
+        "pair_a": ("pair", obj(names[i] for _, i, _ in pair_rows)),
+        "pair_b": ("pair", obj(names[j] for _, _, j in pair_rows)),
+        "pair_group": ("pair", obj(g for g, _, _ in pair_rows)),
+        "pair_label": ("pair", obj(labels)),
+        "type": obj(metrics.INTERACTION_TYPES),
+        "changed": obj(CHANGED),
+    }
+    pair_ips = np.array(pair_ips_rows, dtype=np.float64).reshape(P, B)
+    pair_n = np.array(pair_n_rows, dtype=np.int64).reshape(P, B)
+    data = {
+        "ips": (("group", "band"), ips_v),
+        "n_valued_samples": (("group", "band"), n_valued),
+        "n_empty_pairs": (("group", "band"), n_empty),
+        "ips_sweep": (("tau", "group"), sweep_v),
+        "n_valued_samples_sweep": (("tau", "group"), sweep_n),
+        "pair_ips": (("pair", "band"), pair_ips),
+        "pair_n_valued": (("pair", "band"), pair_n),
+        "type_share": (("group", "type", "changed"), share),
+        "type_count": (("group", "type", "changed"), count),
+        "n_type_cells": (("group", "changed"), cells),
+        "output_consistency": (("group",), consistency),
+        "pair_consistency": (("pair",), np.asarray(pair_cons, np.float64)),
+        "accuracy": (("condition",), np.asarray(acc, np.float64)),
+        "rep_cosine": (("pair",), np.asarray(rep_cos, np.float64)),
+        "rep_l2": (("pair",), np.asarray(rep_l2, np.float64)),
+        "matching_error_max": ((), float(np.nanmax(merged.matching_error))),
+        "n_samples": ((), np.int64(merged.n_vars.size)),
+        "n_vars_mean": ((), float(np.mean(merged.n_vars))),
+    }
+    a = merged.attrs
+    attrs = {
+        "model": a["model"],
+        "model_attributes": a.get("model_attributes", "{}"),
+        "dataset": a["dataset"],
+        "kind": kind,
+        "target": a.get("target", ""),
+        "tau": tau,
+        "groups": json.dumps(merged.groups),
+        "prediction": "greedy_token" if use_greedy else "pred",
+        "template_file": _template_file(a) or "",
+        "values_files": json.dumps(merged.values_files),
+        "fit_files": json.dumps(merged.fit_files),
+        "ips_version": __version__,
+    }
+    ds = xr.Dataset(data, coords=coords, attrs=attrs)
+    ds["ips"].attrs["description"] = "IPS (band all) and IPS^low/mid/high at tau"
+    ds["pair_ips"].attrs["description"] = (
+        "per condition pair: mean over samples with a non-empty U of ips(x, T, T^)")
+    return ds
+
+
+def summarize(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathLike],
+              tau: float = metrics.DEFAULT_TAU,
+              tau_sweep: Sequence[float] | None = None) -> xr.Dataset:
+    """Read, check and merge the shards, then compute the metrics (what `ips metrics` does)."""
+    return compute(load(values, fits), tau, tau_sweep)
