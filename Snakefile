@@ -1,6 +1,7 @@
 # ips: interaction-based prompt sensitivity of LLMs.
-# The workflow issue adds the DAG (score -> fit -> metrics -> factors -> figures)
-# as workflow/rules/*.smk, included here.
+#   samples -> score -> fit -> metrics -> factors -> figures
+# Every rule calls an `ips` command; config values reach rules through `params:`, so editing
+# one (e.g. tau) reruns only the jobs that depend on it.
 
 from snakemake.utils import min_version, validate
 
@@ -13,5 +14,13 @@ configfile: "config.yaml"
 validate(config, "workflow/schemas/config.schema.yaml")
 
 
+include: "workflow/rules/common.smk"
+include: "workflow/rules/prepare.smk"
+include: "workflow/rules/score.smk"
+include: "workflow/rules/analysis.smk"
+
+
 rule all:
     default_target: True
+    input:
+        "results/figures",

@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_prepare_model(sub, common)
     _add_score(sub, common)
     _add_fit(sub, common)
+    _add_metrics(sub, common)
+    _add_factors(sub, common)
+    _add_figures(sub, common)
     return parser
 
 
@@ -303,6 +306,111 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- ips metrics
+
+
+def _add_metrics(sub, common) -> None:
+    p = sub.add_parser(
+        "metrics",
+        parents=[common],
+        help="IPS, its order bands, interaction types, consistency and baselines of one "
+        "model on one dataset (netCDF out)",
+        description="Merge the shards of one model on one dataset (values files of `ips score` "
+        "and, in the same order, their fit files of `ips fit`) and compute IPS by condition "
+        "group and order band at --tau, the τ sweep, per-pair IPS with Appendix G labels, "
+        "interaction types, output consistency, accuracy and the representation baseline. "
+        "The layout is documented in `ips.summary`.",
+    )
+    p.add_argument("--values", type=Path, nargs="+", required=True, metavar="V.h5",
+                   help="values files (one per shard)")
+    p.add_argument("--fits", type=Path, nargs="+", required=True, metavar="F.h5",
+                   help="fit files, one per values file, in the same order")
+    p.add_argument("--tau", type=_tau, default=0.1,
+                   help="salience threshold in (0, 1) (default: %(default)s)")
+    p.add_argument("--tau-sweep", type=_tau, nargs="+", default=None, metavar="TAU",
+                   help="thresholds of the τ sweep (default: 0.05 0.06 ... 0.20)")
+    p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
+    p.set_defaults(func=_metrics)
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    from ips.io import write_dataset
+    from ips.summary import summarize
+
+    t0 = time.perf_counter()
+    ds = summarize(args.values, args.fits, tau=args.tau, tau_sweep=args.tau_sweep)
+    write_dataset(ds, args.out)
+    ips0 = ds["ips"].sel(band="all").values
+    log.info("wrote %s: %s on %s, %d samples, IPS at τ=%g %s (%.2f s)", args.out,
+             ds.attrs["model"], ds.attrs["dataset"], int(ds["n_samples"]), args.tau,
+             ", ".join(f"{g} {x:.4f}" for g, x in zip(ds["group"].values, ips0)),
+             time.perf_counter() - t0)
+    return 0
+
+
+# ---------------------------------------------------------------- ips factors
+
+
+def _add_factors(sub, common) -> None:
+    p = sub.add_parser(
+        "factors",
+        parents=[common],
+        help="ΔIPS of the four factors (instruct, scale, dense/MoE, few-shot) and τ "
+        "robustness across models (netCDF out)",
+        description="Compare the metrics files of `ips metrics` (one per model and dataset): "
+        "instruct vs base, larger vs smaller, dense vs MoE and k-shot vs 0-shot, as "
+        "ΔIPS = (IPS_A − IPS_B)/IPS_B per order band; factors the configured models cannot "
+        "show are reported as absent. Also the Spearman/Pearson robustness of the model "
+        "ranking over the τ sweep. The layout is documented in `ips.factors`.",
+    )
+    p.add_argument("--metrics", type=Path, nargs="+", required=True, metavar="M.nc",
+                   help="metrics files (one per model and dataset)")
+    p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
+    p.set_defaults(func=_factors)
+
+
+def _factors(args: argparse.Namespace) -> int:
+    from ips.factors import compare
+    from ips.io import write_dataset
+
+    ds = compare(args.metrics)
+    write_dataset(ds, args.out)
+    for f, present, note in zip(ds["factor"].values, ds["factor_present"].values,
+                                ds["factor_note"].values):
+        log.info("factor %s: %s", f, note)
+    log.info("wrote %s: %d comparisons", args.out, ds.sizes["comparison"])
+    return 0
+
+
+# ---------------------------------------------------------------- ips figures
+
+
+def _add_figures(sub, common) -> None:
+    p = sub.add_parser(
+        "figures",
+        parents=[common],
+        help="figures, a tidy IPS table and a README of the results (a directory out)",
+        description="Draw the IPS ranking, IPS by order band, IPS over τ, the factor ΔIPS and "
+        "altering vs adding pairs, and write ips_table.csv and README.md into OUT (replaced "
+        "as a whole once everything is written).",
+    )
+    p.add_argument("--metrics", type=Path, nargs="+", required=True, metavar="M.nc",
+                   help="metrics files (one per model and dataset)")
+    p.add_argument("--factors", type=Path, required=True, metavar="F.nc",
+                   help="factors file of `ips factors`")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR")
+    p.set_defaults(func=_figures)
+
+
+def _figures(args: argparse.Namespace) -> int:
+    from ips.figures import make_figures
+
+    t0 = time.perf_counter()
+    files = make_figures(args.metrics, args.factors, args.out)
+    log.info("wrote %s: %s (%.1f s)", args.out, ", ".join(files), time.perf_counter() - t0)
+    return 0
+
+
 # ---------------------------------------------------------------- argument types
 
 
@@ -328,3 +436,13 @@ def _int_between(lo: int, hi: int):
 
     parse.__name__ = f"integer in {lo}..{hi}"
     return parse
+
+
+def _tau(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(x) and 0 < x < 1):
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text}")
+    return x

@@ -1,0 +1,373 @@
+"""Factor comparisons and τ robustness across models (`ips factors`; SPEC §5, paper 4.1–4.3).
+
+Input: the metrics files of `ips metrics`, one per (model, dataset). Every comparison is
+made within one dataset, between A (the model or setting *with* the factor) and B:
+
+| factor | A | B | pairs |
+|---|---|---|---|
+| `instruct_vs_base` | type instruct | type base | same family, series and params |
+| `scale` | larger params | next smaller params | same series, type and architecture; adjacent sizes only (each size against the next smaller one present) |
+| `dense_vs_moe` | architecture dense | architecture moe | same family and type; every dense × moe pair (paper 4.3 averages over all of them) |
+| `few_shot` | k-shot group | 0-shot group, same model | the k-shot group's template pairs (T1, T4 by default) against the 0-shot value of the *same* template pairs |
+
+For the three model factors, one comparison is made for every condition group both files
+hold (`0shot`, the k-shot groups, `perturbation`), with `IPS_A`, `IPS_B` the groups' IPS.
+For `few_shot` the 0-shot group has more templates (T1–T5) than a k-shot group (T1, T4),
+so its group IPS averages other pairs: A and B are instead the mean over the k-shot group's
+pairs of `pair_ips` and the mean of `pair_ips` of the 0-shot pairs with the same two
+templates (with a single pair, A equals the k-shot group's IPS). Pairs without a 0-shot
+counterpart are left out; a group with none is reported absent.
+
+`ΔIPS^band = (IPS_A − IPS_B)/IPS_B` (`ips.metrics.delta_ips`) for band all, low, mid, high;
+NaN where IPS_B is 0 or either side has no value.
+
+Output layout (netCDF/HDF5):
+
+| variable | dims | content |
+|---|---|---|
+| `ips_a`, `ips_b`, `delta_ips` | comparison, band | the two IPS values and ΔIPS of each comparison |
+| (coords) `comparison_factor`, `comparison_dataset`, `comparison_group`, `model_a`, `model_b`, `setting_a`, `setting_b`, `templates` | comparison | what was compared; `setting_*` is the condition group on each side, `templates` the template pairs of a few-shot comparison |
+| `delta_ips_mean` | summary, band | mean ΔIPS over the comparisons of one (factor, dataset, group) |
+| `n_comparisons` | summary | how many comparisons that mean holds (those with a finite ΔIPS, band all) |
+| (coords) `summary_factor`, `summary_dataset`, `summary_group` | summary | the key of each row |
+| `factor_present`, `factor_note` | factor | whether a factor has any comparison, and why not (`absent: …`) |
+| `tau_spearman`, `tau_pearson` | dataset | mean Spearman / Pearson correlation of the models' IPS (0-shot, band all) between every pair of sweep τ values (`ips.metrics.tau_sweep`); NaN with < 3 models |
+| `tau_spearman_matrix`, `tau_pearson_matrix` | dataset, tau, tau_b | the pairwise correlations |
+| `tau_n_models`, `tau_note` | dataset | models used; why the correlation is NaN or which models were left out |
+
+Attributes: `tau`, `metrics_files` (JSON), `absent` (JSON: factor → reason, for factors with
+no comparison at all), `ips_version`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import warnings
+from collections import defaultdict
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import xarray as xr
+
+from ips import __version__, metrics
+from ips.io import InputError
+from ips.summary import BANDS
+
+log = logging.getLogger(__name__)
+
+FACTORS = ("instruct_vs_base", "scale", "dense_vs_moe", "few_shot")
+"""The four factor comparisons (paper Section 4.2), in this order."""
+
+ABSENT = {
+    "instruct_vs_base": "no base/instruct pair with equal family, series and params",
+    "scale": "no two models of the same series, type and architecture with different params",
+    "dense_vs_moe": "no dense/moe pair of the same family and type",
+    "few_shot": "no k-shot group whose template pairs are also in the 0-shot group",
+}
+ATTRIBUTES = ("family", "series", "type", "architecture", "params", "active_params")
+ROBUSTNESS_GROUP = "0shot"
+_SHOT_GROUP = re.compile(r"^(\d+)shot$")
+
+
+@dataclass
+class Entry:
+    """One metrics file."""
+
+    path: Path
+    model: str
+    dataset: str
+    attrs: dict  # model attributes
+    ds: xr.Dataset
+
+
+@dataclass
+class Comparison:
+    factor: str
+    dataset: str
+    group: str
+    model_a: str
+    model_b: str
+    setting_a: str
+    setting_b: str
+    templates: str
+    ips_a: np.ndarray  # (band,)
+    ips_b: np.ndarray
+
+
+def read_metrics(path: str | os.PathLike) -> Entry:
+    """Read one metrics file of `ips metrics`; `InputError` names the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such metrics file")
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as ds:
+            ds = ds.load()
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: not a readable metrics file ({e})") from None
+    for name in ("ips", "pair_ips", "ips_sweep"):
+        if name not in ds.variables:
+            raise InputError(f"{path}: no variable {name!r} (is this a file of `ips metrics`?)")
+    for name in ("model", "dataset", "model_attributes", "tau"):
+        if name not in ds.attrs:
+            raise InputError(f"{path}: attribute {name!r} is missing")
+    try:
+        attrs = json.loads(ds.attrs["model_attributes"])
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}: attribute 'model_attributes' is not JSON ({e})") from None
+    missing = [k for k in ATTRIBUTES[:5] if k not in attrs]
+    if missing:
+        raise InputError(f"{path}: model_attributes lacks {missing}")
+    attrs = {k: attrs.get(k) for k in ATTRIBUTES}
+    for k in ("params", "active_params"):
+        if attrs[k] is not None:
+            attrs[k] = float(attrs[k])
+    if attrs["active_params"] is None:
+        attrs["active_params"] = attrs["params"]
+    return Entry(path, str(ds.attrs["model"]), str(ds.attrs["dataset"]), attrs, ds)
+
+
+def _groups(e: Entry) -> list[str]:
+    return [str(g) for g in e.ds["group"].values]
+
+
+def _group_ips(e: Entry, group: str) -> np.ndarray:
+    return e.ds["ips"].sel(group=group).reindex(band=list(BANDS)).values.astype(float)
+
+
+def _model_comparisons(factor: str, dataset: str, a: Entry, b: Entry) -> list[Comparison]:
+    out = []
+    for g in _groups(a):
+        if g in _groups(b):
+            out.append(Comparison(factor, dataset, g, a.model, b.model, g, g, "",
+                                  _group_ips(a, g), _group_ips(b, g)))
+    return out
+
+
+def _pairs_instruct(entries: list[Entry]):
+    for a, b in product(entries, entries):
+        x, y = a.attrs, b.attrs
+        if (x["type"] == "instruct" and y["type"] == "base" and x["family"] == y["family"]
+                and x["series"] == y["series"] and x["params"] == y["params"]):
+            yield a, b
+
+
+def _pairs_scale(entries: list[Entry]):
+    by_key = defaultdict(list)
+    for e in entries:
+        by_key[e.attrs["series"], e.attrs["type"], e.attrs["architecture"]].append(e)
+    for members in by_key.values():
+        sizes = sorted({e.attrs["params"] for e in members})
+        for small, large in zip(sizes, sizes[1:]):
+            for a in (e for e in members if e.attrs["params"] == large):
+                for b in (e for e in members if e.attrs["params"] == small):
+                    yield a, b
+
+
+def _pairs_moe(entries: list[Entry]):
+    for a, b in product(entries, entries):
+        x, y = a.attrs, b.attrs
+        if (x["architecture"] == "dense" and y["architecture"] == "moe"
+                and x["family"] == y["family"] and x["type"] == y["type"]):
+            yield a, b
+
+
+def _few_shot(dataset: str, e: Entry) -> tuple[list[Comparison], list[str]]:
+    """k-shot group vs the same template pairs of the 0-shot group of one model."""
+    groups = _groups(e)
+    notes = []
+    if "0shot" not in groups:
+        return [], [f"{e.model}: no 0shot group"]
+    ds = e.ds
+    template = dict(zip(map(str, ds["condition"].values), map(str, ds["template"].values)))
+    pair_group = ds["pair_group"].values.astype(str)
+    key = [frozenset((template[str(a)], template[str(b)]))
+           for a, b in zip(ds["pair_a"].values, ds["pair_b"].values)]
+    pair_ips = ds["pair_ips"].reindex(band=list(BANDS)).values.astype(float)
+    zero = {k: i for i, (k, g) in enumerate(zip(key, pair_group)) if g == "0shot"}
+    out = []
+    for g in groups:
+        m = _SHOT_GROUP.match(g)
+        if not m or int(m.group(1)) == 0:
+            continue
+        rows = [i for i in np.flatnonzero(pair_group == g) if key[i] in zero]
+        if not rows:
+            notes.append(f"{e.model}: group {g} has no template pair that is in 0shot")
+            continue
+        b_rows = [zero[key[i]] for i in rows]
+        names = ";".join(sorted("–".join(sorted(key[i])) for i in rows))
+        a_val, b_val = _nanmean(pair_ips[rows]), _nanmean(pair_ips[b_rows])
+        out.append(Comparison("few_shot", dataset, g, e.model, e.model, g, "0shot", names,
+                              a_val, b_val))
+    return out, notes
+
+
+def _nanmean(x: np.ndarray) -> np.ndarray:
+    """Mean over axis 0 ignoring NaN; NaN (without a warning) where nothing is left."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(x, axis=0)
+
+
+def _delta(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    ok = np.isfinite(a) & np.isfinite(b) & (b != 0)
+    out = np.full(a.shape, np.nan)
+    if ok.any():
+        out[ok] = metrics.delta_ips(a[ok], b[ok])
+    return out
+
+
+def _robustness(dataset: str, entries: list[Entry]):
+    """τ robustness of one dataset: (spearman, pearson, matrices, n_models, note, taus)."""
+    taus = None
+    rows, names, left = [], [], []
+    for e in entries:
+        t = e.ds["tau"].values.astype(float)
+        if taus is None:
+            taus, first = t, e.path
+        elif t.shape != taus.shape or not np.allclose(t, taus):
+            raise InputError(f"{e.path}: τ sweep {t.tolist()} differs from {taus.tolist()} of "
+                             f"{first}; run `ips metrics` with one --tau-sweep for all models")
+        if ROBUSTNESS_GROUP not in _groups(e):
+            left.append(f"{e.model} (no {ROBUSTNESS_GROUP} group)")
+            continue
+        row = e.ds["ips_sweep"].sel(group=ROBUSTNESS_GROUP).values.astype(float)
+        if not np.all(np.isfinite(row)):
+            left.append(f"{e.model} (no IPS at some τ)")
+            continue
+        rows.append(row)
+        names.append(e.model)
+    notes = []
+    if left:
+        notes.append("left out: " + ", ".join(left))
+    if len(rows) < 3:
+        notes.append(f"{len(rows)} model(s) with IPS at every τ; correlations need at least 3")
+    res = metrics.tau_sweep(np.array(rows).reshape(len(rows), taus.size))
+    return res, len(rows), "; ".join(notes), taus
+
+
+def compare(paths: Sequence[str | os.PathLike]) -> xr.Dataset:
+    """All factor comparisons and the τ robustness of the given metrics files."""
+    if not paths:
+        raise InputError("no metrics files given")
+    entries = [read_metrics(p) for p in paths]
+    seen: dict[tuple[str, str], Path] = {}
+    tau = float(entries[0].ds.attrs["tau"])
+    for e in entries:
+        if (e.model, e.dataset) in seen:
+            raise InputError(f"{e.path}: model {e.model!r} on dataset {e.dataset!r} is also in "
+                             f"{seen[e.model, e.dataset]}")
+        seen[e.model, e.dataset] = e.path
+        if not np.isclose(float(e.ds.attrs["tau"]), tau):
+            raise InputError(f"{e.path}: computed at τ = {e.ds.attrs['tau']}, but "
+                             f"{entries[0].path} at τ = {tau}; factors compare IPS at one τ")
+    datasets = list(dict.fromkeys(e.dataset for e in entries))
+    by_dataset = {d: [e for e in entries if e.dataset == d] for d in datasets}
+
+    comps: list[Comparison] = []
+    few_notes: list[str] = []
+    finders = {"instruct_vs_base": _pairs_instruct, "scale": _pairs_scale,
+               "dense_vs_moe": _pairs_moe}
+    for d in datasets:
+        for factor, finder in finders.items():
+            for a, b in finder(by_dataset[d]):
+                comps += _model_comparisons(factor, d, a, b)
+        for e in by_dataset[d]:
+            c, notes = _few_shot(d, e)
+            comps += c
+            few_notes += [f"{d}: {n}" for n in notes]
+    for n in few_notes:
+        log.info("few_shot: %s", n)
+
+    # comparisons
+    C = len(comps)
+    ips_a = np.array([c.ips_a for c in comps], float).reshape(C, len(BANDS))
+    ips_b = np.array([c.ips_b for c in comps], float).reshape(C, len(BANDS))
+    delta = _delta(ips_a, ips_b)
+    obj = lambda xs: np.array([str(x) for x in xs], dtype=object)  # noqa: E731
+    col = lambda name: ("comparison", obj(getattr(c, name) for c in comps))  # noqa: E731
+
+    # summary: mean over the comparisons of one (factor, dataset, group)
+    keys = list(dict.fromkeys((c.factor, c.dataset, c.group) for c in comps))
+    mean = np.full((len(keys), len(BANDS)), np.nan)
+    count = np.zeros(len(keys), np.int64)
+    for k, key in enumerate(keys):
+        rows = [i for i, c in enumerate(comps) if (c.factor, c.dataset, c.group) == key]
+        mean[k] = _nanmean(delta[rows])
+        count[k] = int(np.isfinite(delta[rows, 0]).sum())
+
+    present, notes, absent = [], [], {}
+    for f in FACTORS:
+        mine = [c for c in comps if c.factor == f]
+        if not mine:
+            present.append(False)
+            reason = ABSENT[f]
+            notes.append(f"absent: {reason}")
+            absent[f] = reason
+            log.info("factor %s absent: %s", f, reason)
+            continue
+        present.append(True)
+        per_d = {d: sum(c.dataset == d for c in mine) for d in datasets}
+        parts = [f"{d}: {n} comparison(s)" if n else f"{d}: none ({ABSENT[f]})"
+                 for d, n in per_d.items()]
+        notes.append("present; " + "; ".join(parts))
+
+    # τ robustness per dataset
+    rob = [_robustness(d, by_dataset[d]) for d in datasets]
+    taus = rob[0][3]
+    for d, r in zip(datasets, rob):
+        if r[3].shape != taus.shape or not np.allclose(r[3], taus):
+            raise InputError(f"dataset {d}: τ sweep {r[3].tolist()} differs from "
+                             f"{taus.tolist()} of dataset {datasets[0]}")
+        if r[2]:
+            log.info("tau robustness of %s: %s", d, r[2])
+
+    coords = {
+        "comparison": np.arange(C),
+        "band": obj(BANDS),
+        "summary": np.arange(len(keys)),
+        "summary_factor": ("summary", obj(k[0] for k in keys)),
+        "summary_dataset": ("summary", obj(k[1] for k in keys)),
+        "summary_group": ("summary", obj(k[2] for k in keys)),
+        "factor": obj(FACTORS),
+        "dataset": obj(datasets),
+        "tau": taus,
+        "tau_b": ("tau_b", taus),
+    }
+    for name in ("factor", "dataset", "group"):
+        coords[f"comparison_{name}"] = col(name)
+    for name in ("model_a", "model_b", "setting_a", "setting_b", "templates"):
+        coords[name] = col(name)
+    data = {
+        "ips_a": (("comparison", "band"), ips_a),
+        "ips_b": (("comparison", "band"), ips_b),
+        "delta_ips": (("comparison", "band"), delta),
+        "delta_ips_mean": (("summary", "band"), mean),
+        "n_comparisons": (("summary",), count),
+        "factor_present": (("factor",), np.array(present, bool)),
+        "factor_note": (("factor",), obj(notes)),
+        "tau_spearman": (("dataset",), np.array([r[0].spearman for r in rob], float)),
+        "tau_pearson": (("dataset",), np.array([r[0].pearson for r in rob], float)),
+        "tau_spearman_matrix": (("dataset", "tau", "tau_b"),
+                                np.array([r[0].spearman_matrix for r in rob], float)),
+        "tau_pearson_matrix": (("dataset", "tau", "tau_b"),
+                               np.array([r[0].pearson_matrix for r in rob], float)),
+        "tau_n_models": (("dataset",), np.array([r[1] for r in rob], np.int64)),
+        "tau_note": (("dataset",), obj(r[2] for r in rob)),
+    }
+    attrs = {
+        "tau": tau,
+        "robustness_group": ROBUSTNESS_GROUP,
+        "metrics_files": json.dumps([str(e.path) for e in entries]),
+        "absent": json.dumps(absent),
+        "few_shot_notes": json.dumps(few_notes),
+        "ips_version": __version__,
+    }
+    ds = xr.Dataset(data, coords=coords, attrs=attrs)
+    ds["delta_ips"].attrs["description"] = "(IPS_A - IPS_B) / IPS_B; A has the factor"
+    return ds

@@ -1,0 +1,66 @@
+# Helpers shared by the rules: wildcard constraints, the configured names, and how config
+# values become `params:` (as JSON where a command takes a whole entry).
+
+import json
+import math
+import sys
+from pathlib import Path
+
+from snakemake_interface_executor_plugins.settings import DeploymentMethod
+
+from ips.samples import dataset_settings
+
+# Rules run `python -m ips ...`. Snakemake runs in the project's environment (make's .venv),
+# and its jobs use the same python; with `--sdm conda` the job's environment has the
+# dependencies (envs/ips.yaml) and the package comes from this checkout.
+if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
+    shell.prefix(f"set -euo pipefail; export PYTHONPATH={Path(workflow.basedir) / 'src'}; ")
+else:
+    shell.prefix(f"set -euo pipefail; export PATH={Path(sys.executable).parent}:$PATH; ")
+
+
+wildcard_constraints:
+    model=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    dataset=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    shard=r"\d+",
+
+
+MODELS = list(config["models"])
+DATASETS = list(config["datasets"])
+
+
+def as_json(value):
+    """A config value as one shell-quotable JSON string (`{params.x:q}` in shell commands)."""
+    return json.dumps(value, sort_keys=True)
+
+
+def model_entry(wildcards):
+    return as_json(config["models"][wildcards.model])
+
+
+def target_flag(wildcards):
+    """`--target X` when the dataset sets one, else nothing (the command's default)."""
+    target = config["datasets"][wildcards.dataset].get("target")
+    return f"--target {target}" if target else ""
+
+
+def model_mem_mb(wildcards):
+    """Memory of a job that holds one float32 model: 12 bytes a parameter, plus 2 GB."""
+    return 2000 + int(12 * float(config["models"][wildcards.model]["params"]) / 1e6)
+
+
+def shards(wildcards):
+    """Shard indices of a dataset, known once its samples are drawn (checkpoint)."""
+    samples = checkpoints.prepare_samples.get(dataset=wildcards.dataset).output[0]
+    with open(samples, encoding="utf-8") as f:
+        n = len(json.load(f)["samples"])
+    return range(math.ceil(n / config["shard_size"]))
+
+
+def shard_files(pattern):
+    """Input function: every shard's file of {model}/{dataset}."""
+
+    def files(wildcards):
+        return expand(pattern, model=wildcards.model, dataset=wildcards.dataset, shard=shards(wildcards))
+
+    return files

@@ -1,0 +1,33 @@
+# Model-independent samples, and models resolved to fast-loading directories.
+
+
+rule prepare_model:
+    output:
+        protected("resources/models/{model}.path"),
+    params:
+        entry=model_entry,
+    log:
+        "logs/prepare_model/{model}.log",
+    benchmark:
+        "results/benchmarks/prepare_model/{model}.tsv"
+    resources:
+        mem_mb=model_mem_mb,
+        runtime=60,
+    conda:
+        "../../envs/ips.yaml"
+    shell:
+        "python -m ips prepare-model --model {wildcards.model} --entry {params.entry:q} "
+        "--cache-dir resources/models > {output} 2> {log}"
+
+
+checkpoint prepare_samples:
+    output:
+        "results/samples/{dataset}.json",
+    params:
+        settings=lambda wildcards: as_json(dataset_settings(config, wildcards.dataset)),
+    log:
+        "logs/prepare_samples/{dataset}.log",
+    conda:
+        "../../envs/ips.yaml"
+    shell:
+        "python -m ips samples --settings {params.settings:q} --out {output} 2> {log}"

@@ -1,0 +1,53 @@
+# v(x_S) for every mask of every sample, per shard, and its AND-OR interactions.
+
+
+rule score:
+    input:
+        samples="results/samples/{dataset}.json",
+        model="resources/models/{model}.path",
+    output:
+        "results/values/{model}/{dataset}/{shard}.h5",
+    params:
+        entry=model_entry,
+        shard_size=config["shard_size"],
+        batch_tokens=config["batch_tokens"],
+        target=target_flag,
+    log:
+        "logs/score/{model}/{dataset}/{shard}.log",
+    benchmark:
+        "results/benchmarks/score/{model}/{dataset}/{shard}.tsv"
+    threads: 1
+    resources:
+        mem_mb=model_mem_mb,
+        runtime=240,
+        gpu=0,
+    conda:
+        "../../envs/ips.yaml"
+    shell:
+        "python -m ips score --model {wildcards.model} --entry {params.entry:q} --cache-dir resources/models "
+        "--samples {input.samples} --shard {wildcards.shard} --shard-size {params.shard_size} "
+        "{params.target} --batch-tokens {params.batch_tokens} --threads {threads} "
+        "--out {output} 2> {log}"
+
+
+rule fit:
+    input:
+        "results/values/{model}/{dataset}/{shard}.h5",
+    output:
+        "results/interactions/{model}/{dataset}/{shard}.h5",
+    params:
+        solver=config["solver"],
+        noise=config["noise"],
+        n_max=config["n_max"],
+    log:
+        "logs/fit/{model}/{dataset}/{shard}.log",
+    benchmark:
+        "results/benchmarks/fit/{model}/{dataset}/{shard}.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=120,
+    conda:
+        "../../envs/ips.yaml"
+    shell:
+        "python -m ips fit {input} --out {output} --solver {params.solver} --noise {params.noise} "
+        "--n-max {params.n_max} 2> {log}"
