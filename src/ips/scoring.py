@@ -331,9 +331,14 @@ def score_shard(
         for i, s in enumerate(samples):
             r = partial.load(i) if i in done else None
             if r is None:
+                t1 = time.perf_counter()
                 r = score_sample(engine, answers, s, ss.conditions, target)
                 partial.save(i, r)
                 bar.update(1)
+                # a line per sample, for logs where the bar is off (not a terminal)
+                log.info("sample %d/%d %s: n = %d, %d masked inputs in %.1f s", i + 1,
+                         len(samples), s.item.id, len(s.variables),
+                         len(ss.conditions) << len(s.variables), time.perf_counter() - t1)
             results.append(r)
     ds = _assemble(ss, samples, results, lm, target, shard)
     write_dataset(ds, out)

@@ -45,8 +45,12 @@ def target_flag(wildcards):
 
 
 def model_mem_mb(wildcards):
-    """Memory of a job that holds one float32 model: 12 bytes a parameter, plus 2 GB."""
-    return 2000 + int(12 * float(config["models"][wildcards.model]["params"]) / 1e6)
+    """Memory of a job that holds one model: its weights 1.5 times (3 times while a GGUF is
+    dequantised) at the configured dtype (float32 unless float16/bfloat16 is set), plus 2 GB."""
+    entry = config["models"][wildcards.model]
+    size = 2 if entry.get("dtype") in ("float16", "bfloat16") else 4
+    copies = 3 if "gguf_package" in entry["source"] else 1.5
+    return 2000 + int(copies * size * float(entry["params"]) / 1e6)
 
 
 def shards(wildcards):
