@@ -375,8 +375,7 @@ def _factors(args: argparse.Namespace) -> int:
 
     ds = compare(args.metrics)
     write_dataset(ds, args.out)
-    for f, present, note in zip(ds["factor"].values, ds["factor_present"].values,
-                                ds["factor_note"].values):
+    for f, note in zip(ds["factor"].values, ds["factor_note"].values):
         log.info("factor %s: %s", f, note)
     log.info("wrote %s: %d comparisons", args.out, ds.sizes["comparison"])
     return 0

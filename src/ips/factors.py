@@ -223,9 +223,9 @@ def _delta(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _robustness(dataset: str, entries: list[Entry]):
-    """τ robustness of one dataset: (spearman, pearson, matrices, n_models, note, taus)."""
+    """τ robustness of one dataset: (`metrics.TauSweep`, models used, note, τ values)."""
     taus = None
-    rows, names, left = [], [], []
+    rows, left = [], []
     for e in entries:
         t = e.ds["tau"].values.astype(float)
         if taus is None:
@@ -241,7 +241,6 @@ def _robustness(dataset: str, entries: list[Entry]):
             left.append(f"{e.model} (no IPS at some τ)")
             continue
         rows.append(row)
-        names.append(e.model)
     notes = []
     if left:
         notes.append("left out: " + ", ".join(left))
@@ -309,11 +308,12 @@ def compare(paths: Sequence[str | os.PathLike]) -> xr.Dataset:
             reason = ABSENT[f]
             notes.append(f"absent: {reason}")
             absent[f] = reason
-            log.info("factor %s absent: %s", f, reason)
             continue
         present.append(True)
-        per_d = {d: sum(c.dataset == d for c in mine) for d in datasets}
-        parts = [f"{d}: {n} comparison(s)" if n else f"{d}: none ({ABSENT[f]})"
+        unit = "(model, k-shot group) comparison(s)" if f == "few_shot" else "model pair(s)"
+        per_d = {d: len({(c.model_a, c.model_b, c.setting_a if f == "few_shot" else "")
+                         for c in mine if c.dataset == d}) for d in datasets}
+        parts = [f"{d}: {n} {unit}" if n else f"{d}: none ({ABSENT[f]})"
                  for d, n in per_d.items()]
         notes.append("present; " + "; ".join(parts))
 

@@ -430,7 +430,7 @@ def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
         "target_ids": (sc + ("target_pos",), target_ids),
         "target_form": (sc, stack("target_form").astype(object)),
         "n_tokens": (sc, stack("n_tokens")),
-        "hidden": (sc + ("hidden",), stack("hidden").astype(np.float32)),
+        "hidden": (sc + ("hidden_dim",), stack("hidden").astype(np.float32)),
         "variable": (("sample", "var"), var_text),
         "variable_field": (("sample", "var"), var_field),
         "span": (scv + ("bound",), spans),

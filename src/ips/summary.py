@@ -129,7 +129,8 @@ def read_shard(path: str | os.PathLike) -> Shard:
     ds = _open(path, "values")
     for name in ("v", "n_vars", "pred", "gold"):
         if name not in ds.variables:
-            raise InputError(f"{path}: no variable {name!r} (is this a values file of `ips score`?)")
+            raise InputError(f"{path}: no variable {name!r} (is this a values file of "
+                             "`ips score`?)")
     if ds["v"].dims != ("sample", "condition", "mask"):
         raise InputError(f"{path}: variable 'v' has dims {ds['v'].dims}, "
                          "expected (sample, condition, mask)")
@@ -325,7 +326,10 @@ def _template_file(attrs: dict) -> str | None:
 
 
 def representation_baseline(hidden: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean over samples of cos(h_i, h_j) and ‖h_i − h_j‖₂ per pair (i, j); hidden (S, C, H)."""
+    """Mean over samples of cos(h_i, h_j) and ‖h_i − h_j‖₂ per pair (i, j).
+
+    hidden: (sample, condition, hidden); pairs: (n_pairs, 2) condition indices.
+    """
     a = hidden[:, pairs[:, 0]]
     b = hidden[:, pairs[:, 1]]
     na, nb = np.linalg.norm(a, axis=-1), np.linalg.norm(b, axis=-1)
@@ -342,11 +346,12 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
             tau_sweep: Sequence[float] | None = None) -> xr.Dataset:
     """The metrics of one (model, dataset); see the module docstring for the layout."""
     sweep = np.asarray(metrics.default_tau_sweep() if tau_sweep is None else tau_sweep, float)
-    metrics._check_tau(tau)
-    metrics._check_tau(sweep)
-    if sweep.ndim != 1:
-        raise ValueError("tau_sweep must be a 1-D list of thresholds")
     tau = float(tau)
+    if not 0 < tau < 1:
+        raise ValueError(f"tau must lie in (0, 1); got {tau}")
+    if sweep.ndim != 1 or sweep.size == 0 or not np.all((sweep > 0) & (sweep < 1)):
+        raise ValueError(f"tau_sweep must be a non-empty list of thresholds in (0, 1); "
+                         f"got {sweep.tolist()}")
     norm = metrics.normalize(merged.and_, merged.or_, merged.n_vars[:, None])
     kind = merged.attrs.get("kind", "mcq")
     use_greedy = kind != "mcq"
@@ -388,12 +393,9 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
             n_empty[g, b] = res.n_empty_pairs
             valued = ~np.isnan(res.per_pair)
             per_pair_n[:, b] = valued.sum(axis=0)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                per_pair[:, b] = np.where(
-                    per_pair_n[:, b] > 0,
-                    np.where(valued, res.per_pair, 0.0).sum(axis=0) / np.maximum(per_pair_n[:, b], 1),
-                    np.nan,
-                )
+            total = np.where(valued, res.per_pair, 0.0).sum(axis=0)
+            per_pair[:, b] = np.where(per_pair_n[:, b] > 0,
+                                      total / np.maximum(per_pair_n[:, b], 1), np.nan)
         res = metrics.ips(sub, local, sweep)
         sweep_v[:, g] = res.value
         sweep_n[:, g] = res.n_valued_samples

@@ -25,6 +25,12 @@ wildcard_constraints:
     shard=r"\d+",
 
 
+# tiny jobs that would only wait in a cluster's queue run where snakemake runs
+localrules:
+    all,
+    prepare_samples,
+
+
 MODELS = list(config["models"])
 DATASETS = list(config["datasets"])
 

@@ -1,0 +1,249 @@
+"""`ips factors` (ips.factors): hand-built metrics files with known IPS give the expected
+ΔIPS; factors the models cannot show are reported absent; τ robustness; bad inputs."""
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from ips import metrics
+from ips.cli import main
+from ips.factors import ABSENT, FACTORS, compare
+from ips.io import InputError, write_dataset
+
+BANDS = ["all", "low", "mid", "high"]
+ZERO = ["T1", "T2", "T3", "T4", "T5"]
+LABELS = {("T1", "T2"): "altering", ("T1", "T3"): "adding", ("T1", "T4"): "mixed",
+          ("T1", "T5"): "adding", ("T2", "T3"): "mixed", ("T2", "T4"): "adding",
+          ("T2", "T5"): "mixed", ("T3", "T4"): "altering", ("T3", "T5"): "adding",
+          ("T4", "T5"): "mixed"}
+SWEEP = np.round(np.arange(0.05, 0.205, 0.05), 2)
+
+
+def attrs(family="fam", series="ser", type="base", architecture="dense", params=1e9,
+          active_params=None):
+    return {"family": family, "series": series, "type": type, "architecture": architecture,
+            "params": params, "active_params": active_params or params}
+
+
+def make_metrics(model, model_attrs, *, dataset="arc", ips0=1.5, shots=None, pair=1.6,
+                 pair14=None, sweep=None, tau=0.1):
+    """A metrics file in the layout of `ips metrics` with chosen values.
+
+    ips0: IPS of the 0-shot group, a number (every band) or 4 band values;
+    shots: {k: IPS of the k-shot group's single pair T1-kshot|T4-kshot};
+    pair: pair_ips of every 0-shot pair; pair14: that of T1|T4 (default `pair`);
+    sweep: IPS of the 0-shot group at each τ of SWEEP (default: ips0 at all τ).
+    """
+    shots = shots or {}
+    groups = ["0shot"] + [f"{k}shot" for k in shots]
+    conds = ZERO + [f"{t}-{k}shot" for k in shots for t in ("T1", "T4")]
+    templates = ZERO + [t for _ in shots for t in ("T1", "T4")]
+    pairs = [("0shot", a, b) for a, b in itertools.combinations(ZERO, 2)]
+    pairs += [(f"{k}shot", f"T1-{k}shot", f"T4-{k}shot") for k in shots]
+    band_vals = lambda x: np.broadcast_to(np.asarray(x, float), (4,))  # noqa: E731
+    ips = np.stack([band_vals(ips0)] + [band_vals(shots[k]) for k in shots])
+    p14 = pair if pair14 is None else pair14
+    pair_ips = np.stack([band_vals(p14 if (a, b) == ("T1", "T4") else pair)
+                         for g, a, b in pairs if g == "0shot"]
+                        + [band_vals(shots[k]) for k in shots])
+    sw = np.full(len(SWEEP), band_vals(ips0)[0]) if sweep is None else np.asarray(sweep, float)
+    sweep_arr = np.tile(ips[:, 0], (len(SWEEP), 1))
+    sweep_arr[:, 0] = sw
+    obj = lambda xs: np.array(list(xs), dtype=object)  # noqa: E731
+    G, P = len(groups), len(pairs)
+    return xr.Dataset(
+        {
+            "ips": (("group", "band"), ips),
+            "n_valued_samples": (("group", "band"), np.full((G, 4), 5)),
+            "n_empty_pairs": (("group", "band"), np.zeros((G, 4), int)),
+            "ips_sweep": (("tau", "group"), sweep_arr),
+            "pair_ips": (("pair", "band"), pair_ips),
+            "pair_n_valued": (("pair", "band"), np.full((P, 4), 5)),
+            "output_consistency": (("group",), np.full(G, 0.5)),
+            "pair_consistency": (("pair",), np.full(P, 0.5)),
+            "rep_cosine": (("pair",), np.full(P, 0.9)),
+            "rep_l2": (("pair",), np.full(P, 3.0)),
+            "n_samples": ((), 5),
+        },
+        coords={
+            "group": obj(groups), "band": obj(BANDS), "tau": SWEEP,
+            "condition": obj(conds), "template": ("condition", obj(templates)),
+            "pair": obj(f"{g}:{a}|{b}" for g, a, b in pairs),
+            "pair_a": ("pair", obj(a for _, a, _ in pairs)),
+            "pair_b": ("pair", obj(b for _, _, b in pairs)),
+            "pair_group": ("pair", obj(g for g, _, _ in pairs)),
+            "pair_label": ("pair", obj(LABELS.get((a, b), "mixed") for _, a, b in pairs)),
+        },
+        attrs={"model": model, "model_attributes": json.dumps(model_attrs), "dataset": dataset,
+               "kind": "mcq", "tau": tau},
+    )
+
+
+def write_all(tmp_path, datasets):
+    paths = []
+    for ds in datasets:
+        p = tmp_path / ds.attrs["model"] / f"{ds.attrs['dataset']}.nc"
+        write_dataset(ds, p)
+        paths.append(p)
+    return paths
+
+
+def rows(out, factor, group="0shot"):
+    sel = (out["comparison_factor"] == factor) & (out["comparison_group"] == group)
+    return out.isel(comparison=np.flatnonzero(sel.values))
+
+
+def test_instruct_vs_base_delta(tmp_path):
+    ms = [
+        make_metrics("base-1b", attrs(type="base"), ips0=[1.5, 1.0, 1.6, 1.8]),
+        make_metrics("inst-1b", attrs(type="instruct"), ips0=[1.2, 0.5, 1.6, 1.9]),
+        # same series but other params: no instruct/base pair with it
+        make_metrics("inst-7b", attrs(type="instruct", params=7e9), ips0=1.0),
+    ]
+    out_path = tmp_path / "factors.nc"
+    assert main(["factors", "--metrics", *map(str, write_all(tmp_path, ms)),
+                 "--out", str(out_path)]) == 0
+    with xr.open_dataset(out_path, engine="h5netcdf") as out:
+        out = out.load()
+    r = rows(out, "instruct_vs_base")
+    assert r.sizes["comparison"] == 1
+    assert (r["model_a"].item(), r["model_b"].item()) == ("inst-1b", "base-1b")
+    np.testing.assert_allclose(r["delta_ips"].values[0], [-0.2, -0.5, 0.0, 1.9 / 1.8 - 1])
+    np.testing.assert_allclose(r["ips_a"].values[0], [1.2, 0.5, 1.6, 1.9])
+    np.testing.assert_allclose(
+        r["delta_ips"].values[0], metrics.delta_ips(r["ips_a"].values[0], r["ips_b"].values[0]))
+    s = (out["summary_factor"] == "instruct_vs_base") & (out["summary_group"] == "0shot")
+    np.testing.assert_allclose(out["delta_ips_mean"].values[s.values][0],
+                               [-0.2, -0.5, 0.0, 1.9 / 1.8 - 1])
+    present = dict(zip(out["factor"].values, out["factor_present"].values))
+    assert present == {"instruct_vs_base": True, "scale": True, "dense_vs_moe": False,
+                       "few_shot": False}
+    # scale: inst-7b (larger) vs inst-1b
+    r = rows(out, "scale")
+    assert (r["model_a"].item(), r["model_b"].item()) == ("inst-7b", "inst-1b")
+    np.testing.assert_allclose(r["delta_ips"].values[0], np.array([1.0] * 4) /
+                               np.array([1.2, 0.5, 1.6, 1.9]) - 1)
+
+
+def test_scale_compares_adjacent_sizes_of_one_series_type_and_architecture(tmp_path):
+    ms = [
+        make_metrics("s1", attrs(params=1e9), ips0=1.6),
+        make_metrics("s4", attrs(params=4e9), ips0=1.4),
+        make_metrics("s8", attrs(params=8e9), ips0=1.2),
+        make_metrics("s8-other-series", attrs(series="x", params=8e9), ips0=1.0),
+        make_metrics("s30-moe", attrs(architecture="moe", params=30e9, active_params=3e9)),
+        make_metrics("s1-instruct", attrs(type="instruct", params=1e9, series="y")),
+    ]
+    out = compare(write_all(tmp_path, ms))
+    r = rows(out, "scale")
+    got = {(a, b): d for a, b, d in zip(r["model_a"].values, r["model_b"].values,
+                                        r["delta_ips"].sel(band="all").values)}
+    assert got == pytest.approx({("s4", "s1"): 1.4 / 1.6 - 1, ("s8", "s4"): 1.2 / 1.4 - 1})
+
+
+def test_dense_vs_moe_pairs_within_family_and_type(tmp_path):
+    ms = [
+        make_metrics("dense-a", attrs(family="q", series="q2", params=7e9), ips0=1.4),
+        make_metrics("dense-b", attrs(family="q", series="q3", params=4e9), ips0=1.5),
+        make_metrics("moe", attrs(family="q", series="q3moe", architecture="moe", params=30e9,
+                                  active_params=3e9), ips0=1.6),
+        make_metrics("moe-instruct", attrs(family="q", series="q3moe", type="instruct",
+                                           architecture="moe", params=30e9, active_params=3e9)),
+        make_metrics("moe-other-family", attrs(family="l", architecture="moe")),
+    ]
+    out = compare(write_all(tmp_path, ms))
+    r = rows(out, "dense_vs_moe")
+    got = {(a, b): d for a, b, d in zip(r["model_a"].values, r["model_b"].values,
+                                        r["delta_ips"].sel(band="all").values)}
+    assert got == pytest.approx({("dense-a", "moe"): 1.4 / 1.6 - 1,
+                                 ("dense-b", "moe"): 1.5 / 1.6 - 1})
+    s = ((out["summary_factor"] == "dense_vs_moe") & (out["summary_group"] == "0shot")).values
+    assert out["delta_ips_mean"].sel(band="all").values[s][0] == pytest.approx(
+        np.mean([1.4 / 1.6 - 1, 1.5 / 1.6 - 1]))
+    assert int(out["n_comparisons"].values[s][0]) == 2
+
+
+def test_few_shot_against_the_same_template_pair_of_0shot(tmp_path):
+    # 0-shot group IPS (1.5) averages 10 pairs; the k-shot groups have only T1|T4, so they
+    # are compared with the 0-shot value of T1|T4 (1.6), not with 1.5
+    ms = [make_metrics("m", attrs(), ips0=1.5, pair=1.45, pair14=1.6,
+                       shots={1: 1.2, 2: [1.0, 0.8, 1.2, 1.6]})]
+    out = compare(write_all(tmp_path, ms))
+    for k, expected in ((1, [1.2 / 1.6 - 1] * 4), (2, [1.0 / 1.6 - 1, -0.5, 1.2 / 1.6 - 1, 0])):
+        r = rows(out, "few_shot", f"{k}shot")
+        assert r.sizes["comparison"] == 1
+        assert r["setting_a"].item() == f"{k}shot" and r["setting_b"].item() == "0shot"
+        assert r["templates"].item() == "T1–T4"
+        np.testing.assert_allclose(r["ips_b"].values[0], 1.6)
+        np.testing.assert_allclose(r["delta_ips"].values[0], expected)
+    assert bool(out["factor_present"].sel(factor="few_shot"))
+    # model factors absent, with the reason
+    for f in ("instruct_vs_base", "scale", "dense_vs_moe"):
+        assert not bool(out["factor_present"].sel(factor=f))
+        assert out["factor_note"].sel(factor=f).item() == f"absent: {ABSENT[f]}"
+    assert json.loads(out.attrs["absent"]) == {f: ABSENT[f] for f in FACTORS[:3]}
+
+
+def test_no_factor_at_all_is_reported_not_faked(tmp_path):
+    ms = [make_metrics("a", attrs(family="x", series="x")),
+          make_metrics("b", attrs(family="y", series="y", type="instruct"))]
+    out_path = tmp_path / "f.nc"
+    assert main(["factors", "--metrics", *map(str, write_all(tmp_path, ms)),
+                 "--out", str(out_path)]) == 0
+    with xr.open_dataset(out_path, engine="h5netcdf") as out:
+        out = out.load()
+    assert out.sizes["comparison"] == 0 and out.sizes["summary"] == 0
+    assert not out["factor_present"].values.any()
+    assert all(n.startswith("absent: ") for n in out["factor_note"].values)
+    assert "no base/instruct pair with equal family, series and params" in \
+        out["factor_note"].sel(factor="instruct_vs_base").item()
+    # two models: too few for the τ robustness, said so
+    assert np.isnan(float(out["tau_spearman"].sel(dataset="arc")))
+    assert "at least 3" in out["tau_note"].sel(dataset="arc").item()
+
+
+def test_tau_robustness_per_dataset(tmp_path):
+    rng = np.random.default_rng(3)
+    sweeps = rng.uniform(1.2, 1.8, size=(4, len(SWEEP)))
+    ms = [make_metrics(f"m{i}", attrs(family=f"f{i}", series=f"s{i}"), sweep=sweeps[i])
+          for i in range(4)]
+    ms += [make_metrics(f"m{i}", attrs(family=f"f{i}", series=f"s{i}"), dataset="mmlu",
+                        sweep=sweeps[i][::-1]) for i in range(3)]
+    ms.append(make_metrics("m3", attrs(family="f3", series="s3"), dataset="mmlu",
+                           sweep=np.full(len(SWEEP), np.nan)))
+    out = compare(write_all(tmp_path, ms))
+    ref = metrics.tau_sweep(sweeps)
+    assert float(out["tau_spearman"].sel(dataset="arc")) == pytest.approx(ref.spearman)
+    assert float(out["tau_pearson"].sel(dataset="arc")) == pytest.approx(ref.pearson)
+    np.testing.assert_allclose(out["tau_pearson_matrix"].sel(dataset="arc"), ref.pearson_matrix)
+    ref = metrics.tau_sweep(sweeps[:3, ::-1])
+    assert float(out["tau_spearman"].sel(dataset="mmlu")) == pytest.approx(ref.spearman)
+    assert int(out["tau_n_models"].sel(dataset="mmlu")) == 3
+    assert "m3 (no IPS at some τ)" in out["tau_note"].sel(dataset="mmlu").item()
+
+
+def test_bad_inputs_name_the_file(tmp_path, capsys):
+    a = make_metrics("a", attrs())
+    paths = write_all(tmp_path, [a])
+    dup = tmp_path / "copy.nc"
+    write_dataset(a, dup)
+    with pytest.raises(InputError, match=f"{dup}: model 'a' on dataset 'arc' is also in"):
+        compare([paths[0], dup])
+    other_tau = tmp_path / "tau.nc"
+    write_dataset(make_metrics("b", attrs(), tau=0.15), other_tau)
+    with pytest.raises(InputError, match=f"{other_tau}: computed at τ = 0.15"):
+        compare([paths[0], other_tau])
+    other_sweep = tmp_path / "sweep.nc"
+    write_dataset(make_metrics("c", attrs()).assign_coords(tau=SWEEP + 0.01), other_sweep)
+    with pytest.raises(InputError, match=f"{other_sweep}: τ sweep"):
+        compare([paths[0], other_sweep])
+    broken = tmp_path / "broken.nc"
+    write_dataset(a.drop_vars("pair_ips"), broken)
+    assert main(["factors", "--metrics", str(broken), "--out", str(tmp_path / "o.nc")]) == 2
+    assert f"{broken}: no variable 'pair_ips'" in capsys.readouterr().err
+    assert main(["factors", "--metrics", str(tmp_path / "nope.nc"),
+                 "--out", str(tmp_path / "o.nc")]) == 2
+    assert "no such metrics file" in capsys.readouterr().err

@@ -1,0 +1,291 @@
+"""`ips metrics` (ips.summary): synthetic values cubes, fitted for real, checked against an
+independent computation with `ips.metrics`, shard merging, labels, baseline, bad inputs."""
+
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from ips import metrics
+from ips.cli import main
+from ips.fit import fit_values
+from ips.io import InputError, Values, write_dataset
+from ips.summary import BANDS, representation_baseline, summarize
+
+CONDITIONS = ["T1", "T2", "T3", "T4", "T5", "T1-1shot", "T4-1shot"]
+TEMPLATES = ["T1", "T2", "T3", "T4", "T5", "T1", "T4"]
+SHOTS = [0, 0, 0, 0, 0, 1, 1]
+GROUPS = {"0shot": CONDITIONS[:5], "1shot": CONDITIONS[5:]}
+ATTRS = {"family": "fam", "series": "ser", "type": "base", "architecture": "dense",
+         "params": 10**9, "active_params": 10**9}
+
+
+def make_values(samples, seed, *, model="m", dataset="d", conditions=CONDITIONS,
+                templates=TEMPLATES, shots=SHOTS, perturbations=None, groups=GROUPS,
+                kind="mcq", attrs=ATTRS, n_max=5, shard=0):
+    """A values file as `ips score` writes it, with random v and n in 3..n_max."""
+    rng = np.random.default_rng(seed)
+    S, C = len(samples), len(conditions)
+    n_vars = rng.integers(3, n_max + 1, size=S)
+    v = rng.normal(scale=2.0, size=(S, C, 1 << n_max))
+    for s, n in enumerate(n_vars):
+        v[s, :, 1 << n:] = np.nan
+    pred = rng.integers(0, 4, size=(S, C)) if kind == "mcq" else np.full((S, C), -1)
+    obj = lambda xs: np.array(list(xs), dtype=object)  # noqa: E731
+    return xr.Dataset(
+        {
+            "v": (("sample", "condition", "mask"), v),
+            "n_vars": (("sample",), n_vars),
+            "gold": (("sample",), rng.integers(0, 4, size=S) if kind == "mcq" else np.full(S, -1)),
+            "pred": (("sample", "condition"), pred),
+            "greedy_token": (("sample", "condition"), rng.integers(100, 103, size=(S, C))),
+            "hidden": (("sample", "condition", "hidden"),
+                       rng.normal(size=(S, C, 6)).astype(np.float32)),
+        },
+        coords={
+            "sample": obj(samples),
+            "condition": obj(conditions),
+            "template": ("condition", obj(templates)),
+            "shots": ("condition", np.asarray(shots)),
+            "perturbation": ("condition", obj(perturbations or [""] * C)),
+        },
+        attrs={"model": model, "model_attributes": json.dumps(attrs), "dataset": dataset,
+               "kind": kind, "target": "letter" if kind == "mcq" else "response",
+               "groups": json.dumps(groups), "settings": json.dumps({"templates": {"file": None}}),
+               "shard": shard},
+    )
+
+
+def make_fit(ds):
+    values = Values(v=ds["v"].values, n_vars=ds["n_vars"].values,
+                    coords={"sample": ds["sample"].values, "condition": ds["condition"].values})
+    return fit_values(values, solver="exact", progress=False)
+
+
+def write_pair(tmp_path, name, ds):
+    """Write a values file and its fit; return both paths."""
+    v, f = tmp_path / f"{name}.values.h5", tmp_path / f"{name}.fit.h5"
+    write_dataset(ds, v)
+    write_dataset(make_fit(ds), f)
+    return v, f
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    """Two shards of one (model, dataset), the unsharded file, and all their fits."""
+    tmp = tmp_path_factory.mktemp("metrics")
+    ids = [f"item{i}" for i in range(7)]
+    full = make_values(ids, seed=1)
+    parts = [full.isel(sample=slice(0, 4)), full.isel(sample=slice(4, None))]
+    paths = {"full": write_pair(tmp, "full", full)}
+    for k, part in enumerate(parts):
+        part = part.assign_attrs(shard=k)
+        paths[k] = write_pair(tmp, f"shard{k}", part)
+    return full, paths, tmp
+
+
+def run_metrics(out, values, fits, *extra):
+    return main(["metrics", "--values", *map(str, values), "--fits", *map(str, fits),
+                 *map(str, extra), "--out", str(out)])
+
+
+def test_metrics_equal_an_independent_computation(shards, tmp_path):
+    full, paths, _ = shards
+    out = tmp_path / "results" / "m.nc"
+    sweep = [0.05, 0.1, 0.15]
+    assert run_metrics(out, [paths[0][0], paths[1][0]], [paths[0][1], paths[1][1]],
+                       "--tau", 0.12, "--tau-sweep", *sweep) == 0
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        ds = ds.load()
+
+    # independent computation on the unsharded arrays and the unsharded fit
+    with xr.open_dataset(paths["full"][1], engine="h5netcdf") as fit:
+        fit = fit.load()
+    norm = metrics.normalize(fit["and"].values, fit["or"].values)
+    pred, gold = full["pred"].values, full["gold"].values
+    cond = list(full["condition"].values)
+    assert list(ds["group"].values) == ["0shot", "1shot"]
+    assert list(ds["band"].values) == list(BANDS)
+    for g, names in GROUPS.items():
+        idx = [cond.index(c) for c in names]
+        sub = norm[:, idx]
+        for band in BANDS:
+            ref = metrics.ips(sub, tau=0.12, band=None if band == "all" else band)
+            got = ds.sel(group=g, band=band)
+            np.testing.assert_allclose(got["ips"], ref.value, rtol=1e-9, equal_nan=True)
+            assert int(got["n_valued_samples"]) == ref.n_valued_samples
+            assert int(got["n_empty_pairs"]) == ref.n_empty_pairs
+        for t in sweep:
+            np.testing.assert_allclose(ds["ips_sweep"].sel(tau=t, group=g),
+                                       metrics.ips(sub, tau=t).value, rtol=1e-9)
+        shares = metrics.interaction_type_shares(sub, pred[:, idx], tau=0.12)
+        np.testing.assert_allclose(ds["type_share"].sel(group=g, changed="yes"), shares.changed,
+                                   equal_nan=True)
+        np.testing.assert_allclose(ds["type_share"].sel(group=g, changed="no"),
+                                   shares.unchanged, equal_nan=True)
+        np.testing.assert_array_equal(ds["type_count"].sel(group=g, changed="yes"),
+                                      shares.counts_changed)
+        assert float(ds["output_consistency"].sel(group=g)) == metrics.output_consistency(
+            pred[:, idx])
+        # per pair: the pair's mean over samples with a value, in all_pairs order
+        pairs = metrics.all_pairs(len(idx))
+        per_pair = metrics.ips(sub, tau=0.12).per_pair
+        mine = ds.where(ds["pair_group"] == g, drop=True)
+        np.testing.assert_allclose(mine["pair_ips"].sel(band="all"),
+                                   np.nanmean(per_pair, axis=0), rtol=1e-9)
+        np.testing.assert_allclose(mine["pair_consistency"],
+                                   metrics.pair_consistency(pred[:, idx], pairs))
+        assert list(mine["pair_a"].values) == [names[i] for i in pairs[:, 0]]
+        assert list(mine["pair_b"].values) == [names[j] for j in pairs[:, 1]]
+    np.testing.assert_allclose(ds["accuracy"], metrics.accuracy(pred, gold))
+    assert int(ds["n_samples"]) == 7
+    assert float(ds["matching_error_max"]) == pytest.approx(float(fit["matching_error"].max()))
+    assert ds.attrs["model"] == "m" and ds.attrs["dataset"] == "d"
+    assert ds.attrs["tau"] == 0.12 and ds.attrs["prediction"] == "pred"
+    assert json.loads(ds.attrs["model_attributes"]) == ATTRS
+    assert json.loads(ds.attrs["values_files"]) == [str(paths[0][0]), str(paths[1][0])]
+    assert json.loads(ds.attrs["fit_files"]) == [str(paths[0][1]), str(paths[1][1])]
+    assert ds["condition"].values.tolist() == CONDITIONS
+    assert ds["template"].values.tolist() == TEMPLATES
+
+
+def test_shard_merge_equals_unsharded(shards):
+    _, paths, _ = shards
+    merged = summarize([paths[1][0], paths[0][0]], [paths[1][1], paths[0][1]], tau=0.1)
+    whole = summarize([paths["full"][0]], [paths["full"][1]], tau=0.1)
+    for name in whole.data_vars:
+        np.testing.assert_allclose(merged[name].values, whole[name].values, rtol=1e-9,
+                                   atol=1e-12, equal_nan=True, err_msg=name)
+
+
+def test_pair_labels_and_default_sweep(shards):
+    _, paths, _ = shards
+    ds = summarize([paths["full"][0]], [paths["full"][1]])
+    label = {(a, b): lab for a, b, lab in zip(ds["pair_a"].values, ds["pair_b"].values,
+                                              ds["pair_label"].values)}
+    assert label["T1", "T2"] == "altering"
+    assert label["T1", "T3"] == "adding"
+    assert label["T1", "T4"] == "mixed"
+    assert label["T1", "T5"] == "adding"
+    assert label["T1-1shot", "T4-1shot"] == "mixed"
+    np.testing.assert_allclose(ds["tau"], metrics.default_tau_sweep())
+    assert ds.sizes["pair"] == 10 + 1
+    assert ds["pair"].values[0] == "0shot:T1|T2"
+
+
+def test_representation_baseline_by_hand(shards):
+    full, paths, _ = shards
+    ds = summarize([paths["full"][0]], [paths["full"][1]])
+    h = full["hidden"].values.astype(np.float64)
+    cond = list(full["condition"].values)
+    for a, b, cos, l2 in zip(ds["pair_a"].values, ds["pair_b"].values, ds["rep_cosine"].values,
+                             ds["rep_l2"].values):
+        i, j = cond.index(a), cond.index(b)
+        cs = [h[s, i] @ h[s, j] / np.sqrt((h[s, i] @ h[s, i]) * (h[s, j] @ h[s, j]))
+              for s in range(h.shape[0])]
+        ds_ = [np.sqrt(np.sum((h[s, i] - h[s, j]) ** 2)) for s in range(h.shape[0])]
+        assert cos == pytest.approx(np.mean(cs), rel=1e-9)
+        assert l2 == pytest.approx(np.mean(ds_), rel=1e-9)
+    # a zero hidden state has no cosine: that sample is left out
+    hid = np.ones((2, 2, 3))
+    hid[0, 0] = 0.0
+    cos, l2 = representation_baseline(hid, np.array([[0, 1]]))
+    assert cos[0] == pytest.approx(1.0)
+    assert l2[0] == pytest.approx(np.sqrt(3) / 2)
+
+
+def test_missing_group_and_single_condition_group(tmp_path):
+    conds = ["T1", "T2", "T3", "T1-1shot"]
+    ds = make_values(["a", "b", "c"], seed=5, conditions=conds, templates=["T1", "T2", "T3", "T1"],
+                     shots=[0, 0, 0, 1], groups={"0shot": conds[:3], "1shot": conds[3:]})
+    v, f = write_pair(tmp_path, "x", ds)
+    out = summarize([v], [f], tau=0.1, tau_sweep=[0.1, 0.2])
+    assert list(out["group"].values) == ["0shot", "1shot"]  # no 2shot, 3shot: not invented
+    assert np.all(np.isnan(out["ips"].sel(group="1shot")))
+    assert np.all(out["n_valued_samples"].sel(group="1shot") == 0)
+    assert np.isnan(float(out["output_consistency"].sel(group="1shot")))
+    assert np.isfinite(float(out["ips"].sel(group="0shot", band="all")))
+    assert set(out["pair_group"].values) == {"0shot"}
+    # only a 0-shot group at all
+    ds = make_values(["a", "b"], seed=6, conditions=conds[:3], templates=conds[:3],
+                     shots=[0, 0, 0], groups={"0shot": conds[:3]})
+    v, f = write_pair(tmp_path, "y", ds)
+    out = summarize([v], [f], tau=0.1, tau_sweep=[0.1, 0.2])
+    assert list(out["group"].values) == ["0shot"]
+    assert out.sizes["pair"] == 3
+
+
+def test_instruction_dataset_uses_greedy_token_and_perturbation_labels(tmp_path):
+    conds = ["A1", "A2", "A1-paraphrase"]
+    ds = make_values(["r1", "r2", "r3"], seed=7, conditions=conds,
+                     templates=["A1", "A2", "A1"], shots=[0, 0, 0],
+                     perturbations=["", "", "paraphrase"], kind="instruction",
+                     groups={"0shot": ["A1", "A2"], "perturbation": ["A1", "A1-paraphrase"]})
+    v, f = write_pair(tmp_path, "dolly", ds)
+    out = summarize([v], [f], tau=0.1, tau_sweep=[0.1, 0.2])
+    assert out.attrs["prediction"] == "greedy_token" and out.attrs["kind"] == "instruction"
+    assert np.all(np.isnan(out["accuracy"]))
+    assert dict(zip(out["pair"].values, out["pair_label"].values)) == {
+        "0shot:A1|A2": "altering", "perturbation:A1|A1-paraphrase": "perturbation"}
+    greedy = ds["greedy_token"].values
+    assert float(out["pair_consistency"][0]) == np.mean(greedy[:, 0] == greedy[:, 1])
+    assert float(out["output_consistency"].sel(group="perturbation")) == np.mean(
+        greedy[:, 0] == greedy[:, 2])
+
+
+def test_mismatched_shards_name_the_file(shards, tmp_path, capsys):
+    full, paths, tmp = shards
+    other = full.isel(sample=slice(4, None)).assign_attrs(model="another-model")
+    v, f = write_pair(tmp_path, "other", other)
+    code = run_metrics(tmp_path / "m.nc", [paths[0][0], v], [paths[0][1], f])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert str(v) in err and "'model'" in err and "another-model" in err
+    assert not (tmp_path / "m.nc").exists()
+    # other conditions
+    other = full.isel(sample=slice(4, None), condition=slice(0, 6))
+    v, f = write_pair(tmp_path, "fewer", other)
+    with pytest.raises(InputError, match=str(v)):
+        summarize([paths[0][0], v], [paths[0][1], f])
+    # the same shard twice
+    with pytest.raises(InputError, match="also in"):
+        summarize([paths[0][0], paths[0][0]], [paths[0][1], paths[0][1]])
+
+
+def test_fit_that_does_not_belong_to_the_values_names_the_fit(shards, tmp_path, capsys):
+    full, paths, _ = shards
+    # fits given in the wrong order: other samples
+    code = run_metrics(tmp_path / "m.nc", [paths[0][0], paths[1][0]],
+                       [paths[1][1], paths[0][1]])
+    err = capsys.readouterr().err
+    assert code == 2 and str(paths[1][1]) in err and str(paths[0][0]) in err
+    # same labels and shapes but fitted to other values (e.g. another model's shard)
+    twin = full.isel(sample=slice(0, 4)).copy(deep=True)
+    twin["v"] = twin["v"] + 0.5 * np.sin(np.arange(twin["v"].shape[-1]))
+    wrong_fit = tmp_path / "twin.fit.h5"
+    write_dataset(make_fit(twin), wrong_fit)
+    with pytest.raises(InputError, match=f"{wrong_fit}.*does not match.*reconstruct"):
+        summarize([paths[0][0]], [wrong_fit])
+    # one fit for two values files
+    with pytest.raises(InputError, match="2 values files but 1 fit"):
+        summarize([paths[0][0], paths[1][0]], [paths[0][1]])
+    # not a fit file at all
+    with pytest.raises(InputError, match=f"{paths[0][0]}: no variable 'and'"):
+        summarize([paths[0][0]], [paths[0][0]])
+    with pytest.raises(InputError, match="no such fit file"):
+        summarize([paths[0][0]], [tmp_path / "nope.h5"])
+
+
+def test_group_naming_an_unknown_condition(tmp_path):
+    ds = make_values(["a", "b"], seed=8, groups={"0shot": ["T1", "T2", "T9"]})
+    v, f = write_pair(tmp_path, "g", ds)
+    with pytest.raises(InputError, match=f"{v}: group '0shot' names condition"):
+        summarize([v], [f])
+
+
+def test_tau_outside_zero_one_is_refused(shards, tmp_path, capsys):
+    _, paths, _ = shards
+    with pytest.raises(SystemExit) as e:
+        run_metrics(tmp_path / "m.nc", [paths[0][0]], [paths[0][1]], "--tau", "1.5")
+    assert e.value.code == 2 and "must lie in (0, 1)" in capsys.readouterr().err

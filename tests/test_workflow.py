@@ -1,0 +1,155 @@
+"""The Snakemake workflow end to end on a tiny config: lint, the full DAG, reruns, interruption."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).parent / "snakemake"
+
+
+def snakemake(workdir, *args, timeout=600):
+    cmd = [str(SNAKEMAKE), "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir),
+           "--cores", "2", *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def jobs(dry_run_output: str) -> dict[str, int]:
+    """The 'Job stats' table of a dry run: rule -> count."""
+    table = dry_run_output.split("Job stats:", 1)
+    if len(table) < 2:
+        return {}
+    counts = {}
+    for line in table[1].splitlines()[3:]:
+        m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+        if not m:
+            break
+        counts[m.group(1)] = int(m.group(2))
+    counts.pop("total", None)
+    return counts
+
+
+def tiny_config(model_dir, **overrides):
+    cfg = {
+        "n_max": 3,
+        "n_items": 3,
+        "shard_size": 2,
+        "templates": {"mcq": ["T1", "T2", "T4"]},
+        "few_shot": {"templates": ["T1", "T4"], "shots": [1]},
+        "models": {
+            "tiny-a": {"source": {"path": str(model_dir)}, "family": "tiny", "series": "tiny",
+                       "type": "base", "architecture": "dense", "params": 1000},
+            "tiny-b": {"source": {"path": str(model_dir)}, "family": "tiny", "series": "tiny",
+                       "type": "instruct", "architecture": "dense", "params": 1000},
+        },
+        "datasets": {"arc-easy": {"format": "arc", "subset": "ARC-Easy", "fields": ["question"]}},
+    }
+    cfg.update(overrides)
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, tiny_llama_dir):
+    """A workdir where the whole tiny workflow has run through results/figures."""
+    work = tmp_path_factory.mktemp("workflow")
+    (work / "config.yaml").write_text(yaml.safe_dump(tiny_config(tiny_llama_dir)))
+    t0 = time.perf_counter()
+    r = snakemake(work)
+    assert r.returncode == 0, r.stderr[-4000:]
+    print(f"tiny workflow: {time.perf_counter() - t0:.1f} s")
+    return work
+
+
+def test_lint_is_clean():
+    r = subprocess.run([str(SNAKEMAKE), "--lint", "--snakefile", str(ROOT / "Snakefile")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0 and "Congratulations" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_whole_dag_produces_tables_and_figures(finished):
+    figures = finished / "results" / "figures"
+    assert (figures / "ips_ranking.png").stat().st_size > 1000
+    assert (figures / "ips_by_order.png").stat().st_size > 1000
+    assert (figures / "ips_table.csv").read_text().count("\n") > 2
+    for model in ("tiny-a", "tiny-b"):
+        m = xr.open_dataset(finished / f"results/metrics/{model}/arc-easy.nc", engine="h5netcdf")
+        value = float(m["ips"].sel(group="0shot", band="all"))
+        assert 0 <= value <= 2
+        m.close()
+    # two shards of 2 + 1 samples, each fitted with universal matching
+    for shard in (0, 1):
+        fit = xr.open_dataset(finished / f"results/interactions/tiny-a/arc-easy/{shard}.h5",
+                              engine="h5netcdf")
+        assert float(fit.matching_error.max()) < 1e-6 * 50
+        fit.close()
+    # every rule left a log
+    for rule in ("prepare_model", "prepare_samples", "score", "fit", "metrics"):
+        assert any((finished / "logs" / rule).rglob("*.log")), rule
+
+
+def test_nothing_to_do_after_a_run(finished):
+    r = snakemake(finished, "-n")
+    assert r.returncode == 0 and "Nothing to be done" in r.stdout + r.stderr
+
+
+def test_changing_tau_reruns_only_the_analysis(finished):
+    r = snakemake(finished, "-n", "--config", "tau=0.15")
+    assert r.returncode == 0, r.stderr
+    assert jobs(r.stdout + r.stderr) == {"metrics": 2, "factors": 1, "figures": 1, "all": 1}
+
+
+def test_changing_n_items_or_a_model_reruns_what_it_must(finished):
+    r = snakemake(finished, "-n", "--config", "n_items=4")
+    assert r.returncode == 0, r.stderr
+    ran = jobs(r.stdout + r.stderr)
+    assert ran.get("prepare_samples") == 1 and "prepare_model" not in ran
+    cfg = yaml.safe_load((finished / "config.yaml").read_text())
+    cfg["models"]["tiny-b"]["params"] = 2000  # an attribute: scores of tiny-b are redone
+    alt = finished / "config-alt.yaml"
+    alt.write_text(yaml.safe_dump(cfg))
+    r = snakemake(finished, "-n", "--configfile", alt)
+    ran = jobs(r.stdout + r.stderr)
+    assert ran.get("score") == 2 and ran.get("prepare_model") == 1 and "prepare_samples" not in ran
+
+
+def test_interrupted_score_resumes_without_redoing_finished_shards(tmp_path, tiny_llama_dir, finished):
+    cfg = tiny_config(tiny_llama_dir)
+    cfg["models"] = {"tiny-a": cfg["models"]["tiny-a"]}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    out = [tmp_path / f"results/values/tiny-a/arc-easy/{k}.h5" for k in (0, 1)]
+    cmd = [str(SNAKEMAKE), "--snakefile", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
+           "--cores", "1", *(str(o.relative_to(tmp_path)) for o in out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+    def second_started():  # one shard is finished and registered, the other is being scored
+        return any(out[k].exists() and out[1 - k].with_name(out[1 - k].name + ".partial").exists()
+                   for k in (0, 1))
+
+    deadline = time.monotonic() + 300
+    while not second_started() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: snakemake and its running score job
+    proc.wait(timeout=120)
+    done = [o for o in out if o.exists()]
+    assert len(done) == 1
+    stamp = done[0].stat().st_mtime_ns
+
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert done[0].stat().st_mtime_ns == stamp  # the finished shard was not scored again
+    for k in (0, 1):  # and every value equals the uninterrupted run's
+        a = xr.open_dataset(finished / f"results/values/tiny-a/arc-easy/{k}.h5", engine="h5netcdf")
+        b = xr.open_dataset(out[k], engine="h5netcdf")
+        assert list(a.sample.values) == list(b.sample.values)
+        np.testing.assert_allclose(b.v.values, a.v.values, rtol=0, atol=1e-6)
+        a.close(), b.close()
