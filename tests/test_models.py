@@ -460,3 +460,12 @@ def test_single_file_package_checksum_ok(tmp_path, monkeypatch, fake_convert):
     out = prepare_model(spec(source=source), tmp_path / "c")
     assert json.loads((out / "ips-model.json").read_text())["sha256"] == digest
     assert fake_convert == [package / "data" / "w.gguf"]
+
+
+def test_trust_remote_code_is_an_explicit_flag():
+    entry = {"source": {"hub": "internlm/internlm2-7b"}, "family": "internlm", "series": "internlm2",
+             "type": "base", "architecture": "dense", "params": 7_000_000_000}
+    assert ModelSpec.from_config("internlm2-7b", entry).trust_remote_code is False
+    assert ModelSpec.from_config("internlm2-7b", entry | {"trust_remote_code": True}).trust_remote_code
+    with pytest.raises(ModelError, match="'trust_remote_code' must be true or false"):
+        ModelSpec.from_config("internlm2-7b", entry | {"trust_remote_code": "yes"})

@@ -74,7 +74,7 @@ _SOURCE_OPTIONS = {
 }
 _ENTRY_KEYS = (
     "source", "family", "series", "type", "architecture",
-    "params", "active_params", "dtype", "mask_token",
+    "params", "active_params", "dtype", "mask_token", "trust_remote_code",
 )  # fmt: skip
 # the files a causal LM needs from a hub repository; `*.bin` is left out so that repositories
 # shipping both formats are not downloaded twice (a `.bin`-only model can be used via `path:`)
@@ -126,6 +126,8 @@ class ModelSpec:
     active_params: int
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
     mask_token: str | int | None = None
+    # run the model code a hub repository ships (InternLM2, LLaMA-MoE): only when asked for
+    trust_remote_code: bool = False
 
     @classmethod
     def from_config(cls, name: str, entry: Mapping[str, Any]) -> ModelSpec:
@@ -170,6 +172,7 @@ class ModelSpec:
             active_params=active,
             dtype=_choice(name, "dtype", entry.get("dtype") or "auto", DTYPES),
             mask_token=_mask_override(name, entry.get("mask_token")),
+            trust_remote_code=_flag(name, "trust_remote_code", entry.get("trust_remote_code", False)),
         )
 
 
@@ -227,8 +230,11 @@ def load_model(
 
     path = prepare_model(spec, cache_dir)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=True)
+        remote = {"trust_remote_code": True} if spec.trust_remote_code else {}
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, **remote)
+        model = AutoModelForCausalLM.from_pretrained(
+            path, dtype=dtype, local_files_only=True, **remote
+        )
     except (OSError, ValueError) as e:
         raise ModelError(f"model {spec.name}: cannot load {path}: {e}") from e
     _check_offsets(spec.name, tokenizer)
@@ -297,6 +303,12 @@ def _choice(name: str, key: str, value: Any, allowed: tuple[str, ...]) -> Any:
         raise ModelError(
             f"model {name}: field '{key}' is {value!r}; allowed: {', '.join(allowed)}"
         )
+    return value
+
+
+def _flag(name: str, key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ModelError(f"model {name}: field '{key}' must be true or false, got {value!r}")
     return value
 
 
@@ -394,15 +406,17 @@ def _hub_snapshot(spec: ModelSpec) -> Path:
 
     repo, revision = spec.source.hub, spec.source.revision
     where = repo + (f" (revision {revision})" if revision else "")
+    # remote code lives in the repository's *.py files
+    patterns = _HUB_FILES + (["*.py"] if spec.trust_remote_code else [])
     try:
         cached = snapshot_download(
-            repo, revision=revision, allow_patterns=_HUB_FILES, local_files_only=True
+            repo, revision=revision, allow_patterns=patterns, local_files_only=True
         )
         return Path(cached)
     except LocalEntryNotFoundError:
         pass  # not cached (or cached incompletely): download
     try:
-        return Path(snapshot_download(repo, revision=revision, allow_patterns=_HUB_FILES))
+        return Path(snapshot_download(repo, revision=revision, allow_patterns=patterns))
     except (RepositoryNotFoundError, RevisionNotFoundError) as e:
         raise ModelError(
             f"model {spec.name}: {where} was not found on the Hugging Face Hub (or is gated and "
