@@ -3,7 +3,10 @@
 # Every rule calls an `ips` command; config values reach rules through `params:`, so editing
 # one (e.g. tau) reruns only the jobs that depend on it.
 
-from snakemake.utils import min_version, validate
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import min_version
+
+from ips.config import ConfigError, validate
 
 min_version("9.0")
 
@@ -11,7 +14,11 @@ min_version("9.0")
 configfile: "config.yaml"
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
+# the schema (workflow/schemas/config.schema.yaml) fills in defaults and names a bad field
+try:
+    validate(config, "config")
+except ConfigError as e:
+    raise WorkflowError(str(e)) from None
 
 
 include: "workflow/rules/common.smk"
