@@ -260,6 +260,9 @@ def _add_score(sub, common) -> None:
                    help="what v scores (default: the dataset's target, else letter / response)")
     p.add_argument("--batch-tokens", type=_int_between(1, 10**9), metavar="T",
                    help="cap on tokens per forward batch (default: config's batch_tokens, else 1024)")
+    p.add_argument("--scorer", choices=("auto", "trie", "plain"),
+                   help="plain batches, shared-prefix trie, or auto (default: config's scorer, "
+                   "else auto)")
     p.add_argument("--threads", type=_int_between(1, 4096), default=None,
                    help="CPU threads for torch (default: torch's choice)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if visible, else cpu)")
@@ -295,6 +298,7 @@ def _score(args: argparse.Namespace) -> int:
     shard_size = args.shard_size or (config["shard_size"] if config else len(ss.samples))
     target = args.target or ss.settings.get("entry", {}).get("target")
     batch_tokens = args.batch_tokens or (config["batch_tokens"] if config else 1024)
+    scorer = args.scorer or (config["scorer"] if config else "auto")
     # cheap checks before a model load that can take minutes
     check_shard(ss, args.shard, shard_size, target)
     t0 = time.perf_counter()
@@ -302,7 +306,7 @@ def _score(args: argparse.Namespace) -> int:
     log.info("loaded %s on %s (%s, mask token %r id %d from %s) in %.1f s", args.model, lm.device,
              lm.dtype, lm.mask_token, lm.mask_token_id, lm.mask_source, time.perf_counter() - t0)
     score_shard(lm, ss, args.out, shard=args.shard, shard_size=shard_size, target=target,
-                batch_tokens=batch_tokens)
+                batch_tokens=batch_tokens, scorer=scorer)
     return 0
 
 

@@ -115,11 +115,24 @@ class Unmasked:
 class Engine:
     """Batched forward passes of one model; only the positions that are scored are projected."""
 
-    def __init__(self, model, mask_id: int, batch_tokens: int = 1024, device=None):
+    def __init__(self, model, mask_id: int, batch_tokens: int = 1024, device=None,
+                 scorer: str = "plain"):
+        """`scorer`: "plain" (batched rows), "trie" (shared-prefix evaluation, `ips.trie`;
+        `ScoringError` for a model it cannot evaluate) or "auto" (the trie where the model
+        allows it, else plain, with the reason logged once)."""
         self.model = model
         self.mask_id = int(mask_id)
         self.batch_tokens = int(batch_tokens)
         self.device = device if device is not None else next(model.parameters()).device
+        if scorer not in ("plain", "trie", "auto"):
+            raise ValueError(f"scorer must be 'plain', 'trie' or 'auto', got {scorer!r}")
+        self.scorer = scorer
+        self.trie = None
+        if scorer != "plain":
+            from ips.trie import TrieScorer, trie_budget
+
+            self.trie = TrieScorer(model, self.mask_id, trie_budget(self.batch_tokens),
+                                   self.device, mode=scorer)
 
     def _logits(self, rows: np.ndarray, k: int, **kwargs):
         ids = torch.as_tensor(rows, device=self.device)
@@ -153,6 +166,10 @@ class Engine:
 
     def values(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int]) -> np.ndarray:
         """v(x_S) for all 2**n masks S of one prompt (`ids` without the target)."""
+        if self.trie is not None:
+            v = self.trie.values(ids, owners, n, target)
+            if v is not None:
+                return v
         seq = np.concatenate([ids, np.asarray(target[:-1], dtype=ids.dtype)])
         own = np.concatenate([owners, np.full(len(target) - 1, -1, dtype=owners.dtype)])
         rows_per_batch = max(1, self.batch_tokens // len(seq))
@@ -299,6 +316,7 @@ def score_shard(
     target: str | None = None,
     batch_tokens: int = 1024,
     progress: bool | None = None,
+    scorer: str = "plain",
 ) -> xr.Dataset:
     """Score one shard of a SampleSet with a loaded model and write the values file `out`.
 
@@ -308,7 +326,7 @@ def score_shard(
     """
     out = Path(out)
     samples, target = check_shard(ss, shard, shard_size or len(ss.samples), target)
-    engine = Engine(lm.model, lm.mask_token_id, batch_tokens, lm.device)
+    engine = Engine(lm.model, lm.mask_token_id, batch_tokens, lm.device, scorer=scorer)
     fingerprint = {
         "ips_version": __version__, "model": lm.spec.name, "source": lm.spec.source.to_dict(),
         "dtype": str(lm.dtype), "mask_token_id": int(lm.mask_token_id),

@@ -11,6 +11,7 @@ rule score:
         entry=model_entry,
         shard_size=config["shard_size"],
         batch_tokens=config["batch_tokens"],
+        scorer=config["scorer"],
         target=target_flag,
     log:
         "logs/score/{model}/{dataset}/{shard}.log",
@@ -26,7 +27,8 @@ rule score:
     shell:
         "python -m ips score --model {wildcards.model} --entry {params.entry:q} --cache-dir resources/models "
         "--samples {input.samples} --shard {wildcards.shard} --shard-size {params.shard_size} "
-        "{params.target} --batch-tokens {params.batch_tokens} --threads {threads} "
+        "{params.target} --batch-tokens {params.batch_tokens} --scorer {params.scorer} "
+        "--threads {threads} "
         "--out {output} 2> {log}"
 
 

