@@ -111,13 +111,16 @@ def test_trie_equals_plain_on_every_layout(which, request):
             expect = plain_v(lm, ids, owners, n, target)
             assert np.ptp(expect) > 1e-3, name  # masking moves v: the comparison is not vacuous
             # budgets 1 and 12 force depth-first over tiny subtrees (1: one node per forward);
-            # forward cost 0 gives one variable per level, 48 merges the first levels
-            for budget, cost in ((1, 0), (12, 48), (4096, 0), (4096, 48)):
+            # forward cost 0 gives one variable per level, 48 merges the first levels;
+            # a logits budget of 100 projects the vocabulary in slices of at most 100 logits
+            for budget, cost, logits in ((1, 0, 100), (12, 48, 1 << 24), (4096, 0, 1 << 24),
+                                         (4096, 48, 100)):
                 if budget == 1 and len(target) > 1:
                     continue
-                got, _ = trie_v(lm, ids, owners, n, target, budget=budget, forward_cost=cost)
+                got, _ = trie_v(lm, ids, owners, n, target, budget=budget, forward_cost=cost,
+                                logits_budget=logits)
                 np.testing.assert_allclose(got, expect, rtol=0, atol=1e-4,
-                                           err_msg=f"{name} {target} {budget} {cost}")
+                                           err_msg=f"{name} {target} {budget} {cost} {logits}")
 
 
 @pytest.mark.parametrize("which", ["llama", "gemma"])
@@ -147,8 +150,9 @@ def test_trie_is_exact_in_float64(which, tiny_llama_dir, tiny_gemma_dir):
     for name, (own, k) in cases.items():
         for target in ([letters[3]], [letters[1], letters[2]]):
             expect = plain_v(lm, ids, own, k, target)
-            got, _ = trie_v(lm, ids, own, k, target, budget=16)
-            np.testing.assert_allclose(got, expect, rtol=0, atol=1e-9, err_msg=name)
+            for logits in (1 << 24, 40 * len(target)):  # the whole vocabulary, or 40 at a time
+                got, _ = trie_v(lm, ids, own, k, target, budget=16, logits_budget=logits)
+                np.testing.assert_allclose(got, expect, rtol=0, atol=1e-9, err_msg=name)
 
 
 def test_depth_first_bounds_the_stored_keys_and_values(llama):

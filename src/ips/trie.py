@@ -86,6 +86,7 @@ class TrieStats:
 
 
 MIN_BUDGET = 4096
+_BLOCK = 1 << 18  # float64 elements of one block of exp terms (2 MB: stays in cache)
 
 
 def trie_budget(batch_tokens: int) -> int:
@@ -314,13 +315,16 @@ class TrieScorer:
     """v(x_S) for all 2**n masks of a prompt, evaluated as a trie; same values as `Engine`.
 
     `budget`: most tokens (rows × segment length) per forward; `logits_budget`: most logits
-    (rows × target length × vocabulary) projected at once. `mode`: "trie" raises
-    `ScoringError` where the model cannot be evaluated as a trie, "auto" logs why once and
-    makes `values` return None (the caller then uses the plain scorer).
+    (rows × target length × vocabulary slice) held at once at the output projection;
+    `forward_cost`: a forward's fixed cost in tokens (see `plan_levels`; default: 48 on a
+    CPU, 512 on an accelerator); `check`: compare with a plain forward on the first prompt.
+    `mode`: "trie" raises `ScoringError` where the model cannot be evaluated as a trie,
+    "auto" logs why once and makes `values` return None (the caller then scores plainly).
+    `stats` sums what was computed (tokens, forwards, stored keys/values ...).
     """
 
     def __init__(self, model, mask_id: int, budget: int = 4096, device=None, *,
-                 mode: str = "trie", logits_budget: int = 1 << 24, check: bool = True,
+                 mode: str = "trie", logits_budget: int = 1 << 22, check: bool = True,
                  forward_cost: int | None = None):
         if mode not in ("trie", "auto"):
             raise ValueError(f"mode must be 'trie' or 'auto', got {mode!r}")
@@ -474,21 +478,66 @@ class TrieScorer:
         st.peak_stored = max(st.peak_stored, tree.stored_bytes())
         if level == last:
             k = len(self._target)
-            hidden = out.last_hidden_state[:, -k:, :]
-            vocab = self.model.get_output_embeddings().weight.shape[0]
-            sub = max(1, self.logits_budget // (k * vocab))
-            for i in range(0, len(rows), sub):
-                part = hidden[i:i + sub]
-                v = v_from_logits(self._head(part), self._target)
-                self._leaf[lo + i:lo + i + len(part)] = v
+            self._leaf[lo:hi] = self._project(out.last_hidden_state[:, -k:, :])
             st.projected += len(rows) * k
 
-    def _head(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Logits as the model's own forward computes them from the decoder's output."""
-        logits = self.model.lm_head(hidden)
-        if self.softcap is not None:
-            logits = torch.tanh(logits / self.softcap) * self.softcap
-        return logits
+    def _project(self, hidden: torch.Tensor) -> np.ndarray:
+        """v of each row from the decoder's output at its last k positions, `[rows, k, dim]`.
+
+        The logits as the model's forward computes them (`lm_head`, then Gemma's final
+        soft-capping if configured) and v from them in float64 as `v_from_logits` does, but
+        streamed over slices of the vocabulary, so that each slice of the output matrix is
+        read once for many rows (Gemma 3's is 262144 × 640) and nothing vocabulary-sized is
+        allocated per row: per slice, the maximum is taken in the logits' precision (exact),
+        every term exp(l − max) in float64 in cache-sized blocks, and the slices' log-sum-
+        exps are combined with logaddexp (the same terms; only the order of the sums differs,
+        ~1e-16 relative).
+        """
+        head = self.model.lm_head
+        weight, bias = head.weight, head.bias
+        vocab, dim = weight.shape
+        rows, k = hidden.shape[:2]
+        device = hidden.device
+        target = torch.as_tensor(self._target, device=device)
+        per = max(1, min(rows, self.logits_budget // (k * min(vocab, 1024))))  # rows per pass
+        out = np.empty(rows, dtype=np.float64)
+        for r0 in range(0, rows, per):
+            h = hidden[r0:r0 + per].reshape(-1, dim)  # [rows·k, dim]
+            n = h.shape[0]
+            y = target.repeat(n // k)  # the target token of each (row, position)
+            step = max(1, min(vocab, self.logits_budget // n))  # vocabulary slice
+            block = max(1, min(step, _BLOCK // n))  # columns per float64 block
+            flat = torch.empty(n * step, dtype=h.dtype, device=device)
+            flat64 = torch.empty(n * block, dtype=torch.float64, device=device)
+            ly = torch.empty(n, dtype=torch.float64, device=device)
+            lse = torch.full((n,), -torch.inf, dtype=torch.float64, device=device)
+            for c0 in range(0, vocab, step):
+                c1 = min(vocab, c0 + step)
+                logits = flat[:n * (c1 - c0)].view(n, c1 - c0)
+                torch.mm(h, weight[c0:c1].t(), out=logits)
+                if bias is not None:
+                    logits.add_(bias[c0:c1])
+                if self.softcap is not None:
+                    logits.div_(self.softcap).tanh_().mul_(self.softcap)
+                inside = ((y >= c0) & (y < c1)).nonzero().flatten()
+                if len(inside):
+                    cols = y[inside] - c0
+                    ly[inside] = logits[inside, cols].double()
+                    if k == 1:  # v = l_y − logsumexp over the other tokens
+                        logits[inside, cols] = -torch.inf
+                top = logits.amax(dim=-1).double()
+                top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+                total = torch.zeros(n, dtype=torch.float64, device=device)
+                for b0 in range(0, c1 - c0, block):
+                    b1 = min(c1 - c0, b0 + block)
+                    terms = flat64[:n * (b1 - b0)].view(n, b1 - b0).copy_(logits[:, b0:b1])
+                    total += terms.sub_(top[:, None]).exp_().sum(dim=-1)
+                lse = torch.logaddexp(lse, top + total.log())
+            if k == 1:
+                out[r0:r0 + n] = (ly - lse).cpu().numpy()
+            else:
+                out[r0:r0 + n // k] = log_odds((ly - lse).view(-1, k).sum(dim=1).cpu().numpy())
+        return out
 
     @torch.inference_mode()
     def _self_check(self, ids, owners, n, target, v) -> None:
