@@ -24,7 +24,6 @@ import contextlib
 import csv
 import os
 import shutil
-import textwrap
 import uuid
 from pathlib import Path
 from typing import Sequence
@@ -35,6 +34,10 @@ from matplotlib.figure import Figure
 
 from ips import __version__
 from ips.factors import ATTRIBUTES, Entry, read_metrics
+from ips.figures.style import BAND_COLORS, DPI, LABEL_COLORS, MIN_WIDTH, TYPE_COLORS
+from ips.figures.style import band_label as _band_label
+from ips.figures.style import note as _note
+from ips.figures.style import panels as _panels
 from ips.io import InputError
 from ips.summary import BANDS
 
@@ -63,9 +66,6 @@ FACTOR_TITLES = {
     "dense_vs_moe": "dense vs MoE",
     "few_shot": "k-shot vs 0-shot (same template pairs)",
 }
-BAND_COLORS = {"all": "#4d4d4d", "low": "#1b9e77", "mid": "#d95f02", "high": "#7570b3"}
-TYPE_COLORS = {"base": "#d95f02", "instruct": "#1b9e77"}
-LABEL_COLORS = {"altering": "#e7298a", "adding": "#66a61e", "perturbation": "#e6ab02"}
 
 
 # --------------------------------------------------------------------------------- helpers
@@ -92,40 +92,8 @@ def _by_dataset(entries: list[Entry], d: str) -> list[Entry]:
     return sorted(rows, key=key)
 
 
-MIN_WIDTH = 7.5  # inches: room for the longest title
-
-
-def _panels(n: int, width: float, height: float, title: str,
-            note: str = "") -> tuple[Figure, list]:
-    """A row of n panels under a title, with an optional wrapped note below them."""
-    total = max(width * n, MIN_WIDTH)
-    lines = textwrap.wrap(note, width=int(total * 15)) if note else []
-    note_h = 0.2 * len(lines) + 0.15 if lines else 0.0
-    fig = Figure(figsize=(total, height + note_h), layout="constrained")
-    fig.suptitle(title, fontsize=12)
-    if lines:
-        top, bottom = fig.subfigures(2, 1, height_ratios=[height, note_h])
-        bottom.text(0.5, 0.5, "\n".join(lines), ha="center", va="center", fontsize=8,
-                    color="#555555")
-    else:
-        top = fig
-    axes = top.subplots(1, n, squeeze=False)[0].tolist()
-    return fig, axes
-
-
-def _band_label(band: str) -> str:
-    return "IPS" if band == "all" else f"IPS$^{{{band}}}$"
-
-
-def _note(ax, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, fontsize=10,
-            transform=ax.transAxes, color="#555555")
-    ax.set_xticks([])
-    ax.set_yticks([])
-
-
 def _save(fig: Figure, path: Path) -> None:
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=DPI)
 
 
 # --------------------------------------------------------------------------------- figures
