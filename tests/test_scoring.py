@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import torch
 import xarray as xr
+from tiny_models import lm_for
 
 from ips.datasets import InstructionItem, MCQItem
-from ips.models import ModelSpec, load_model
+from ips.models import load_model
 from ips.samples import Sample, SampleSet
 from ips.scoring import (
     Engine,
@@ -16,11 +17,10 @@ from ips.scoring import (
     masked_inputs,
     score_shard,
     token_owners,
+    v_from_logits,
 )
 from ips.templates import conditions, load_templates, render
 from ips.variables import select_variables
-
-ATTRS = {"family": "tiny", "series": "tiny", "type": "base", "architecture": "dense", "params": 1}
 
 ITEMS = [
     MCQItem("i0", "Which tool measures the mass of a small stone?",
@@ -31,18 +31,10 @@ ITEMS = [
 ]
 
 
-def lm_for(path, name="tiny"):
-    return load_model(ModelSpec.from_config(name, {"source": {"path": str(path)}, **ATTRS}))
-
-
-@pytest.fixture(scope="module")
-def llama(tiny_llama_dir):
-    return lm_for(tiny_llama_dir, "tiny-llama")
-
-
-@pytest.fixture(scope="module")
-def gemma(tiny_gemma_dir):
-    return lm_for(tiny_gemma_dir, "tiny-gemma")
+def encode(lm, p):
+    """Token ids of a rendered prompt and the variable owning each token."""
+    enc = lm.tokenizer(p.text, return_offsets_mapping=True)
+    return np.asarray(enc["input_ids"]), token_owners(enc["offset_mapping"], p.spans)
 
 
 def sample_set(items=ITEMS, names=("T1", "T4"), shots=(), n_max=4, kind="mcq"):
@@ -101,9 +93,7 @@ def test_masking_replaces_exactly_each_variables_tokens(which, request):
     ss = sample_set()
     for s in ss.samples:
         p = s.prompts["T1"]
-        enc = lm.tokenizer(p.text, return_offsets_mapping=True)
-        ids = np.array(enc["input_ids"])
-        owners = token_owners(enc["offset_mapping"], p.spans)
+        ids, owners = encode(lm, p)
         n = len(s.variables)
         # every variable owns a token, and its tokens spell the variable
         for i, v in enumerate(s.variables):
@@ -127,9 +117,7 @@ def test_values_match_direct_computation(which, request):
     lm = request.getfixturevalue(which)
     s = sample_set().samples[0]
     p = s.prompts["T4"]
-    enc = lm.tokenizer(p.text, return_offsets_mapping=True)
-    ids = np.array(enc["input_ids"])
-    owners = token_owners(enc["offset_mapping"], p.spans)
+    ids, owners = encode(lm, p)
     n = len(s.variables)
     letters, _ = letter_tokens(lm.tokenizer, p.cue, "ABCD")
     for target in ([letters[0]], [letters[2], letters[1], letters[3]]):
@@ -146,8 +134,7 @@ def test_values_are_exact_in_float64(tiny_llama_dir):
     lm.model.double()  # without float32 rounding, batching must not change a single digit
     s = sample_set().samples[2]
     p = s.prompts["T1"]
-    enc = lm.tokenizer(p.text, return_offsets_mapping=True)
-    ids, owners = np.array(enc["input_ids"]), token_owners(enc["offset_mapping"], p.spans)
+    ids, owners = encode(lm, p)
     n = len(s.variables)
     v = Engine(lm.model, lm.mask_token_id, batch_tokens=4096).values(ids, owners, n, [5, 9])
     direct = [direct_v(lm, p.text, p.spans, [(m >> i) & 1 for i in range(n)], [5, 9])
@@ -158,9 +145,7 @@ def test_values_are_exact_in_float64(tiny_llama_dir):
 def test_batch_size_does_not_change_values(llama):
     s = sample_set().samples[1]
     p = s.prompts["T1"]
-    enc = llama.tokenizer(p.text, return_offsets_mapping=True)
-    ids = np.array(enc["input_ids"])
-    owners = token_owners(enc["offset_mapping"], p.spans)
+    ids, owners = encode(llama, p)
     n = len(s.variables)
     results = [Engine(llama.model, llama.mask_token_id, batch_tokens=bt).values(ids, owners, n, [7])
                for bt in (1, len(ids) * 3, 10**6)]
@@ -357,3 +342,24 @@ def test_bare_letters_when_spaced_ones_are_not_single_tokens(llama):
             return [ord(ch) for ch in text]
 
     assert letter_tokens(Spaceless(), "Answer:", "ABCD") == ([65, 66, 67, 68], "bare")
+
+
+def test_v_from_logits_against_a_direct_definition():
+    """v from logits against numpy sums of exponentials: one token, l_y − log Σ_{j≠y} e^{l_j};
+    several, log p = Σ_j log softmax(l_j)[y_j] and v = log p − log(1 − p)."""
+    torch.manual_seed(0)
+    logits = torch.randn(6, 3, 40, dtype=torch.float64) * 4
+    logits[0, -1, 7] = 60.0  # p = 1 − 1e-24: log(1 − p) from 1 − p would be −inf
+    x = logits.numpy()
+    got = v_from_logits(logits.clone(), [7])
+    last = x[:, -1]
+    others = np.delete(last, 7, axis=1)
+    top = others.max(axis=1)
+    want = last[:, 7] - (top + np.log(np.exp(others - top[:, None]).sum(axis=1)))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert got[0] > 30 and np.all(np.isfinite(got))  # p ≈ 1, yet v is finite
+    target = [1, 2, 7]
+    z = np.exp(x - x.max(axis=2, keepdims=True))
+    logp = np.log(z / z.sum(axis=2, keepdims=True))[:, np.arange(3), target].sum(axis=1)
+    want = logp - np.log(-np.expm1(logp))
+    np.testing.assert_allclose(v_from_logits(logits.clone(), target), want, rtol=1e-10)

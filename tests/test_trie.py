@@ -5,10 +5,11 @@ import logging
 import numpy as np
 import pytest
 import torch
-from test_scoring import _Confident, lm_for, sample_set
+from test_scoring import _Confident, encode, sample_set
+from tiny_models import lm_for
 
 import ips.trie as trie
-from ips.scoring import Engine, ScoringError, letter_tokens, score_shard, token_owners
+from ips.scoring import Engine, ScoringError, letter_tokens, score_shard
 from ips.trie import TrieScorer, plan_levels, trie_budget
 
 
@@ -22,24 +23,13 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-@pytest.fixture(scope="module")
-def llama(tiny_llama_dir):
-    return lm_for(tiny_llama_dir, "tiny-llama")
-
-
-@pytest.fixture(scope="module")
-def gemma(tiny_gemma_dir):
-    return lm_for(tiny_gemma_dir, "tiny-gemma")
-
-
 def prompt(lm, cond="T1", shots=()):
     """Token ids, owners and n of a rendered prompt, and the option letters' token ids."""
     s = sample_set(n_max=6, shots=shots).samples[0]
     p = s.prompts[cond]
-    enc = lm.tokenizer(p.text, return_offsets_mapping=True)
-    ids = np.asarray(enc["input_ids"])
+    ids, owners = encode(lm, p)
     letters, _ = letter_tokens(lm.tokenizer, p.cue, "ABCD")
-    return ids, token_owners(enc["offset_mapping"], p.spans), len(s.variables), letters
+    return ids, owners, len(s.variables), letters
 
 
 def layouts(L: int, start: int) -> dict[str, tuple[np.ndarray, int]]:
@@ -255,27 +245,3 @@ def test_a_model_that_bypasses_the_attention_interface_is_detected(llama, monkey
         assert scorer.values(ids, owners, n, [letters[0]]) is None
     assert "layers called the trie attention" in caplog.text and not scorer.active
     assert llama.model.config._attn_implementation == "sdpa"
-
-
-class _Fixed(torch.nn.Module):
-    """A stand-in LM whose logits are given."""
-
-    def __init__(self, logits):
-        super().__init__()
-        self.logits = logits
-        self.w = torch.nn.Parameter(torch.zeros(1))
-
-    def forward(self, input_ids, logits_to_keep=1, **_):
-        return type("Out", (), {"logits": self.logits[:, -logits_to_keep:].clone()})
-
-
-def test_v_from_logits_matches_the_engine():
-    torch.manual_seed(0)
-    logits = torch.randn(6, 3, 40) * 4
-    logits[0, -1, 7] = 60.0  # p rounds to 1 in float32
-    engine = Engine(_Fixed(logits), mask_id=0)
-    for target in ([7], [1, 2, 7]):
-        want = engine._log_odds(np.zeros((6, 3), dtype=np.int64), target)
-        got = trie.v_from_logits(logits[:, -len(target):].clone(), target)
-        np.testing.assert_array_equal(got, want)
-        assert np.all(np.isfinite(got))

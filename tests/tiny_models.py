@@ -36,6 +36,8 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
+from ips.models import ModelSpec, load_model
+
 ENGLISH = """\
 Question: Which of these is a source of light? Answers: A. the Sun B. the Moon C. a mirror
 D. a rock. Answer: A. Question: What do plants need to make their own food? Answers: water,
@@ -69,6 +71,13 @@ _TRAINING_TEXT = ENGLISH.splitlines() + [f"Answer: {c}" for c in "ABCD"] * 8
 _PRINTABLE = list(string.ascii_letters + string.digits + string.punctuation)
 
 
+def _train(tok: Tokenizer, special: list[str], alphabet: list[str]) -> None:
+    """Train a 512-token BPE vocabulary on the fixed training text."""
+    trainer = trainers.BpeTrainer(vocab_size=512, special_tokens=special,
+                                  initial_alphabet=alphabet, show_progress=False)
+    tok.train_from_iterator(_TRAINING_TEXT, trainer)
+
+
 def make_tiny_llama(directory: str | Path, *, unk: bool = True, pad: bool = True) -> Path:
     """Save a tiny Llama + byte-level BPE tokenizer in `directory` and return it.
 
@@ -80,13 +89,7 @@ def make_tiny_llama(directory: str | Path, *, unk: bool = True, pad: bool = True
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=512,
-        special_tokens=special,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(_TRAINING_TEXT, trainer)
+    _train(tok, special, pre_tokenizers.ByteLevel.alphabet())
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token="<s>",
@@ -129,13 +132,7 @@ def make_tiny_gemma(directory: str | Path) -> Path:
     tok.post_processor = processors.TemplateProcessing(
         single="<bos> $A", pair="<bos> $A <bos> $B", special_tokens=[("<bos>", 2)]
     )
-    trainer = trainers.BpeTrainer(
-        vocab_size=512,
-        special_tokens=special,
-        initial_alphabet=[*_PRINTABLE, "▁", "\n"],
-        show_progress=False,
-    )
-    tok.train_from_iterator(_TRAINING_TEXT, trainer)
+    _train(tok, special, [*_PRINTABLE, "▁", "\n"])
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         pad_token="<pad>",
@@ -164,3 +161,12 @@ def make_tiny_gemma(directory: str | Path) -> Path:
     torch.manual_seed(0)
     Gemma3ForCausalLM(config).save_pretrained(directory)
     return directory
+
+
+TINY_ATTRS = {"family": "tiny", "series": "tiny", "type": "base", "architecture": "dense",
+              "params": 1}
+
+
+def lm_for(path, name="tiny"):
+    """A loaded tiny model (ips.models.load_model) from a directory of tiny_models.py."""
+    return load_model(ModelSpec.from_config(name, {"source": {"path": str(path)}, **TINY_ATTRS}))

@@ -540,28 +540,26 @@ def _parse_arc(record: Mapping[str, Any]) -> MCQItem:
     )
 
 
-def _parse_mmlu(record: Mapping[str, Any]) -> MCQItem:
-    """MMLU: `answer` is a 0-based index (or a letter)."""
+def _parse_indexed(record: Mapping[str, Any], gold_field: str) -> MCQItem:
+    """`choices` as a list and the answer in `gold_field` as a 0-based index or a letter."""
     choices = _choices(_field(record, "choices"))
     return MCQItem(
         id=_record_id(record),
         question=_text(record, "question"),
         choices=choices,
-        gold=_gold(_field(record, "answer"), len(choices), "answer"),
+        gold=_gold(_field(record, gold_field), len(choices), gold_field),
         subject=_optional_text(record, "subject"),
     )
+
+
+def _parse_mmlu(record: Mapping[str, Any]) -> MCQItem:
+    """MMLU: `answer` is a 0-based index (or a letter)."""
+    return _parse_indexed(record, "answer")
 
 
 def _parse_mcq(record: Mapping[str, Any]) -> MCQItem:
     """Our own MCQ format: `gold` is a letter or a 0-based index."""
-    choices = _choices(_field(record, "choices"))
-    return MCQItem(
-        id=_record_id(record),
-        question=_text(record, "question"),
-        choices=choices,
-        gold=_gold(_field(record, "gold"), len(choices), "gold"),
-        subject=_optional_text(record, "subject"),
-    )
+    return _parse_indexed(record, "gold")
 
 
 def _parse_dolly(record: Mapping[str, Any]) -> InstructionItem:

@@ -73,6 +73,24 @@ def log_odds(logp: np.ndarray) -> np.ndarray:
         return logp - np.log(-np.expm1(logp))
 
 
+def v_from_logits(logits: torch.Tensor, target: Sequence[int]) -> np.ndarray:
+    """v of each row from the logits of its last len(target) positions, `[rows, ≥k, vocab]`.
+
+    One token: v = l_y − logsumexp_{j≠y} l_j on float64 logits, finite even where p rounds
+    to 1. A sequence: log p = Σ_j log P(y_j | ·), then log(1 − p) = log(−expm1(log p)).
+    """
+    k = len(target)
+    logits = logits[:, -k:, :].double()
+    if k == 1:
+        last, y = logits[:, 0], int(target[0])
+        ly = last[:, y].clone()
+        last[:, y] = -torch.inf
+        return (ly - torch.logsumexp(last, dim=-1)).cpu().numpy()
+    logp = torch.log_softmax(logits, dim=-1)
+    total = logp[:, torch.arange(k), torch.as_tensor(list(target))].sum(dim=1)
+    return log_odds(total.cpu().numpy())
+
+
 def continuation(tokenizer, cue: str, text: str) -> list[int] | None:
     """Token ids of `text` as the model would read it right after `cue`.
 
@@ -140,21 +158,8 @@ class Engine:
 
     @torch.inference_mode()
     def _log_odds(self, rows: np.ndarray, target: Sequence[int]) -> np.ndarray:
-        """v for every row; rows already end with target[:-1].
-
-        One token: v = l_y − logsumexp_{j≠y} l_j on float64 logits, finite even where p rounds
-        to 1. A sequence: log p = Σ_j log P(y_j | ·), then log(1 − p) = log(−expm1(log p)).
-        """
-        k = len(target)
-        logits = self._logits(rows, k).logits[:, -k:, :].double()
-        if k == 1:
-            last, y = logits[:, 0], int(target[0])
-            ly = last[:, y].clone()
-            last[:, y] = -torch.inf
-            return (ly - torch.logsumexp(last, dim=-1)).cpu().numpy()
-        logp = torch.log_softmax(logits, dim=-1)
-        total = logp[:, torch.arange(k), torch.as_tensor(list(target))].sum(dim=1)
-        return log_odds(total.cpu().numpy())
+        """v for every row (`v_from_logits`); rows already end with target[:-1]."""
+        return v_from_logits(self._logits(rows, len(target)).logits, target)
 
     @torch.inference_mode()
     def _sequence_logp(self, ids: np.ndarray, seq: Sequence[int]) -> float:

@@ -80,16 +80,20 @@ class Prompt:
     cue: str
 
 
-def load_templates(path: str | Path | None = None) -> TemplateSet:
-    """Read a template file (default: the one shipped with the package) and check it."""
+def _read_yaml(path: str | Path | None, shipped: str, what: str):
+    """The parsed YAML of `path`, or of the package's data/`shipped` when path is None."""
     if path is None:
-        source = resources.files("ips") / "data" / "templates.yaml"
-        label = "ips/data/templates.yaml"
+        source, label = resources.files("ips") / "data" / shipped, f"ips/data/{shipped}"
     else:
         source, label = Path(path), str(path)
         if not source.is_file():
-            raise TemplateError(f"{label}: no such template file")
-    raw = yaml.safe_load(source.read_text(encoding="utf-8"))
+            raise TemplateError(f"{label}: no such {what} file")
+    return yaml.safe_load(source.read_text(encoding="utf-8")), label
+
+
+def load_templates(path: str | Path | None = None) -> TemplateSet:
+    """Read a template file (default: the one shipped with the package) and check it."""
+    raw, label = _read_yaml(path, "templates.yaml", "template")
     change_kinds = dict(raw.get("change_kinds", {}))
     templates: dict[str, Template] = {}
     shot_answer, shot_separator = {}, {}
@@ -276,14 +280,8 @@ class Perturbation:
 
 def load_perturbations(path: str | Path | None = None) -> dict[str, dict[str, Perturbation]]:
     """Read a perturbation file: item id → perturbation name → `Perturbation`."""
-    if path is None:
-        source = resources.files("ips") / "data" / "dolly_perturbations.yaml"
-        label = "ips/data/dolly_perturbations.yaml"
-    else:
-        source, label = Path(path), str(path)
-        if not source.is_file():
-            raise TemplateError(f"{label}: no such perturbation file")
-    raw = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
+    raw, label = _read_yaml(path, "dolly_perturbations.yaml", "perturbation")
+    raw = raw or {}
     out: dict[str, dict[str, Perturbation]] = {}
     for item_id, entries in raw.items():
         for name, entry in (entries or {}).items():

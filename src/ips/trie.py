@@ -54,7 +54,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ips.scoring import ScoringError, log_odds, masked_inputs
+from ips.scoring import ScoringError, log_odds, masked_inputs, v_from_logits
 
 log = logging.getLogger(__name__)
 
@@ -150,24 +150,6 @@ def plan_levels(firsts: Sequence[int], length: int, budget: int,
 
 def _pow2_floor(x: int) -> int:
     return 1 << (max(1, int(x)).bit_length() - 1)
-
-
-def v_from_logits(logits: torch.Tensor, target: Sequence[int]) -> np.ndarray:
-    """v of each row from the logits of its last len(target) positions, `[rows, k, vocab]`.
-
-    The same arithmetic as `Engine._log_odds`: one token, v = l_y − logsumexp_{j≠y} l_j on
-    float64 logits; several, log p = Σ_j log P(y_j | ·) and v = log p − log(−expm1(log p)).
-    """
-    k = len(target)
-    logits = logits[:, -k:, :].double()
-    if k == 1:
-        last, y = logits[:, 0], int(target[0])
-        ly = last[:, y].clone()
-        last[:, y] = -torch.inf
-        return (ly - torch.logsumexp(last, dim=-1)).cpu().numpy()
-    logp = torch.log_softmax(logits, dim=-1)
-    total = logp[:, torch.arange(k), torch.as_tensor(list(target))].sum(dim=1)
-    return log_odds(total.cpu().numpy())
 
 
 def unsupported_reason(model) -> str | None:
@@ -485,7 +467,7 @@ class TrieScorer:
         """v of each row from the decoder's output at its last k positions, `[rows, k, dim]`.
 
         The logits as the model's forward computes them (`lm_head`, then Gemma's final
-        soft-capping if configured) and v from them in float64 as `v_from_logits` does, but
+        soft-capping if configured) and v from them in float64 as `ips.scoring.v_from_logits` does, but
         streamed over slices of the vocabulary, so that each slice of the output matrix is
         read once for many rows (Gemma 3's is 262144 × 640) and nothing vocabulary-sized is
         allocated per row: per slice, the maximum is taken in the logits' precision (exact),
