@@ -196,6 +196,23 @@ def test_normalize_max_equals_min_is_zero():
     np.testing.assert_array_equal(out0[:, 1:], np.zeros((2, 3)))
 
 
+def test_numerical_zeros_have_no_sign():
+    """A fit's ±1e-12 for a zero interaction normalises to exactly 0, so a pair (≈0 under T,
+    salient under T̂) is 'same sign, different effect' whatever the sign of the noise."""
+    and_t = np.array([0.0, 2.0, -1e-12, 0.5])
+    and_u = np.array([0.0, 2.0, -0.8, 0.5])
+    or_ = np.array([0.0, 0.0, 0.0, 0.0])
+    for noise in (-1e-12, 1e-12, 0.0):
+        and_t[2] = noise
+        na, nb = M.normalize(and_t, or_), M.normalize(and_u, or_)
+        assert na[0, 2] == 0.0
+        np.testing.assert_array_equal(M.interaction_types(na, nb, 0.1), [0, 1, 2])
+    # above the tolerance the sign is kept: a real (if small) interaction
+    na = M.normalize(np.array([0.0, 2.0, 1e-4, 0.5]), or_)
+    assert na[0, 2] > 0
+    np.testing.assert_array_equal(M.interaction_types(na, nb, 0.1), [1, 0, 2])
+
+
 def test_normalize_empty_omega_row():
     a = np.array([[0.3, 1.0, 2.0, 3.0], [0.3, np.nan, np.nan, np.nan]])
     out = M.normalize(a, a.copy())

@@ -20,6 +20,9 @@ Conventions chosen here (where SPEC/paper are silent)
 -----------------------------------------------------
 * **Max == Min**: when every |I| in Ω is equal, nothing stands out, and the whole row is
   ``Ĩ = 0`` (so no interaction of that row is salient for any τ > 0).
+* **Numerical zeros**: |I| ≤ ``ZERO_TOL``·Max (1e-6) is taken as 0 before normalising. A
+  fit's zero interactions come out as ±1e-12 or so; their sign is noise, and it would make
+  a pair (≈0, salient) "opposite sign" or "same sign" at random in :func:`interaction_types`.
 * **n = 0**: a row whose masks 1.. are all NaN has an empty Ω; its normalised row is all NaN,
   contributes no salient interaction, and a pair of such rows has no value.
 * **τ axis**: ``tau`` may be a scalar or a 1-D array.  For a 1-D array every result gets a
@@ -84,6 +87,9 @@ INTERACTION_TYPES: tuple[str, str, str] = (
 DEFAULT_TAU: float = 0.1
 
 _BAND_CODE = {"low": 1, "mid": 2, "high": 3}
+#: |I| ≤ ZERO_TOL · max|I| of its row counts as 0 in `normalize` (below the float32
+#: precision of v, so its sign carries no information)
+ZERO_TOL = 1e-6
 _NORM_ATOL = 1e-9  # slack when checking that normalised values lie in [-1, 1]
 
 
@@ -220,7 +226,8 @@ def normalize(
     with Min / Max the minimum / maximum of |I| over the 2·(2^n − 1) non-empty AND and OR
     interactions of the row (mask 0 never enters).  Hence |Ĩ| ∈ [0, 1], the largest |I| maps
     to ±1 and the smallest to 0.  If Max == Min (all |I| equal) nothing stands out and the
-    whole row is Ĩ = 0.
+    whole row is Ĩ = 0.  An |I| ≤ ZERO_TOL·Max (1e-6: below the float32 precision of v) is
+    taken as exactly 0 first, so that a solver's ±1e-12 for a zero interaction has no sign.
 
     Parameters
     ----------
@@ -281,8 +288,12 @@ def normalize(
     masks = np.arange(M)
     in_omega = (masks >= 1) & (masks < (np.int64(1) << n)[..., None, None])  # (..., 1, M)
     absx = np.abs(x)
-    lo = np.min(np.where(in_omega, absx, np.inf), axis=(-2, -1), keepdims=True)
     hi = np.max(np.where(in_omega, absx, -np.inf), axis=(-2, -1), keepdims=True)
+    # numerical zeros (a solver's ±1e-12 where the fit is 0) are 0: their sign is noise
+    zero = absx <= ZERO_TOL * hi
+    x = np.where(zero, 0.0, x)
+    absx = np.where(zero, 0.0, absx)
+    lo = np.min(np.where(in_omega, absx, np.inf), axis=(-2, -1), keepdims=True)
     den = hi - lo
     flat = ~(den > 0)  # Max == Min (or empty Ω): nothing stands out
     with np.errstate(invalid="ignore", divide="ignore"):
