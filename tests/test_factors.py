@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from ips import metrics
+from ips import metrics, uncertainty
 from ips.cli import main
 from ips.factors import ABSENT, FACTORS, compare
 from ips.io import InputError, write_dataset
@@ -29,13 +29,18 @@ def attrs(family="fam", series="ser", type="base", architecture="dense", params=
 
 
 def make_metrics(model, model_attrs, *, dataset="arc", ips0=1.5, shots=None, pair=1.6,
-                 pair14=None, sweep=None, tau=0.1):
+                 pair14=None, sweep=None, tau=0.1, samples=None, spread=0.1, own=0.0,
+                 own_seed=0):
     """A metrics file in the layout of `ips metrics` with chosen values.
 
     ips0: IPS of the 0-shot group, a number (every band) or 4 band values;
     shots: {k: IPS of the k-shot group's single pair T1-kshot|T4-kshot};
     pair: pair_ips of every 0-shot pair; pair14: that of T1|T4 (default `pair`);
     sweep: IPS of the 0-shot group at each τ of SWEEP (default: ips0 at all τ).
+    samples: number of samples of the per-sample tables (`sample_ips`, `sample_pair_ips`),
+    which then hold every value plus `spread` times a centred noise shared by all models
+    (paired) plus `own` times a centred noise of this model (`own_seed`); their means over
+    samples are exactly the values above.
     """
     shots = shots or {}
     groups = ["0shot"] + [f"{k}shot" for k in shots]
@@ -54,6 +59,21 @@ def make_metrics(model, model_attrs, *, dataset="arc", ips0=1.5, shots=None, pai
     sweep_arr[:, 0] = sw
     obj = lambda xs: np.array(list(xs), dtype=object)  # noqa: E731
     G, P = len(groups), len(pairs)
+    extra, extra_coords = {}, {}
+    if samples:
+        centred = lambda x: x - x.mean()  # noqa: E731
+        shared = centred(np.random.default_rng(0).normal(size=samples))
+        mine = centred(np.random.default_rng(own_seed + 1).normal(size=samples))
+        noise = (spread * shared + own * mine)[:, None, None]
+        per_sample, per_pair = ips[None] + noise, pair_ips[None] + noise
+        _, ci = uncertainty.bootstrap_ci(per_sample[:, None], n_boot=200)
+        _, pci = uncertainty.bootstrap_ci(per_pair[:, None], n_boot=200)
+        extra = {"sample_ips": (("sample", "group", "band"), per_sample),
+                 "sample_pair_ips": (("sample", "pair", "band"), per_pair),
+                 "ips_ci": (("group", "band", "bound"), ci),
+                 "pair_ips_ci": (("pair", "band", "bound"), pci)}
+        extra_coords = {"sample": obj(f"item{i:03d}" for i in range(samples)),
+                        "bound": obj(["low", "high"])}
     return xr.Dataset(
         {
             "ips": (("group", "band"), ips),
@@ -67,8 +87,10 @@ def make_metrics(model, model_attrs, *, dataset="arc", ips0=1.5, shots=None, pai
             "rep_cosine": (("pair",), np.full(P, 0.9)),
             "rep_l2": (("pair",), np.full(P, 3.0)),
             "n_samples": ((), 5),
+            **extra,
         },
         coords={
+            **extra_coords,
             "group": obj(groups), "band": obj(BANDS), "tau": SWEEP,
             "condition": obj(conds), "template": ("condition", obj(templates)),
             "pair": obj(f"{g}:{a}|{b}" for g, a, b in pairs),
@@ -247,3 +269,46 @@ def test_bad_inputs_name_the_file(tmp_path, capsys):
     assert main(["factors", "--metrics", str(tmp_path / "nope.nc"),
                  "--out", str(tmp_path / "o.nc")]) == 2
     assert "no such metrics file" in capsys.readouterr().err
+
+
+def test_paired_bootstrap_finds_a_planted_difference_and_no_phantom(tmp_path):
+    ms = [
+        make_metrics("b", attrs(), ips0=1.6, shots={1: 1.3}, pair=1.6, samples=40),
+        make_metrics("i", attrs(type="instruct"), ips0=1.4, samples=40, own=0.02, own_seed=1),
+        make_metrics("big", attrs(params=2e9), ips0=1.6, samples=40, own=0.3, own_seed=2),
+        make_metrics("old", attrs(family="x", series="y"), ips0=1.5),  # no per-sample table
+    ]
+    out = compare(write_all(tmp_path, ms), seed=0, n_boot=1000)
+    inst = rows(out, "instruct_vs_base").sel(band="all").isel(comparison=0)
+    assert float(inst["delta_ips"]) == pytest.approx(-0.2 / 1.6)
+    lo, hi = inst["delta_ips_ci"].values
+    assert lo <= float(inst["delta_ips"]) <= hi < 0
+    assert float(inst["p_value"]) < 0.01 and int(inst["n_paired"]) == 40
+    a_lo, a_hi = inst["ips_a_ci"].values
+    assert a_lo <= 1.4 <= a_hi
+    # same IPS, noise of its own: no difference found
+    scale = rows(out, "scale").sel(band="all").isel(comparison=0)
+    assert float(scale["delta_ips"]) == pytest.approx(0.0)
+    assert float(scale["p_value"]) > 0.05
+    lo, hi = scale["delta_ips_ci"].values
+    assert lo < 0 < hi
+    # few-shot: 1-shot pair 1.3 vs the same pair of 0-shot, 1.6, paired within the model
+    few = rows(out, "few_shot", "1shot").sel(band="all").isel(comparison=0)
+    assert float(few["p_value"]) < 0.01 and float(few["delta_ips_ci"].values[1]) < 0
+    # the summary row of one comparison has that comparison's interval
+    sel = ((out["summary_factor"] == "instruct_vs_base") & (out["summary_group"] == "0shot"))
+    k = int(np.flatnonzero(sel.values)[0])
+    np.testing.assert_allclose(out["delta_ips_mean_ci"].values[k, 0],
+                               inst["delta_ips_ci"].values)
+    # deterministic from the seed
+    again = compare(write_all(tmp_path, ms), seed=0, n_boot=1000)
+    np.testing.assert_array_equal(again["delta_ips_ci"].values, out["delta_ips_ci"].values)
+    assert json.loads(out.attrs["bootstrap"])["seed"] == 0
+
+
+def test_no_per_sample_table_gives_nan_intervals(tmp_path):
+    ms = [make_metrics("b", attrs(), ips0=1.6), make_metrics("i", attrs(type="instruct"))]
+    out = compare(write_all(tmp_path, ms), n_boot=50)
+    inst = rows(out, "instruct_vs_base")
+    assert np.isnan(inst["delta_ips_ci"].values).all() and np.isnan(inst["p_value"]).all()
+    assert int(inst["n_paired"].values[0]) == 0

@@ -12,10 +12,21 @@ from test_factors import attrs, make_metrics, write_all
 from test_summary import make_values, write_pair
 
 from ips.cli import main
-from ips.figures import FILES, MIN_WIDTH, TABLE_COLUMNS, make_figures
+from ips.factors import read_metrics
+from ips.figures import (FACTOR_COLUMNS, FIGURES, FILES, MIN_WIDTH, TABLE_COLUMNS, TABLES,
+                         case_study_name, figure_files, make_figures)
+from ips.figures.factors import factor_figure, factors_figure
+from ips.figures.order import order_figure
+from ips.figures.perturbation import perturbation_figure
+from ips.figures.ranking import consistency_figure, ranking_figure
+from ips.figures.representation import representation_figure
+from ips.figures.robustness import tau_figure
+from ips.figures.sparsity import matching_figure, sparsity_figure
+from ips.figures.types import types_figure
 
 PNGS = [name for name in FILES if name.endswith(".png")]
 DPI = 110
+FIXED = sorted([*figure_files(), *TABLES, "README.md"])
 
 
 def png_size(path):
@@ -31,11 +42,14 @@ def results(tmp_path_factory):
     for d in ("arc-easy", "mmlu"):
         ms += [
             make_metrics("qwen-1b", attrs("qwen", "qwen3", params=1e9), dataset=d,
-                         ips0=[1.6, 1.3, 1.6, 1.8], shots={1: 1.4, 2: 1.35}, pair14=1.55),
+                         ips0=[1.6, 1.3, 1.6, 1.8], shots={1: 1.4, 2: 1.35}, pair14=1.55,
+                         samples=12),
             make_metrics("qwen-1b-instruct", attrs("qwen", "qwen3", "instruct", params=1e9),
-                         dataset=d, ips0=[1.5, 1.1, 1.5, 1.8], shots={1: 1.3}),
+                         dataset=d, ips0=[1.5, 1.1, 1.5, 1.8], shots={1: 1.3}, samples=12,
+                         own=0.05, own_seed=1),
             make_metrics("qwen-4b", attrs("qwen", "qwen3", params=4e9), dataset=d,
-                         ips0=[1.45, 1.0, 1.45, 1.75], sweep=np.linspace(1.5, 1.4, 4)),
+                         ips0=[1.45, 1.0, 1.45, 1.75], sweep=np.linspace(1.5, 1.4, 4),
+                         samples=12, own=0.05, own_seed=2),
             make_metrics("a-rather-long-model-name-7b-chat", attrs("llama", "llama2", "instruct",
                                                                    params=7e9), dataset=d,
                          ips0=[1.55, 1.2, 1.5, 1.7], sweep=np.linspace(1.6, 1.5, 4)),
@@ -51,11 +65,14 @@ def results(tmp_path_factory):
 
 def test_directory_holds_every_file(results):
     tmp, _, _, out, _ = results
-    assert sorted(p.name for p in out.iterdir()) == sorted([*FILES, "README.md"])
+    # hand-made metrics files hold no case study: the fixed files only
+    assert sorted(p.name for p in out.iterdir()) == FIXED
     for name in PNGS:
         w, h = png_size(out / name)
         assert (out / name).stat().st_size > 10_000, name
         assert w >= MIN_WIDTH * DPI - 1 and h >= 2.5 * DPI, (name, w, h)
+        pdf = (out / name).with_suffix(".pdf")
+        assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 1000
     # 2 datasets side by side, 4 models: the ranking is 2 panels of 5.2 in, 1.7 + 0.32·4 in
     assert png_size(out / "ips_ranking.png") == pytest.approx((10.4 * DPI, 2.98 * DPI), abs=1)
     # factors: instruct_vs_base, scale, few_shot present (3 panels), dense_vs_moe absent (note)
@@ -70,6 +87,16 @@ def test_table_is_tidy(results):
         reader = csv.DictReader(f)
         assert tuple(reader.fieldnames) == TABLE_COLUMNS
         rows = list(reader)
+    with open(out / "factors_table.csv", newline="") as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames) == FACTOR_COLUMNS
+        frows = list(reader)
+    inst = next(r for r in frows if (r["factor"], r["dataset"], r["band"], r["model_b"])
+                == ("instruct_vs_base", "mmlu", "all", "qwen-1b"))
+    assert float(inst["delta_ips"]) == pytest.approx(-0.1 / 1.6, rel=1e-5)
+    assert float(inst["delta_ips_ci_low"]) <= float(inst["delta_ips"]) <= float(
+        inst["delta_ips_ci_high"])
+    assert 0 < float(inst["p_value"]) <= 1 and int(inst["n_paired"]) == 12
     assert len(rows) == sum(m.sizes["group"] * 4 for m in ms)
     row = next(r for r in rows if (r["model"], r["dataset"], r["group"], r["band"])
                == ("qwen-1b", "mmlu", "0shot", "low"))
@@ -77,6 +104,7 @@ def test_table_is_tidy(results):
     assert (row["family"], row["series"], row["type"], row["architecture"], row["params"]) == (
         "qwen", "qwen3", "base", "dense", "1000000000")
     assert int(row["n_valued_samples"]) == 5 and float(row["tau"]) == 0.1
+    assert float(row["ips_ci_low"]) <= 1.3 <= float(row["ips_ci_high"])
     assert {r["group"] for r in rows if r["model"] == "qwen-1b"} == {"0shot", "1shot", "2shot"}
 
 
@@ -85,6 +113,7 @@ def test_readme_names_files_and_absent_factors(results):
     text = (out / "README.md").read_text()
     for name in FILES:
         assert f"`{name}`" in text
+    assert "case_study_{model}_{dataset}" in text
     assert "τ = 0.1" in text
     assert "dense vs MoE (`dense_vs_moe`): absent: no dense/moe pair" in text
     assert "Absent factors: `dense_vs_moe`" in text
@@ -102,7 +131,7 @@ def test_rerun_replaces_the_directory_and_no_factor_note(results, tmp_path):
     assert main(["factors", "--metrics", str(one[0]), "--out", str(factors)]) == 0
     make_figures(one, factors, target)
     assert not (target / "stale.txt").exists()
-    assert sorted(p.name for p in target.iterdir()) == sorted([*FILES, "README.md"])
+    assert sorted(p.name for p in target.iterdir()) == FIXED
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.nc", "figs"]
     # no factor at all: factors.png is a note
     bare = tmp_path / "bare.nc"
@@ -112,6 +141,9 @@ def test_rerun_replaces_the_directory_and_no_factor_note(results, tmp_path):
     make_figures([bare], f2, tmp_path / "figs2")
     assert png_size(tmp_path / "figs2" / "factors.png") == pytest.approx((8 * DPI, 2.6 * DPI),
                                                                           abs=1)
+    for f in ("instruct_vs_base", "few_shot"):  # absent factors: a note naming the reason
+        assert png_size(tmp_path / "figs2" / f"factor_{f}.png") == pytest.approx(
+            (8 * DPI, 2.6 * DPI), abs=1)
     assert "Absent factors: `instruct_vs_base`, `scale`, `dense_vs_moe`, `few_shot`" in (
         tmp_path / "figs2" / "README.md").read_text()
 
@@ -163,4 +195,69 @@ def test_metrics_factors_figures_end_to_end(tmp_path):
     with open(figs / "ips_table.csv", newline="") as f:
         row = next(r for r in csv.DictReader(f)
                    if (r["model"], r["group"], r["band"]) == ("base", "0shot", "all"))
-    assert float(row["ips"]) == pytest.approx(expected)
+    assert float(row["ips"]) == pytest.approx(expected, rel=1e-5)
+    # one case study per (model, dataset), from the metrics file's chosen sample
+    cases = sorted(f"{case_study_name(m, 'arc')}.{x}" for m in models for x in ("png", "pdf"))
+    assert sorted(p.name for p in figs.iterdir()) == sorted([*FIXED, *cases])
+    for name in cases:
+        assert (figs / name).stat().st_size > 1000
+
+
+FIGURE_FUNCTIONS = {
+    "ranking": lambda es, fac, p: ranking_figure(es, 0.1, p),
+    "consistency": lambda es, fac, p: consistency_figure(es, 0.1, p),
+    "order": lambda es, fac, p: order_figure(es, 0.1, p),
+    "tau": lambda es, fac, p: tau_figure(es, fac, 0.1, p),
+    "factors": lambda es, fac, p: factors_figure(fac, 0.1, p),
+    "factor_instruct": lambda es, fac, p: factor_figure(fac, "instruct_vs_base", 0.1, p),
+    "factor_scale": lambda es, fac, p: factor_figure(fac, "scale", 0.1, p),
+    "factor_moe_absent": lambda es, fac, p: factor_figure(fac, "dense_vs_moe", 0.1, p),
+    "factor_few_shot": lambda es, fac, p: factor_figure(fac, "few_shot", 0.1, p),
+    "perturbation": lambda es, fac, p: perturbation_figure(es, 0.1, p, seed=1),
+    "representation": lambda es, fac, p: representation_figure(es, 0.1, p),
+    "types": lambda es, fac, p: types_figure(es, 0.1, p),
+    "sparsity": lambda es, fac, p: sparsity_figure(es, 0.1, p),
+    "matching": lambda es, fac, p: matching_figure(es, p),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIGURE_FUNCTIONS))
+def test_every_figure_function_writes_png_and_pdf(results, tmp_path, name):
+    """Each figure from small synthetic tables: hand-made metrics files (no sparsity, types
+    or case study: those panels say so) and one file made by `ips metrics`."""
+    tmp, paths, factors, _, _ = results
+    entries = [read_metrics(p) for p in paths]
+    fac = xr.open_dataset(factors, engine="h5netcdf").load()
+    written = FIGURE_FUNCTIONS[name](entries, fac, tmp_path / f"{name}.png")
+    assert [p.name for p in written] == [f"{name}.png", f"{name}.pdf"]
+    png_size(tmp_path / f"{name}.png")
+    assert (tmp_path / f"{name}.png").stat().st_size > 5000
+    assert (tmp_path / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+@pytest.fixture(scope="module")
+def computed(tmp_path_factory):
+    """Metrics files of `ips metrics` on fitted synthetic values (every table present)."""
+    tmp = tmp_path_factory.mktemp("computed")
+    out = []
+    for k, name in enumerate(("m1", "m2")):
+        ds = make_values([f"q{i}" for i in range(4)], seed=40 + k, model=name, dataset="arc",
+                         attrs=attrs("f", "s", "base" if k else "instruct"), n_max=4)
+        v, f = write_pair(tmp, name, ds)
+        path = tmp / f"{name}.nc"
+        assert main(["metrics", "--values", str(v), "--fits", str(f), "--out", str(path),
+                     "--seed", "3"]) == 0
+        out.append(path)
+    factors = tmp / "factors.nc"
+    assert main(["factors", "--metrics", *map(str, out), "--out", str(factors)]) == 0
+    return out, factors
+
+
+@pytest.mark.parametrize("name", ["sparsity", "matching", "types", "representation",
+                                  "perturbation", "factor_instruct", "consistency"])
+def test_figures_from_computed_metrics(computed, tmp_path, name):
+    paths, factors = computed
+    entries = [read_metrics(p) for p in paths]
+    fac = xr.open_dataset(factors, engine="h5netcdf").load()
+    written = FIGURE_FUNCTIONS[name](entries, fac, tmp_path / "f.png")
+    assert all(p.stat().st_size > 1000 for p in written)

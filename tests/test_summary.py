@@ -155,8 +155,15 @@ def test_shard_merge_equals_unsharded(shards):
     merged = summarize([paths[1][0], paths[0][0]], [paths[1][1], paths[0][1]], tau=0.1)
     whole = summarize([paths["full"][0]], [paths["full"][1]], tau=0.1)
     for name in whole.data_vars:
+        if whole[name].dtype == object:  # strings (the case study's words)
+            assert merged[name].values.tolist() == whole[name].values.tolist(), name
+            continue
         np.testing.assert_allclose(merged[name].values, whole[name].values, rtol=1e-9,
                                    atol=1e-12, equal_nan=True, err_msg=name)
+    # the bootstrap resamples samples in id order: sharding cannot change an interval
+    assert merged["sample"].values.tolist() == sorted(whole["sample"].values.tolist())
+    assert {k: v for k, v in merged.attrs.items() if k.startswith("case_")} == {
+        k: v for k, v in whole.attrs.items() if k.startswith("case_")}
 
 
 def test_pair_labels_and_default_sweep(shards):
@@ -289,3 +296,60 @@ def test_tau_outside_zero_one_is_refused(shards, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         run_metrics(tmp_path / "m.nc", [paths[0][0]], [paths[0][1]], "--tau", "1.5")
     assert e.value.code == 2 and "must lie in (0, 1)" in capsys.readouterr().err
+
+
+def test_per_sample_ips_intervals_sparsity_matching_and_case_study(shards):
+    full, paths, _ = shards
+    ds = summarize([paths["full"][0]], [paths["full"][1]], tau=0.1, seed=3, n_boot=400)
+    with xr.open_dataset(paths["full"][1], engine="h5netcdf") as fit:
+        fit = fit.load()
+    norm = metrics.normalize(fit["and"].values, fit["or"].values)
+    cond = list(full["condition"].values)
+    ids = list(full["sample"].values)
+    assert ds["sample"].values.tolist() == sorted(ids)
+    for g, names in GROUPS.items():
+        idx = [cond.index(c) for c in names]
+        for band in BANDS:
+            ref = metrics.ips(norm[:, idx], tau=0.1, band=None if band == "all" else band)
+            got = ds["sample_ips"].sel(group=g, band=band).sel(sample=ids).values
+            np.testing.assert_allclose(got, ref.per_sample, equal_nan=True)
+            lo, hi = ds["ips_ci"].sel(group=g, band=band).values
+            value = float(ds["ips"].sel(group=g, band=band))
+            if np.isfinite(value):
+                assert lo <= value <= hi and np.nanmean(got) == pytest.approx(value)
+    sw, swci = ds["ips_sweep"].values, ds["ips_sweep_ci"].values
+    ok = np.isfinite(sw)
+    assert np.all((swci[..., 0][ok] <= sw[ok]) & (sw[ok] <= swci[..., 1][ok]))
+    # per (sample, pair): the mean over samples is pair_ips
+    np.testing.assert_allclose(ds["sample_pair_ips"].mean("sample", skipna=True),
+                               ds["pair_ips"], equal_nan=True)
+    assert json.loads(ds.attrs["bootstrap"]) == {"method": "percentile", "n_boot": 400,
+                                                 "level": 0.95, "seed": 3}
+    # sorted |Ĩ|: starts at 1 (the largest of every row), never increases, ends at 0
+    curve = ds["sparsity_mean"].values
+    assert curve[0] == pytest.approx(1.0) and curve[-1] == pytest.approx(0.0)
+    assert np.all(np.diff(curve) <= 1e-12) and 0 < float(ds["salient_share"]) < 1
+    # keeping every interaction reconstructs v; keeping few does not (random v is not sparse)
+    err = ds["matching_nrmse"].sel(keep=[0.03, 0.05, 1.0]).values
+    assert err[2] < 1e-6 and err[0] > err[2] and err[1] > err[2]
+    # case study: the changed-prediction 0shot cell with the largest ips(x, T, T^)
+    idx = [cond.index(c) for c in GROUPS["0shot"]]
+    pairs = metrics.all_pairs(len(idx))
+    per_pair = metrics.ips(norm[:, idx], tau=0.1).per_pair
+    pred = full["pred"].values[:, idx]
+    changed = pred[:, pairs[:, 0]] != pred[:, pairs[:, 1]]
+    best = np.where(changed & np.isfinite(per_pair), per_pair, -1.0)
+    s, p = np.unravel_index(np.argmax(best), best.shape)
+    a = ds.attrs
+    assert a["case_sample"] == ids[s] and a["case_changed"] == 1
+    assert (a["case_condition_a"], a["case_condition_b"]) == (
+        GROUPS["0shot"][pairs[p, 0]], GROUPS["0shot"][pairs[p, 1]])
+    assert a["case_ips"] == pytest.approx(per_pair[s, p])
+    assert a["case_pred_a"] == "ABCD"[pred[s, pairs[p, 0]]]
+    n = int(full["n_vars"].values[s])
+    assert ds["case_norm"].shape == (2, 2, 2**n) and ds.sizes["case_var"] == n
+    np.testing.assert_allclose(ds["case_norm"].sel(case_side="a").values,
+                               norm[s, idx[pairs[p, 0]], :, : 2**n])
+    np.testing.assert_allclose(ds["case_rec"].sel(keep=1.0).values, ds["case_v"].values,
+                               atol=1e-6)
+    assert ds["case_words"].values.tolist() == [f"x{k + 1}" for k in range(n)]

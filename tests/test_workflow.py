@@ -75,11 +75,29 @@ def test_lint_is_clean():
     assert r.returncode == 0 and "Congratulations" in r.stdout + r.stderr, r.stdout + r.stderr
 
 
+def expected_figures(models=("tiny-a", "tiny-b"), datasets=("arc-easy",)):
+    from ips.figures import TABLES, case_study_name, figure_files
+
+    cases = [f"{case_study_name(m, d)}.{ext}" for m in models for d in datasets
+             for ext in ("png", "pdf")]
+    return sorted([*figure_files(), *cases, *TABLES, "README.md"])
+
+
 def test_whole_dag_produces_tables_and_figures(finished):
     figures = finished / "results" / "figures"
-    assert (figures / "ips_ranking.png").stat().st_size > 1000
-    assert (figures / "ips_by_order.png").stat().st_size > 1000
+    files = [p for p in figures.iterdir() if not p.name.startswith(".")]  # .snakemake_timestamp
+    assert sorted(p.name for p in files) == expected_figures()
+    for p in files:
+        assert p.stat().st_size > 100, p.name
     assert (figures / "ips_table.csv").read_text().count("\n") > 2
+    # intervals and per-sample IPS in the metrics tables, paired tests in factors.nc
+    with xr.open_dataset(finished / "results/metrics/tiny-a/arc-easy.nc",
+                         engine="h5netcdf") as m:
+        assert m["sample_ips"].dims == ("sample", "group", "band") and m.sizes["sample"] == 3
+        lo, hi = m["ips_ci"].sel(group="0shot", band="all").values
+        assert lo <= float(m["ips"].sel(group="0shot", band="all")) <= hi
+    with xr.open_dataset(finished / "results/factors/factors.nc", engine="h5netcdf") as f:
+        assert "p_value" in f and "delta_ips_ci" in f
     for model in ("tiny-a", "tiny-b"):
         m = xr.open_dataset(finished / f"results/metrics/{model}/arc-easy.nc", engine="h5netcdf")
         value = float(m["ips"].sel(group="0shot", band="all"))
@@ -94,6 +112,17 @@ def test_whole_dag_produces_tables_and_figures(finished):
     # every rule left a log
     for rule in ("prepare_model", "prepare_samples", "score", "fit", "metrics"):
         assert any((finished / "logs" / rule).rglob("*.log")), rule
+
+
+def test_report_holds_every_figure_and_table(finished):
+    r = snakemake(finished, "--report", "report.html", timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    html = (finished / "report.html").read_text(encoding="utf-8")
+    for name in expected_figures():
+        if name.endswith((".png", ".csv")):
+            assert name in html, name
+    assert "Universal matching with the largest interactions" in html  # a caption
+    assert "Instruct vs base models" in html
 
 
 def test_nothing_to_do_after_a_run(finished):

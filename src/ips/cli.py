@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from ips import __version__
+from ips import __version__, explain
 from ips.interactions import SOLVERS
 from ips.io import InputError
 
@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_metrics(sub, common)
     _add_factors(sub, common)
     _add_figures(sub, common)
+    explain.add_parser(sub, common)
     return parser
 
 
@@ -310,6 +311,12 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_seed(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the bootstrap of the confidence intervals and tests "
+                   "(ips.uncertainty; default: %(default)s)")
+
+
 # ---------------------------------------------------------------- ips metrics
 
 
@@ -333,6 +340,7 @@ def _add_metrics(sub, common) -> None:
                    help="salience threshold in (0, 1) (default: %(default)s)")
     p.add_argument("--tau-sweep", type=_tau, nargs="+", default=None, metavar="TAU",
                    help="thresholds of the τ sweep (default: 0.05 0.06 ... 0.20)")
+    _add_seed(p)
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
     p.set_defaults(func=_metrics)
 
@@ -342,7 +350,8 @@ def _metrics(args: argparse.Namespace) -> int:
     from ips.summary import summarize
 
     t0 = time.perf_counter()
-    ds = summarize(args.values, args.fits, tau=args.tau, tau_sweep=args.tau_sweep)
+    ds = summarize(args.values, args.fits, tau=args.tau, tau_sweep=args.tau_sweep,
+                   seed=args.seed)
     write_dataset(ds, args.out)
     ips0 = ds["ips"].sel(band="all").values
     log.info("wrote %s: %s on %s, %d samples, IPS at τ=%g %s (%.2f s)", args.out,
@@ -369,6 +378,7 @@ def _add_factors(sub, common) -> None:
     )
     p.add_argument("--metrics", type=Path, nargs="+", required=True, metavar="M.nc",
                    help="metrics files (one per model and dataset)")
+    _add_seed(p)
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
     p.set_defaults(func=_factors)
 
@@ -377,7 +387,7 @@ def _factors(args: argparse.Namespace) -> int:
     from ips.factors import compare
     from ips.io import write_dataset
 
-    ds = compare(args.metrics)
+    ds = compare(args.metrics, seed=args.seed)
     write_dataset(ds, args.out)
     for f, note in zip(ds["factor"].values, ds["factor_note"].values):
         log.info("factor %s: %s", f, note)
@@ -401,6 +411,7 @@ def _add_figures(sub, common) -> None:
                    help="metrics files (one per model and dataset)")
     p.add_argument("--factors", type=Path, required=True, metavar="F.nc",
                    help="factors file of `ips factors`")
+    _add_seed(p)
     p.add_argument("--out", type=Path, required=True, metavar="DIR")
     p.set_defaults(func=_figures)
 
@@ -409,7 +420,7 @@ def _figures(args: argparse.Namespace) -> int:
     from ips.figures import make_figures
 
     t0 = time.perf_counter()
-    files = make_figures(args.metrics, args.factors, args.out)
+    files = make_figures(args.metrics, args.factors, args.out, seed=args.seed)
     log.info("wrote %s: %s (%.1f s)", args.out, ", ".join(files), time.perf_counter() - t0)
     return 0
 

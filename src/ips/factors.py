@@ -27,7 +27,11 @@ Output layout (netCDF/HDF5):
 |---|---|---|
 | `ips_a`, `ips_b`, `delta_ips` | comparison, band | the two IPS values and ΔIPS of each comparison |
 | (coords) `comparison_factor`, `comparison_dataset`, `comparison_group`, `model_a`, `model_b`, `setting_a`, `setting_b`, `templates` | comparison | what was compared; `setting_*` is the condition group on each side, `templates` the template pairs of a few-shot comparison |
+| `ips_a_ci`, `ips_b_ci`, `delta_ips_ci` | comparison, band, bound | percentile-bootstrap intervals (bound `low`, `high`) of IPS_A, IPS_B and ΔIPS |
+| `p_value` | comparison, band | two-sided paired-bootstrap p-value of IPS_A = IPS_B |
+| `n_paired` | comparison | samples with a value on both sides (paired by sample id) |
 | `delta_ips_mean` | summary, band | mean ΔIPS over the comparisons of one (factor, dataset, group) |
+| `delta_ips_mean_ci`, `p_value_mean` | summary, band[, bound] | interval and p-value of that mean (the comparisons' replicates share their resamples and are averaged) |
 | `n_comparisons` | summary | how many comparisons that mean holds (those with a finite ΔIPS, band all) |
 | (coords) `summary_factor`, `summary_dataset`, `summary_group` | summary | the key of each row |
 | `factor_present`, `factor_note` | factor | whether a factor has any comparison, and why not (`absent: …`) |
@@ -36,7 +40,15 @@ Output layout (netCDF/HDF5):
 | `tau_n_models`, `tau_note` | dataset | models used; why the correlation is NaN or which models were left out |
 
 Attributes: `tau`, `metrics_files` (JSON), `absent` (JSON: factor → reason, for factors with
-no comparison at all), `ips_version`.
+no comparison at all), `bootstrap` (JSON: method, n_boot, level, seed), `ips_version`.
+
+Uncertainty (`ips.uncertainty`): every comparison is tested with a paired bootstrap over
+samples. The per-sample values come from the metrics files (`sample_ips` of the group for
+the model factors, `sample_pair_ips` of the compared template pairs for few-shot); both
+sides are aligned by sample id (the workflow draws the same items for every model). One
+count matrix per dataset (seeded by `seed`, over the sorted union of its sample ids) is
+used for every comparison of that dataset, so the replicates of several comparisons can be
+averaged for the summary rows. Metrics files without per-sample tables give NaN intervals.
 """
 
 from __future__ import annotations
@@ -55,8 +67,8 @@ from typing import Sequence
 import numpy as np
 import xarray as xr
 
-from ips import __version__, metrics
-from ips.io import InputError
+from ips import __version__, metrics, uncertainty
+from ips.io import InputError, read_dataset
 from ips.summary import BANDS
 
 log = logging.getLogger(__name__)
@@ -98,21 +110,16 @@ class Comparison:
     templates: str
     ips_a: np.ndarray  # (band,)
     ips_b: np.ndarray
+    # per-sample values behind ips_a / ips_b: (sample ids, (S, K, band)); None if the
+    # metrics file has none
+    samples_a: tuple[np.ndarray, np.ndarray] | None = None
+    samples_b: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def read_metrics(path: str | os.PathLike) -> Entry:
     """Read one metrics file of `ips metrics`; `InputError` names the file."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such metrics file")
-    try:
-        with xr.open_dataset(path, engine="h5netcdf") as ds:
-            ds = ds.load()
-    except (OSError, ValueError) as e:
-        raise InputError(f"{path}: not a readable metrics file ({e})") from None
-    for name in ("ips", "pair_ips", "ips_sweep"):
-        if name not in ds.variables:
-            raise InputError(f"{path}: no variable {name!r} (is this a file of `ips metrics`?)")
+    ds = read_dataset(path, "metrics", ("ips", "pair_ips", "ips_sweep"), "ips metrics")
     for name in ("model", "dataset", "model_attributes", "tau"):
         if name not in ds.attrs:
             raise InputError(f"{path}: attribute {name!r} is missing")
@@ -140,12 +147,37 @@ def _group_ips(e: Entry, group: str) -> np.ndarray:
     return e.ds["ips"].sel(group=group).reindex(band=list(BANDS)).values.astype(float)
 
 
+def _sample_ids(e: Entry) -> np.ndarray | None:
+    if "sample_ips" not in e.ds.variables or "sample_pair_ips" not in e.ds.variables:
+        return None
+    return e.ds["sample"].values.astype(str)
+
+
+def _group_samples(e: Entry, group: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per-sample IPS of a group: (ids, (S, 1, band))."""
+    ids = _sample_ids(e)
+    if ids is None:
+        return None
+    x = e.ds["sample_ips"].sel(group=group).reindex(band=list(BANDS)).values.astype(float)
+    return ids, x[:, None, :]
+
+
+def _pair_samples(e: Entry, rows: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per-sample ips of some pairs: (ids, (S, K, band))."""
+    ids = _sample_ids(e)
+    if ids is None:
+        return None
+    x = e.ds["sample_pair_ips"].reindex(band=list(BANDS)).values.astype(float)
+    return ids, x[:, rows, :]
+
+
 def _model_comparisons(factor: str, dataset: str, a: Entry, b: Entry) -> list[Comparison]:
     out = []
     for g in _groups(a):
         if g in _groups(b):
             out.append(Comparison(factor, dataset, g, a.model, b.model, g, g, "",
-                                  _group_ips(a, g), _group_ips(b, g)))
+                                  _group_ips(a, g), _group_ips(b, g),
+                                  _group_samples(a, g), _group_samples(b, g)))
     return out
 
 
@@ -203,7 +235,7 @@ def _few_shot(dataset: str, e: Entry) -> tuple[list[Comparison], list[str]]:
         names = ";".join(sorted("–".join(sorted(key[i])) for i in rows))
         a_val, b_val = _nanmean(pair_ips[rows]), _nanmean(pair_ips[b_rows])
         out.append(Comparison("few_shot", dataset, g, e.model, e.model, g, "0shot", names,
-                              a_val, b_val))
+                              a_val, b_val, _pair_samples(e, rows), _pair_samples(e, b_rows)))
     return out, notes
 
 
@@ -212,6 +244,14 @@ def _nanmean(x: np.ndarray) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanmean(x, axis=0)
+
+
+def _n_paired(c: Comparison) -> int:
+    """Samples with a value (band all) on both sides of a comparison."""
+    ids_a, xa = c.samples_a
+    ids_b, xb = c.samples_b
+    ok_a = {s for s, row in zip(ids_a, xa[:, :, 0]) if np.isfinite(row).any()}
+    return sum(1 for s, row in zip(ids_b, xb[:, :, 0]) if s in ok_a and np.isfinite(row).any())
 
 
 def _delta(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -250,8 +290,42 @@ def _robustness(dataset: str, entries: list[Entry]):
     return res, len(rows), "; ".join(notes), taus
 
 
-def compare(paths: Sequence[str | os.PathLike]) -> xr.Dataset:
-    """All factor comparisons and the τ robustness of the given metrics files."""
+def _paired(comps: list[Comparison], datasets: list[str], seed: int, n_boot: int,
+            level: float) -> list[uncertainty.PairedTest | None]:
+    """Paired bootstrap of every comparison (`ips.uncertainty.paired_test`).
+
+    Per dataset one count matrix over the sorted union of the sample ids of its comparisons
+    (so replicate b draws the same items for every comparison and model); both sides of a
+    comparison are aligned by sample id, and a sample missing on either side counts on
+    neither."""
+    out: list[uncertainty.PairedTest | None] = [None] * len(comps)
+    for d in datasets:
+        mine = [i for i, c in enumerate(comps) if c.dataset == d
+                and c.samples_a is not None and c.samples_b is not None]
+        if not mine:
+            continue
+        ids = np.array(sorted({s for i in mine for s in
+                               (*comps[i].samples_a[0], *comps[i].samples_b[0])}), dtype=object)
+        pos = {s: k for k, s in enumerate(ids)}
+        counts = uncertainty.resample_counts(ids.size, n_boot, seed)
+        for i in mine:
+            c = comps[i]
+            common = set(c.samples_a[0]) & set(c.samples_b[0])
+            sides = []
+            for sid, x in (c.samples_a, c.samples_b):
+                full = np.full((ids.size,) + x.shape[1:], np.nan)
+                keep = np.array([s in common for s in sid], dtype=bool)
+                full[[pos[s] for s in sid[keep]]] = x[keep]
+                sides.append(full)
+            out[i] = uncertainty.paired_test(*sides, level=level, counts=counts)
+    return out
+
+
+def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
+            n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL) -> xr.Dataset:
+    """All factor comparisons and the τ robustness of the given metrics files.
+
+    ``seed``, ``n_boot``, ``level``: the paired bootstrap of every comparison (`_paired`)."""
     if not paths:
         raise InputError("no metrics files given")
     entries = [read_metrics(p) for p in paths]
@@ -291,14 +365,30 @@ def compare(paths: Sequence[str | os.PathLike]) -> xr.Dataset:
     obj = lambda xs: np.array([str(x) for x in xs], dtype=object)  # noqa: E731
     col = lambda name: ("comparison", obj(getattr(c, name) for c in comps))  # noqa: E731
 
+    nb = len(BANDS)
+    tests = _paired(comps, datasets, seed, n_boot, level)
+    nan2 = np.full((nb, 2), np.nan)
+    ci_a = np.array([t.ci_a if t else nan2 for t in tests], float).reshape(C, nb, 2)
+    ci_b = np.array([t.ci_b if t else nan2 for t in tests], float).reshape(C, nb, 2)
+    delta_ci = np.array([t.delta_ci if t else nan2 for t in tests], float).reshape(C, nb, 2)
+    p_val = np.array([t.p_value if t else np.full(nb, np.nan) for t in tests],
+                     float).reshape(C, nb)
+    n_paired = np.array([_n_paired(c) if t else 0 for t, c in zip(tests, comps)], np.int64)
+
     # summary: mean over the comparisons of one (factor, dataset, group)
     keys = list(dict.fromkeys((c.factor, c.dataset, c.group) for c in comps))
     mean = np.full((len(keys), len(BANDS)), np.nan)
+    mean_ci = np.full((len(keys), nb, 2), np.nan)
+    mean_p = np.full((len(keys), nb), np.nan)
     count = np.zeros(len(keys), np.int64)
     for k, key in enumerate(keys):
         rows = [i for i, c in enumerate(comps) if (c.factor, c.dataset, c.group) == key]
         mean[k] = _nanmean(delta[rows])
         count[k] = int(np.isfinite(delta[rows, 0]).sum())
+        if all(tests[i] is not None for i in rows):  # replicates share their resamples
+            reps = _nanmean(np.stack([tests[i].delta_replicates for i in rows]))
+            mean_ci[k] = uncertainty.percentile_ci(reps, level, mean[k])
+            mean_p[k] = uncertainty.p_value(reps)
 
     present, notes, absent = [], [], {}
     for f in FACTORS:
@@ -338,6 +428,7 @@ def compare(paths: Sequence[str | os.PathLike]) -> xr.Dataset:
         "dataset": obj(datasets),
         "tau": taus,
         "tau_b": ("tau_b", taus),
+        "bound": obj(uncertainty.BOUNDS),
     }
     for name in ("factor", "dataset", "group"):
         coords[f"comparison_{name}"] = col(name)
@@ -347,7 +438,14 @@ def compare(paths: Sequence[str | os.PathLike]) -> xr.Dataset:
         "ips_a": (("comparison", "band"), ips_a),
         "ips_b": (("comparison", "band"), ips_b),
         "delta_ips": (("comparison", "band"), delta),
+        "ips_a_ci": (("comparison", "band", "bound"), ci_a),
+        "ips_b_ci": (("comparison", "band", "bound"), ci_b),
+        "delta_ips_ci": (("comparison", "band", "bound"), delta_ci),
+        "p_value": (("comparison", "band"), p_val),
+        "n_paired": (("comparison",), n_paired),
         "delta_ips_mean": (("summary", "band"), mean),
+        "delta_ips_mean_ci": (("summary", "band", "bound"), mean_ci),
+        "p_value_mean": (("summary", "band"), mean_p),
         "n_comparisons": (("summary",), count),
         "factor_present": (("factor",), np.array(present, bool)),
         "factor_note": (("factor",), obj(notes)),
@@ -367,6 +465,9 @@ def compare(paths: Sequence[str | os.PathLike]) -> xr.Dataset:
         "absent": json.dumps(absent),
         "few_shot_notes": json.dumps(few_notes),
         "ips_version": __version__,
+        "bootstrap": json.dumps({"method": "paired percentile bootstrap over sample ids",
+                                 "n_boot": int(n_boot), "level": float(level),
+                                 "seed": int(seed)}),
     }
     ds = xr.Dataset(data, coords=coords, attrs=attrs)
     ds["delta_ips"].attrs["description"] = "(IPS_A - IPS_B) / IPS_B; A has the factor"

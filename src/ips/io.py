@@ -162,3 +162,23 @@ def write_dataset(ds: xr.Dataset, path: str | os.PathLike) -> None:
     """Write `ds` atomically as HDF5 readable with `xr.open_dataset(path, engine="h5netcdf")`."""
     with atomic_path(path) as tmp:
         ds.to_netcdf(tmp, engine="h5netcdf")
+
+
+def read_dataset(path: str | os.PathLike, what: str, variables: tuple[str, ...] = (),
+                 command: str = "") -> xr.Dataset:
+    """Load an HDF5/netCDF file of this package into memory; `InputError` names the file.
+
+    `what` names the kind of file in messages ("metrics", "fit" ...); every name of
+    `variables` must be present (else the error asks whether this is a file of `command`).
+    """
+    if not Path(path).is_file():
+        raise InputError(f"{path}: no such {what} file")
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as ds:
+            ds = ds.load()
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: not a readable {what} file ({e})") from None
+    for name in variables:
+        if name not in ds.variables:
+            raise InputError(f"{path}: no variable {name!r} (is this a file of `{command}`?)")
+    return ds

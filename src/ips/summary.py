@@ -21,6 +21,14 @@ Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf
 | `accuracy` | condition | accuracy of `pred` per condition (NaN for instruction datasets) |
 | `rep_cosine`, `rep_l2` | pair | representation baseline (App. H): mean over samples of the cosine similarity / L2 distance of the final-layer hidden states of the two conditions |
 | `matching_error_max`, `n_samples`, `n_vars_mean` | – | largest fit matching error; samples; mean number of variables |
+| `sample_ips` | sample, group, band | per-sample IPS (mean over the sample's valued pairs of the group); NaN where the sample has no valued pair |
+| `sample_pair_ips` | sample, pair, band | ips(x, T, T̂) of every sample and pair; NaN where U is empty |
+| `ips_sweep_ci` | tau, group, bound | the same interval for `ips_sweep` |
+| `ips_ci`, `pair_ips_ci` | group / pair, band, bound | percentile-bootstrap interval (bound `low`, `high`) of `ips` / `pair_ips` over samples (`ips.uncertainty`) |
+| `sparsity_mean`, `sparsity_median` | rank | sorted |Ĩ| over Ω of every (sample, condition), read at relative ranks 0 (largest) … 1 (smallest), averaged (Fig. 2a) |
+| `salient_share` | – | mean share of Ω with |Ĩ| > τ |
+| `matching_nrmse` | keep | universal matching keeping only the largest 3 % / 5 % / all interactions: mean over (sample, condition) of RMS(φ_k − v) / (max v − min v) (Fig. 2b) |
+| `case_norm`, `case_v`, `case_rec`, `case_words` | case_side, kind, case_mask / case_var | the case-study sample (`case_study_data`): Ĩ under both conditions (side `a`, `b`; kind `AND`, `OR`), v, the surrogate with the largest interactions, its variables |
 
 Coordinates: `group` (in the order of the values files' `groups`), `band` (`all`, `low`,
 `mid`, `high`), `tau` (the sweep), `condition` with `template`, `shots`, `perturbation`,
@@ -32,7 +40,11 @@ Appendix G; `perturbation` when either condition is a reworded prompt), `type`
 Attributes: `model`, `model_attributes` (JSON), `dataset`, `kind`, `target`, `tau`, `groups`
 (JSON), `prediction` (`pred`, the letter argmax, for MCQ; `greedy_token` for instruction
 datasets, whose `pred` is −1), `template_file`, `values_files`, `fit_files` (JSON lists),
-`ips_version`.
+`ips_version`, `bootstrap` (JSON: method, n_boot, level, seed), and the case study's
+`case_sample` ("" when there is none), `case_group`, `case_condition_a/_b`,
+`case_template_a/_b`, `case_pred_a/_b`, `case_gold`, `case_ips`, `case_changed`.
+Coordinate `sample` holds the sample ids, sorted (the bootstrap resamples in that order, so
+sharding cannot change an interval).
 
 Choices: a group with fewer than two conditions has no pair; its IPS, shares and output
 consistency are NaN. A hidden state of norm 0 has no cosine; that sample is left out of
@@ -52,8 +64,8 @@ from typing import Sequence
 import numpy as np
 import xarray as xr
 
-from ips import __version__, metrics
-from ips.io import InputError
+from ips import __version__, metrics, uncertainty
+from ips.io import InputError, read_dataset
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +93,8 @@ class Shard:
     gold: np.ndarray
     greedy: np.ndarray | None
     hidden: np.ndarray | None
+    words: np.ndarray | None = None  # (sample, var) variable strings, "" beyond n
+    greedy_text: np.ndarray | None = None  # (sample, condition) decoded greedy token
     and_: np.ndarray | None = None
     or_: np.ndarray | None = None
     matching_error: np.ndarray | None = None
@@ -101,21 +115,15 @@ class Merged:
     gold: np.ndarray
     greedy: np.ndarray | None
     hidden: np.ndarray | None
+    samples: np.ndarray | None = None  # sample ids
+    v: np.ndarray | None = None  # (sample, condition, mask) the scored values
+    words: np.ndarray | None = None
+    greedy_text: np.ndarray | None = None
     values_files: list[str] = field(default_factory=list)
     fit_files: list[str] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------------- reading
-
-
-def _open(path: Path, what: str) -> xr.Dataset:
-    if not Path(path).is_file():
-        raise InputError(f"{path}: no such {what} file")
-    try:
-        with xr.open_dataset(path, engine="h5netcdf") as ds:
-            return ds.load()
-    except (OSError, ValueError) as e:
-        raise InputError(f"{path}: not a readable {what} file ({e})") from None
 
 
 def _labels(a) -> np.ndarray:
@@ -126,7 +134,7 @@ def _labels(a) -> np.ndarray:
 def read_shard(path: str | os.PathLike) -> Shard:
     """Read the parts of a values file that `ips metrics` uses; `InputError` names the file."""
     path = Path(path)
-    ds = _open(path, "values")
+    ds = read_dataset(path, "values")
     for name in ("v", "n_vars", "pred", "gold"):
         if name not in ds.variables:
             raise InputError(f"{path}: no variable {name!r} (is this a values file of "
@@ -162,12 +170,23 @@ def read_shard(path: str | os.PathLike) -> Shard:
     greedy = np.asarray(ds["greedy_token"].values) if "greedy_token" in ds.variables else None
     hidden = (np.asarray(ds["hidden"].values, dtype=np.float64)
               if "hidden" in ds.variables and ds["hidden"].ndim == 3 else None)
+    words = (_labels_2d(ds["variable"].values)
+             if "variable" in ds.variables and ds["variable"].ndim == 2 else None)
+    greedy_text = (_labels_2d(ds["greedy_text"].values)
+                   if "greedy_text" in ds.variables and ds["greedy_text"].shape == (S, C)
+                   else None)
     return Shard(
         path=path, fit_path=None, attrs=attrs, samples=samples, conditions=conditions,
         n_vars=np.asarray(ds["n_vars"].values).astype(np.int64),
         v=np.asarray(ds["v"].values, dtype=np.float64), pred=pred,
         gold=np.asarray(ds["gold"].values), greedy=greedy, hidden=hidden,
+        words=words, greedy_text=greedy_text,
     )
+
+
+def _labels_2d(a) -> np.ndarray:
+    a = np.asarray(a)
+    return _labels(a.reshape(-1)).reshape(a.shape)
 
 
 def attach_fit(shard: Shard, fit_path: str | os.PathLike) -> None:
@@ -175,7 +194,7 @@ def attach_fit(shard: Shard, fit_path: str | os.PathLike) -> None:
     from ips.interactions import reconstruct
 
     fit_path = Path(fit_path)
-    ds = _open(fit_path, "fit")
+    ds = read_dataset(fit_path, "fit")
     for name in ("and", "or", "n_vars", "matching_error"):
         if name not in ds.variables:
             raise InputError(f"{fit_path}: no variable {name!r} (is this a fit file of `ips fit`?)")
@@ -234,7 +253,7 @@ def merge_shards(shards: Sequence[Shard]) -> Merged:
         if sh.v.shape[2] != first.v.shape[2]:
             raise InputError(f"{sh.path}: mask axis of length {sh.v.shape[2]}, but {first.path} "
                              f"has {first.v.shape[2]}")
-        for name in ("greedy", "hidden"):
+        for name in ("greedy", "hidden", "words", "greedy_text"):
             a, b = getattr(sh, name), getattr(first, name)
             if (a is None) != (b is None) or (a is not None and a.shape[2:] != b.shape[2:]):
                 raise InputError(f"{sh.path}: variable {name!r} is missing or has another "
@@ -270,6 +289,9 @@ def merge_shards(shards: Sequence[Shard]) -> Merged:
         matching_error=cat("matching_error"), pred=cat("pred"), gold=cat("gold"),
         greedy=None if first.greedy is None else cat("greedy"),
         hidden=None if first.hidden is None else cat("hidden"),
+        samples=cat("samples"), v=cat("v"),
+        words=None if first.words is None else cat("words"),
+        greedy_text=None if first.greedy_text is None else cat("greedy_text"),
         values_files=[str(sh.path) for sh in shards],
         fit_files=[str(sh.fit_path) for sh in shards],
     )
@@ -342,9 +364,179 @@ def representation_baseline(hidden: np.ndarray, pairs: np.ndarray) -> tuple[np.n
         return np.nanmean(cos, axis=0), np.mean(l2, axis=0)
 
 
+# ------------------------------------------------------------- sparsity, matching, case study
+
+SPARSITY_RANKS = np.round(np.linspace(0.0, 1.0, 101), 4)
+"""Relative ranks (0 = largest) at which the sorted |Ĩ| curve is stored (Fig. 2a)."""
+KEEP = (0.03, 0.05, 1.0)
+"""Shares of the largest interactions kept in the universal-matching check (Fig. 2b)."""
+CASE_GROUP = "0shot"
+LETTERS = "ABCDEFGHIJ"
+
+
+def sparsity(norm: np.ndarray, tau: float) -> dict:
+    """Sorted |Ĩ| of every (sample, condition), on relative ranks (paper Fig. 2a).
+
+    Each row's 2·(2^n − 1) values of |Ĩ| over Ω, sorted in descending order, are read at
+    the relative ranks `SPARSITY_RANKS` (linear interpolation; rank 0 is the largest, 1 the
+    smallest), so rows with different n share one axis. Returns `sparsity_mean`,
+    `sparsity_median` (rank) over all rows and `salient_share` (share of Ω above τ).
+    """
+    S, C = norm.shape[:2]
+    flat = np.abs(norm.reshape(S * C, -1))
+    curves = np.full((S * C, SPARSITY_RANKS.size), np.nan)
+    share = np.full(S * C, np.nan)
+    m = np.isfinite(flat).sum(axis=1)
+    for size in np.unique(m[m > 0]).tolist():
+        rows = np.flatnonzero(m == size)
+        vals = -np.sort(-np.where(np.isfinite(flat[rows]), flat[rows], -np.inf), axis=1)[:, :size]
+        pos = SPARSITY_RANKS * (size - 1)
+        lo = np.floor(pos).astype(int)
+        hi = np.minimum(lo + 1, size - 1)
+        frac = pos - lo
+        curves[rows] = vals[:, lo] * (1 - frac) + vals[:, hi] * frac
+        share[rows] = (vals > tau).mean(axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {
+            "sparsity_mean": (("rank",), np.nanmean(curves, axis=0)),
+            "sparsity_median": (("rank",), np.nanmedian(curves, axis=0)),
+            "salient_share": ((), float(np.nanmean(share)) if np.isfinite(share).any()
+                              else float("nan")),
+        }
+
+
+def _keep_top(and_: np.ndarray, or_: np.ndarray, share: float) -> tuple[np.ndarray, np.ndarray]:
+    """Zero all but the ⌈share·|Ω|⌉ (at least 1) largest |I| of Ω per row; I_AND(∅) stays.
+
+    and_, or_: (..., 2**n) of one n (no padding)."""
+    size = and_.shape[-1]
+    omega = np.concatenate([and_[..., 1:], or_[..., 1:]], axis=-1)
+    k = max(1, int(np.ceil(share * omega.shape[-1] - 1e-9)))
+    rank = np.argsort(np.argsort(-np.abs(omega), axis=-1, kind="stable"), axis=-1)
+    kept = np.where(rank < k, omega, 0.0)
+    a = np.concatenate([and_[..., :1], kept[..., : size - 1]], axis=-1)
+    o = np.concatenate([np.zeros_like(or_[..., :1]), kept[..., size - 1:]], axis=-1)
+    return a, o
+
+
+def matching_nrmse(merged: Merged) -> np.ndarray:
+    """Universal matching with only the largest interactions (paper Fig. 2b), per `KEEP`.
+
+    For every (sample, condition): v̂_k = the surrogate φ of Eq. (2) keeping I_AND(∅) and the
+    ⌈k·|Ω|⌉ interactions of largest |I|; error = RMS over the 2^n masks of v̂_k − v divided by
+    the range max v − min v of the row (0 if v is constant). Returns the mean error per k.
+    """
+    from ips.interactions import reconstruct
+
+    out = np.full(len(KEEP), np.nan)
+    if merged.v is None:
+        return out
+    errs = [[] for _ in KEEP]
+    for n in np.unique(merged.n_vars).tolist():
+        if n < 1:
+            continue
+        idx = np.flatnonzero(merged.n_vars == n)
+        size = 1 << n
+        v = merged.v[idx, :, :size]
+        rng = v.max(axis=-1) - v.min(axis=-1)
+        for j, share in enumerate(KEEP):
+            a, o = _keep_top(merged.and_[idx, :, :size], merged.or_[idx, :, :size], share)
+            rms = np.sqrt(np.mean((reconstruct(a, o) - v) ** 2, axis=-1))
+            errs[j].append(np.where(rng > 0, rms / np.where(rng > 0, rng, 1.0), 0.0).ravel())
+    for j in range(len(KEEP)):
+        if errs[j]:
+            out[j] = float(np.mean(np.concatenate(errs[j])))
+    return out
+
+
+def _pred_text(merged: Merged, pred: np.ndarray, s: int, c: int) -> str:
+    if merged.attrs.get("kind", "mcq") == "mcq":
+        p = int(pred[s, c])
+        return LETTERS[p] if 0 <= p < len(LETTERS) else "?"
+    if merged.greedy_text is not None:
+        return str(merged.greedy_text[s, c])
+    return str(pred[s, c])
+
+
+def case_study_data(merged: Merged, norm: np.ndarray, pred: np.ndarray, groups: list[str],
+                    tau: float) -> tuple[dict, dict, dict]:
+    """The sample and template pair drawn in the case study (paper Fig. 3a / Fig. 19).
+
+    Choice (deterministic): in the group `0shot` (else the first group with two conditions),
+    among the (sample, pair) cells with a value of ips(x, T, T̂) at τ, those whose prediction
+    changed if there is any, else all; of these the cell with the largest ips(x, T, T̂);
+    ties go to the smallest sample id, then to the first pair in `all_pairs` order.
+
+    Returns (data, coords, attrs) for the metrics file: `case_norm` (case_side, kind,
+    case_mask) the normalised interactions Ĩ of that sample under both conditions, `case_v`
+    (case_side, case_mask) its scored v, `case_words` (case_var) its variables in bit order,
+    `case_rec` (keep, case_side, case_mask) the surrogate keeping the largest interactions
+    (`KEEP`, Fig. 2b); attributes `case_sample`, `case_group`, `case_condition_a/_b`,
+    `case_template_a/_b`, `case_pred_a/_b`, `case_gold`, `case_ips`, `case_changed`.
+    Without any valued cell: no data, `case_sample` = "".
+    """
+    from ips.interactions import reconstruct
+
+    empty = {"case_sample": ""}
+    names = [str(c) for c in merged.conditions["condition"]]
+    order = [g for g in groups if g == CASE_GROUP] + [g for g in groups if g != CASE_GROUP]
+    group = next((g for g in order if len(merged.groups[g]) >= 2), None)
+    if group is None:
+        return {}, {}, empty
+    idx = np.array([names.index(c) for c in merged.groups[group]], dtype=np.int64)
+    local = metrics.all_pairs(idx.size)
+    per_pair = metrics.ips(norm[:, idx], local, tau).per_pair  # (S, P)
+    changed = pred[:, idx[local[:, 0]]] != pred[:, idx[local[:, 1]]]
+    ids = (merged.samples if merged.samples is not None
+           else np.array([f"s{i}" for i in range(norm.shape[0])], dtype=object)).astype(str)
+    cells = [(bool(changed[s, p]), float(per_pair[s, p]), ids[s], p, s)
+             for s, p in zip(*np.nonzero(np.isfinite(per_pair)))]
+    if not cells:
+        return {}, {}, empty
+    if any(c[0] for c in cells):
+        cells = [c for c in cells if c[0]]
+    ch, value, sid, p, s = min(cells, key=lambda c: (-c[1], c[2], c[3]))
+    i, j = idx[local[p]].tolist()
+    n = int(merged.n_vars[s])
+    size = 1 << n
+    words = ([str(w) for w in merged.words[s, :n]] if merged.words is not None
+             else [f"x{k + 1}" for k in range(n)])
+    data = {
+        "case_norm": (("case_side", "kind", "case_mask"), norm[s, [i, j], :, :size]),
+        "case_words": (("case_var",), np.array(words, dtype=object)),
+    }
+    if merged.v is not None:
+        data["case_v"] = (("case_side", "case_mask"), merged.v[s, [i, j], :size])
+        rec = [reconstruct(*_keep_top(merged.and_[s, [i, j], :size],
+                                      merged.or_[s, [i, j], :size], k)) for k in KEEP]
+        data["case_rec"] = (("keep", "case_side", "case_mask"), np.array(rec))
+    coords = {"case_side": np.array(["a", "b"], dtype=object),
+              "kind": np.array(metrics.KINDS, dtype=object),
+              "case_mask": np.arange(size), "case_var": np.arange(n)}
+    gold = int(merged.gold[s]) if merged.attrs.get("kind", "mcq") == "mcq" else -1
+    attrs = {
+        "case_sample": str(sid), "case_group": str(group),
+        "case_condition_a": names[i], "case_condition_b": names[j],
+        "case_template_a": str(merged.conditions["template"][i]),
+        "case_template_b": str(merged.conditions["template"][j]),
+        "case_pred_a": _pred_text(merged, pred, s, i),
+        "case_pred_b": _pred_text(merged, pred, s, j),
+        "case_gold": LETTERS[gold] if 0 <= gold < len(LETTERS) else "",
+        "case_ips": value, "case_changed": int(ch),
+    }
+    return data, coords, attrs
+
+
 def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
-            tau_sweep: Sequence[float] | None = None) -> xr.Dataset:
-    """The metrics of one (model, dataset); see the module docstring for the layout."""
+            tau_sweep: Sequence[float] | None = None, seed: int = 0,
+            n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL) -> xr.Dataset:
+    """The metrics of one (model, dataset); see the module docstring for the layout.
+
+    ``seed``, ``n_boot`` and ``level`` set the bootstrap of the confidence intervals
+    (`ips.uncertainty`; samples are resampled in the order of their sorted ids, so the
+    intervals do not depend on how the samples were sharded).
+    """
     sweep = np.asarray(metrics.default_tau_sweep() if tau_sweep is None else tau_sweep, float)
     tau = float(tau)
     if not 0 < tau < 1:
@@ -375,6 +567,10 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
     consistency = np.full(G, np.nan)
     pair_rows: list[tuple[str, int, int]] = []
     pair_ips_rows, pair_n_rows = [], []
+    S = merged.n_vars.size
+    sample_ips = np.full((S, G, B), np.nan)
+    sample_sweep = np.full((S, T, G), np.nan)
+    sample_pair_rows: list[np.ndarray] = []  # (S, B) per pair
 
     for g, name in enumerate(groups):
         idx = np.array([index[c] for c in merged.groups[name]], dtype=np.int64)
@@ -386,8 +582,11 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         local = metrics.all_pairs(idx.size)
         per_pair = np.empty((local.shape[0], B))
         per_pair_n = np.empty((local.shape[0], B), np.int64)
+        group_sample_pair = np.empty((S, local.shape[0], B))
         for b, band in enumerate(BANDS):
             res = metrics.ips(sub, local, tau, None if band == "all" else band)
+            sample_ips[:, g, b] = res.per_sample
+            group_sample_pair[:, :, b] = res.per_pair
             ips_v[g, b] = res.value
             n_valued[g, b] = res.n_valued_samples
             n_empty[g, b] = res.n_empty_pairs
@@ -397,6 +596,7 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
             per_pair[:, b] = np.where(per_pair_n[:, b] > 0,
                                       total / np.maximum(per_pair_n[:, b], 1), np.nan)
         res = metrics.ips(sub, local, sweep)
+        sample_sweep[:, :, g] = res.per_sample.T
         sweep_v[:, g] = res.value
         sweep_n[:, g] = res.n_valued_samples
         ts = metrics.interaction_type_shares(sub, pred[:, idx], local, tau)
@@ -404,10 +604,11 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         count[g, :, 0], count[g, :, 1] = ts.counts_changed, ts.counts_unchanged
         cells[g] = ts.n_pairs_changed, ts.n_pairs_unchanged
         consistency[g] = metrics.output_consistency(pred[:, idx])
-        for (i, j), row, row_n in zip(idx[local].tolist(), per_pair, per_pair_n):
+        for k, ((i, j), row, row_n) in enumerate(zip(idx[local].tolist(), per_pair, per_pair_n)):
             pair_rows.append((name, i, j))
             pair_ips_rows.append(row)
             pair_n_rows.append(row_n)
+            sample_pair_rows.append(group_sample_pair[:, k])
 
     P = len(pair_rows)
     gpairs = np.array([(i, j) for _, i, j in pair_rows], dtype=np.int64).reshape(P, 2)
@@ -466,6 +667,33 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         "n_samples": ((), np.int64(merged.n_vars.size)),
         "n_vars_mean": ((), float(np.mean(merged.n_vars))),
     }
+    # per-sample values (samples sorted by id) and their bootstrap intervals
+    ids = (merged.samples if merged.samples is not None
+           else np.array([f"s{i}" for i in range(S)], dtype=object)).astype(str)
+    order = np.argsort(ids, kind="stable")
+    sample_pair = (np.stack(sample_pair_rows, axis=1) if P else np.zeros((S, 0, B)))[order]
+    sample_ips = sample_ips[order]
+    counts = uncertainty.resample_counts(S, n_boot, seed)
+    _, ips_ci = uncertainty.bootstrap_ci(sample_ips[:, None], level=level, counts=counts)
+    _, pair_ci = uncertainty.bootstrap_ci(sample_pair[:, None], level=level, counts=counts)
+    _, sweep_ci = uncertainty.bootstrap_ci(sample_sweep[order][:, None], level=level,
+                                           counts=counts)
+    data["ips_sweep_ci"] = (("tau", "group", "bound"), sweep_ci.reshape(T, G, 2))
+    coords["sample"] = obj(ids[order])
+    coords["bound"] = obj(uncertainty.BOUNDS)
+    data["sample_ips"] = (("sample", "group", "band"), sample_ips)
+    data["ips_ci"] = (("group", "band", "bound"), ips_ci.reshape(G, B, 2))
+    data["sample_pair_ips"] = (("sample", "pair", "band"), sample_pair)
+    data["pair_ips_ci"] = (("pair", "band", "bound"), pair_ci.reshape(P, B, 2))
+    data.update(sparsity(norm, tau))
+    coords["rank"] = SPARSITY_RANKS
+    nrmse = matching_nrmse(merged)
+    coords["keep"] = np.asarray(KEEP)
+    data["matching_nrmse"] = (("keep",), nrmse)
+    case_data, case_coords, case_attrs = case_study_data(merged, norm, pred, groups, tau)
+    data.update(case_data)
+    coords.update(case_coords)
+
     a = merged.attrs
     attrs = {
         "model": a["model"],
@@ -480,6 +708,9 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         "values_files": json.dumps(merged.values_files),
         "fit_files": json.dumps(merged.fit_files),
         "ips_version": __version__,
+        "bootstrap": json.dumps({"method": "percentile", "n_boot": int(n_boot),
+                                 "level": float(level), "seed": int(seed)}),
+        **case_attrs,
     }
     ds = xr.Dataset(data, coords=coords, attrs=attrs)
     ds["ips"].attrs["description"] = "IPS (band all) and IPS^low/mid/high at tau"
@@ -490,6 +721,8 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
 
 def summarize(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathLike],
               tau: float = metrics.DEFAULT_TAU,
-              tau_sweep: Sequence[float] | None = None) -> xr.Dataset:
+              tau_sweep: Sequence[float] | None = None, seed: int = 0,
+              n_boot: int = uncertainty.N_BOOT,
+              level: float = uncertainty.LEVEL) -> xr.Dataset:
     """Read, check and merge the shards, then compute the metrics (what `ips metrics` does)."""
-    return compute(load(values, fits), tau, tau_sweep)
+    return compute(load(values, fits), tau, tau_sweep, seed=seed, n_boot=n_boot, level=level)

@@ -1,27 +1,39 @@
-"""Figures, a tidy table and a README of the results (`ips figures`).
+"""Figures, tidy tables and a README of the results (`ips figures`).
 
 Reads the metrics files of `ips metrics` (one per model and dataset) and the factors file of
-`ips factors`, and writes a directory:
+`ips factors`, and writes a directory. Every figure is written as PNG and PDF
+(`style.save`); one module per figure family:
 
-| file | content |
-|---|---|
-| `ips_ranking.png` | models ranked by IPS at τ (0-shot templates), one panel per dataset (paper Fig. 4) |
-| `ips_by_order.png` | IPS^low / IPS^mid / IPS^high per model (paper Fig. 9) |
-| `tau_robustness.png` | IPS over the τ sweep per model, with the mean Spearman / Pearson correlation (App. F.8) |
-| `factors.png` | mean ΔIPS by band of every present factor (paper Figs. 10, 11); absent factors are named |
-| `perturbation_types.png` | mean IPS of the altering and of the adding template pairs per model (App. G) |
-| `ips_table.csv` | tidy table: one row per model, dataset, group, band |
-| `README.md` | what each file shows, τ, the models and datasets, the absent factors |
+| file (PNG + PDF) | module | content |
+|---|---|---|
+| `sparsity` | `sparsity` | sorted |Ĩ| per model (paper Fig. 2a) |
+| `universal_matching` | `sparsity` | matching v with the largest 3% / 5% / all interactions (Fig. 2b) |
+| `case_study_<model>_<dataset>` | `case_study` | salient interactions of one sample under a template pair (Fig. 3a / 19) |
+| `interaction_types` | `types` | interaction types by whether the prediction changed (Fig. 3b) |
+| `ips_ranking` | `ranking` | IPS of every model with its 95% CI (Fig. 4a) |
+| `ips_vs_consistency` | `ranking` | IPS against output consistency, with r (Fig. 4b) |
+| `factor_<factor>` | `factors` | IPS_A vs IPS_B of every comparison, CI and p-value (Figs. 5-8) |
+| `ips_by_order` | `order` | IPS^low/mid/high per model (Figs. 9, 20) |
+| `factors` | `factors` | mean ΔIPS by order band of every factor (Figs. 10, 11, 21) |
+| `tau_robustness` | `robustness` | IPS over the τ sweep with mean Spearman / Pearson (Table 2/3) |
+| `perturbation_types` | `perturbation` | altering vs adding template pairs (App. G) |
+| `representation_baseline` | `representation` | cosine / L2 of hidden states vs IPS (App. H) |
 
-The directory is written next to its destination under a temporary name and renamed onto it
+Tables: `ips_table.csv`, `factors_table.csv`, `tau_robustness.csv`; and `README.md`.
+
+The case-study figures need `ips.explain` and `ips.figures.case_study`; they are drawn for
+every metrics file that holds a case (`case_sample` attribute, see `ips.summary`). The
+directory is written next to its destination under a temporary name and renamed onto it
 when complete, so a reader sees either the old or the new directory, never half of one.
-Figures are drawn with matplotlib's object API on the Agg canvas (no display, no pyplot state).
+Figures are drawn with matplotlib's object API on the Agg canvas (no display, no pyplot
+state).
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import logging
 import os
 import shutil
 import uuid
@@ -30,312 +42,94 @@ from typing import Sequence
 
 import numpy as np
 import xarray as xr
-from matplotlib.figure import Figure
 
 from ips import __version__
-from ips.factors import ATTRIBUTES, Entry, read_metrics
-from ips.figures.style import BAND_COLORS, DPI, LABEL_COLORS, MIN_WIDTH, TYPE_COLORS
-from ips.figures.style import band_label as _band_label
-from ips.figures.style import note as _note
-from ips.figures.style import panels as _panels
-from ips.io import InputError
+from ips.factors import ATTRIBUTES, FACTORS, Entry, read_metrics
+from ips.figures.common import (FACTOR_TITLES, MAIN_GROUP, absent_factors, datasets_of,
+                                robustness_text)
+from ips.figures.factors import factor_figure, factors_figure
+from ips.figures.order import order_figure
+from ips.figures.perturbation import perturbation_figure
+from ips.figures.ranking import consistency_figure, ranking_figure
+from ips.figures.representation import representation_figure
+from ips.figures.robustness import tau_figure
+from ips.figures.sparsity import matching_figure, sparsity_figure
+from ips.figures.style import DPI, MIN_WIDTH  # noqa: F401  (re-exported)
+from ips.figures.types import types_figure
+from ips.io import InputError, read_dataset
 from ips.summary import BANDS
 
-MAIN_GROUP = "0shot"
-FILES = {
-    "ips_ranking.png": "models ranked by IPS at τ on the 0-shot templates, one panel per "
-    "dataset (lower = less sensitive)",
-    "ips_by_order.png": "IPS of low-, mid- and high-order interactions (order bands of "
-    "⌊n/3⌋, ⌊2n/3⌋) per model and dataset",
-    "tau_robustness.png": "IPS on the 0-shot templates over the τ sweep, one line per model; "
-    "the panel titles give the mean Spearman / Pearson correlation of the model ranking "
-    "between every two τ values",
-    "factors.png": "mean relative change ΔIPS = (IPS_A − IPS_B)/IPS_B per order band for "
-    "every factor the configured models allow (A: instruct, larger, dense, k-shot)",
-    "perturbation_types.png": "mean IPS of the 0-shot template pairs that differ only by "
+log = logging.getLogger(__name__)
+
+FIGURES = {
+    "sparsity": "normalised interactions |Ĩ| in descending order, mean over samples and "
+    "templates, one line per model (paper Fig. 2a); the legend gives the share above τ",
+    "universal_matching": "how well the LLM's output v is reconstructed from only the "
+    "largest 3% / 5% / all interactions: mean normalised RMS error per model, and v of "
+    "every mask of one sample in ascending order against the reconstructions (Fig. 2b)",
+    "interaction_types": "shares of the three interaction types (opposite sign; same sign, "
+    "different effect; same sign, similar effect) among the salient interactions of the "
+    "0-shot template pairs, split by whether the prediction changed (Fig. 3b)",
+    "ips_ranking": "models ranked by IPS at τ on the 0-shot templates, one panel per "
+    "dataset, with 95% bootstrap intervals over samples (lower = less sensitive; Fig. 4a)",
+    "ips_vs_consistency": "IPS against output consistency (share of samples with one "
+    "prediction under every 0-shot template), with Pearson / Spearman r (Fig. 4b)",
+    **{f"factor_{f}": f"{FACTOR_TITLES[f]}: IPS_A and IPS_B of every comparison with 95% "
+       "intervals, ΔIPS and the paired-bootstrap p-value (Figs. 5-8); an absent factor is "
+       "named with its reason" for f in FACTORS},
+    "ips_by_order": "IPS of low-, mid- and high-order interactions (order bands of ⌊n/3⌋, "
+    "⌊2n/3⌋) per model and dataset, with 95% intervals (Figs. 9, 20)",
+    "factors": "mean relative change ΔIPS = (IPS_A − IPS_B)/IPS_B per order band for every "
+    "factor the configured models allow (A: instruct, larger, dense, k-shot), with 95% "
+    "intervals (Figs. 10, 11, 21)",
+    "tau_robustness": "IPS on the 0-shot templates over the τ sweep, one line per model; the "
+    "panel titles give the mean Spearman / Pearson correlation of the models' IPS between "
+    "every two τ values (Table 2/3)",
+    "perturbation_types": "mean IPS of the 0-shot template pairs that differ only by "
     "altering tokens (case) and of those that differ only by adding tokens (separators, "
-    "markers), Appendix G; pairs with both kinds of change (`mixed`) are left out, and the "
-    "reworded prompts of a `perturbation` group get a bar of their own",
-    "ips_table.csv": "one row per model, dataset, condition group and band: IPS, samples "
-    "averaged, empty pairs, output consistency and the model attributes (an empty cell has "
-    "no value)",
+    "markers), Appendix G, with 95% intervals; pairs with both kinds of change (`mixed`) "
+    "are left out, and the reworded prompts of a `perturbation` group get a bar of their own",
+    "representation_baseline": "cosine similarity and L2 distance of the final-layer hidden "
+    "states of two templates against the IPS of the pair, one point per model and 0-shot "
+    "pair, with Pearson / Spearman r (Appendix H)",
 }
-FACTOR_TITLES = {
-    "instruct_vs_base": "instruct vs base",
-    "scale": "larger vs next smaller",
-    "dense_vs_moe": "dense vs MoE",
-    "few_shot": "k-shot vs 0-shot (same template pairs)",
+CASE_STUDY = ("case_study_{model}_{dataset}", "salient interactions of one sample under a "
+              "0-shot template pair, side by side, labelled by their words and coloured by "
+              "type, with both predictions (Fig. 3a / 19); the sample is the pair with the "
+              "largest ips(x, T, T̂) among those whose prediction changed (else the largest)")
+TABLES = {
+    "ips_table.csv": "one row per model, dataset, condition group and band: IPS with its 95% "
+    "bootstrap interval, samples averaged, empty pairs, output consistency and the model "
+    "attributes (an empty cell has no value)",
+    "factors_table.csv": "one row per factor comparison and band: IPS_A, IPS_B, ΔIPS with "
+    "their 95% intervals, the paired-bootstrap p-value and the paired samples",
+    "tau_robustness.csv": "per dataset: mean Spearman and Pearson correlation of the models' "
+    "IPS between every two τ of the sweep, models used, and why a value is missing",
 }
+FILES = {**{f"{k}.png": v for k, v in FIGURES.items()}, **TABLES}
+"""Files every run writes (each figure also as PDF), with what they show."""
 
 
-# --------------------------------------------------------------------------------- helpers
+def figure_files() -> list[str]:
+    """The fixed figure files (PNG and PDF)."""
+    return [f"{k}.{ext}" for k in FIGURES for ext in ("png", "pdf")]
 
 
-def _ips(e: Entry, group: str = MAIN_GROUP, band: str = "all") -> float:
-    if group not in e.ds["group"].values:
-        return float("nan")
-    return float(e.ds["ips"].sel(group=group, band=band))
+def case_study_name(model: str, dataset: str) -> str:
+    return CASE_STUDY[0].format(model=model, dataset=dataset)
 
 
-def _datasets(entries: list[Entry]) -> list[str]:
-    return list(dict.fromkeys(e.dataset for e in entries))
+# --------------------------------------------------------------------------------- tables
 
 
-def _by_dataset(entries: list[Entry], d: str) -> list[Entry]:
-    """The entries of dataset d, ranked by IPS (0-shot, all); models without IPS last."""
-    rows = [e for e in entries if e.dataset == d]
-
-    def key(e: Entry):
-        x = _ips(e)
-        return (bool(np.isnan(x)), 0.0 if np.isnan(x) else x, e.model)
-
-    return sorted(rows, key=key)
-
-
-def _save(fig: Figure, path: Path) -> None:
-    fig.savefig(path, dpi=DPI)
-
-
-# --------------------------------------------------------------------------------- figures
-
-
-def ranking_figure(entries: list[Entry], tau: float, path: Path) -> None:
-    datasets = _datasets(entries)
-    n_models = max(len(_by_dataset(entries, d)) for d in datasets)
-    fig, axes = _panels(len(datasets), 5.2, 1.7 + 0.32 * n_models,
-                        f"IPS ranking at τ = {tau:g} (0-shot templates)")
-    for ax, d in zip(axes, datasets):
-        rows = _by_dataset(entries, d)  # least sensitive first, drawn at the top
-        vals = np.array([_ips(e) for e in rows])
-        y = np.arange(len(rows))
-        finite = vals[np.isfinite(vals)]
-        lo, hi = (finite.min(), finite.max()) if finite.size else (0.0, 2.0)
-        pad = max(0.05, 0.15 * (hi - lo))
-        ax.set_xlim(max(0.0, lo - pad), min(2.0, hi + pad) + 0.6 * pad)
-        ax.hlines(y, ax.get_xlim()[0], np.where(np.isfinite(vals), vals, ax.get_xlim()[0]),
-                  color="#dddddd", linewidth=1, zorder=1)
-        for yi, v, e in zip(y, vals, rows):
-            if np.isnan(v):
-                ax.text(ax.get_xlim()[0], yi, " no value", va="center", fontsize=8)
-                continue
-            ax.plot(v, yi, "o", color=TYPE_COLORS.get(e.attrs["type"], "#888888"), zorder=2)
-            ax.annotate(f"{v:.3f}", (v, yi), xytext=(6, 0), textcoords="offset points",
-                        va="center", fontsize=8)
-        ax.set_yticks(y, [e.model for e in rows], fontsize=8)
-        ax.set_ylim(len(rows) - 0.5, -0.5)
-        ax.set_xlabel("IPS (lower = less sensitive)")
-        ax.set_title(d, fontsize=10)
-    handles = [_marker(c, t) for t, c in TYPE_COLORS.items()]
-    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8,
-               frameon=False)
-    _save(fig, path)
-
-
-def _marker(color: str, label: str):
-    from matplotlib.lines import Line2D
-
-    return Line2D([], [], marker="o", linestyle="", color=color, label=label)
-
-
-def _patch(color: str, label: str):
-    from matplotlib.patches import Patch
-
-    return Patch(facecolor=color, label=label)
-
-
-def order_figure(entries: list[Entry], tau: float, path: Path) -> None:
-    datasets = _datasets(entries)
-    n_models = max(len(_by_dataset(entries, d)) for d in datasets)
-    fig, axes = _panels(len(datasets), 5.2, 1.8 + 0.45 * n_models,
-                        f"IPS by interaction order, τ = {tau:g} (0-shot templates)")
-    bands = ("low", "mid", "high")
-    h = 0.26
-    for ax, d in zip(axes, datasets):
-        rows = _by_dataset(entries, d)
-        y = np.arange(len(rows))
-        for k, band in enumerate(bands):
-            vals = np.array([_ips(e, band=band) for e in rows])
-            ax.barh(y + (k - 1) * h, np.nan_to_num(vals), height=h, color=BAND_COLORS[band],
-                    label=_band_label(band))
-            for yi, v in zip(y, vals):
-                if np.isnan(v):
-                    ax.text(0.02, yi + (k - 1) * h, "no value", va="center", fontsize=7)
-        ax.set_yticks(y, [e.model for e in rows], fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xlim(0, 2.1)
-        ax.set_xlabel("IPS within the order band")
-        ax.set_title(d, fontsize=10)
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3,
-               fontsize=8, frameon=False)
-    _save(fig, path)
-
-
-def tau_figure(entries: list[Entry], factors: xr.Dataset, tau: float, path: Path) -> None:
-    datasets = _datasets(entries)
-    fig, axes = _panels(len(datasets), 5.0, 4.2,
-                        f"IPS over the τ sweep (0-shot templates; dashed: τ = {tau:g})")
-    cmap = _colors(len({e.model for e in entries}))
-    color = {m: cmap[i] for i, m in enumerate(dict.fromkeys(e.model for e in entries))}
-    for ax, d in zip(axes, datasets):
-        for e in _by_dataset(entries, d):
-            if MAIN_GROUP not in e.ds["group"].values:
-                continue
-            taus = e.ds["tau"].values
-            ax.plot(taus, e.ds["ips_sweep"].sel(group=MAIN_GROUP).values, marker="o",
-                    markersize=3, color=color[e.model], label=e.model)
-        ax.axvline(tau, color="#999999", linestyle="--", linewidth=1)
-        ax.set_xlabel("τ (salience threshold)")
-        ax.set_ylabel("IPS")
-        ax.set_title(f"{d}\n{_robustness_text(factors, d)}", fontsize=9)
-    handles, labels = axes[0].get_legend_handles_labels()
-    seen = dict(zip(labels, handles))
-    for ax in axes[1:]:
-        for hnd, lab in zip(*ax.get_legend_handles_labels()):
-            seen.setdefault(lab, hnd)
-    fig.legend(list(seen.values()), list(seen), loc="outside lower center",
-               ncols=min(4, max(1, len(seen))), fontsize=8, frameon=False)
-    _save(fig, path)
-
-
-def _robustness_text(factors: xr.Dataset, d: str) -> str:
-    if d not in factors["dataset"].values:
-        return "τ robustness: not in the factors file"
-    sp = float(factors["tau_spearman"].sel(dataset=d))
-    pe = float(factors["tau_pearson"].sel(dataset=d))
-    n = int(factors["tau_n_models"].sel(dataset=d))
-    if np.isnan(sp) and np.isnan(pe):
-        return f"Spearman / Pearson: n/a ({n} model(s), need ≥ 3)"
-    return f"mean Spearman {sp:.3f}, Pearson {pe:.3f} ({n} models)"
-
-
-def _colors(n: int) -> list:
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab10" if n <= 10 else "tab20"]
-    return [cmap(i % cmap.N) for i in range(max(n, 1))]
-
-
-def factors_figure(factors: xr.Dataset, tau: float, path: Path) -> None:
-    present = [str(f) for f, p in zip(factors["factor"].values, factors["factor_present"].values)
-               if p]
-    absent = _absent(factors)
-    if not present:
-        fig, (ax,) = _panels(1, 8.0, 2.6, f"Factors at τ = {tau:g}")
-        lines = ["No factor comparison is possible with the configured models:"]
-        lines += [f"{FACTOR_TITLES.get(f, f)}: {r}" for f, r in absent.items()]
-        _note(ax, "\n".join(lines))
-        for side in ("top", "right", "bottom", "left"):
-            ax.spines[side].set_visible(False)
-        _save(fig, path)
-        return
-    note = ("Absent: " + "; ".join(f"{FACTOR_TITLES.get(f, f)} ({r})" for f, r in absent.items())
-            if absent else "")
-    fig, axes = _panels(len(present), 4.6, 4.4,
-                        f"ΔIPS = (IPS_A − IPS_B) / IPS_B by order band at τ = {tau:g} "
-                        "(A: instruct, larger, dense, k-shot)", note)
-    sf = factors["summary_factor"].values.astype(str)
-    sd = factors["summary_dataset"].values.astype(str)
-    sg = factors["summary_group"].values.astype(str)
-    for ax, f in zip(axes, present):
-        # model factors on the main templates; few-shot rows are k-shot groups by nature
-        rows = [i for i in range(sf.size)
-                if sf[i] == f and (f == "few_shot" or sg[i] == MAIN_GROUP)]
-        ax.set_title(FACTOR_TITLES.get(f, f), fontsize=10)
-        if not rows:
-            _note(ax, f"no comparison on the {MAIN_GROUP} group")
-            continue
-        x = np.arange(len(BANDS))
-        w = 0.8 / len(rows)
-        colors = _colors(len(rows))
-        for k, i in enumerate(rows):
-            vals = 100 * factors["delta_ips_mean"].values[i]
-            n = int(factors["n_comparisons"].values[i])
-            label = sd[i] + (f", {sg[i]}" if f == "few_shot" else "") + f" (n={n})"
-            ax.bar(x + (k - (len(rows) - 1) / 2) * w, np.nan_to_num(vals), width=w,
-                   color=colors[k], label=label)
-        ax.axhline(0, color="black", linewidth=0.8)
-        ax.set_xticks(x, [_band_label(b) for b in BANDS], fontsize=9)
-        ax.set_ylabel("ΔIPS (%)")
-        missing = [i for i in rows if np.isnan(factors["delta_ips_mean"].values[i]).any()]
-        if missing:
-            ax.text(0.01, 0.01, "missing bars: no value (IPS_B = 0 or no salient pair)",
-                    transform=ax.transAxes, fontsize=7, color="#555555")
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1),
-                  ncols=min(2, len(rows)), frameon=False)
-    _save(fig, path)
-
-
-def _absent(factors: xr.Dataset) -> dict[str, str]:
-    out = {}
-    for f, p, note in zip(factors["factor"].values, factors["factor_present"].values,
-                          factors["factor_note"].values):
-        if not p:
-            out[str(f)] = str(note).removeprefix("absent: ")
-    return out
-
-
-def perturbation_figure(entries: list[Entry], tau: float, path: Path) -> None:
-    datasets = _datasets(entries)
-    n_models = max(len(_by_dataset(entries, d)) for d in datasets)
-    fig, axes = _panels(len(datasets), 5.2, 1.8 + 0.4 * n_models,
-                        f"IPS of altering vs adding template pairs (0-shot), τ = {tau:g}")
-    labels = ("altering", "adding", "perturbation")
-    used = set()
-    for ax, d in zip(axes, datasets):
-        rows = _by_dataset(entries, d)
-        y = np.arange(len(rows))
-        means = np.array([[_label_mean(e, lab) for lab in labels] for e in rows]).reshape(-1, 3)
-        show = [k for k in range(3) if np.isfinite(means[:, k]).any()]
-        if not show:
-            _note(ax, "no altering or adding pair")
-            ax.set_title(d, fontsize=10)
-            continue
-        h = 0.8 / len(show)
-        for j, k in enumerate(show):
-            ax.barh(y + (j - (len(show) - 1) / 2) * h, np.nan_to_num(means[:, k]), height=h,
-                    color=LABEL_COLORS[labels[k]], label=labels[k])
-            used.add(labels[k])
-        ax.set_yticks(y, [e.model for e in rows], fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xlim(0, 2.1)
-        ax.set_xlabel("mean IPS of the pairs (band all)")
-        ax.set_title(d, fontsize=10)
-    if "perturbation" in used:
-        fig.suptitle(f"IPS of altering vs adding template pairs (0-shot) and of reworded "
-                     f"prompts, τ = {tau:g}", fontsize=12)
-    handles = [_patch(LABEL_COLORS[lab], _LABEL_TEXT[lab]) for lab in labels if lab in used]
-    if handles:
-        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8,
-                   frameon=False)
-    _save(fig, path)
-
-
-_LABEL_TEXT = {
-    "altering": "altering tokens (case)",
-    "adding": "adding tokens (separator, marker)",
-    "perturbation": "reworded prompt (perturbation group)",
-}
-
-
-def _label_mean(e: Entry, label: str) -> float:
-    """Mean pair_ips (band all) over the pairs with this label: 0-shot pairs for
-    altering/adding, the perturbation group's pairs for `perturbation`."""
-    ds = e.ds
-    if ds.sizes.get("pair", 0) == 0:
-        return float("nan")
-    lab = ds["pair_label"].values.astype(str)
-    grp = ds["pair_group"].values.astype(str)
-    sel = (lab == label) & ((grp == MAIN_GROUP) if label != "perturbation" else True)
-    vals = ds["pair_ips"].sel(band="all").values[sel]
-    vals = vals[np.isfinite(vals)]
-    return float(vals.mean()) if vals.size else float("nan")
-
-
-# --------------------------------------------------------------------------------- table
-
-
-TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "n_valued_samples",
-                 "n_empty_pairs", "output_consistency", "n_samples", "tau", *ATTRIBUTES)
+TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_ci_low", "ips_ci_high",
+                 "n_valued_samples", "n_empty_pairs", "output_consistency", "n_samples", "tau",
+                 *ATTRIBUTES)
+FACTOR_COLUMNS = ("factor", "dataset", "group", "model_a", "model_b", "setting_a", "setting_b",
+                  "templates", "band", "ips_a", "ips_a_ci_low", "ips_a_ci_high", "ips_b",
+                  "ips_b_ci_low", "ips_b_ci_high", "delta_ips", "delta_ips_ci_low",
+                  "delta_ips_ci_high", "p_value", "n_paired")
+TAU_COLUMNS = ("dataset", "tau_spearman", "tau_pearson", "tau_n_models", "tau_note")
 
 
 def table_rows(entries: list[Entry]) -> list[dict]:
@@ -344,9 +138,12 @@ def table_rows(entries: list[Entry]) -> list[dict]:
         ds = e.ds
         for g in ds["group"].values:
             for b in BANDS:
+                ci = (ds["ips_ci"].sel(group=g, band=b).values.astype(float)
+                      if "ips_ci" in ds else (np.nan, np.nan))
                 rows.append({
                     "model": e.model, "dataset": e.dataset, "group": str(g), "band": b,
                     "ips": float(ds["ips"].sel(group=g, band=b)),
+                    "ips_ci_low": float(ci[0]), "ips_ci_high": float(ci[1]),
                     "n_valued_samples": int(ds["n_valued_samples"].sel(group=g, band=b)),
                     "n_empty_pairs": int(ds["n_empty_pairs"].sel(group=g, band=b)),
                     "output_consistency": float(ds["output_consistency"].sel(group=g))
@@ -358,26 +155,103 @@ def table_rows(entries: list[Entry]) -> list[dict]:
     return rows
 
 
+def factor_rows(factors: xr.Dataset) -> list[dict]:
+    rows = []
+    nan2 = np.full(2, np.nan)
+    for i in range(factors.sizes.get("comparison", 0)):
+        for b in BANDS:
+            def ci(name):
+                return (factors[name].sel(band=b).values[i].astype(float)
+                        if name in factors else nan2)
+
+            rows.append({
+                "factor": str(factors["comparison_factor"].values[i]),
+                "dataset": str(factors["comparison_dataset"].values[i]),
+                "group": str(factors["comparison_group"].values[i]),
+                **{k: str(factors[k].values[i]) for k in
+                   ("model_a", "model_b", "setting_a", "setting_b", "templates")},
+                "band": b,
+                "ips_a": float(factors["ips_a"].sel(band=b).values[i]),
+                "ips_a_ci_low": ci("ips_a_ci")[0], "ips_a_ci_high": ci("ips_a_ci")[1],
+                "ips_b": float(factors["ips_b"].sel(band=b).values[i]),
+                "ips_b_ci_low": ci("ips_b_ci")[0], "ips_b_ci_high": ci("ips_b_ci")[1],
+                "delta_ips": float(factors["delta_ips"].sel(band=b).values[i]),
+                "delta_ips_ci_low": ci("delta_ips_ci")[0],
+                "delta_ips_ci_high": ci("delta_ips_ci")[1],
+                "p_value": float(factors["p_value"].sel(band=b).values[i])
+                if "p_value" in factors else float("nan"),
+                "n_paired": int(factors["n_paired"].values[i]) if "n_paired" in factors else 0,
+            })
+    return rows
+
+
+def tau_rows(factors: xr.Dataset) -> list[dict]:
+    return [{"dataset": str(d),
+             "tau_spearman": float(factors["tau_spearman"].sel(dataset=d)),
+             "tau_pearson": float(factors["tau_pearson"].sel(dataset=d)),
+             "tau_n_models": int(factors["tau_n_models"].sel(dataset=d)),
+             "tau_note": str(factors["tau_note"].sel(dataset=d).item())}
+            for d in factors["dataset"].values]
+
+
 def _attr_text(x) -> str:
     if isinstance(x, float) and x.is_integer():
         return str(int(x))
     return "" if x is None else str(x)
 
 
-def write_table(entries: list[Entry], path: Path) -> None:
+def write_csv(rows: list[dict], columns: Sequence[str], path: Path) -> None:
     with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=TABLE_COLUMNS)
+        w = csv.DictWriter(f, fieldnames=list(columns))
         w.writeheader()
-        for row in table_rows(entries):
-            w.writerow({k: ("" if isinstance(v, float) and np.isnan(v) else v)
+        for row in rows:
+            w.writerow({k: ("" if isinstance(v, float) and np.isnan(v) else
+                            (f"{v:.6g}" if isinstance(v, float) else v))
                         for k, v in row.items()})
+
+
+def write_table(entries: list[Entry], path: Path) -> None:
+    write_csv(table_rows(entries), TABLE_COLUMNS, path)
+
+
+# --------------------------------------------------------------------------------- case study
+
+
+def case_study_figures(entries: list[Entry], tau: float, out: Path) -> list[str]:
+    """One case-study figure per metrics file that holds a case; [] when the drawing code
+    (`ips.explain`, `ips.figures.case_study`) is not available."""
+    try:
+        from ips.explain import case_study
+        from ips.figures.case_study import case_study_figure
+    except ImportError as e:  # the case study is drawn by another module
+        log.warning("case-study figures skipped: %s", e)
+        return []
+    names = []
+    for e in entries:
+        ds = e.ds
+        if not ds.attrs.get("case_sample") or "case_norm" not in ds:
+            log.info("%s: no case-study sample (no valued template pair)", e.path)
+            continue
+        a = ds.attrs
+        case = case_study(
+            ds["case_norm"].sel(case_side="a").values, ds["case_norm"].sel(case_side="b").values,
+            [str(w) for w in ds["case_words"].values], a["case_pred_a"], a["case_pred_b"], tau,
+            model=e.model, sample=str(a["case_sample"]),
+            templates=(str(a["case_condition_a"]), str(a["case_condition_b"])),
+            gold=a.get("case_gold") or None,
+        )
+        name = case_study_name(e.model, e.dataset)
+        for p in case_study_figure(case, out / f"{name}.png"):
+            names.append(Path(p).name)
+    return names
 
 
 # --------------------------------------------------------------------------------- README
 
 
-def readme(entries: list[Entry], factors: xr.Dataset, tau: float) -> str:
-    datasets = _datasets(entries)
+def readme(entries: list[Entry], factors: xr.Dataset, tau: float,
+           case_names: Sequence[str] = ()) -> str:
+    datasets = datasets_of(entries)
     models = list(dict.fromkeys(e.model for e in entries))
     lines = [
         "# IPS results",
@@ -390,18 +264,31 @@ def readme(entries: list[Entry], factors: xr.Dataset, tau: float) -> str:
         "",
         "## Files",
         "",
+        "Every figure is written as PNG and PDF. Intervals are 95% percentile-bootstrap "
+        "intervals over samples; factor comparisons are tested with a paired bootstrap over "
+        "sample ids (`ips.uncertainty`).",
+        "",
     ]
-    lines += [f"- `{name}`: {text}." for name, text in FILES.items()]
+    lines += [f"- `{name}.png`: {text}." for name, text in FIGURES.items()]
+    pngs = [n for n in case_names if n.endswith(".png")]
+    if pngs:
+        lines.append(f"- `{CASE_STUDY[0]}.png` ({', '.join(f'`{n}`' for n in pngs)}): "
+                     f"{CASE_STUDY[1]}.")
+    else:
+        lines.append(f"- `{CASE_STUDY[0]}.png`: not drawn in this run (no case or no drawing "
+                     "code).")
+    lines += [f"- `{name}`: {text}." for name, text in TABLES.items()]
     lines += ["", "## Factors", ""]
-    for f, note in zip(factors["factor"].values, factors["factor_note"].values):
-        lines.append(f"- {FACTOR_TITLES.get(str(f), str(f))} (`{f}`): {note}")
-    absent = _absent(factors)
+    for f, text in zip(factors["factor"].values, factors["factor_note"].values):
+        lines.append(f"- {FACTOR_TITLES.get(str(f), str(f))} (`{f}`): {text}")
+    absent = absent_factors(factors)
     if absent:
         lines += ["", "Absent factors: " + ", ".join(f"`{f}`" for f in absent)
-                  + ". They are not drawn in `factors.png`."]
+                  + ". Their `factor_<name>` figure names the reason; they are not drawn in "
+                  "`factors.png`."]
     lines += ["", "## τ robustness", ""]
     for d in datasets:
-        lines.append(f"- {d}: {_robustness_text(factors, d)}"
+        lines.append(f"- {d}: {robustness_text(factors, d)}"
                      + (f"; {factors['tau_note'].sel(dataset=d).item()}"
                         if d in factors["dataset"].values
                         and factors["tau_note"].sel(dataset=d).item() else ""))
@@ -413,17 +300,9 @@ def readme(entries: list[Entry], factors: xr.Dataset, tau: float) -> str:
 
 
 def _read_factors(path: Path) -> xr.Dataset:
-    if not Path(path).is_file():
-        raise InputError(f"{path}: no such factors file")
-    try:
-        with xr.open_dataset(path, engine="h5netcdf") as ds:
-            ds = ds.load()
-    except (OSError, ValueError) as e:
-        raise InputError(f"{path}: not a readable factors file ({e})") from None
-    for name in ("factor_present", "factor_note", "delta_ips_mean", "tau_spearman"):
-        if name not in ds.variables:
-            raise InputError(f"{path}: no variable {name!r} (is this a file of `ips factors`?)")
-    return ds
+    return read_dataset(path, "factors",
+                        ("factor_present", "factor_note", "delta_ips_mean", "tau_spearman"),
+                        "ips factors")
 
 
 @contextlib.contextmanager
@@ -447,9 +326,34 @@ def atomic_dir(path: str | os.PathLike):
         raise
 
 
+def draw_all(entries: list[Entry], factors: xr.Dataset, tau: float, out: Path,
+             seed: int = 0) -> list[str]:
+    """Draw every figure and write the tables into the existing directory `out`."""
+    out = Path(out)
+    sparsity_figure(entries, tau, out / "sparsity.png")
+    matching_figure(entries, out / "universal_matching.png")
+    types_figure(entries, tau, out / "interaction_types.png")
+    ranking_figure(entries, tau, out / "ips_ranking.png")
+    consistency_figure(entries, tau, out / "ips_vs_consistency.png")
+    for f in FACTORS:
+        factor_figure(factors, f, tau, out / f"factor_{f}.png")
+    order_figure(entries, tau, out / "ips_by_order.png")
+    factors_figure(factors, tau, out / "factors.png")
+    tau_figure(entries, factors, tau, out / "tau_robustness.png")
+    perturbation_figure(entries, tau, out / "perturbation_types.png", seed=seed)
+    representation_figure(entries, tau, out / "representation_baseline.png")
+    cases = case_study_figures(entries, tau, out)
+    write_table(entries, out / "ips_table.csv")
+    write_csv(factor_rows(factors), FACTOR_COLUMNS, out / "factors_table.csv")
+    write_csv(tau_rows(factors), TAU_COLUMNS, out / "tau_robustness.csv")
+    (out / "README.md").write_text(readme(entries, factors, tau, cases), encoding="utf-8")
+    return [*figure_files(), *cases, *TABLES, "README.md"]
+
+
 def make_figures(metrics_paths: Sequence[str | os.PathLike], factors_path: str | os.PathLike,
-                 out: str | os.PathLike) -> list[str]:
-    """Write the figures, the table and the README into the directory `out`; return the names."""
+                 out: str | os.PathLike, seed: int = 0) -> list[str]:
+    """Write the figures, the tables and the README into the directory `out`; return the
+    file names. ``seed``: the bootstrap of the intervals computed here (Appendix G means)."""
     if not metrics_paths:
         raise InputError("no metrics files given")
     entries = [read_metrics(p) for p in metrics_paths]
@@ -460,11 +364,10 @@ def make_figures(metrics_paths: Sequence[str | os.PathLike], factors_path: str |
             raise InputError(f"{e.path}: computed at τ = {e.ds.attrs['tau']}, but "
                              f"{factors_path} at τ = {tau}")
     with atomic_dir(out) as tmp:
-        ranking_figure(entries, tau, tmp / "ips_ranking.png")
-        order_figure(entries, tau, tmp / "ips_by_order.png")
-        tau_figure(entries, factors, tau, tmp / "tau_robustness.png")
-        factors_figure(factors, tau, tmp / "factors.png")
-        perturbation_figure(entries, tau, tmp / "perturbation_types.png")
-        write_table(entries, tmp / "ips_table.csv")
-        (tmp / "README.md").write_text(readme(entries, factors, tau), encoding="utf-8")
-    return [*FILES, "README.md"]
+        names = draw_all(entries, factors, tau, tmp, seed=seed)
+    return names
+
+
+__all__ = ["FIGURES", "TABLES", "FILES", "CASE_STUDY", "MAIN_GROUP", "TABLE_COLUMNS",
+           "FACTOR_COLUMNS", "TAU_COLUMNS", "make_figures", "draw_all", "figure_files",
+           "case_study_name"]

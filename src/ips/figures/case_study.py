@@ -1,0 +1,91 @@
+"""The case-study figure of `ips explain` (paper Fig. 1 / Section 3.3).
+
+One item under a template pair (T, T̂): for the salient interactions that changed most, two
+horizontal bars side by side, Ĩ under T (solid) and under T̂ (hatched), labelled by the
+interaction's words and coloured by its type (`style.INTERACTION_TYPE_COLORS`); dashed lines
+mark ±τ. The title gives both predictions (and the gold answer), ips(x, T, T̂) and τ.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from pathlib import Path
+
+from matplotlib.patches import Patch
+
+from ips.figures.style import INTERACTION_TYPE_COLORS, note, panels, save
+
+_TYPE_LABEL = {
+    "opposite_sign": "opposite sign",
+    "same_sign_different_effect": "same sign, different effect",
+    "same_sign_similar_effect": "same sign, similar effect",
+}
+_LABEL_CHARS = 38  # longer interaction labels are shortened (see _label)
+
+
+def _title(case) -> str:
+    ta, tb = case.templates
+    gold = f", gold {case.gold}" if case.gold is not None else ""
+    head = " · ".join(x for x in (case.model, case.sample) if x)
+    value = "no salient interaction" if math.isnan(case.ips) else f"ips = {case.ips:.3f}"
+    return (f"{head}\n{ta}: prediction {case.pred_a}   {tb}: prediction {case.pred_b}{gold}"
+            f"   |   {value} at τ = {case.tau:g}")
+
+
+def _label(row, words) -> str:
+    """`AND {cat ∧ sat}`; a long label of a large S names what S leaves out, else wraps."""
+    text = f"{row.kind} {{{row.words}}}"
+    if len(text) <= _LABEL_CHARS:
+        return text
+    n = len(words)
+    out = [words[i] for i in range(n) if not row.mask >> i & 1]
+    if len(out) < n / 2:
+        rest = f"{row.kind} {{all {n} but {', '.join(out)}}}" if out else f"{row.kind} {{all {n}}}"
+        if len(rest) <= _LABEL_CHARS:
+            return rest
+    lines = textwrap.wrap(text, _LABEL_CHARS)
+    return "\n".join(lines[:2]) + ("…" if len(lines) > 2 else "")
+
+
+def case_study_figure(case, path, top: int = 12) -> list[Path]:
+    """Draw `case` (an `ips.explain.CaseStudy`) to `path` as PNG and PDF; return both paths.
+
+    Shows the first `top` rows (the largest changes |Ĩ_T − Ĩ_T̂|); an empty U gets a note
+    instead of bars.
+    """
+    rows = case.rows[: max(int(top), 0)]
+    ta, tb = case.templates
+    shown = f"the {len(rows)} of {len(case.rows)}" if len(rows) < len(case.rows) else \
+        f"all {len(rows)}"
+    caption = (f"Bars: normalised interaction Ĩ under {ta} (solid) and {tb} (hatched) for "
+               f"{shown} salient interactions (|Ĩ| > τ under either template), largest change "
+               f"first; colour = interaction type; dashed lines at ±τ.") if rows else ""
+    fig, (ax,) = panels(1, 9.5, 1.6 + 0.42 * max(len(rows), 3), _title(case), caption)
+    if not rows:
+        note(ax, f"no salient interaction: every |Ĩ| ≤ τ = {case.tau:g} under both "
+                 f"{ta} and {tb}, so ips has no value for this pair")
+        return save(fig, path)
+    h = 0.38
+    ys = list(range(len(rows)))[::-1]  # the largest change on top
+    for y, r in zip(ys, rows):
+        color = INTERACTION_TYPE_COLORS[r.type]
+        ax.barh(y + h / 2, r.value_a, height=h, color=color, edgecolor="black", linewidth=0.5)
+        ax.barh(y - h / 2, r.value_b, height=h, color=color, edgecolor="black", linewidth=0.5,
+                hatch="///", alpha=0.55)
+    ax.set_yticks(ys, [_label(r, case.words) for r in rows], fontsize=8)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xlim(-1.08, 1.08)
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    for x in (-case.tau, case.tau):
+        ax.axvline(x, color="#777777", linewidth=0.8, linestyle="--")
+    ax.set_xlabel("normalised interaction Ĩ")
+    ax.grid(axis="x", alpha=0.3)
+    types = [t for t in INTERACTION_TYPE_COLORS if any(r.type == t for r in rows)]
+    handles = [Patch(facecolor=INTERACTION_TYPE_COLORS[t], edgecolor="black", linewidth=0.5,
+                     label=_TYPE_LABEL[t]) for t in types]
+    handles += [Patch(facecolor="white", edgecolor="black", label=f"Ĩ under {ta}"),
+                Patch(facecolor="white", edgecolor="black", hatch="///", label=f"Ĩ under {tb}")]
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              frameon=False)
+    return save(fig, path)

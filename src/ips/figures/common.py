@@ -1,0 +1,137 @@
+"""Helpers shared by the figure modules: reading values off the metrics entries, ordering,
+colours, legends, and the interval whiskers of every IPS number."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ips.factors import Entry
+
+MAIN_GROUP = "0shot"
+"""The condition group of the main comparisons (the 0-shot templates)."""
+
+FACTOR_TITLES = {
+    "instruct_vs_base": "instruct vs base",
+    "scale": "larger vs next smaller",
+    "dense_vs_moe": "dense vs MoE",
+    "few_shot": "k-shot vs 0-shot (same template pairs)",
+}
+#: what A and B of a factor are (legend of the factor figures)
+FACTOR_SIDES = {
+    "instruct_vs_base": ("instruct", "base"),
+    "scale": ("larger", "next smaller"),
+    "dense_vs_moe": ("dense", "MoE"),
+    "few_shot": ("k-shot", "0-shot"),
+}
+
+
+def ips_value(e: Entry, group: str = MAIN_GROUP, band: str = "all") -> float:
+    if group not in e.ds["group"].values:
+        return float("nan")
+    return float(e.ds["ips"].sel(group=group, band=band))
+
+
+def ips_ci(e: Entry, group: str = MAIN_GROUP, band: str = "all") -> tuple[float, float]:
+    """Bootstrap interval of IPS; NaN when the metrics file has none."""
+    if "ips_ci" not in e.ds.variables or group not in e.ds["group"].values:
+        return float("nan"), float("nan")
+    lo, hi = e.ds["ips_ci"].sel(group=group, band=band).values.astype(float)
+    return float(lo), float(hi)
+
+
+def whiskers(values, cis) -> np.ndarray:
+    """matplotlib's xerr/yerr (2, n) from values and (n, 2) intervals; 0 where unknown."""
+    v = np.asarray(values, float)
+    c = np.asarray(cis, float).reshape(-1, 2)
+    err = np.stack([v - c[:, 0], c[:, 1] - v])
+    return np.where(np.isfinite(err), np.maximum(err, 0.0), 0.0)
+
+
+def datasets_of(entries: list[Entry]) -> list[str]:
+    return list(dict.fromkeys(e.dataset for e in entries))
+
+
+def by_dataset(entries: list[Entry], d: str) -> list[Entry]:
+    """The entries of dataset d, ranked by IPS (0-shot, all); models without IPS last."""
+    rows = [e for e in entries if e.dataset == d]
+
+    def key(e: Entry):
+        x = ips_value(e)
+        return (bool(np.isnan(x)), 0.0 if np.isnan(x) else x, e.model)
+
+    return sorted(rows, key=key)
+
+
+def colors(n: int) -> list:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10" if n <= 10 else "tab20"]
+    return [cmap(i % cmap.N) for i in range(max(n, 1))]
+
+
+def model_colors(entries: list[Entry]) -> dict[str, tuple]:
+    models = list(dict.fromkeys(e.model for e in entries))
+    return dict(zip(models, colors(len(models))))
+
+
+def marker(color, label: str):
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], marker="o", linestyle="", color=color, label=label)
+
+
+def patch(color, label: str):
+    from matplotlib.patches import Patch
+
+    return Patch(facecolor=color, label=label)
+
+
+def absent_factors(factors: xr.Dataset) -> dict[str, str]:
+    out = {}
+    for f, p, text in zip(factors["factor"].values, factors["factor_present"].values,
+                          factors["factor_note"].values):
+        if not p:
+            out[str(f)] = str(text).removeprefix("absent: ")
+    return out
+
+
+def robustness_text(factors: xr.Dataset, d: str) -> str:
+    if d not in factors["dataset"].values:
+        return "τ robustness: not in the factors file"
+    sp = float(factors["tau_spearman"].sel(dataset=d))
+    pe = float(factors["tau_pearson"].sel(dataset=d))
+    n = int(factors["tau_n_models"].sel(dataset=d))
+    if np.isnan(sp) and np.isnan(pe):
+        return f"Spearman / Pearson: n/a ({n} model(s), need ≥ 3)"
+    return f"mean Spearman {sp:.3f}, Pearson {pe:.3f} ({n} models)"
+
+
+def legend_below(fig, handles, ncols: int = 4) -> None:
+    if handles:
+        fig.legend(handles=handles, loc="outside lower center",
+                   ncols=min(ncols, max(1, len(handles))), fontsize=8, frameon=False)
+
+
+def blank(ax) -> None:
+    for side in ("top", "right", "bottom", "left"):
+        ax.spines[side].set_visible(False)
+
+
+def p_text(p: float) -> str:
+    if not np.isfinite(p):
+        return "p n/a"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def correlation_text(x, y) -> str:
+    """Pearson and Spearman r of the finite pairs, or why there is none."""
+    import scipy.stats
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    if ok.sum() < 3 or np.ptp(x[ok]) == 0 or np.ptp(y[ok]) == 0:
+        return f"r: n/a ({int(ok.sum())} point(s), need ≥ 3 that vary)"
+    pr = scipy.stats.pearsonr(x[ok], y[ok])[0]
+    sr = scipy.stats.spearmanr(x[ok], y[ok])[0]
+    return f"Pearson r = {pr:.2f}, Spearman ρ = {sr:.2f} (n = {int(ok.sum())})"

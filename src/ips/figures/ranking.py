@@ -1,0 +1,79 @@
+"""IPS of every configured model (paper Fig. 4a) and IPS against output consistency
+(Fig. 4b), with bootstrap intervals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ips.factors import Entry
+from ips.figures.common import (by_dataset, correlation_text, datasets_of, ips_ci, ips_value,
+                                legend_below, marker, model_colors, whiskers)
+from ips.figures.style import TYPE_COLORS, panels, save
+
+
+def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
+    """Models ranked by IPS (0-shot, band all), one panel per dataset, least sensitive on
+    top; whiskers: bootstrap interval over samples."""
+    datasets = datasets_of(entries)
+    n_models = max(len(by_dataset(entries, d)) for d in datasets)
+    fig, axes = panels(len(datasets), 5.2, 1.7 + 0.32 * n_models,
+                       f"IPS ranking at τ = {tau:g} (0-shot templates; whiskers: 95% CI)")
+    for ax, d in zip(axes, datasets):
+        rows = by_dataset(entries, d)
+        vals = np.array([ips_value(e) for e in rows])
+        cis = np.array([ips_ci(e) for e in rows]).reshape(-1, 2)
+        y = np.arange(len(rows))
+        finite = np.concatenate([vals[np.isfinite(vals)], cis[np.isfinite(cis)]])
+        lo, hi = (finite.min(), finite.max()) if finite.size else (0.0, 2.0)
+        pad = max(0.05, 0.15 * (hi - lo))
+        ax.set_xlim(max(0.0, lo - pad), min(2.0, hi + pad) + 0.6 * pad)
+        x0 = ax.get_xlim()[0]
+        ax.hlines(y, x0, np.where(np.isfinite(vals), vals, x0), color="#dddddd", linewidth=1,
+                  zorder=1)
+        for yi, v, ci, e in zip(y, vals, cis, rows):
+            if np.isnan(v):
+                ax.text(x0, yi, " no value", va="center", fontsize=8)
+                continue
+            color = TYPE_COLORS.get(e.attrs["type"], "#888888")
+            ax.errorbar(v, yi, xerr=whiskers([v], [ci]), fmt="o", color=color, capsize=3,
+                        zorder=2)
+            ax.annotate(f"{v:.3f}", (v, yi), xytext=(6, 5), textcoords="offset points",
+                        va="center", fontsize=7)
+        ax.set_yticks(y, [e.model for e in rows], fontsize=8)
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        ax.set_xlabel("IPS (lower = less sensitive)")
+        ax.set_title(d, fontsize=10)
+    legend_below(fig, [marker(c, t) for t, c in TYPE_COLORS.items()])
+    return save(fig, path)
+
+
+def consistency_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
+    """IPS (0-shot) against output consistency (share of samples with one prediction under
+    every 0-shot template), one point per model, per dataset, with Pearson / Spearman r."""
+    datasets = datasets_of(entries)
+    fig, axes = panels(len(datasets), 4.6, 4.2,
+                       f"IPS vs output consistency at τ = {tau:g} (0-shot; whiskers: 95% CI)")
+    color = model_colors(entries)
+    for ax, d in zip(axes, datasets):
+        rows = by_dataset(entries, d)
+        xs, ys = [], []
+        for e in rows:
+            v = ips_value(e)
+            ds = e.ds
+            c = (float(ds["output_consistency"].sel(group="0shot"))
+                 if "output_consistency" in ds and "0shot" in ds["group"].values
+                 else float("nan"))
+            xs.append(c)
+            ys.append(v)
+            if np.isfinite(v) and np.isfinite(c):
+                ax.errorbar(c, v, yerr=whiskers([v], [ips_ci(e)]), fmt="o",
+                            color=color[e.model], capsize=3, label=e.model)
+                ax.annotate(e.model, (c, v), xytext=(4, 4), textcoords="offset points",
+                            fontsize=7)
+        ax.set_xlim(-0.05, 1.05)
+        ax.set_xlabel("output consistency (0-shot templates)")
+        ax.set_ylabel("IPS")
+        ax.set_title(f"{d}\n{correlation_text(xs, ys)}", fontsize=9)
+    return save(fig, path)

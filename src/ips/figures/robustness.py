@@ -1,0 +1,43 @@
+"""IPS over the τ sweep (paper Table 2/3, App. F.8)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import xarray as xr
+
+from ips.factors import Entry
+from ips.figures.common import (MAIN_GROUP, by_dataset, datasets_of, model_colors,
+                                robustness_text)
+from ips.figures.style import panels, save
+
+
+def tau_figure(entries: list[Entry], factors: xr.Dataset, tau: float, path: Path) -> list[Path]:
+    """IPS (0-shot, band all) against τ, one line per model and one panel per dataset; the
+    panel titles give the mean Spearman / Pearson correlation between every two τ."""
+    datasets = datasets_of(entries)
+    fig, axes = panels(len(datasets), 5.0, 4.2,
+                       f"IPS over the τ sweep (0-shot templates; band: 95% CI; dashed: τ = {tau:g})")
+    color = model_colors(entries)
+    for ax, d in zip(axes, datasets):
+        for e in by_dataset(entries, d):
+            if MAIN_GROUP not in e.ds["group"].values:
+                continue
+            taus = e.ds["tau"].values
+            ax.plot(taus, e.ds["ips_sweep"].sel(group=MAIN_GROUP).values,
+                    marker="o", markersize=3, color=color[e.model], label=e.model)
+            if "ips_sweep_ci" in e.ds:  # 95% bootstrap band
+                ci = e.ds["ips_sweep_ci"].sel(group=MAIN_GROUP).values
+                ax.fill_between(taus, ci[:, 0], ci[:, 1], color=color[e.model], alpha=0.15,
+                                linewidth=0)
+        ax.axvline(tau, color="#999999", linestyle="--", linewidth=1)
+        ax.set_xlabel("τ (salience threshold)")
+        ax.set_ylabel("IPS")
+        ax.set_title(f"{d}\n{robustness_text(factors, d)}", fontsize=9)
+    seen = {}
+    for ax in axes:
+        for hnd, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, hnd)
+    fig.legend(list(seen.values()), list(seen), loc="outside lower center",
+               ncols=min(4, max(1, len(seen))), fontsize=8, frameon=False)
+    return save(fig, path)

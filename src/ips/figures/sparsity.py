@@ -1,0 +1,99 @@
+"""Sparsity of the interactions (paper Fig. 2a) and universal matching with only the
+largest interactions (Fig. 2b)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ips.factors import Entry
+from ips.figures.common import datasets_of, legend_below, model_colors, patch
+from ips.figures.style import note, panels, save
+
+KEEP_COLORS = {0.03: "#fdae61", 0.05: "#abd9e9", 1.0: "#2c7bb6"}
+
+
+def keep_label(k: float) -> str:
+    return "all interactions" if k >= 1 else f"top {100 * k:g}%"
+
+
+def sparsity_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
+    """|Ĩ| in descending order (mean over every sample and condition, relative rank on the
+    x axis), one line per model and one panel per dataset; dashed: τ."""
+    datasets = datasets_of(entries)
+    fig, axes = panels(len(datasets), 4.8, 4.0,
+                       "Sparsity: normalised interactions |Ĩ| in descending order\n"
+                       f"mean over samples and templates; dashed: τ = {tau:g}")
+    color = model_colors(entries)
+    for ax, d in zip(axes, datasets):
+        rows = [e for e in entries if e.dataset == d and "sparsity_mean" in e.ds]
+        ax.set_title(d, fontsize=10)
+        if not rows:
+            note(ax, "no sparsity curve in the metrics files")
+            continue
+        for e in rows:
+            r = 100 * e.ds["rank"].values
+            share = float(e.ds["salient_share"]) if "salient_share" in e.ds else float("nan")
+            ax.plot(r, e.ds["sparsity_mean"].values, color=color[e.model],
+                    label=f"{e.model} ({100 * share:.0f}% salient)")
+        ax.axhline(tau, color="#999999", linestyle="--", linewidth=1)
+        ax.set_xlabel("rank of |Ĩ| (% of the 2·(2ⁿ−1) interactions, largest first)")
+        ax.set_ylabel("|Ĩ|")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=7, frameon=False)
+    return save(fig, path)
+
+
+def matching_figure(entries: list[Entry], path: Path) -> list[Path]:
+    """Universal matching with the largest 3% / 5% / all interactions: mean normalised RMS
+    error of the surrogate per model (bars, one panel per dataset), and for one sample of
+    the first model of every dataset (the case-study sample, template T) v(x_T) of all 2ⁿ
+    masks in ascending order (red) against the surrogates."""
+    datasets = datasets_of(entries)
+    n_models = max(sum(1 for e in entries if e.dataset == d) for d in datasets)
+    fig, axes = panels(2 * len(datasets), 4.4, 1.8 + 0.4 * max(n_models, 4),
+                       "Universal matching keeping only the largest interactions")
+    for k, d in enumerate(datasets):
+        ax, ax2 = axes[2 * k], axes[2 * k + 1]
+        rows = [e for e in entries if e.dataset == d and "matching_nrmse" in e.ds]
+        ax.set_title(f"{d}: mean error over samples", fontsize=9)
+        ax2.set_title(f"{d}: one sample", fontsize=9)
+        if not rows:
+            note(ax, "no matching error in the metrics files")
+            note(ax2, "no sample")
+            continue
+        keeps = [float(x) for x in rows[0].ds["keep"].values]
+        y = np.arange(len(rows))
+        h = 0.8 / len(keeps)
+        for j, kp in enumerate(keeps):
+            vals = np.array([float(e.ds["matching_nrmse"].sel(keep=kp)) for e in rows])
+            ax.barh(y + (j - (len(keeps) - 1) / 2) * h, np.nan_to_num(vals), height=h,
+                    color=KEEP_COLORS.get(kp, "#888888"))
+        ax.set_yticks(y, [e.model for e in rows], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel("RMS(φ − v) / (max v − min v)")
+        example = next((e for e in rows if "case_rec" in e.ds), None)
+        if example is None:
+            note(ax2, "no case-study sample")
+            continue
+        ds = example.ds
+        v = ds["case_v"].sel(case_side="a").values
+        order = np.argsort(v, kind="stable")
+        x = np.arange(v.size)
+        for kp in keeps[::-1]:
+            rec = ds["case_rec"].sel(keep=kp, case_side="a").values
+            ax2.plot(x, rec[order], "o", markersize=3, color=KEEP_COLORS.get(kp, "#888888"))
+        ax2.plot(x, v[order], color="#d7191c", linewidth=1.5, label="v(x_T)")
+        ax2.set_xlabel("masks T, sorted by v(x_T)")
+        ax2.set_ylabel("output score")
+        sample = str(ds.attrs.get("case_sample", ""))
+        sample = sample if len(sample) <= 28 else sample[:27] + "…"
+        ax2.set_title(f"{d}: {example.model}\nsample {sample}, "
+                      f"{ds.attrs.get('case_condition_a', '')}", fontsize=8)
+    handles = [patch(KEEP_COLORS.get(k, "#888888"), keep_label(k)) for k in sorted(KEEP_COLORS)]
+    from matplotlib.lines import Line2D
+
+    handles.append(Line2D([], [], color="#d7191c", label="v(x_T) of the LLM"))
+    legend_below(fig, handles)
+    return save(fig, path)
