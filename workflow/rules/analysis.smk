@@ -40,33 +40,6 @@ rule factors:
         "python -m ips factors --metrics {input} --seed {params.seed} --out {output} 2> {log}"
 
 
-# the report's sections: a file of results/figures named <key> or <key>_... goes to the
-# category of key; tables (.csv) go to the last category
-REPORT_CATEGORIES = {
-    "sparsity": "1 Interactions",
-    "universal_matching": "1 Interactions",
-    "case_study": "1 Interactions",
-    "interaction_types": "1 Interactions",
-    "ips_ranking": "2 IPS of the models",
-    "ips_vs_consistency": "2 IPS of the models",
-    "ips_by_order": "2 IPS of the models",
-    "factor": "3 Factors",
-    "factors": "3 Factors",
-    "tau_robustness": "4 Robustness and baselines",
-    "perturbation_types": "4 Robustness and baselines",
-    "representation_baseline": "4 Robustness and baselines",
-}
-TABLES_CATEGORY = "5 Tables"
-
-
-def report_category(wildcards):
-    if wildcards.ext != "csv":
-        for key, category in REPORT_CATEGORIES.items():
-            if wildcards.name == key or wildcards.name.startswith(f"{key}_"):
-                return category
-    return TABLES_CATEGORY
-
-
 rule figures:
     input:
         metrics=expand("results/metrics/{model}/{dataset}.nc", model=MODELS, dataset=DATASETS),
