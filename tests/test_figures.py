@@ -13,7 +13,7 @@ from test_summary import make_values, write_pair
 
 from ips.cli import main
 from ips.factors import read_metrics
-from ips.figures import (FACTOR_COLUMNS, FIGURES, FILES, MIN_WIDTH, TABLE_COLUMNS, TABLES,
+from ips.figures import (FACTOR_COLUMNS, FILES, MIN_WIDTH, TABLE_COLUMNS, TABLES,
                          case_study_name, figure_files, make_figures)
 from ips.figures.factors import factor_figure, factors_figure
 from ips.figures.order import order_figure

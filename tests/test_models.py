@@ -13,10 +13,10 @@ import huggingface_hub.constants
 import pytest
 import torch
 import transformers
-from conftest import SMOLLM2
 from tiny_models import make_tiny_llama
 
 from ips import models
+from ips.explain import DEFAULT_MODEL_ENTRY as SMOLLM2
 from ips.io import InputError
 from ips.models import (
     ModelError,
