@@ -213,7 +213,7 @@ FIGURE_FUNCTIONS = {
     "factor_scale": lambda es, fac, p: factor_figure(fac, "scale", 0.1, p),
     "factor_moe_absent": lambda es, fac, p: factor_figure(fac, "dense_vs_moe", 0.1, p),
     "factor_few_shot": lambda es, fac, p: factor_figure(fac, "few_shot", 0.1, p),
-    "perturbation": lambda es, fac, p: perturbation_figure(es, 0.1, p, seed=1),
+    "perturbation": lambda es, fac, p: perturbation_figure(es, 0.1, p),
     "representation": lambda es, fac, p: representation_figure(es, 0.1, p),
     "types": lambda es, fac, p: types_figure(es, 0.1, p),
     "sparsity": lambda es, fac, p: sparsity_figure(es, 0.1, p),

@@ -298,6 +298,30 @@ def test_tau_outside_zero_one_is_refused(shards, tmp_path, capsys):
     assert e.value.code == 2 and "must lie in (0, 1)" in capsys.readouterr().err
 
 
+def test_bootstrap_options_reach_the_table(shards, tmp_path):
+    """--resamples / --level / --seed are recorded, and a lower level gives nested, narrower
+    intervals from the same replicates (same seed and count)."""
+    _, paths, _ = shards
+    width = {}
+    for level in ("0.95", "0.5"):
+        out = tmp_path / f"m{level}.nc"
+        assert run_metrics(out, [paths["full"][0]], [paths["full"][1]], "--seed", "5",
+                           "--resamples", "300", "--level", level) == 0
+        with xr.open_dataset(out, engine="h5netcdf") as ds:
+            assert json.loads(ds.attrs["bootstrap"]) == {"method": "percentile", "n_boot": 300,
+                                                         "level": float(level), "seed": 5}
+            width[level] = ds["ips_ci"].sel(group="0shot", band="all").values
+    (lo95, hi95), (lo50, hi50) = width["0.95"], width["0.5"]
+    assert lo95 <= lo50 <= hi50 <= hi95 and hi50 - lo50 < hi95 - lo95
+
+
+def test_resamples_below_100_are_refused(shards, tmp_path, capsys):
+    _, paths, _ = shards
+    with pytest.raises(SystemExit) as e:
+        run_metrics(tmp_path / "m.nc", [paths[0][0]], [paths[0][1]], "--resamples", "10")
+    assert e.value.code == 2 and "--resamples" in capsys.readouterr().err
+
+
 def test_per_sample_ips_intervals_sparsity_matching_and_case_study(shards):
     full, paths, _ = shards
     ds = summarize([paths["full"][0]], [paths["full"][1]], tau=0.1, seed=3, n_boot=400)

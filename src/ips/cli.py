@@ -311,10 +311,15 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_seed(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the bootstrap of the confidence intervals and tests "
-                   "(ips.uncertainty; default: %(default)s)")
+def _add_bootstrap(p: argparse.ArgumentParser) -> None:
+    from ips.uncertainty import LEVEL, N_BOOT
+
+    g = p.add_argument_group("bootstrap of the intervals and paired tests (ips.uncertainty)")
+    g.add_argument("--seed", type=int, default=0, help="seed (default: %(default)s)")
+    g.add_argument("--resamples", type=_int_between(100, 10**7), default=N_BOOT,
+                   help="replicates (default: %(default)s)")
+    g.add_argument("--level", type=_unit, default=LEVEL,
+                   help="confidence level in (0, 1) (default: %(default)s)")
 
 
 # ---------------------------------------------------------------- ips metrics
@@ -336,11 +341,11 @@ def _add_metrics(sub, common) -> None:
                    help="values files (one per shard)")
     p.add_argument("--fits", type=Path, nargs="+", required=True, metavar="F.h5",
                    help="fit files, one per values file, in the same order")
-    p.add_argument("--tau", type=_tau, default=0.1,
+    p.add_argument("--tau", type=_unit, default=0.1,
                    help="salience threshold in (0, 1) (default: %(default)s)")
-    p.add_argument("--tau-sweep", type=_tau, nargs="+", default=None, metavar="TAU",
+    p.add_argument("--tau-sweep", type=_unit, nargs="+", default=None, metavar="TAU",
                    help="thresholds of the τ sweep (default: 0.05 0.06 ... 0.20)")
-    _add_seed(p)
+    _add_bootstrap(p)
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
     p.set_defaults(func=_metrics)
 
@@ -351,7 +356,7 @@ def _metrics(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     ds = summarize(args.values, args.fits, tau=args.tau, tau_sweep=args.tau_sweep,
-                   seed=args.seed)
+                   seed=args.seed, n_boot=args.resamples, level=args.level)
     write_dataset(ds, args.out)
     ips0 = ds["ips"].sel(band="all").values
     log.info("wrote %s: %s on %s, %d samples, IPS at τ=%g %s (%.2f s)", args.out,
@@ -378,7 +383,7 @@ def _add_factors(sub, common) -> None:
     )
     p.add_argument("--metrics", type=Path, nargs="+", required=True, metavar="M.nc",
                    help="metrics files (one per model and dataset)")
-    _add_seed(p)
+    _add_bootstrap(p)
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
     p.set_defaults(func=_factors)
 
@@ -387,7 +392,7 @@ def _factors(args: argparse.Namespace) -> int:
     from ips.factors import compare
     from ips.io import write_dataset
 
-    ds = compare(args.metrics, seed=args.seed)
+    ds = compare(args.metrics, seed=args.seed, n_boot=args.resamples, level=args.level)
     write_dataset(ds, args.out)
     for f, note in zip(ds["factor"].values, ds["factor_note"].values):
         log.info("factor %s: %s", f, note)
@@ -411,7 +416,6 @@ def _add_figures(sub, common) -> None:
                    help="metrics files (one per model and dataset)")
     p.add_argument("--factors", type=Path, required=True, metavar="F.nc",
                    help="factors file of `ips factors`")
-    _add_seed(p)
     p.add_argument("--out", type=Path, required=True, metavar="DIR")
     p.set_defaults(func=_figures)
 
@@ -420,7 +424,7 @@ def _figures(args: argparse.Namespace) -> int:
     from ips.figures import make_figures
 
     t0 = time.perf_counter()
-    files = make_figures(args.metrics, args.factors, args.out, seed=args.seed)
+    files = make_figures(args.metrics, args.factors, args.out)
     log.info("wrote %s: %s (%.1f s)", args.out, ", ".join(files), time.perf_counter() - t0)
     return 0
 
@@ -452,7 +456,7 @@ def _int_between(lo: int, hi: int):
     return parse
 
 
-def _tau(text: str) -> float:
+def _unit(text: str) -> float:
     try:
         x = float(text)
     except ValueError:

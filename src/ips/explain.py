@@ -424,7 +424,7 @@ def dataset_item(config: dict, dataset: str, sample_id: str):
 def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Register `explain` on the `ips` command's subparsers (with the options of `common`,
     e.g. --log-level); the handler is `main`."""
-    from ips.cli import _int_between, _json_arg, _nonnegative_float, _tau
+    from ips.cli import _int_between, _json_arg, _nonnegative_float, _unit
 
     p = subparsers.add_parser(
         "explain",
@@ -461,7 +461,7 @@ def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.Argument
     how = p.add_argument_group("comparison")
     how.add_argument("--templates", nargs=2, metavar=("T", "T_HAT"),
                      help="the template pair (default: T1 T4 for MCQ, A1 A4 for instructions)")
-    how.add_argument("--tau", type=_tau, default=None,
+    how.add_argument("--tau", type=_unit, default=None,
                      help="salience threshold in (0, 1) (default: the config's tau, 0.1)")
     how.add_argument("--n-max", type=_int_between(1, 16), default=None, metavar="N",
                      help=f"most variables accepted (default: max({EXPLAIN_N_MAX}, the config's "

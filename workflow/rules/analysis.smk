@@ -16,13 +16,16 @@ rule metrics:
         tau=config["tau"],
         tau_sweep=" ".join(map(str, config["tau_sweep"])),
         seed=config["seed"],
+        resamples=config["bootstrap"]["resamples"],
+        level=config["bootstrap"]["level"],
     log:
         "logs/metrics/{model}/{dataset}.log",
     conda:
         "../../envs/ips.yaml"
     shell:
         "python -m ips metrics --values {input.values} --fits {input.fits} --tau {params.tau} "
-        "--tau-sweep {params.tau_sweep} --seed {params.seed} --out {output} 2> {log}"
+        "--tau-sweep {params.tau_sweep} --seed {params.seed} --resamples {params.resamples} "
+        "--level {params.level} --out {output} 2> {log}"
 
 
 rule factors:
@@ -32,12 +35,15 @@ rule factors:
         "results/factors/factors.nc",
     params:
         seed=config["seed"],
+        resamples=config["bootstrap"]["resamples"],
+        level=config["bootstrap"]["level"],
     log:
         "logs/factors.log",
     conda:
         "../../envs/ips.yaml"
     shell:
-        "python -m ips factors --metrics {input} --seed {params.seed} --out {output} 2> {log}"
+        "python -m ips factors --metrics {input} --seed {params.seed} --resamples "
+        "{params.resamples} --level {params.level} --out {output} 2> {log}"
 
 
 rule figures:
@@ -52,12 +58,10 @@ rule figures:
             category=report_category,
             labels={"file": "{name}.{ext}"},
         ),
-    params:
-        seed=config["seed"],
     log:
         "logs/figures.log",
     conda:
         "../../envs/ips.yaml"
     shell:
         "python -m ips figures --metrics {input.metrics} --factors {input.factors} "
-        "--seed {params.seed} --out {output} 2> {log}"
+        "--out {output} 2> {log}"

@@ -326,8 +326,7 @@ def atomic_dir(path: str | os.PathLike):
         raise
 
 
-def draw_all(entries: list[Entry], factors: xr.Dataset, tau: float, out: Path,
-             seed: int = 0) -> list[str]:
+def draw_all(entries: list[Entry], factors: xr.Dataset, tau: float, out: Path) -> list[str]:
     """Draw every figure and write the tables into the existing directory `out`."""
     out = Path(out)
     sparsity_figure(entries, tau, out / "sparsity.png")
@@ -340,7 +339,7 @@ def draw_all(entries: list[Entry], factors: xr.Dataset, tau: float, out: Path,
     order_figure(entries, tau, out / "ips_by_order.png")
     factors_figure(factors, tau, out / "factors.png")
     tau_figure(entries, factors, tau, out / "tau_robustness.png")
-    perturbation_figure(entries, tau, out / "perturbation_types.png", seed=seed)
+    perturbation_figure(entries, tau, out / "perturbation_types.png")
     representation_figure(entries, tau, out / "representation_baseline.png")
     cases = case_study_figures(entries, tau, out)
     write_table(entries, out / "ips_table.csv")
@@ -351,9 +350,10 @@ def draw_all(entries: list[Entry], factors: xr.Dataset, tau: float, out: Path,
 
 
 def make_figures(metrics_paths: Sequence[str | os.PathLike], factors_path: str | os.PathLike,
-                 out: str | os.PathLike, seed: int = 0) -> list[str]:
+                 out: str | os.PathLike) -> list[str]:
     """Write the figures, the tables and the README into the directory `out`; return the
-    file names. ``seed``: the bootstrap of the intervals computed here (Appendix G means)."""
+    file names. Intervals computed here (Appendix G means) use the bootstrap settings
+    recorded in each metrics file, so they match the tables'."""
     if not metrics_paths:
         raise InputError("no metrics files given")
     entries = [read_metrics(p) for p in metrics_paths]
@@ -364,7 +364,7 @@ def make_figures(metrics_paths: Sequence[str | os.PathLike], factors_path: str |
             raise InputError(f"{e.path}: computed at τ = {e.ds.attrs['tau']}, but "
                              f"{factors_path} at τ = {tau}")
     with atomic_dir(out) as tmp:
-        names = draw_all(entries, factors, tau, tmp, seed=seed)
+        names = draw_all(entries, factors, tau, tmp)
     return names
 
 

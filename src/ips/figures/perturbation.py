@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import numpy as np
@@ -29,10 +31,11 @@ def _columns(e: Entry, label: str) -> np.ndarray:
     return np.flatnonzero(sel)
 
 
-def label_mean(e: Entry, label: str, seed: int = 0) -> tuple[float, tuple[float, float]]:
+def label_mean(e: Entry, label: str) -> tuple[float, tuple[float, float]]:
     """Mean pair_ips (band all) over the pairs with this label (0-shot pairs for
     altering/adding, the perturbation group's pairs for `perturbation`) and its bootstrap
-    interval over samples (NaN without per-sample values)."""
+    interval over samples with the metrics file's bootstrap settings (NaN without
+    per-sample values)."""
     cols = _columns(e, label)
     if cols.size == 0:
         return float("nan"), (float("nan"), float("nan"))
@@ -42,12 +45,14 @@ def label_mean(e: Entry, label: str, seed: int = 0) -> tuple[float, tuple[float,
     if "sample_pair_ips" not in e.ds.variables:
         return mean, (float("nan"), float("nan"))
     x = e.ds["sample_pair_ips"].sel(band="all").values[:, cols]
-    _, ci = uncertainty.bootstrap_ci(x, seed=seed)
+    b = json.loads(e.ds.attrs.get("bootstrap", "{}"))
+    _, ci = uncertainty.bootstrap_ci(x, n_boot=b.get("n_boot", uncertainty.N_BOOT),
+                                     level=b.get("level", uncertainty.LEVEL),
+                                     seed=b.get("seed", 0))
     return mean, (float(ci[0]), float(ci[1]))
 
 
-def perturbation_figure(entries: list[Entry], tau: float, path: Path,
-                        seed: int = 0) -> list[Path]:
+def perturbation_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     """Mean IPS of the altering and of the adding 0-shot pairs per model (and of reworded
     prompts where a perturbation group exists), with 95% CIs."""
     datasets = datasets_of(entries)
@@ -58,7 +63,7 @@ def perturbation_figure(entries: list[Entry], tau: float, path: Path,
     for ax, d in zip(axes, datasets):
         rows = by_dataset(entries, d)
         y = np.arange(len(rows))
-        res = [[label_mean(e, lab, seed) for lab in LABELS] for e in rows]
+        res = [[label_mean(e, lab) for lab in LABELS] for e in rows]
         means = np.array([[m for m, _ in r] for r in res]).reshape(-1, 3)
         cis = np.array([[c for _, c in r] for r in res]).reshape(-1, 3, 2)
         show = [k for k in range(3) if np.isfinite(means[:, k]).any()]
