@@ -213,6 +213,17 @@ def test_numerical_zeros_have_no_sign():
     np.testing.assert_array_equal(M.interaction_types(na, nb, 0.1), [1, 0, 2])
 
 
+def test_type_codes_count_to_interaction_types(data):
+    """Per-interaction types over U add up to the vectorised counts of interaction_types."""
+    *_, norm, _ = data
+    a, b = norm[:, 0], norm[:, 1]
+    for tau in (0.05, 0.1, 0.3):
+        u = M.salient(a, tau) | M.salient(b, tau)
+        codes = M.type_codes(a, b)
+        counts = np.stack([(u & (codes == c)).sum(axis=(-2, -1)) for c in range(3)], axis=-1)
+        np.testing.assert_array_equal(counts, M.interaction_types(a, b, tau))
+
+
 def test_normalize_empty_omega_row():
     a = np.array([[0.3, 1.0, 2.0, 3.0], [0.3, np.nan, np.nan, np.nan]])
     out = M.normalize(a, a.copy())

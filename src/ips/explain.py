@@ -148,7 +148,7 @@ def case_study(
     `norm_a`, `norm_b`: shape (2, 2**n) (axis 0 AND, 1 OR) as `ips.metrics.normalize` returns
     for one sample (a NaN-padded (2, 2**n_max) row works too); `words` the n variable texts in
     bit order. U, the type of each interaction and ips come from `ips.metrics` (`salient`,
-    `interaction_types`, `pair_sensitivity`). Raises `ValueError` for inconsistent inputs.
+    `type_codes`, `pair_sensitivity`). Raises `ValueError` for inconsistent inputs.
     """
     a = np.asarray(norm_a, dtype=np.float64)
     b = np.asarray(norm_b, dtype=np.float64)
@@ -162,8 +162,7 @@ def case_study(
         raise ValueError(f"words: {len(words)} given, but the interactions have n = {n} variables")
     union = metrics.salient(a, tau) | metrics.salient(b, tau)
     kinds, masks = np.nonzero(union)
-    types = _element_types(a, b, kinds, masks, tau)
-    counts = metrics.interaction_types(a, b, tau)
+    types = [metrics.INTERACTION_TYPES[c] for c in metrics.type_codes(a, b)[kinds, masks]]
     rows = []
     for k, m, t in zip(kinds.tolist(), masks.tolist(), types):
         va, vb = float(a[k, m]), float(b[k, m])
@@ -179,37 +178,12 @@ def case_study(
         words=words, pred_a=str(pred_a), pred_b=str(pred_b),
         gold=None if gold is None else str(gold), tau=float(tau), ips=float(res.value),
         rows=rows, n_union=int(res.n_union),
-        type_counts={t: int(c) for t, c in zip(metrics.INTERACTION_TYPES, counts)},
+        type_counts={t: types.count(t) for t in metrics.INTERACTION_TYPES},
     )
-
-
-def _element_types(a, b, kinds, masks, tau) -> list[str]:
-    """The type of each listed interaction of U, by `ips.metrics.interaction_types`.
-
-    Each interaction becomes its own row in which every other interaction is 0 (below τ, so
-    outside U); the type counts of that row are then one-hot on the interaction's type.
-    """
-    k = len(kinds)
-    if k == 0:
-        return []
-    pad = np.where(np.isnan(a), np.nan, 0.0)
-    one_a = np.broadcast_to(pad, (k,) + a.shape).copy()
-    one_b = one_a.copy()
-    idx = np.arange(k)
-    one_a[idx, kinds, masks] = a[kinds, masks]
-    one_b[idx, kinds, masks] = b[kinds, masks]
-    counts = metrics.interaction_types(one_a, one_b, tau)  # (k, 3)
-    assert np.all(counts.sum(axis=-1) == 1), "every listed interaction lies in U"
-    return [metrics.INTERACTION_TYPES[i] for i in counts.argmax(axis=-1)]
 
 
 # ------------------------------------------------------------------------------ printing
 
-_TYPE_LABEL = {
-    "opposite_sign": "opposite sign",
-    "same_sign_different_effect": "same sign, different effect",
-    "same_sign_similar_effect": "same sign, similar effect",
-}
 
 
 def format_case(case: CaseStudy, top: int | None = 12) -> str:
@@ -232,7 +206,7 @@ def format_case(case: CaseStudy, top: int | None = 12) -> str:
         return "\n".join(lines) + "\n"
     lines.append(f"IPS       ips(x, {ta}, {tb}) = {case.ips:.4f} at τ = {case.tau:g}, "
                  f"|U| = {case.n_union} of {n_omega} interactions")
-    lines.append("types     " + ", ".join(f"{_TYPE_LABEL[t]} {c}"
+    lines.append("types     " + ", ".join(f"{metrics.INTERACTION_TYPE_NAMES[t]} {c}"
                                           for t, c in case.type_counts.items()))
     shown = case.rows if not top else case.rows[:top]
     width = max([len("interaction")] + [len(r.words) for r in shown])
@@ -242,8 +216,9 @@ def format_case(case: CaseStudy, top: int | None = 12) -> str:
     lines.append(f"{'#':>3}  {'kind':<4}  {'interaction':<{width}}  {ca:>{wa}}  {cb:>{wb}}  "
                  f"{'change':>6}  type")
     for i, r in enumerate(shown, 1):
+        kind = metrics.INTERACTION_TYPE_NAMES[r.type]
         lines.append(f"{i:>3}  {r.kind:<4}  {r.words:<{width}}  {r.value_a:>+{wa}.4f}  "
-                     f"{r.value_b:>+{wb}.4f}  {r.change:>6.4f}  {_TYPE_LABEL[r.type]}")
+                     f"{r.value_b:>+{wb}.4f}  {r.change:>6.4f}  {kind}")
     if len(shown) < len(case.rows):
         lines.append(f"... {len(case.rows) - len(shown)} more (--top 0 lists all)")
     return "\n".join(lines) + "\n"

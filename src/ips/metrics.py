@@ -49,6 +49,7 @@ __all__ = [
     "KINDS",
     "BANDS",
     "INTERACTION_TYPES",
+    "INTERACTION_TYPE_NAMES",
     "DEFAULT_TAU",
     "normalize",
     "infer_n_vars",
@@ -60,6 +61,7 @@ __all__ = [
     "IPSResult",
     "ips",
     "interaction_types",
+    "type_codes",
     "TypeShares",
     "interaction_type_shares",
     "output_consistency",
@@ -82,6 +84,12 @@ INTERACTION_TYPES: tuple[str, str, str] = (
     "same_sign_different_effect",
     "same_sign_similar_effect",
 )
+#: how the interaction types read in tables and legends
+INTERACTION_TYPE_NAMES = {
+    "opposite_sign": "opposite sign",
+    "same_sign_different_effect": "same sign, different effect",
+    "same_sign_similar_effect": "same sign, similar effect",
+}
 """Order of the last axis returned by :func:`interaction_types`."""
 
 DEFAULT_TAU: float = 0.1
@@ -377,6 +385,22 @@ def _tail_sums(
     return tail[..., 1:]
 
 
+def type_codes(norm_a: ArrayLike, norm_b: ArrayLike) -> NDArray[np.int64]:
+    """The type of every interaction, as an index into `INTERACTION_TYPES` (same shape).
+
+    0 ``opposite_sign`` (Ĩ_T · Ĩ_T̂ < 0); 2 ``same_sign_similar_effect`` (same sign, ratio of
+    magnitudes within [1/2, 2]); 1 ``same_sign_different_effect`` otherwise (incl. exactly 0
+    on one side). Meaningful for the interactions of U (see :func:`interaction_types`).
+    """
+    a = np.asarray(norm_a, dtype=np.float64)
+    b = np.asarray(norm_b, dtype=np.float64)
+    aa, bb = np.abs(a), np.abs(b)
+    with np.errstate(invalid="ignore"):
+        prod = a * b
+        similar = (prod > 0) & ~((aa > 2.0 * bb) | (bb > 2.0 * aa))
+        return np.where(prod < 0, 0, np.where(similar, 2, 1)).astype(np.int64)
+
+
 def _union_grid(
     a: NDArray[np.float64], b: NDArray[np.float64], n: NDArray[np.int64],
     tau: ArrayLike, band: str | None, types: bool,
@@ -402,13 +426,7 @@ def _union_grid(
     k = np.searchsorted(ts, m.reshape(R, 2 * M), side="left").astype(np.int64)
 
     if types:
-        with np.errstate(invalid="ignore"):
-            prod = a * b
-            opposite = prod < 0
-            same = prod > 0
-            similar = same & ~((aa > 2.0 * bb) | (bb > 2.0 * aa))
-        # 0 opposite sign, 1 same sign & different effect (incl. zero on one side), 2 similar
-        grp = np.where(opposite, 0, np.where(similar, 2, 1)).astype(np.int64).reshape(R, 2 * M)
+        grp = type_codes(a, b).reshape(R, 2 * M)
         counts = _tail_sums(k, T, group=grp, n_groups=3)  # (R, 3, T)
         main = np.moveaxis(counts, -1, 0)[inv].reshape((T,) + batch + (3,))
         n_union = main.sum(axis=-1)

@@ -65,6 +65,7 @@ import numpy as np
 import xarray as xr
 
 from ips import __version__, metrics, uncertainty
+from ips.datasets import LETTERS
 from ips.io import InputError, read_dataset
 
 log = logging.getLogger(__name__)
@@ -134,11 +135,7 @@ def _labels(a) -> np.ndarray:
 def read_shard(path: str | os.PathLike) -> Shard:
     """Read the parts of a values file that `ips metrics` uses; `InputError` names the file."""
     path = Path(path)
-    ds = read_dataset(path, "values")
-    for name in ("v", "n_vars", "pred", "gold"):
-        if name not in ds.variables:
-            raise InputError(f"{path}: no variable {name!r} (is this a values file of "
-                             "`ips score`?)")
+    ds = read_dataset(path, "values", ("v", "n_vars", "pred", "gold"), "ips score")
     if ds["v"].dims != ("sample", "condition", "mask"):
         raise InputError(f"{path}: variable 'v' has dims {ds['v'].dims}, "
                          "expected (sample, condition, mask)")
@@ -194,10 +191,7 @@ def attach_fit(shard: Shard, fit_path: str | os.PathLike) -> None:
     from ips.interactions import reconstruct
 
     fit_path = Path(fit_path)
-    ds = read_dataset(fit_path, "fit")
-    for name in ("and", "or", "n_vars", "matching_error"):
-        if name not in ds.variables:
-            raise InputError(f"{fit_path}: no variable {name!r} (is this a fit file of `ips fit`?)")
+    ds = read_dataset(fit_path, "fit", ("and", "or", "n_vars", "matching_error"), "ips fit")
     mismatch = f"{fit_path}: does not match values file {shard.path}"
     and_ = np.asarray(ds["and"].values, dtype=np.float64)
     or_ = np.asarray(ds["or"].values, dtype=np.float64)
@@ -371,7 +365,6 @@ SPARSITY_RANKS = np.round(np.linspace(0.0, 1.0, 101), 4)
 KEEP = (0.03, 0.05, 1.0)
 """Shares of the largest interactions kept in the universal-matching check (Fig. 2b)."""
 CASE_GROUP = "0shot"
-LETTERS = "ABCDEFGHIJ"
 
 
 def sparsity(norm: np.ndarray, tau: float) -> dict:

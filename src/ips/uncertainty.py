@@ -28,7 +28,11 @@ were drawn, so it is estimated by resampling *samples* with replacement:
   p-value of H0: IPS_A = IPS_B is the bootstrap-CI inversion
   ``p = min(1, 2·min(#(A* − B* ≤ 0) + 1, #(A* − B* ≥ 0) + 1) / (B + 1))``, the smallest
   α at which the percentile interval of A − B excludes 0 (with the usual +1 correction,
-  so p > 0 always).
+  so p > 0 always). It refers to the plain percentile interval: with very few samples the
+  reported (widened) ΔIPS interval may contain 0 while p is small.
+* **Pairing** is by sample id: both sides are resampled with the same counts over the ids
+  they share; each side's statistic averages its own valued samples among them (a sample
+  without a valued pair on one side still counts on the other).
 
 Defaults (module constants, used by `ips metrics` / `ips factors` / `ips figures`):
 ``N_BOOT = 2000`` replicates and ``LEVEL = 0.95``; the seed comes from the config's

@@ -218,14 +218,11 @@ def write_table(entries: list[Entry], path: Path) -> None:
 
 
 def case_study_figures(entries: list[Entry], tau: float, out: Path) -> list[str]:
-    """One case-study figure per metrics file that holds a case; [] when the drawing code
-    (`ips.explain`, `ips.figures.case_study`) is not available."""
-    try:
-        from ips.explain import case_study
-        from ips.figures.case_study import case_study_figure
-    except ImportError as e:  # the case study is drawn by another module
-        log.warning("case-study figures skipped: %s", e)
-        return []
+    """One case-study figure per metrics file that holds a case (`ips.explain.case_study`
+    drawn by `ips.figures.case_study`)."""
+    from ips.explain import case_study
+    from ips.figures.case_study import case_study_figure
+
     names = []
     for e in entries:
         ds = e.ds

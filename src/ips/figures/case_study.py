@@ -15,12 +15,8 @@ from pathlib import Path
 from matplotlib.patches import Patch
 
 from ips.figures.style import INTERACTION_TYPE_COLORS, note, panels, save
+from ips.metrics import INTERACTION_TYPE_NAMES
 
-_TYPE_LABEL = {
-    "opposite_sign": "opposite sign",
-    "same_sign_different_effect": "same sign, different effect",
-    "same_sign_similar_effect": "same sign, similar effect",
-}
 _LABEL_CHARS = 38  # longer interaction labels are shortened (see _label)
 
 
@@ -83,7 +79,7 @@ def case_study_figure(case, path, top: int = 12) -> list[Path]:
     ax.grid(axis="x", alpha=0.3)
     types = [t for t in INTERACTION_TYPE_COLORS if any(r.type == t for r in rows)]
     handles = [Patch(facecolor=INTERACTION_TYPE_COLORS[t], edgecolor="black", linewidth=0.5,
-                     label=_TYPE_LABEL[t]) for t in types]
+                     label=INTERACTION_TYPE_NAMES[t]) for t in types]
     handles += [Patch(facecolor="white", edgecolor="black", label=f"Ĩ under {ta}"),
                 Patch(facecolor="white", edgecolor="black", hatch="///", label=f"Ĩ under {tb}")]
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),

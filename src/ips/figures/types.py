@@ -10,13 +10,8 @@ import numpy as np
 from ips.factors import Entry
 from ips.figures.common import MAIN_GROUP, by_dataset, datasets_of, legend_below, patch
 from ips.figures.style import INTERACTION_TYPE_COLORS, note, panels, save
-from ips.metrics import INTERACTION_TYPES
+from ips.metrics import INTERACTION_TYPE_NAMES, INTERACTION_TYPES
 
-TYPE_TEXT = {
-    "opposite_sign": "opposite sign",
-    "same_sign_different_effect": "same sign, different effect",
-    "same_sign_similar_effect": "same sign, similar effect",
-}
 CHANGED_TEXT = {"yes": "changed", "no": "same"}
 
 
@@ -59,6 +54,7 @@ def types_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
         ax.set_xlim(0, 1)
         ax.set_xlabel("share of the salient interactions\n(in brackets: sample × pair cells)",
                       fontsize=9)
-    legend_below(fig, [patch(INTERACTION_TYPE_COLORS[t], TYPE_TEXT[t]) for t in INTERACTION_TYPES],
+    legend_below(fig, [patch(INTERACTION_TYPE_COLORS[t], INTERACTION_TYPE_NAMES[t])
+                       for t in INTERACTION_TYPES],
                  ncols=3)
     return save(fig, path)
