@@ -116,8 +116,8 @@ class Merged:
     gold: np.ndarray
     greedy: np.ndarray | None
     hidden: np.ndarray | None
-    samples: np.ndarray | None = None  # sample ids
-    v: np.ndarray | None = None  # (sample, condition, mask) the scored values
+    samples: np.ndarray  # sample ids
+    v: np.ndarray  # (sample, condition, mask) the scored values
     words: np.ndarray | None = None
     greedy_text: np.ndarray | None = None
     values_files: list[str] = field(default_factory=list)
@@ -423,8 +423,6 @@ def matching_nrmse(merged: Merged) -> np.ndarray:
     from ips.interactions import reconstruct
 
     out = np.full(len(KEEP), np.nan)
-    if merged.v is None:
-        return out
     errs = [[] for _ in KEEP]
     for n in np.unique(merged.n_vars).tolist():
         if n < 1:
@@ -481,8 +479,7 @@ def case_study_data(merged: Merged, norm: np.ndarray, pred: np.ndarray, groups: 
     local = metrics.all_pairs(idx.size)
     per_pair = metrics.ips(norm[:, idx], local, tau).per_pair  # (S, P)
     changed = pred[:, idx[local[:, 0]]] != pred[:, idx[local[:, 1]]]
-    ids = (merged.samples if merged.samples is not None
-           else np.array([f"s{i}" for i in range(norm.shape[0])], dtype=object)).astype(str)
+    ids = merged.samples.astype(str)
     cells = [(bool(changed[s, p]), float(per_pair[s, p]), ids[s], p, s)
              for s, p in zip(*np.nonzero(np.isfinite(per_pair)))]
     if not cells:
@@ -499,11 +496,10 @@ def case_study_data(merged: Merged, norm: np.ndarray, pred: np.ndarray, groups: 
         "case_norm": (("case_side", "kind", "case_mask"), norm[s, [i, j], :, :size]),
         "case_words": (("case_var",), np.array(words, dtype=object)),
     }
-    if merged.v is not None:
-        data["case_v"] = (("case_side", "case_mask"), merged.v[s, [i, j], :size])
-        rec = [reconstruct(*_keep_top(merged.and_[s, [i, j], :size],
-                                      merged.or_[s, [i, j], :size], k)) for k in KEEP]
-        data["case_rec"] = (("keep", "case_side", "case_mask"), np.array(rec))
+    data["case_v"] = (("case_side", "case_mask"), merged.v[s, [i, j], :size])
+    rec = [reconstruct(*_keep_top(merged.and_[s, [i, j], :size],
+                                  merged.or_[s, [i, j], :size], k)) for k in KEEP]
+    data["case_rec"] = (("keep", "case_side", "case_mask"), np.array(rec))
     coords = {"case_side": np.array(["a", "b"], dtype=object),
               "kind": np.array(metrics.KINDS, dtype=object),
               "case_mask": np.arange(size), "case_var": np.arange(n)}
@@ -661,8 +657,7 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         "n_vars_mean": ((), float(np.mean(merged.n_vars))),
     }
     # per-sample values (samples sorted by id) and their bootstrap intervals
-    ids = (merged.samples if merged.samples is not None
-           else np.array([f"s{i}" for i in range(S)], dtype=object)).astype(str)
+    ids = merged.samples.astype(str)
     order = np.argsort(ids, kind="stable")
     sample_pair = (np.stack(sample_pair_rows, axis=1) if P else np.zeros((S, 0, B)))[order]
     sample_ips = sample_ips[order]
