@@ -107,10 +107,12 @@ def robustness_text(factors: xr.Dataset, d: str) -> str:
     return f"mean Spearman {sp:.3f}, Pearson {pe:.3f} ({n} models)"
 
 
-def legend_below(fig, handles, ncols: int = 4) -> None:
+def legend_below(fig, handles, ncols: int = 4, labels=None) -> None:
+    """One legend for the whole figure, below its panels (labels: the handles' own)."""
     if handles:
-        fig.legend(handles=handles, loc="outside lower center",
-                   ncols=min(ncols, max(1, len(handles))), fontsize=8, frameon=False)
+        extra = {} if labels is None else {"labels": list(labels)}
+        fig.legend(handles=list(handles), loc="outside lower center",
+                   ncols=min(ncols, max(1, len(handles))), fontsize=8, frameon=False, **extra)
 
 
 def blank(ax) -> None:

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 
 from ips.factors import Entry
-from ips.figures.common import by_dataset, datasets_of, ips_ci, ips_value, whiskers
+from ips.figures.common import (by_dataset, datasets_of, ips_ci, ips_value, legend_below,
+                                whiskers)
 from ips.figures.style import BAND_COLORS, band_label, panels, save
 
 ORDER_BANDS = ("low", "mid", "high")
@@ -38,6 +39,6 @@ def order_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
         ax.set_xlim(0, 2.1)
         ax.set_xlabel("IPS within the order band")
         ax.set_title(d, fontsize=10)
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3,
-               fontsize=8, frameon=False)
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend_below(fig, handles, ncols=3, labels=labels)
     return save(fig, path)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ips import uncertainty
 from ips.factors import Entry
-from ips.figures.common import MAIN_GROUP, by_dataset, datasets_of, patch, whiskers
+from ips.figures.common import MAIN_GROUP, by_dataset, datasets_of, legend_below, patch, whiskers
 from ips.figures.style import LABEL_COLORS, note, panels, save
 
 LABELS = ("altering", "adding", "perturbation")
@@ -87,6 +87,5 @@ def perturbation_figure(entries: list[Entry], tau: float, path: Path) -> list[Pa
                      f"prompts, τ = {tau:g}", fontsize=12)
     handles = [patch(LABEL_COLORS[lab], LABEL_TEXT[lab]) for lab in LABELS if lab in used]
     if handles:
-        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8,
-                   frameon=False)
+        legend_below(fig, handles, ncols=len(handles))
     return save(fig, path)

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from ips.factors import Entry
-from ips.figures.common import (by_dataset, correlation_text, datasets_of, ips_ci, ips_value,
-                                legend_below, marker, model_colors, whiskers)
+from ips.figures.common import (MAIN_GROUP, by_dataset, correlation_text, datasets_of, ips_ci,
+                                ips_value, legend_below, marker, model_colors, whiskers)
 from ips.figures.style import TYPE_COLORS, panels, save
 
 
@@ -62,8 +62,8 @@ def consistency_figure(entries: list[Entry], tau: float, path: Path) -> list[Pat
         for e in rows:
             v = ips_value(e)
             ds = e.ds
-            c = (float(ds["output_consistency"].sel(group="0shot"))
-                 if "output_consistency" in ds and "0shot" in ds["group"].values
+            c = (float(ds["output_consistency"].sel(group=MAIN_GROUP))
+                 if "output_consistency" in ds and MAIN_GROUP in ds["group"].values
                  else float("nan"))
             xs.append(c)
             ys.append(v)

@@ -7,7 +7,7 @@ from pathlib import Path
 import xarray as xr
 
 from ips.factors import Entry
-from ips.figures.common import (MAIN_GROUP, by_dataset, datasets_of, model_colors,
+from ips.figures.common import (MAIN_GROUP, by_dataset, datasets_of, legend_below, model_colors,
                                 robustness_text)
 from ips.figures.style import panels, save
 
@@ -38,6 +38,5 @@ def tau_figure(entries: list[Entry], factors: xr.Dataset, tau: float, path: Path
     for ax in axes:
         for hnd, lab in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(lab, hnd)
-    fig.legend(list(seen.values()), list(seen), loc="outside lower center",
-               ncols=min(4, max(1, len(seen))), fontsize=8, frameon=False)
+    legend_below(fig, seen.values(), ncols=4, labels=seen)
     return save(fig, path)
