@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from ips.datasets import load_items
-from ips.explain import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
+from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
 from ips.variables import Skip, select_variables
 
 MODELS = {

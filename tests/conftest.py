@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from tiny_models import lm_for, make_tiny_gemma, make_tiny_llama
 
-from ips.explain import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
+from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
 from ips.models import ModelSpec, prepare_model
 
 

@@ -16,7 +16,7 @@ import transformers
 from tiny_models import make_tiny_llama
 
 from ips import models
-from ips.explain import DEFAULT_MODEL_ENTRY as SMOLLM2
+from ips.config import DEFAULT_MODEL_ENTRY as SMOLLM2
 from ips.io import InputError
 from ips.models import (
     ModelError,

