@@ -15,6 +15,7 @@ from ips.datasets import (
     DatasetError,
     InstructionItem,
     MCQItem,
+    letter,
     load_items,
     load_shot_items,
     sample_items,
@@ -375,3 +376,8 @@ def test_sampling_rejects_impossible_requests():
         sample_items(toy_items(3), 1, seed=0, n_shots=3)
     with pytest.raises(DatasetError, match="only 2 items"):
         sample_items(toy_items(5), 1, seed=0, n_shots=3, shot_items=toy_items(2, "d"))
+
+
+def test_letter_of_a_prediction():
+    assert [letter(i) for i in (0, 3, 9)] == ["A", "D", "J"]
+    assert letter(-1) == "?" and letter(10) == "?" and letter(-1, none="") == ""

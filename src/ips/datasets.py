@@ -25,6 +25,11 @@ from ips.io import InputError
 LETTERS = "ABCDEFGHIJ"
 
 
+def letter(index: int, none: str = "?") -> str:
+    """The option letter of a 0-based index (`none` for −1, "no prediction", or out of range)."""
+    return LETTERS[index] if 0 <= index < len(LETTERS) else none
+
+
 @dataclass(frozen=True)
 class MCQItem:
     """A multiple-choice question; `gold` indexes `choices` (0 is option A)."""

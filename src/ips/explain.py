@@ -269,9 +269,9 @@ def explain(
              len(conds) << len(variables), seconds["score"], fit.solver, seconds["fit"],
              float(np.max(fit.matching_error)))
     if kind == "mcq":
-        from ips.datasets import LETTERS
+        from ips.datasets import letter
 
-        preds = [LETTERS[p] if p >= 0 else "?" for p in _argmax(scored["letter_logit"]).tolist()]
+        preds = [letter(p) for p in _argmax(scored["letter_logit"]).tolist()]
         gold = item.gold_letter
     else:
         preds = [repr(lm.tokenizer.decode([int(g)])) for g in scored["greedy"]]

@@ -65,7 +65,7 @@ import numpy as np
 import xarray as xr
 
 from ips import __version__, metrics, uncertainty
-from ips.datasets import LETTERS
+from ips.datasets import letter
 from ips.io import InputError, read_dataset
 
 log = logging.getLogger(__name__)
@@ -443,8 +443,7 @@ def matching_nrmse(merged: Merged) -> np.ndarray:
 
 def _pred_text(merged: Merged, pred: np.ndarray, s: int, c: int) -> str:
     if merged.attrs.get("kind", "mcq") == "mcq":
-        p = int(pred[s, c])
-        return LETTERS[p] if 0 <= p < len(LETTERS) else "?"
+        return letter(int(pred[s, c]))
     if merged.greedy_text is not None:
         return str(merged.greedy_text[s, c])
     return str(pred[s, c])
@@ -511,7 +510,7 @@ def case_study_data(merged: Merged, norm: np.ndarray, pred: np.ndarray, groups: 
         "case_template_b": str(merged.conditions["template"][j]),
         "case_pred_a": _pred_text(merged, pred, s, i),
         "case_pred_b": _pred_text(merged, pred, s, j),
-        "case_gold": LETTERS[gold] if 0 <= gold < len(LETTERS) else "",
+        "case_gold": letter(gold, none=""),
         "case_ips": value, "case_changed": int(ch),
     }
     return data, coords, attrs
