@@ -356,6 +356,15 @@ def test_per_sample_ips_intervals_sparsity_matching_and_case_study(shards):
     # keeping every interaction reconstructs v; keeping few does not (random v is not sparse)
     err = ds["matching_nrmse"].sel(keep=[0.03, 0.05, 1.0]).values
     assert err[2] < 1e-6 and err[0] > err[2] and err[1] > err[2]
+    # per sample, computed directly from the definition on that sample's rows (in id order)
+    for sid in ids[:3]:
+        s = ids.index(sid)
+        rows = np.abs(norm[s, :, :, 1: 2 ** int(full["n_vars"].values[s])])
+        share = (rows > 0.1).mean(axis=(1, 2))  # AND and OR of Ω, per condition
+        assert float(ds["sample_salient_share"].sel(sample=sid)) == pytest.approx(share.mean())
+    # every sample has all conditions: the mean of the per-sample values is the pooled one
+    assert float(ds["sample_salient_share"].mean()) == pytest.approx(float(ds["salient_share"]))
+    np.testing.assert_allclose(ds["sample_matching_nrmse"].mean("sample"), ds["matching_nrmse"])
     # case study: the changed-prediction 0shot cell with the largest ips(x, T, T^)
     idx = [cond.index(c) for c in GROUPS["0shot"]]
     pairs = metrics.all_pairs(len(idx))

@@ -28,6 +28,7 @@ Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf
 | `sparsity_mean`, `sparsity_median` | rank | sorted |Ĩ| over Ω of every (sample, condition), read at relative ranks 0 (largest) … 1 (smallest), averaged (Fig. 2a) |
 | `salient_share` | – | mean share of Ω with |Ĩ| > τ |
 | `matching_nrmse` | keep | universal matching keeping only the largest 3 % / 5 % / all interactions: mean over (sample, condition) of RMS(φ_k − v) / (max v − min v) (Fig. 2b) |
+| `sample_salient_share`, `sample_matching_nrmse` | sample[, keep] | the same two per sample (mean over its conditions), for intervals over samples |
 | `case_norm`, `case_v`, `case_rec`, `case_words` | case_side, kind, case_mask / case_var | the case-study sample (`case_study_data`): Ĩ under both conditions (side `a`, `b`; kind `AND`, `OR`), v, the surrogate with the largest interactions, its variables |
 
 Coordinates: `group` (in the order of the values files' `groups`), `band` (`all`, `low`,
@@ -367,13 +368,14 @@ KEEP = (0.03, 0.05, 1.0)
 CASE_GROUP = "0shot"
 
 
-def sparsity(norm: np.ndarray, tau: float) -> dict:
+def sparsity(norm: np.ndarray, tau: float) -> tuple[dict, np.ndarray]:
     """Sorted |Ĩ| of every (sample, condition), on relative ranks (paper Fig. 2a).
 
     Each row's 2·(2^n − 1) values of |Ĩ| over Ω, sorted in descending order, are read at
     the relative ranks `SPARSITY_RANKS` (linear interpolation; rank 0 is the largest, 1 the
-    smallest), so rows with different n share one axis. Returns `sparsity_mean`,
-    `sparsity_median` (rank) over all rows and `salient_share` (share of Ω above τ).
+    smallest), so rows with different n share one axis. Returns the data `sparsity_mean`,
+    `sparsity_median` (rank) over all rows and `salient_share` (share of Ω above τ, mean over
+    rows), and the share of every sample (mean over its conditions; NaN without a value).
     """
     S, C = norm.shape[:2]
     flat = np.abs(norm.reshape(S * C, -1))
@@ -396,7 +398,7 @@ def sparsity(norm: np.ndarray, tau: float) -> dict:
             "sparsity_median": (("rank",), np.nanmedian(curves, axis=0)),
             "salient_share": ((), float(np.nanmean(share)) if np.isfinite(share).any()
                               else float("nan")),
-        }
+        }, np.nanmean(share.reshape(S, C), axis=1)
 
 
 def _keep_top(and_: np.ndarray, or_: np.ndarray, share: float) -> tuple[np.ndarray, np.ndarray]:
@@ -413,17 +415,18 @@ def _keep_top(and_: np.ndarray, or_: np.ndarray, share: float) -> tuple[np.ndarr
     return a, o
 
 
-def matching_nrmse(merged: Merged) -> np.ndarray:
+def matching_nrmse(merged: Merged) -> tuple[np.ndarray, np.ndarray]:
     """Universal matching with only the largest interactions (paper Fig. 2b), per `KEEP`.
 
     For every (sample, condition): v̂_k = the surrogate φ of Eq. (2) keeping I_AND(∅) and the
     ⌈k·|Ω|⌉ interactions of largest |I|; error = RMS over the 2^n masks of v̂_k − v divided by
-    the range max v − min v of the row (0 if v is constant). Returns the mean error per k.
+    the range max v − min v of the row (0 if v is constant). Returns the mean error per k over
+    all rows, and per sample (sample, k: mean over its conditions; NaN for n = 0).
     """
     from ips.interactions import reconstruct
 
-    out = np.full(len(KEEP), np.nan)
-    errs = [[] for _ in KEEP]
+    S, C = merged.v.shape[:2]
+    errs = np.full((S, C, len(KEEP)), np.nan)
     for n in np.unique(merged.n_vars).tolist():
         if n < 1:
             continue
@@ -434,11 +437,10 @@ def matching_nrmse(merged: Merged) -> np.ndarray:
         for j, share in enumerate(KEEP):
             a, o = _keep_top(merged.and_[idx, :, :size], merged.or_[idx, :, :size], share)
             rms = np.sqrt(np.mean((reconstruct(a, o) - v) ** 2, axis=-1))
-            errs[j].append(np.where(rng > 0, rms / np.where(rng > 0, rng, 1.0), 0.0).ravel())
-    for j in range(len(KEEP)):
-        if errs[j]:
-            out[j] = float(np.mean(np.concatenate(errs[j])))
-    return out
+            errs[idx, :, j] = np.where(rng > 0, rms / np.where(rng > 0, rng, 1.0), 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # no sample with n >= 1: NaN
+        return np.nanmean(errs, axis=(0, 1)), np.nanmean(errs, axis=1)
 
 
 def _pred_text(merged: Merged, pred: np.ndarray, s: int, c: int) -> str:
@@ -672,11 +674,14 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
     data["ips_ci"] = (("group", "band", "bound"), ips_ci.reshape(G, B, 2))
     data["sample_pair_ips"] = (("sample", "pair", "band"), sample_pair)
     data["pair_ips_ci"] = (("pair", "band", "bound"), pair_ci.reshape(P, B, 2))
-    data.update(sparsity(norm, tau))
+    sparse, sample_share = sparsity(norm, tau)
+    data.update(sparse)
+    data["sample_salient_share"] = (("sample",), sample_share[order])
     coords["rank"] = SPARSITY_RANKS
-    nrmse = matching_nrmse(merged)
+    nrmse, sample_nrmse = matching_nrmse(merged)
     coords["keep"] = np.asarray(KEEP)
     data["matching_nrmse"] = (("keep",), nrmse)
+    data["sample_matching_nrmse"] = (("sample", "keep"), sample_nrmse[order])
     case_data, case_coords, case_attrs = case_study_data(merged, norm, pred, groups, tau)
     data.update(case_data)
     coords.update(case_coords)
