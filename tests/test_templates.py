@@ -1,8 +1,11 @@
 """Templates render items verbatim, keep every variable's span, and are checked as data."""
 
+import re
+
 import pytest
 
 from ips.datasets import InstructionItem, MCQItem, load_items
+from ips.samples import dataset_settings, prepare_samples
 from ips.templates import (
     Perturbation,
     TemplateError,
@@ -136,21 +139,78 @@ def test_unknown_template_and_wrong_kind(ts):
         load_templates("/nonexistent/templates.yaml")
 
 
+def _instruction_units(item):
+    """The variables the dolly config selects: content units of the instruction (no cap)."""
+    return select_variables(item, strategy="content", merge_phrases=True, n_max=64,
+                            fields=["instruction"])
+
+
 def test_shipped_perturbations_relocate_every_variable(ts):
     items = {i.id: i for i in load_items("dolly", {"format": "dolly"}).items}
     shipped = load_perturbations()
-    assert len(shipped) >= 5
+    assert set(shipped) == set(items)  # every bundled record can run the perturbation group
     for item_id, entries in shipped.items():
         item = items[item_id]
-        variables = select_variables(item)
+        variables = _instruction_units(item)
         assert set(entries) == {"paraphrase", "reorder"}
         for p in entries.values():
             fields, moved = perturb(item, variables, p)
+            assert set(p.fields) == {"instruction"} and fields["context"] == item.context
+            assert set(p.variables) <= {v.text for v in variables}  # no stale mapping
             prompt = render(ts["A1"], item, moved, fields=fields)
             assert fields["instruction"] in prompt.text and item.instruction not in prompt.text
             assert [prompt.text[a:b] for a, b in prompt.spans] == [
                 p.variables.get(v.text, v.text) for v in variables
             ]
+            # distinct variables land on disjoint stretches of the new wording
+            spans = sorted((v.start, v.end) for v in moved)
+            assert all(e <= s for (_, e), (s, _) in zip(spans, spans[1:]))
+            if p.name == "reorder":  # same words, other order: case changes only
+                assert all(old.lower() == new.lower() for old, new in p.variables.items())
+                assert [v.start for v in moved] != sorted(v.start for v in moved)
+            else:  # a paraphrase rewords at least one variable
+                assert any(old.lower() != new.lower() for old, new in p.variables.items())
+            # a capped selection (the longest units) relocates to the same places
+            longest = sorted(variables, key=lambda v: -len(v.text))[: len(variables) // 2]
+            assert perturb(item, longest, p)[1] == [moved[variables.index(v)] for v in longest]
+            # the check bites: a variable cut out of the new wording is reported by name
+            for var, at in zip(variables, moved):
+                cut = fields["instruction"][: at.start] + "zzz" + fields["instruction"][at.end :]
+                broken = Perturbation(p.name, item_id, {"instruction": cut}, p.variables)
+                with pytest.raises(TemplateError, match=f"{re.escape(repr(var.text))}.*does not occur"):
+                    perturb(item, variables, broken)
+
+
+def test_all_bundled_dolly_records_render_with_perturbations():
+    config = {
+        "datasets": {"dolly": {"format": "dolly", "fields": ["instruction"], "n_items": 20}},
+        "n_max": 16,
+        "templates": {"instruction": ["A1"]},
+        "perturbations": {"names": ["paraphrase", "reorder"]},
+    }
+    ss = prepare_samples(dataset_settings(config, "dolly"))
+    assert ss.skipped == {} and ss.n_considered == 20
+    assert sorted(s.item.id for s in ss.samples) == [f"dolly-{k:03d}" for k in range(20)]
+    shipped = load_perturbations()
+    for s in ss.samples:
+        assert s.variables == _instruction_units(s.item)
+        assert set(s.prompts) == {"A1", "A1-paraphrase", "A1-reorder"}
+        assert s.item.instruction in s.prompts["A1"].text
+        for name in ("paraphrase", "reorder"):
+            prompt = s.prompts[f"A1-{name}"]
+            assert shipped[s.item.id][name].fields["instruction"] in prompt.text
+            assert len(prompt.spans) == len(s.variables)
+
+
+def test_repeated_variable_text_is_refused_by_name():
+    item = InstructionItem("d4", "Is a tomato a fruit or a vegetable, and is a tomato sweet?", "",
+                           "A fruit.", "open_qa")
+    variables = select_variables(item, merge_phrases=False)
+    assert [v.text for v in variables].count("tomato") == 2
+    p = Perturbation("reorder", "d4", {"instruction": "Is a tomato sweet, and is a tomato a fruit "
+                                                     "or a vegetable?"}, {})
+    with pytest.raises(TemplateError, match="'tomato' occurs 2 times in the instruction"):
+        perturb(item, variables, p)
 
 
 def test_perturbation_errors_name_item_and_variable():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import re
 import string
+from collections import Counter
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -308,11 +309,21 @@ def perturb(
         raise TemplateError(f"perturbation {p.name!r} of {item.id!r}: unknown field(s) "
                             f"{sorted(unknown)}; item fields: {sorted(fields)}")
     fields |= p.fields
+    # a perturbation names variables by their text, so a text shared by two variables of a
+    # reworded field cannot say which occurrence went where
+    repeated = Counter((v.field, v.text) for v in variables if v.field in p.fields)
     moved = []
     for var in variables:
         if var.field not in p.fields:
             moved.append(var)
             continue
+        if repeated[var.field, var.text] > 1:
+            raise TemplateError(
+                f"perturbation {p.name!r} of {item.id!r}: variable {var.text!r} occurs "
+                f"{repeated[var.field, var.text]} times in the {var.field}, so its new place is "
+                "ambiguous; reword the item so that no content word repeats, or leave the item "
+                "out of the perturbation file"
+            )
         new = p.variables.get(var.text, var.text)
         # whole words only: "set" must not be found inside "sunset"
         hits = [m.start() for m in re.finditer(rf"(?<!\w){re.escape(new)}(?!\w)", fields[var.field])]
