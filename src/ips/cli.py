@@ -311,15 +311,19 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_bootstrap(p: argparse.ArgumentParser) -> None:
-    from ips.uncertainty import LEVEL, N_BOOT
+def _add_uncertainty(p: argparse.ArgumentParser) -> None:
+    from ips.uncertainty import DRAWS, EXACT_MAX, LEVEL, N_BOOT
 
-    g = p.add_argument_group("bootstrap of the intervals and paired tests (ips.uncertainty)")
-    g.add_argument("--seed", type=int, default=0, help="seed (default: %(default)s)")
+    g = p.add_argument_group("bootstrap intervals and paired sign-flip tests (ips.uncertainty)")
+    g.add_argument("--seed", type=int, default=0,
+                   help="seed of the bootstrap and of the sign-flip draws (default: %(default)s)")
     g.add_argument("--resamples", type=_int_between(100, 10**7), default=N_BOOT,
-                   help="replicates (default: %(default)s)")
+                   help="bootstrap replicates (default: %(default)s)")
     g.add_argument("--level", type=_unit, default=LEVEL,
                    help="confidence level in (0, 1) (default: %(default)s)")
+    g.add_argument("--permutations", type=_int_between(99, 10**7), default=DRAWS,
+                   help=f"random sign vectors of a sign-flip test on more than {EXACT_MAX} "
+                   "samples (fewer are tested exactly; default: %(default)s)")
 
 
 # ---------------------------------------------------------------- ips metrics
@@ -345,7 +349,7 @@ def _add_metrics(sub, common) -> None:
                    help="salience threshold in (0, 1) (default: %(default)s)")
     p.add_argument("--tau-sweep", type=_unit, nargs="+", default=None, metavar="TAU",
                    help="thresholds of the τ sweep (default: 0.05 0.06 ... 0.20)")
-    _add_bootstrap(p)
+    _add_uncertainty(p)
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
     p.set_defaults(func=_metrics)
 
@@ -356,7 +360,8 @@ def _metrics(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     ds = summarize(args.values, args.fits, tau=args.tau, tau_sweep=args.tau_sweep,
-                   seed=args.seed, n_boot=args.resamples, level=args.level)
+                   seed=args.seed, n_boot=args.resamples, level=args.level,
+                   draws=args.permutations)
     write_dataset(ds, args.out)
     ips0 = ds["ips"].sel(band="all").values
     log.info("wrote %s: %s on %s, %d samples, IPS at τ=%g %s (%.2f s)", args.out,
@@ -383,7 +388,7 @@ def _add_factors(sub, common) -> None:
     )
     p.add_argument("--metrics", type=Path, nargs="+", required=True, metavar="M.nc",
                    help="metrics files (one per model and dataset)")
-    _add_bootstrap(p)
+    _add_uncertainty(p)
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
     p.set_defaults(func=_factors)
 
@@ -392,7 +397,8 @@ def _factors(args: argparse.Namespace) -> int:
     from ips.factors import compare
     from ips.io import write_dataset
 
-    ds = compare(args.metrics, seed=args.seed, n_boot=args.resamples, level=args.level)
+    ds = compare(args.metrics, seed=args.seed, n_boot=args.resamples, level=args.level,
+                 draws=args.permutations)
     write_dataset(ds, args.out)
     for f, note in zip(ds["factor"].values, ds["factor_note"].values):
         log.info("factor %s: %s", f, note)
