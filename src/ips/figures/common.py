@@ -61,9 +61,9 @@ def few_hatch(n) -> str | None:
     return FEW_HATCH if few(n) else None
 
 
-def few_note(mark: str = "hatched") -> str:
+def few_note(mark: str = "hatched", what: str = "interval or test") -> str:
     """Legend text of the few-samples flag."""
-    return f"{mark}: interval or test from n < {MIN_RELIABLE_N} samples"
+    return f"{mark}: {what} from n < {MIN_RELIABLE_N} samples"
 
 
 def whiskers(values, cis) -> np.ndarray:

@@ -136,6 +136,7 @@ def factors_figure(factors: xr.Dataset, tau: float, path: Path) -> list[Path]:
         x = np.arange(len(BANDS))
         w = 0.8 / len(rows)
         cols = colors(len(rows))
+        handles = []  # plain patches: the bars' own may be hatched
         for k, i in enumerate(rows):
             vals = 100 * factors["delta_ips_mean"].values[i]
             ci = (100 * factors["delta_ips_mean_ci"].values[i]
@@ -143,9 +144,10 @@ def factors_figure(factors: xr.Dataset, tau: float, path: Path) -> list[Path]:
             n = int(factors["n_comparisons"].values[i])
             ntest = (factors["n_tested_mean"].values[i] if "n_tested_mean" in factors
                      else np.zeros(len(BANDS), int))
-            label = sd[i] + (f", {sg[i]}" if f == "few_shot" else "") + f" (n={n})"
+            handles.append(patch(cols[k], sd[i] + (f", {sg[i]}" if f == "few_shot" else "")
+                                 + f" ({n} comparison{'' if n == 1 else 's'})"))
             ax.bar(x + (k - (len(rows) - 1) / 2) * w, np.nan_to_num(vals), width=w,
-                   color=cols[k], label=label, yerr=whiskers(np.nan_to_num(vals), ci),
+                   color=cols[k], yerr=whiskers(np.nan_to_num(vals), ci),
                    hatch=[few_hatch(m) for m in ntest],
                    error_kw={"elinewidth": 0.8, "capsize": 2})
         ax.axhline(0, color="black", linewidth=0.8)
@@ -154,6 +156,6 @@ def factors_figure(factors: xr.Dataset, tau: float, path: Path) -> list[Path]:
         if any(np.isnan(factors["delta_ips_mean"].values[i]).any() for i in rows):
             ax.text(0.01, 0.01, "missing bars: no value (IPS_B = 0 or no salient pair)",
                     transform=ax.transAxes, fontsize=7, color="#555555")
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1),
+        ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1),
                   ncols=min(2, len(rows)), frameon=False)
     return save(fig, path)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ips.factors import Entry
 from ips.figures.common import (band_test_text, by_dataset, datasets_of, few_hatch, few_note,
-                                ips_ci, ips_value, legend_below, n_valued, whiskers)
+                                ips_ci, ips_value, legend_below, n_valued, patch, whiskers)
 from ips.figures.style import BAND_COLORS, band_label, panels, save
 
 ORDER_BANDS = ("low", "mid", "high")
@@ -21,10 +21,10 @@ def order_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     low-high); bars from fewer than MIN_RELIABLE_N samples are hatched."""
     datasets = datasets_of(entries)
     n_models = max(len(by_dataset(entries, d)) for d in datasets)
-    fig, axes = panels(len(datasets), 5.2, 2.0 + 0.5 * n_models,
+    fig, axes = panels(len(datasets), 5.2, 2.2 + 0.5 * n_models,
                        f"IPS by interaction order, τ = {tau:g} (0-shot templates; "
-                       "whiskers: 95% CI)\nHolm-adjusted paired sign-flip p: low-mid / "
-                       f"mid-high / low-high; {few_note()}")
+                       "whiskers: 95% CI)\nunder each model: Holm-adjusted paired sign-flip p "
+                       f"of low-mid / mid-high / low-high\n{few_note()}")
     h = 0.26
     for ax, d in zip(axes, datasets):
         rows = by_dataset(entries, d)
@@ -44,6 +44,5 @@ def order_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
         ax.set_xlim(0, 2.1)
         ax.set_xlabel("IPS within the order band")
         ax.set_title(d, fontsize=10)
-    handles, labels = axes[0].get_legend_handles_labels()
-    legend_below(fig, handles, ncols=3, labels=labels)
+    legend_below(fig, [patch(BAND_COLORS[b], band_label(b)) for b in ORDER_BANDS], ncols=3)
     return save(fig, path)

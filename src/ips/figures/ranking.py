@@ -24,7 +24,7 @@ def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     n_models = max(len(by_dataset(entries, d)) for d in datasets)
     fig, axes = panels(len(datasets), 5.2, 1.7 + 0.32 * n_models,
                        f"IPS ranking at τ = {tau:g} (0-shot templates; whiskers: 95% CI)\n"
-                       + few_note("open marker"))
+                       + few_note("open marker", "interval"))
     for ax, d in zip(axes, datasets):
         rows = by_dataset(entries, d)
         vals = np.array([ips_value(e) for e in rows])
