@@ -337,8 +337,9 @@ def _add_metrics(sub, common) -> None:
         "model on one dataset (netCDF out)",
         description="Merge the shards of one model on one dataset (values files of `ips score` "
         "and, in the same order, their fit files of `ips fit`) and compute IPS by condition "
-        "group and order band at --tau, the τ sweep, per-pair IPS with Appendix G labels, "
-        "interaction types, output consistency, accuracy and the representation baseline. "
+        "group and order band at --tau (with paired sign-flip tests of the band order), the "
+        "τ sweep, per-pair IPS with Appendix G labels, interaction types, output "
+        "consistency, accuracy and the representation baseline. "
         "The layout is documented in `ips.summary`.",
     )
     p.add_argument("--values", type=Path, nargs="+", required=True, metavar="V.h5",
@@ -382,8 +383,9 @@ def _add_factors(sub, common) -> None:
         "robustness across models (netCDF out)",
         description="Compare the metrics files of `ips metrics` (one per model and dataset): "
         "instruct vs base, larger vs smaller, dense vs MoE and k-shot vs 0-shot, as "
-        "ΔIPS = (IPS_A − IPS_B)/IPS_B per order band; factors the configured models cannot "
-        "show are reported as absent. Also the Spearman/Pearson robustness of the model "
+        "ΔIPS = (IPS_A − IPS_B)/IPS_B per order band, with bootstrap intervals and paired "
+        "sign-flip tests over samples; factors the configured models cannot show are "
+        "reported as absent. Also the Spearman/Pearson robustness of the model "
         "ranking over the τ sweep. The layout is documented in `ips.factors`.",
     )
     p.add_argument("--metrics", type=Path, nargs="+", required=True, metavar="M.nc",
