@@ -271,7 +271,7 @@ def test_bad_inputs_name_the_file(tmp_path, capsys):
     assert "no such metrics file" in capsys.readouterr().err
 
 
-def test_paired_bootstrap_finds_a_planted_difference_and_no_phantom(tmp_path):
+def test_paired_intervals_and_tests_find_a_planted_difference_and_no_phantom(tmp_path):
     ms = [
         make_metrics("b", attrs(), ips0=1.6, shots={1: 1.3}, pair=1.6, samples=40),
         make_metrics("i", attrs(type="instruct"), ips0=1.4, samples=40, own=0.02, own_seed=1),
@@ -311,4 +311,69 @@ def test_no_per_sample_table_gives_nan_intervals(tmp_path):
     out = compare(write_all(tmp_path, ms), n_boot=50)
     inst = rows(out, "instruct_vs_base")
     assert np.isnan(inst["delta_ips_ci"].values).all() and np.isnan(inst["p_value"]).all()
-    assert int(inst["n_paired"].values[0]) == 0
+    assert int(inst["n_paired"].values[0]) == 0 and not inst["n_tested"].values.any()
+
+
+def brute_p(d):
+    """Two-sided sign-flip p by enumerating every sign vector (independent of ips)."""
+    d = np.asarray(d, float)
+    d = d[np.isfinite(d)]
+    obs = abs(d.sum())
+    sums = [abs(np.dot(s, d)) for s in itertools.product((1.0, -1.0), repeat=d.size)]
+    return np.mean([x >= obs - 1e-9 for x in sums])
+
+
+def test_sign_flip_p_values_of_comparisons_and_summary_rows(tmp_path):
+    """p_value and p_value_mean against brute-force enumeration of the per-sample
+    differences, with samples missing on one side of a comparison."""
+    S = 9
+    ms = [make_metrics(f"m{k}", attrs(params=p), ips0=1.6 - 0.05 * k, samples=S, own=0.1,
+                       own_seed=k) for k, p in enumerate((1e9, 2e9, 4e9))]
+    ms[0]["sample_ips"][0, 0, :] = np.nan  # item000 unvalued in the smallest model
+    ms[2]["sample_ips"][1, 0, 1] = np.nan  # item001 unvalued in the largest, band low only
+    out = compare(write_all(tmp_path, ms), seed=0, n_boot=100)
+    sc = rows(out, "scale")
+    x = [m["sample_ips"].sel(group="0shot").values for m in ms]  # (S, band)
+    for i in range(sc.sizes["comparison"]):
+        a = int(str(sc["model_a"].values[i])[1])
+        d = x[a] - x[a - 1]  # larger minus next smaller, per sample and band
+        for b, band in enumerate(BANDS):
+            assert float(sc["p_value"].values[i, b]) == brute_p(d[:, b]), (i, band)
+            assert int(sc["n_tested"].values[i, b]) == np.isfinite(d[:, b]).sum()
+        assert int(sc["n_paired"].values[i]) == np.isfinite(d[:, 0]).sum()
+    # the summary row: per-sample mean of both comparisons' d, samples valued in both
+    k = int(np.flatnonzero(((out["summary_factor"] == "scale")
+                            & (out["summary_group"] == "0shot")).values)[0])
+    dm = ((x[1] - x[0]) + (x[2] - x[1])) / 2
+    for b in range(len(BANDS)):
+        assert float(out["p_value_mean"].values[k, b]) == brute_p(dm[:, b])
+    assert out["n_tested_mean"].values[k].tolist() == [S - 1, S - 2, S - 1, S - 1]
+    test = json.loads(out.attrs["test"])
+    assert test["method"] == "paired sign-flip permutation" and test["exact_max"] == 16
+    assert (test["draws"], test["seed"]) == (uncertainty.DRAWS, 0)
+
+
+def test_three_samples_cannot_give_a_small_p(tmp_path):
+    ms = [make_metrics("b", attrs(), ips0=1.6, samples=3),
+          make_metrics("i", attrs(type="instruct"), ips0=1.2, samples=3, own=0.01)]
+    inst = rows(compare(write_all(tmp_path, ms), n_boot=200), "instruct_vs_base")
+    # three differences of one sign: 2 of the 2^3 sign vectors are as extreme
+    assert inst["p_value"].values[0].tolist() == [0.25] * 4
+    assert inst["n_tested"].values[0].tolist() == [3] * 4
+
+
+def test_tests_do_not_depend_on_the_sample_order_of_the_files(tmp_path):
+    """40 samples (Monte Carlo): samples are paired by id and tested in id order."""
+    ms = [make_metrics("b", attrs(), ips0=1.5, shots={1: 1.45}, samples=40),
+          make_metrics("i", attrs(type="instruct"), ips0=1.48, shots={1: 1.5}, samples=40,
+                       own=0.2, own_seed=3)]
+    out = compare(write_all(tmp_path / "a", ms), seed=4, n_boot=200, draws=999)
+    flipped = [m.isel(sample=np.random.default_rng(k).permutation(40)) for k, m in enumerate(ms)]
+    again = compare(write_all(tmp_path / "b", flipped), seed=4, n_boot=200, draws=999)
+    for name in ("p_value", "n_tested", "p_value_mean", "n_tested_mean", "delta_ips_ci"):
+        np.testing.assert_array_equal(again[name].values, out[name].values, err_msg=name)
+    p = out["p_value"].values[np.isfinite(out["p_value"].values)]
+    assert p.size and np.all(p >= 1 / 1000)  # Monte Carlo: (b + 1)/(B + 1) > 0
+    assert not np.array_equal(
+        compare(write_all(tmp_path / "c", ms), seed=5, n_boot=200, draws=999)["p_value"].values,
+        out["p_value"].values)  # the seed drives the draws

@@ -97,6 +97,13 @@ def test_table_is_tidy(results):
     assert float(inst["delta_ips_ci_low"]) <= float(inst["delta_ips"]) <= float(
         inst["delta_ips_ci_high"])
     assert 0 < float(inst["p_value"]) <= 1 and int(inst["n_paired"]) == 12
+    # 12 paired samples: an exact sign-flip test, not flagged
+    assert (inst["test"], inst["n_tested"], inst["few_samples"]) == (
+        "sign-flip exact", "12", "false")
+    # the llama model has no per-sample table: no test, flagged
+    old = [r for r in frows if "a-rather-long-model-name-7b-chat" in (r["model_a"], r["model_b"])]
+    assert all((r["test"], r["n_tested"], r["few_samples"], r["p_value"]) == ("", "0", "true", "")
+               for r in old)
     assert len(rows) == sum(m.sizes["group"] * 4 for m in ms)
     row = next(r for r in rows if (r["model"], r["dataset"], r["group"], r["band"])
                == ("qwen-1b", "mmlu", "0shot", "low"))
@@ -104,6 +111,9 @@ def test_table_is_tidy(results):
     assert (row["family"], row["series"], row["type"], row["architecture"], row["params"]) == (
         "qwen", "qwen3", "base", "dense", "1000000000")
     assert int(row["n_valued_samples"]) == 5 and float(row["tau"]) == 0.1
+    assert all(r["few_samples"] == ("true" if int(r["n_valued_samples"]) < 10 else "false")
+               for r in rows)
+    assert row["few_samples"] == "true"
     assert float(row["ips_ci_low"]) <= 1.3 <= float(row["ips_ci_high"])
     assert {r["group"] for r in rows if r["model"] == "qwen-1b"} == {"0shot", "1shot", "2shot"}
 
@@ -196,6 +206,13 @@ def test_metrics_factors_figures_end_to_end(tmp_path):
         row = next(r for r in csv.DictReader(f)
                    if (r["model"], r["group"], r["band"]) == ("base", "0shot", "all"))
     assert float(row["ips"]) == pytest.approx(expected, rel=1e-5)
+    # three samples: every factor p-value is a multiple of 1/8 and at least 2/8, flagged
+    with open(figs / "factors_table.csv", newline="") as f:
+        frows = [r for r in csv.DictReader(f) if r["p_value"]]
+    assert frows and all(float(r["p_value"]) >= 0.25 and r["test"] == "sign-flip exact"
+                         and r["few_samples"] == "true" and int(r["n_tested"]) <= 3
+                         for r in frows)
+    assert "Holm-adjusted" in (figs / "README.md").read_text()
     # one case study per (model, dataset), from the metrics file's chosen sample
     cases = sorted(f"{case_study_name(m, 'arc')}.{x}" for m in models for x in ("png", "pdf"))
     assert sorted(p.name for p in figs.iterdir()) == sorted([*FIXED, *cases])
@@ -261,3 +278,18 @@ def test_figures_from_computed_metrics(computed, tmp_path, name):
     fac = xr.open_dataset(factors, engine="h5netcdf").load()
     written = FIGURE_FUNCTIONS[name](entries, fac, tmp_path / "f.png")
     assert all(p.stat().st_size > 1000 for p in written)
+
+
+def test_order_figure_labels_hold_the_holm_adjusted_p_values(computed, results):
+    from ips.figures.common import band_test_text, p_short
+
+    e = read_metrics(computed[0][0])
+    q = e.ds["band_p_holm"].sel(group="0shot").values
+    n = e.ds["band_n"].sel(group="0shot").values
+    assert band_test_text(e) == ("Holm p " + "/".join(p_short(x).removeprefix("0") for x in q)
+                                 + (f" (n={n.min()})" if n.min() == n.max()
+                                    else f" (n={n.min()}-{n.max()})"))
+    # 4 samples: Holm of exact p-values, each at least 2/16
+    assert np.all(q[np.isfinite(q)] >= 2 / 16)
+    # hand-made metrics files hold no band tests
+    assert band_test_text(read_metrics(results[1][0])) == "Holm p n/a"

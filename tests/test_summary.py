@@ -11,7 +11,7 @@ from ips import metrics
 from ips.cli import main
 from ips.fit import fit_values
 from ips.io import InputError, Values, write_dataset
-from ips.summary import BANDS, representation_baseline, summarize
+from ips.summary import BAND_PAIRS, BANDS, band_tests, representation_baseline, summarize
 
 CONDITIONS = ["T1", "T2", "T3", "T4", "T5", "T1-1shot", "T4-1shot"]
 TEMPLATES = ["T1", "T2", "T3", "T4", "T5", "T1", "T4"]
@@ -386,3 +386,76 @@ def test_per_sample_ips_intervals_sparsity_matching_and_case_study(shards):
     np.testing.assert_allclose(ds["case_rec"].sel(keep=1.0).values, ds["case_v"].values,
                                atol=1e-6)
     assert ds["case_words"].values.tolist() == [f"x{k + 1}" for k in range(n)]
+
+
+def test_band_tests_on_known_per_sample_values():
+    S = 6
+    x = np.full((S, 2, len(BANDS)), np.nan)  # (sample, group, band)
+    base = np.arange(1.0, S + 1) / 10
+    # group 0: low < mid < high in every sample -> each test at its smallest p, 2/2^6
+    x[:, 0, 1], x[:, 0, 2], x[:, 0, 3] = base, base + 0.2, base + 0.5
+    # group 1: low = mid everywhere; mid - high of alternating sign and equal size; one
+    # sample without a mid value
+    x[:, 1, 1] = x[:, 1, 2] = base
+    x[:, 1, 3] = base + np.array([1, -1, 1, -1, 1, -1]) * 0.3
+    x[0, 1, 2] = np.nan
+    out = band_tests(x, draws=99, seed=0)
+    assert BAND_PAIRS == ("low-mid", "mid-high", "low-high")
+    np.testing.assert_allclose(out["band_diff"][0], [-0.2, -0.3, -0.5])
+    np.testing.assert_array_equal(out["band_p"][0], [2 / 64] * 3)
+    np.testing.assert_allclose(out["band_p_holm"][0], [3 * 2 / 64] * 3)  # Holm of 3 equal p
+    assert out["band_n"][0].tolist() == [6, 6, 6]
+    # group 1: zero differences tie with everything (p = 1); mid - high on the 5 samples
+    # with a mid value is (+.3, -.3, +.3, -.3, +.3): an odd count of ±0.3, so |Σ ε d| ≥ 0.3
+    # = |Σ d| for every ε (p = 1); low - high sums to 0 (p = 1)
+    assert out["band_n"][1].tolist() == [5, 5, 6]
+    np.testing.assert_allclose(out["band_diff"][1], [0.0, 0.3 / 5, 0.0], atol=1e-12)
+    np.testing.assert_array_equal(out["band_p"][1], [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(out["band_p_holm"][1], [1.0, 1.0, 1.0])
+
+
+def test_band_tests_and_per_sample_type_counts_in_the_metrics(shards):
+    full, paths, _ = shards
+    ds = summarize([paths[1][0], paths[0][0]], [paths[1][1], paths[0][1]], tau=0.1, seed=2,
+                   draws=500)
+    assert ds["band_p"].dims == ("group", "band_pair")
+    assert ds["band_pair"].values.tolist() == list(BAND_PAIRS)
+    ref = band_tests(ds["sample_ips"].values, draws=500, seed=2)
+    for name, value in ref.items():
+        np.testing.assert_array_equal(ds[name].values, value, err_msg=name)
+    p, q = ds["band_p"].values, ds["band_p_holm"].values
+    ok = np.isfinite(p)
+    assert np.all(q[ok] >= p[ok]) and np.all(q[ok] <= 1)
+    # 7 samples: exact test, p a multiple of 1/2^n
+    n = ds["band_n"].values
+    assert np.all(n <= 7) and np.allclose((p * 2.0 ** n)[ok], np.round(p * 2.0 ** n)[ok])
+    test = json.loads(ds.attrs["test"])
+    assert (test["draws"], test["seed"], test["exact_max"]) == (500, 2, 16)
+    # per-sample type counts: they sum to the pooled counts, and each sample's equal the
+    # pooled counts of that sample alone
+    counts = ds["sample_type_count"]
+    assert counts.dims == ("sample", "group", "type", "changed")
+    np.testing.assert_array_equal(counts.sum("sample").values, ds["type_count"].values)
+    with xr.open_dataset(paths["full"][1], engine="h5netcdf") as fit:
+        norm = metrics.normalize(fit["and"].values, fit["or"].values)
+    cond = list(full["condition"].values)
+    idx = [cond.index(c) for c in GROUPS["0shot"]]
+    s = list(full["sample"].values).index("item5")
+    one = metrics.interaction_type_shares(norm[s:s + 1, idx], full["pred"].values[s:s + 1, idx],
+                                          tau=0.1)
+    got = counts.sel(sample="item5", group="0shot")
+    np.testing.assert_array_equal(got.sel(changed="yes").values, one.counts_changed)
+    np.testing.assert_array_equal(got.sel(changed="no").values, one.counts_unchanged)
+
+
+def test_permutations_reach_the_file_and_are_bounded(shards, tmp_path, capsys):
+    _, paths, _ = shards
+    out = tmp_path / "m.nc"
+    assert run_metrics(out, [paths[0][0]], [paths[0][1]], "--permutations", "199",
+                       "--seed", "7") == 0
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert json.loads(ds.attrs["test"])["draws"] == 199
+        assert json.loads(ds.attrs["test"])["seed"] == 7
+    with pytest.raises(SystemExit) as e:
+        run_metrics(out, [paths[0][0]], [paths[0][1]], "--permutations", "50")
+    assert e.value.code == 2 and "--permutations" in capsys.readouterr().err

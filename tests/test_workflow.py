@@ -1,5 +1,6 @@
 """The Snakemake workflow end to end on a tiny config: lint, the full DAG, reruns, interruption."""
 
+import json
 import os
 import re
 import signal
@@ -45,6 +46,7 @@ def tiny_config(model_dir, **overrides):
         "shard_size": 2,
         "templates": {"mcq": ["T1", "T2", "T4"]},
         "few_shot": {"templates": ["T1", "T4"], "shots": [1]},
+        "permutation": {"draws": 199},
         "models": {
             "tiny-a": {"source": {"path": str(model_dir)}, "family": "tiny", "series": "tiny",
                        "type": "base", "architecture": "dense", "params": 1000},
@@ -96,8 +98,11 @@ def test_whole_dag_produces_tables_and_figures(finished):
         assert m["sample_ips"].dims == ("sample", "group", "band") and m.sizes["sample"] == 3
         lo, hi = m["ips_ci"].sel(group="0shot", band="all").values
         assert lo <= float(m["ips"].sel(group="0shot", band="all")) <= hi
+        assert m["band_p_holm"].dims == ("group", "band_pair")
+        assert json.loads(m.attrs["test"])["draws"] == 199  # permutation.draws via params
     with xr.open_dataset(finished / "results/factors/factors.nc", engine="h5netcdf") as f:
         assert "p_value" in f and "delta_ips_ci" in f
+        assert json.loads(f.attrs["test"])["draws"] == 199
     for model in ("tiny-a", "tiny-b"):
         m = xr.open_dataset(finished / f"results/metrics/{model}/arc-easy.nc", engine="h5netcdf")
         value = float(m["ips"].sel(group="0shot", band="all"))

@@ -311,15 +311,19 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_bootstrap(p: argparse.ArgumentParser) -> None:
-    from ips.uncertainty import LEVEL, N_BOOT
+def _add_uncertainty(p: argparse.ArgumentParser) -> None:
+    from ips.uncertainty import DRAWS, EXACT_MAX, LEVEL, N_BOOT
 
-    g = p.add_argument_group("bootstrap of the intervals and paired tests (ips.uncertainty)")
-    g.add_argument("--seed", type=int, default=0, help="seed (default: %(default)s)")
+    g = p.add_argument_group("bootstrap intervals and paired sign-flip tests (ips.uncertainty)")
+    g.add_argument("--seed", type=int, default=0,
+                   help="seed of the bootstrap and of the sign-flip draws (default: %(default)s)")
     g.add_argument("--resamples", type=_int_between(100, 10**7), default=N_BOOT,
-                   help="replicates (default: %(default)s)")
+                   help="bootstrap replicates (default: %(default)s)")
     g.add_argument("--level", type=_unit, default=LEVEL,
                    help="confidence level in (0, 1) (default: %(default)s)")
+    g.add_argument("--permutations", type=_int_between(99, 10**7), default=DRAWS,
+                   help=f"random sign vectors of a sign-flip test on more than {EXACT_MAX} "
+                   "samples (fewer are tested exactly; default: %(default)s)")
 
 
 # ---------------------------------------------------------------- ips metrics
@@ -333,8 +337,9 @@ def _add_metrics(sub, common) -> None:
         "model on one dataset (netCDF out)",
         description="Merge the shards of one model on one dataset (values files of `ips score` "
         "and, in the same order, their fit files of `ips fit`) and compute IPS by condition "
-        "group and order band at --tau, the τ sweep, per-pair IPS with Appendix G labels, "
-        "interaction types, output consistency, accuracy and the representation baseline. "
+        "group and order band at --tau (with paired sign-flip tests of the band order), the "
+        "τ sweep, per-pair IPS with Appendix G labels, interaction types, output "
+        "consistency, accuracy and the representation baseline. "
         "The layout is documented in `ips.summary`.",
     )
     p.add_argument("--values", type=Path, nargs="+", required=True, metavar="V.h5",
@@ -345,7 +350,7 @@ def _add_metrics(sub, common) -> None:
                    help="salience threshold in (0, 1) (default: %(default)s)")
     p.add_argument("--tau-sweep", type=_unit, nargs="+", default=None, metavar="TAU",
                    help="thresholds of the τ sweep (default: 0.05 0.06 ... 0.20)")
-    _add_bootstrap(p)
+    _add_uncertainty(p)
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
     p.set_defaults(func=_metrics)
 
@@ -356,7 +361,8 @@ def _metrics(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     ds = summarize(args.values, args.fits, tau=args.tau, tau_sweep=args.tau_sweep,
-                   seed=args.seed, n_boot=args.resamples, level=args.level)
+                   seed=args.seed, n_boot=args.resamples, level=args.level,
+                   draws=args.permutations)
     write_dataset(ds, args.out)
     ips0 = ds["ips"].sel(band="all").values
     log.info("wrote %s: %s on %s, %d samples, IPS at τ=%g %s (%.2f s)", args.out,
@@ -377,13 +383,14 @@ def _add_factors(sub, common) -> None:
         "robustness across models (netCDF out)",
         description="Compare the metrics files of `ips metrics` (one per model and dataset): "
         "instruct vs base, larger vs smaller, dense vs MoE and k-shot vs 0-shot, as "
-        "ΔIPS = (IPS_A − IPS_B)/IPS_B per order band; factors the configured models cannot "
-        "show are reported as absent. Also the Spearman/Pearson robustness of the model "
+        "ΔIPS = (IPS_A − IPS_B)/IPS_B per order band, with bootstrap intervals and paired "
+        "sign-flip tests over samples; factors the configured models cannot show are "
+        "reported as absent. Also the Spearman/Pearson robustness of the model "
         "ranking over the τ sweep. The layout is documented in `ips.factors`.",
     )
     p.add_argument("--metrics", type=Path, nargs="+", required=True, metavar="M.nc",
                    help="metrics files (one per model and dataset)")
-    _add_bootstrap(p)
+    _add_uncertainty(p)
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
     p.set_defaults(func=_factors)
 
@@ -392,7 +399,8 @@ def _factors(args: argparse.Namespace) -> int:
     from ips.factors import compare
     from ips.io import write_dataset
 
-    ds = compare(args.metrics, seed=args.seed, n_boot=args.resamples, level=args.level)
+    ds = compare(args.metrics, seed=args.seed, n_boot=args.resamples, level=args.level,
+                 draws=args.permutations)
     write_dataset(ds, args.out)
     for f, note in zip(ds["factor"].values, ds["factor_note"].values):
         log.info("factor %s: %s", f, note)

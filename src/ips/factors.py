@@ -28,10 +28,12 @@ Output layout (netCDF/HDF5):
 | `ips_a`, `ips_b`, `delta_ips` | comparison, band | the two IPS values and ΔIPS of each comparison |
 | (coords) `comparison_factor`, `comparison_dataset`, `comparison_group`, `model_a`, `model_b`, `setting_a`, `setting_b`, `templates` | comparison | what was compared; `setting_*` is the condition group on each side, `templates` the template pairs of a few-shot comparison |
 | `ips_a_ci`, `ips_b_ci`, `delta_ips_ci` | comparison, band, bound | percentile-bootstrap intervals (bound `low`, `high`) of IPS_A, IPS_B and ΔIPS |
-| `p_value` | comparison, band | two-sided paired-bootstrap p-value of IPS_A = IPS_B |
-| `n_paired` | comparison | samples with a value on both sides (paired by sample id) |
+| `p_value` | comparison, band | two-sided paired sign-flip p-value of the per-sample differences A_s − B_s (see below) |
+| `n_tested` | comparison, band | samples in that test (valued on both sides in that band) |
+| `n_paired` | comparison | samples with a value on both sides (paired by sample id; band all) |
 | `delta_ips_mean` | summary, band | mean ΔIPS over the comparisons of one (factor, dataset, group) |
-| `delta_ips_mean_ci`, `p_value_mean` | summary, band[, bound] | interval and p-value of that mean (the comparisons' replicates share their resamples and are averaged) |
+| `delta_ips_mean_ci` | summary, band, bound | interval of that mean (the comparisons' replicates share their resamples and are averaged) |
+| `p_value_mean`, `n_tested_mean` | summary, band | sign-flip p-value of the per-sample mean over the row's comparisons of A_s − B_s, and the samples valued in every one of them |
 | `n_comparisons` | summary | how many comparisons that mean holds (those with a finite ΔIPS, band all) |
 | (coords) `summary_factor`, `summary_dataset`, `summary_group` | summary | the key of each row |
 | `factor_present`, `factor_note` | factor | whether a factor has any comparison, and why not (`absent: …`) |
@@ -40,15 +42,22 @@ Output layout (netCDF/HDF5):
 | `tau_n_models`, `tau_note` | dataset | models used; why the correlation is NaN or which models were left out |
 
 Attributes: `tau`, `metrics_files` (JSON), `absent` (JSON: factor → reason, for factors with
-no comparison at all), `bootstrap` (JSON: method, n_boot, level, seed), `ips_version`.
+no comparison at all), `bootstrap` (JSON: method, n_boot, level, seed), `test` (JSON:
+method, exact_max, draws, seed), `ips_version`.
 
-Uncertainty (`ips.uncertainty`): every comparison is tested with a paired bootstrap over
-samples. The per-sample values come from the metrics files (`sample_ips` of the group for
-the model factors, `sample_pair_ips` of the compared template pairs for few-shot); both
-sides are aligned by sample id (the workflow draws the same items for every model). One
-count matrix per dataset (seeded by `seed`, over the sorted union of its sample ids) is
-used for every comparison of that dataset, so the replicates of several comparisons can be
-averaged for the summary rows. Metrics files without per-sample tables give NaN intervals.
+Uncertainty (`ips.uncertainty`). The per-sample values come from the metrics files
+(`sample_ips` of the group for the model factors, `sample_pair_ips` of the compared template
+pairs for few-shot); both sides are aligned by sample id (the workflow draws the same items
+for every model). *Intervals*: paired percentile bootstrap; one count matrix per dataset
+(seeded by `seed`, over the sorted union of its sample ids) is used for every comparison of
+that dataset, so the replicates of several comparisons can be averaged for the summary
+rows. *Tests*: sample s's value on side A is A_s, the NaN-aware mean over the side's K
+columns (K = 1 for a group, the template pairs for few-shot), likewise B_s; the samples
+valued on both sides in a band (sorted by id) give d_s = A_s − B_s, and `p_value` is the
+two-sided paired sign-flip test of their mean (`ips.uncertainty.sign_flip_test`: exact for
+at most 16 samples, else `draws` random sign vectors seeded by `seed`). A summary row tests
+the per-sample mean of d_s over its comparisons, on the samples valued in all of them.
+Metrics files without per-sample tables give NaN intervals and p-values (n_tested 0).
 """
 
 from __future__ import annotations
@@ -239,19 +248,11 @@ def _few_shot(dataset: str, e: Entry) -> tuple[list[Comparison], list[str]]:
     return out, notes
 
 
-def _nanmean(x: np.ndarray) -> np.ndarray:
-    """Mean over axis 0 ignoring NaN; NaN (without a warning) where nothing is left."""
+def _nanmean(x: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Mean over an axis ignoring NaN; NaN (without a warning) where nothing is left."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(x, axis=0)
-
-
-def _n_paired(c: Comparison) -> int:
-    """Samples with a value (band all) on both sides of a comparison."""
-    ids_a, xa = c.samples_a
-    ids_b, xb = c.samples_b
-    ok_a = {s for s, row in zip(ids_a, xa[:, :, 0]) if np.isfinite(row).any()}
-    return sum(1 for s, row in zip(ids_b, xb[:, :, 0]) if s in ok_a and np.isfinite(row).any())
+        return np.nanmean(x, axis=axis)
 
 
 def _delta(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -292,7 +293,7 @@ def _robustness(dataset: str, entries: list[Entry]):
 
 def _paired(comps: list[Comparison], datasets: list[str], seed: int, n_boot: int,
             level: float) -> list[uncertainty.PairedTest | None]:
-    """Paired bootstrap of every comparison (`ips.uncertainty.paired_test`).
+    """Paired bootstrap intervals of every comparison (`ips.uncertainty.paired_test`).
 
     Per dataset one count matrix over the sorted union of the sample ids of its comparisons
     (so replicate b draws the same items for every comparison and model); both sides of a
@@ -321,11 +322,42 @@ def _paired(comps: list[Comparison], datasets: list[str], seed: int, n_boot: int
     return out
 
 
+def _differences(c: Comparison) -> dict[str, np.ndarray] | None:
+    """Per-sample differences d_s = A_s − B_s (band,) of the samples on both sides, by id.
+
+    A_s is the NaN-aware mean over side A's K columns of sample s (likewise B_s); a band
+    where either side has no value is NaN. None without per-sample tables."""
+    if c.samples_a is None or c.samples_b is None:
+        return None
+    side_a, side_b = ({str(s): _nanmean(x, axis=0) for s, x in zip(ids, xs)}
+                      for ids, xs in (c.samples_a, c.samples_b))
+    return {s: side_a[s] - side_b[s] for s in side_a if s in side_b}
+
+
+def _sign_flip(diffs: list[dict[str, np.ndarray]], draws: int,
+               seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(p, n) per band of the sign-flip test of the per-sample mean over ``diffs`` (the
+    d_s of one or more comparisons) on the samples, sorted by id, with a finite d_s in
+    every one of them."""
+    nb = len(BANDS)
+    p, n = np.full(nb, np.nan), np.zeros(nb, np.int64)
+    ids = sorted(set.intersection(*(set(d) for d in diffs)))
+    if not ids:
+        return p, n
+    d = np.mean([[x[s] for s in ids] for x in diffs], axis=0)  # (S, band); NaN stays NaN
+    for b in range(nb):
+        t = uncertainty.sign_flip_test(d[:, b], draws=draws, seed=seed)
+        p[b], n[b] = t.p_value, t.n
+    return p, n
+
+
 def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
-            n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL) -> xr.Dataset:
+            n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
+            draws: int = uncertainty.DRAWS) -> xr.Dataset:
     """All factor comparisons and the τ robustness of the given metrics files.
 
-    ``seed``, ``n_boot``, ``level``: the paired bootstrap of every comparison (`_paired`)."""
+    ``seed``, ``n_boot``, ``level``: the paired bootstrap intervals of every comparison
+    (`_paired`); ``seed``, ``draws``: its sign-flip tests (`_sign_flip`)."""
     if not paths:
         raise InputError("no metrics files given")
     entries = [read_metrics(p) for p in paths]
@@ -371,15 +403,19 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
     ci_a = np.array([t.ci_a if t else nan2 for t in tests], float).reshape(C, nb, 2)
     ci_b = np.array([t.ci_b if t else nan2 for t in tests], float).reshape(C, nb, 2)
     delta_ci = np.array([t.delta_ci if t else nan2 for t in tests], float).reshape(C, nb, 2)
-    p_val = np.array([t.p_value if t else np.full(nb, np.nan) for t in tests],
-                     float).reshape(C, nb)
-    n_paired = np.array([_n_paired(c) if t else 0 for t, c in zip(tests, comps)], np.int64)
+    diffs = [_differences(c) for c in comps]
+    p_val, n_tested = np.full((C, nb), np.nan), np.zeros((C, nb), np.int64)
+    for i, d in enumerate(diffs):
+        if d is not None:
+            p_val[i], n_tested[i] = _sign_flip([d], draws, seed)
+    n_paired = n_tested[:, BANDS.index("all")].copy()  # A_s and B_s valued in band all
 
     # summary: mean over the comparisons of one (factor, dataset, group)
     keys = list(dict.fromkeys((c.factor, c.dataset, c.group) for c in comps))
     mean = np.full((len(keys), len(BANDS)), np.nan)
     mean_ci = np.full((len(keys), nb, 2), np.nan)
     mean_p = np.full((len(keys), nb), np.nan)
+    mean_n = np.zeros((len(keys), nb), np.int64)
     count = np.zeros(len(keys), np.int64)
     for k, key in enumerate(keys):
         rows = [i for i, c in enumerate(comps) if (c.factor, c.dataset, c.group) == key]
@@ -388,7 +424,8 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
         if all(tests[i] is not None for i in rows):  # replicates share their resamples
             reps = _nanmean(np.stack([tests[i].delta_replicates for i in rows]))
             mean_ci[k] = uncertainty.percentile_ci(reps, level, mean[k])
-            mean_p[k] = uncertainty.p_value(reps)
+        if all(diffs[i] is not None for i in rows):
+            mean_p[k], mean_n[k] = _sign_flip([diffs[i] for i in rows], draws, seed)
 
     present, notes, absent = [], [], {}
     for f in FACTORS:
@@ -442,10 +479,12 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
         "ips_b_ci": (("comparison", "band", "bound"), ci_b),
         "delta_ips_ci": (("comparison", "band", "bound"), delta_ci),
         "p_value": (("comparison", "band"), p_val),
+        "n_tested": (("comparison", "band"), n_tested),
         "n_paired": (("comparison",), n_paired),
         "delta_ips_mean": (("summary", "band"), mean),
         "delta_ips_mean_ci": (("summary", "band", "bound"), mean_ci),
         "p_value_mean": (("summary", "band"), mean_p),
+        "n_tested_mean": (("summary", "band"), mean_n),
         "n_comparisons": (("summary",), count),
         "factor_present": (("factor",), np.array(present, bool)),
         "factor_note": (("factor",), obj(notes)),
@@ -468,6 +507,10 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
         "bootstrap": json.dumps({"method": "paired percentile bootstrap over sample ids",
                                  "n_boot": int(n_boot), "level": float(level),
                                  "seed": int(seed)}),
+        "test": json.dumps({"method": "paired sign-flip permutation",
+                            "statistic": "|mean of per-sample differences A_s - B_s|",
+                            "exact_max": uncertainty.EXACT_MAX, "draws": int(draws),
+                            "seed": int(seed)}),
     }
     ds = xr.Dataset(data, coords=coords, attrs=attrs)
     ds["delta_ips"].attrs["description"] = "(IPS_A - IPS_B) / IPS_B; A has the factor"

@@ -610,6 +610,10 @@ class TypeShares:
     """Same for pairs whose prediction stayed the same."""
     counts_changed: NDArray[np.int64]
     counts_unchanged: NDArray[np.int64]
+    sample_counts_changed: NDArray[np.int64]
+    """Per-sample counts ([T,] sample, type) over the sample's changed pairs; their sum over
+    samples is ``counts_changed``."""
+    sample_counts_unchanged: NDArray[np.int64]
     n_pairs_changed: int
     """Number of (sample, pair) cells whose prediction changed."""
     n_pairs_unchanged: int
@@ -647,13 +651,15 @@ def interaction_type_shares(
     p = all_pairs(x.shape[1]) if pairs is None else _check_pairs(pairs, x.shape[1])
     counts = interaction_types(x[:, p[:, 0]], x[:, p[:, 1]], tau, band)  # ([T,] S, P, 3)
     changed = pr[:, p[:, 0]] != pr[:, p[:, 1]]  # (S, P)
-    c_ch = np.where(changed[..., None], counts, 0).sum(axis=(-3, -2))
-    c_un = np.where(changed[..., None], 0, counts).sum(axis=(-3, -2))
+    s_ch = np.where(changed[..., None], counts, 0).sum(axis=-2)  # ([T,] S, 3)
+    s_un = np.where(changed[..., None], 0, counts).sum(axis=-2)
+    c_ch, c_un = s_ch.sum(axis=-2), s_un.sum(axis=-2)
     with np.errstate(invalid="ignore", divide="ignore"):
         sh_ch = c_ch / c_ch.sum(axis=-1, keepdims=True)
         sh_un = c_un / c_un.sum(axis=-1, keepdims=True)
     return TypeShares(
         changed=sh_ch, unchanged=sh_un, counts_changed=c_ch, counts_unchanged=c_un,
+        sample_counts_changed=s_ch, sample_counts_unchanged=s_un,
         n_pairs_changed=int(changed.sum()), n_pairs_unchanged=int((~changed).sum()),
     )
 

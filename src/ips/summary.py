@@ -15,6 +15,7 @@ Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf
 | `ips_sweep`, `n_valued_samples_sweep` | tau, group | IPS (band `all`) for every τ of the sweep |
 | `pair_ips`, `pair_n_valued` | pair, band | per condition pair: mean over the samples with a non-empty U of ips(x, T, T̂), and how many |
 | `type_share`, `type_count` | group, type, changed | shares / counts of the interaction types over U, pooled over the group's (sample, pair) cells whose prediction changed (`yes`) or not (`no`) |
+| `sample_type_count` | sample, group, type, changed | the same counts per sample (over its pairs); `type_count` is their sum over samples (for intervals of the shares over samples) |
 | `n_type_cells` | group, changed | number of (sample, pair) cells with a changed / unchanged prediction |
 | `output_consistency` | group | share of samples with the same prediction under every condition of the group |
 | `pair_consistency` | pair | share of samples with the same prediction under both conditions |
@@ -25,6 +26,7 @@ Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf
 | `sample_pair_ips` | sample, pair, band | ips(x, T, T̂) of every sample and pair; NaN where U is empty |
 | `ips_sweep_ci` | tau, group, bound | the same interval for `ips_sweep` |
 | `ips_ci`, `pair_ips_ci` | group / pair, band, bound | percentile-bootstrap interval (bound `low`, `high`) of `ips` / `pair_ips` over samples (`ips.uncertainty`) |
+| `band_diff`, `band_p`, `band_p_holm`, `band_n` | group, band_pair | order of the bands (paper 4.3): for the pairs low-mid, mid-high, low-high, the mean over samples of the per-sample difference `sample_ips` first minus second band, the two-sided paired sign-flip p-value of it (`ips.uncertainty.sign_flip_test`, on the samples valued in both bands), the Holm-adjusted p-value over the group's three tests, and those samples |
 | `sparsity_mean`, `sparsity_median` | rank | sorted |Ĩ| over Ω of every (sample, condition), read at relative ranks 0 (largest) … 1 (smallest), averaged (Fig. 2a) |
 | `salient_share` | – | mean share of Ω with |Ĩ| > τ |
 | `matching_nrmse` | keep | universal matching keeping only the largest 3 % / 5 % / all interactions: mean over (sample, condition) of RMS(φ_k − v) / (max v − min v) (Fig. 2b) |
@@ -36,12 +38,13 @@ Coordinates: `group` (in the order of the values files' `groups`), `band` (`all`
 `pair` (`"{group}:{a}|{b}"`) with `pair_a`, `pair_b` (condition names), `pair_group` and
 `pair_label` (`altering`, `adding`, `mixed`, `none` from the template file's change kinds,
 Appendix G; `perturbation` when either condition is a reworded prompt), `type`
-(`ips.metrics.INTERACTION_TYPES`), `changed` (`yes`, `no`).
+(`ips.metrics.INTERACTION_TYPES`), `changed` (`yes`, `no`), `band_pair` (`BAND_PAIRS`).
 
 Attributes: `model`, `model_attributes` (JSON), `dataset`, `kind`, `target`, `tau`, `groups`
 (JSON), `prediction` (`pred`, the letter argmax, for MCQ; `greedy_token` for instruction
 datasets, whose `pred` is −1), `template_file`, `values_files`, `fit_files` (JSON lists),
-`ips_version`, `bootstrap` (JSON: method, n_boot, level, seed), and the case study's
+`ips_version`, `bootstrap` (JSON: method, n_boot, level, seed), `test` (JSON: method,
+exact_max, draws, seed, multiplicity), and the case study's
 `case_sample` ("" when there is none), `case_group`, `case_condition_a/_b`,
 `case_template_a/_b`, `case_pred_a/_b`, `case_gold`, `case_ips`, `case_changed`.
 Coordinate `sample` holds the sample ids, sorted (the bootstrap resamples in that order, so
@@ -73,6 +76,8 @@ log = logging.getLogger(__name__)
 
 BANDS = ("all", "low", "mid", "high")
 CHANGED = ("yes", "no")
+BAND_PAIRS = ("low-mid", "mid-high", "low-high")
+"""Order-band comparisons of `band_p` (first minus second); one Holm family per group."""
 PERTURBATION_LABEL = "perturbation"
 
 _CONDITION_COORDS = ("template", "shots", "perturbation")
@@ -518,14 +523,42 @@ def case_study_data(merged: Merged, norm: np.ndarray, pred: np.ndarray, groups: 
     return data, coords, attrs
 
 
+def band_tests(sample_ips: np.ndarray, draws: int = uncertainty.DRAWS,
+               seed: int = 0) -> dict[str, np.ndarray]:
+    """Paired sign-flip tests of the order bands of every group (paper Section 4.3).
+
+    ``sample_ips``: (sample, group, band) in the order of `BANDS`, samples sorted by id.
+    For every group and pair (first, second) of `BAND_PAIRS`: d_s = IPS_s^first −
+    IPS_s^second over the samples valued in both bands; `band_diff` = mean d_s, `band_p`
+    its two-sided sign-flip p-value, `band_p_holm` Holm's adjustment over the group's three
+    tests, `band_n` the samples. Each array has shape (group, band_pair).
+    """
+    G = sample_ips.shape[1]
+    out = {"band_diff": np.full((G, len(BAND_PAIRS)), np.nan),
+           "band_p": np.full((G, len(BAND_PAIRS)), np.nan),
+           "band_n": np.zeros((G, len(BAND_PAIRS)), np.int64)}
+    for g in range(G):
+        for k, pair in enumerate(BAND_PAIRS):
+            first, second = (BANDS.index(b) for b in pair.split("-"))
+            t = uncertainty.sign_flip_test(sample_ips[:, g, first] - sample_ips[:, g, second],
+                                           draws=draws, seed=seed)
+            out["band_diff"][g, k], out["band_p"][g, k], out["band_n"][g, k] = (
+                t.mean_difference, t.p_value, t.n)
+    out["band_p_holm"] = np.array([uncertainty.holm(row) for row in out["band_p"]]
+                                  ).reshape(G, len(BAND_PAIRS))
+    return out
+
+
 def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
             tau_sweep: Sequence[float] | None = None, seed: int = 0,
-            n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL) -> xr.Dataset:
+            n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
+            draws: int = uncertainty.DRAWS) -> xr.Dataset:
     """The metrics of one (model, dataset); see the module docstring for the layout.
 
-    ``seed``, ``n_boot`` and ``level`` set the bootstrap of the confidence intervals
-    (`ips.uncertainty`; samples are resampled in the order of their sorted ids, so the
-    intervals do not depend on how the samples were sharded).
+    ``seed``, ``n_boot`` and ``level`` set the bootstrap of the confidence intervals,
+    ``seed`` and ``draws`` the sign-flip tests of the order bands (`ips.uncertainty`;
+    samples are resampled and tested in the order of their sorted ids, so neither depends
+    on how the samples were sharded).
     """
     sweep = np.asarray(metrics.default_tau_sweep() if tau_sweep is None else tau_sweep, float)
     tau = float(tau)
@@ -553,6 +586,7 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
     sweep_n = np.zeros((T, G), np.int64)
     share = np.full((G, 3, 2), np.nan)
     count = np.zeros((G, 3, 2), np.int64)
+    sample_count = np.zeros((merged.n_vars.size, G, 3, 2), np.int64)
     cells = np.zeros((G, 2), np.int64)
     consistency = np.full(G, np.nan)
     pair_rows: list[tuple[str, int, int]] = []
@@ -592,6 +626,8 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         ts = metrics.interaction_type_shares(sub, pred[:, idx], local, tau)
         share[g, :, 0], share[g, :, 1] = ts.changed, ts.unchanged
         count[g, :, 0], count[g, :, 1] = ts.counts_changed, ts.counts_unchanged
+        sample_count[:, g, :, 0] = ts.sample_counts_changed
+        sample_count[:, g, :, 1] = ts.sample_counts_unchanged
         cells[g] = ts.n_pairs_changed, ts.n_pairs_unchanged
         consistency[g] = metrics.output_consistency(pred[:, idx])
         for k, ((i, j), row, row_n) in enumerate(zip(idx[local].tolist(), per_pair, per_pair_n)):
@@ -671,6 +707,10 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
     coords["sample"] = obj(ids[order])
     coords["bound"] = obj(uncertainty.BOUNDS)
     data["sample_ips"] = (("sample", "group", "band"), sample_ips)
+    data["sample_type_count"] = (("sample", "group", "type", "changed"), sample_count[order])
+    coords["band_pair"] = obj(BAND_PAIRS)
+    for name, value in band_tests(sample_ips, draws, seed).items():
+        data[name] = (("group", "band_pair"), value)
     data["ips_ci"] = (("group", "band", "bound"), ips_ci.reshape(G, B, 2))
     data["sample_pair_ips"] = (("sample", "pair", "band"), sample_pair)
     data["pair_ips_ci"] = (("pair", "band", "bound"), pair_ci.reshape(P, B, 2))
@@ -702,6 +742,11 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         "ips_version": __version__,
         "bootstrap": json.dumps({"method": "percentile", "n_boot": int(n_boot),
                                  "level": float(level), "seed": int(seed)}),
+        "test": json.dumps({"method": "paired sign-flip permutation",
+                            "statistic": "|mean of per-sample band differences|",
+                            "exact_max": uncertainty.EXACT_MAX, "draws": int(draws),
+                            "seed": int(seed), "multiplicity": "Holm over the 3 band pairs "
+                            "of one group"}),
         **case_attrs,
     }
     ds = xr.Dataset(data, coords=coords, attrs=attrs)
@@ -714,7 +759,8 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
 def summarize(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathLike],
               tau: float = metrics.DEFAULT_TAU,
               tau_sweep: Sequence[float] | None = None, seed: int = 0,
-              n_boot: int = uncertainty.N_BOOT,
-              level: float = uncertainty.LEVEL) -> xr.Dataset:
+              n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
+              draws: int = uncertainty.DRAWS) -> xr.Dataset:
     """Read, check and merge the shards, then compute the metrics (what `ips metrics` does)."""
-    return compute(load(values, fits), tau, tau_sweep, seed=seed, n_boot=n_boot, level=level)
+    return compute(load(values, fits), tau, tau_sweep, seed=seed, n_boot=n_boot, level=level,
+                   draws=draws)

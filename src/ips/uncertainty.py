@@ -1,4 +1,4 @@
-"""Bootstrap uncertainty of IPS numbers (confidence intervals and paired tests).
+"""Uncertainty of IPS numbers: bootstrap intervals and paired sign-flip tests.
 
 Every IPS number of the project is a mean over samples (of a per-sample value, or a mean
 over template pairs of per-pair means over samples). Its uncertainty comes from which items
@@ -22,21 +22,40 @@ were drawn, so it is estimated by resampling *samples* with replacement:
   The point estimate (all samples, W = 1) is reported next to it; should a percentile
   interval miss it (possible with very few samples), the interval is widened to include it,
   so that every reported interval contains its estimate.
-* **Paired test** of two sides A and B measured on the same samples (same ids): both sides
-  are resampled with the *same* W (pairing by sample id), giving replicates of
-  ``ΔIPS* = (A* − B*)/B*``. Its CI is the percentile interval of ``ΔIPS*``; the two-sided
-  p-value of H0: IPS_A = IPS_B is the bootstrap-CI inversion
-  ``p = min(1, 2·min(#(A* − B* ≤ 0) + 1, #(A* − B* ≥ 0) + 1) / (B + 1))``, the smallest
-  α at which the percentile interval of A − B excludes 0 (with the usual +1 correction,
-  so p > 0 always). It refers to the plain percentile interval: with very few samples the
-  reported (widened) ΔIPS interval may contain 0 while p is small.
+* **Paired intervals** of two sides A and B measured on the same samples (same ids): both
+  sides are resampled with the *same* W (pairing by sample id), giving replicates of
+  ``ΔIPS* = (A* − B*)/B*``; its CI is the percentile interval of ``ΔIPS*``.
 * **Pairing** is by sample id: both sides are resampled with the same counts over the ids
   they share; each side's statistic averages its own valued samples among them (a sample
   without a valued pair on one side still counts on the other).
 
+Paired tests (p-values) are *not* bootstrapped: a percentile-bootstrap inversion gives
+p-values that a handful of samples cannot support. They come from an exact or Monte Carlo
+**paired sign-flip permutation test** (:func:`sign_flip_test`):
+
+* **Hypothesis and statistic.** d_1 … d_m are the per-sample differences A_s − B_s of the
+  samples valued on both sides (NaN entries are dropped, so m counts the finite ones).
+  H0: the d_s are symmetric about 0 (exchangeable signs), which holds when A and B are
+  the same measurement up to sample noise. Statistic ``T = |mean(d)|``; a sign vector
+  ε ∈ {−1, +1}^m gives ``T*(ε) = |Σ ε_s d_s| / m``.
+* **Exact** for m ≤ ``exact_max`` (16): all 2^m sign vectors (the identity included) are
+  enumerated as one (2^m, m) matrix product, and
+  ``p = #{ε : T*(ε) ≥ T − tol} / 2^m`` with ``tol = 1e-9·Σ|d_s|/m`` so that floating-point
+  ties count as at least as extreme (ties are always counted, which is conservative).
+  The smallest attainable p is 2/2^m: 0.25 for m = 3, 0.0625 for m = 5.
+* **Monte Carlo** for m > ``exact_max``: B = ``draws`` sign vectors drawn uniformly (in
+  chunks, from ``numpy.random.default_rng(seed)``), b of them with ``T* ≥ T − tol``, and
+  ``p = (b + 1)/(B + 1)`` - a valid p-value (never 0) that counts the observed vector.
+* **Zero differences** (d_s = 0) stay in m: they add nothing to any T*, so the exact p is
+  the one without them, but they count as tested samples.
+* **Multiplicity.** :func:`holm` adjusts a family of p-values (Holm's step-down):
+  with the k finite p-values sorted, ``p̃_(i) = max_{j ≤ i} min(1, (k − j + 1)·p_(j))``.
+
 Defaults (module constants, used by `ips metrics` / `ips factors` / `ips figures`):
-``N_BOOT = 2000`` replicates and ``LEVEL = 0.95``; the seed comes from the config's
-``seed`` (``--seed``).
+``N_BOOT = 2000`` replicates and ``LEVEL = 0.95``; ``DRAWS = 9999`` Monte Carlo sign
+vectors and ``EXACT_MAX = 16``; the seed comes from the config's ``seed`` (``--seed``) and
+the draws from ``permutation.draws`` (``--permutations``). Intervals and tests resting on
+fewer than ``MIN_RELIABLE_N = 10`` samples are flagged in the tables and figures.
 """
 
 from __future__ import annotations
@@ -53,10 +72,17 @@ LEVEL: float = 0.95
 """Confidence level of every interval."""
 BOUNDS: tuple[str, str] = ("low", "high")
 """Coordinate of the interval axis in the tables."""
+DRAWS: int = 9999
+"""Monte Carlo sign vectors of a sign-flip test with more than EXACT_MAX samples."""
+EXACT_MAX: int = 16
+"""Largest number of samples whose 2^m sign vectors are all enumerated."""
+MIN_RELIABLE_N: int = 10
+"""Intervals and tests from fewer samples are flagged as resting on few samples."""
 
-__all__ = ["N_BOOT", "LEVEL", "BOUNDS", "resample_counts", "replicate_means",
-           "point_mean", "bootstrap_ci", "PairedTest", "paired_test", "percentile_ci",
-           "p_value"]
+__all__ = ["N_BOOT", "LEVEL", "BOUNDS", "DRAWS", "EXACT_MAX", "MIN_RELIABLE_N",
+           "resample_counts", "replicate_means", "point_mean", "bootstrap_ci", "PairedTest",
+           "paired_test", "percentile_ci", "SignFlipTest", "sign_flip_test", "sign_flip_label",
+           "holm"]
 
 
 def resample_counts(n_samples: int, n_boot: int = N_BOOT, seed: int = 0) -> NDArray[np.float64]:
@@ -143,18 +169,6 @@ def bootstrap_ci(x: ArrayLike, n_boot: int = N_BOOT, level: float = LEVEL, seed:
     return est, percentile_ci(reps, level, est)
 
 
-def p_value(diff_replicates: ArrayLike) -> NDArray[np.float64]:
-    """Two-sided bootstrap p-value of H0: difference = 0 over axis 0 (CI inversion)."""
-    d = np.asarray(diff_replicates, dtype=np.float64)
-    ok = np.isfinite(d)
-    n = ok.sum(axis=0)
-    le = (ok & (d <= 0)).sum(axis=0)
-    ge = (ok & (d >= 0)).sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.minimum(1.0, 2.0 * (np.minimum(le, ge) + 1) / (n + 1))
-    return np.where(n >= 2, p, np.nan)
-
-
 @dataclass(frozen=True)
 class PairedTest:
     """Result of :func:`paired_test`; array fields have shape x.shape[2:]."""
@@ -167,19 +181,15 @@ class PairedTest:
     """(IPS_A − IPS_B)/IPS_B on all samples."""
     delta_ci: NDArray[np.float64]
     """Percentile interval of ΔIPS (..., 2)."""
-    p_value: NDArray[np.float64]
-    """Two-sided p-value of IPS_A = IPS_B."""
     n_samples: int
     """Rows resampled (samples)."""
     delta_replicates: NDArray[np.float64]
     """ΔIPS* of every replicate, shape (B,) + x.shape[2:] (to average over comparisons)."""
-    diff_replicates: NDArray[np.float64]
-    """A* − B* of every replicate."""
 
 
 def paired_test(a: ArrayLike, b: ArrayLike, n_boot: int = N_BOOT, level: float = LEVEL,
                 seed: int = 0, counts: ArrayLike | None = None) -> PairedTest:
-    """Paired bootstrap of ΔIPS = (IPS_A − IPS_B)/IPS_B.
+    """Paired bootstrap intervals of IPS_A, IPS_B and ΔIPS = (IPS_A − IPS_B)/IPS_B.
 
     a: (S, Ka, ...) and b: (S, Kb, ...) (or (S,)), row s of both belonging to the same sample
     id; the trailing axes (e.g. the order band) must agree. Both sides are resampled with the
@@ -201,6 +211,81 @@ def paired_test(a: ArrayLike, b: ArrayLike, n_boot: int = N_BOOT, level: float =
     return PairedTest(
         ips_a=est_a, ips_b=est_b, ci_a=percentile_ci(ra, level, est_a),
         ci_b=percentile_ci(rb, level, est_b), delta=delta,
-        delta_ci=percentile_ci(rdelta, level, delta), p_value=p_value(ra - rb), n_samples=S,
-        delta_replicates=rdelta, diff_replicates=ra - rb,
+        delta_ci=percentile_ci(rdelta, level, delta), n_samples=S, delta_replicates=rdelta,
     )
+
+
+@dataclass(frozen=True)
+class SignFlipTest:
+    """Result of :func:`sign_flip_test`."""
+
+    p_value: float
+    """Two-sided p-value of H0 "d is symmetric about 0"; NaN without any finite d."""
+    n: int
+    """Finite differences tested (m)."""
+    mean_difference: float
+    """mean(d) over them (NaN when n = 0)."""
+    method: str
+    """"exact" (all 2^n sign vectors), "monte carlo" (``draws`` random ones) or "none"."""
+    draws: int
+    """Sign vectors compared against: 2^n, the Monte Carlo draws, or 0."""
+
+
+def sign_flip_label(n: int, exact_max: int = EXACT_MAX) -> str:
+    """Short name of the test :func:`sign_flip_test` runs on n differences ("" for none)."""
+    return "" if n < 1 else ("sign-flip exact" if n <= exact_max else "sign-flip MC")
+
+
+def sign_flip_test(d: ArrayLike, draws: int = DRAWS, seed: int = 0,
+                   exact_max: int = EXACT_MAX) -> SignFlipTest:
+    """Two-sided paired sign-flip permutation test of the mean of the differences d.
+
+    Statistic |mean(d)| over the finite entries (NaN entries are dropped); exact over all
+    2^m sign vectors for m ≤ ``exact_max``, else ``draws`` uniform random sign vectors with
+    p = (b + 1)/(draws + 1) (see the module docstring). Exact p-values do not depend on the
+    order of d; Monte Carlo ones do through which sign meets which entry, so callers pass d
+    in a fixed order (sorted sample ids).
+    """
+    if draws < 1 or exact_max < 0:
+        raise ValueError(f"need draws >= 1 and exact_max >= 0; got {draws}, {exact_max}")
+    x = np.asarray(d, dtype=np.float64).ravel()
+    x = x[np.isfinite(x)]
+    m = x.size
+    if m == 0:
+        return SignFlipTest(float("nan"), 0, float("nan"), "none", 0)
+    observed = abs(float(x.mean()))
+    # floating-point ties (e.g. the identity computed as a matrix product) count as extreme
+    cut = observed - 1e-9 * float(np.abs(x).sum()) / m
+    if m <= exact_max:
+        codes = np.arange(1 << m, dtype=np.int64)[:, None] >> np.arange(m)
+        signs = 1.0 - 2.0 * (codes & 1)
+        hits = int(np.count_nonzero(np.abs(signs @ x) / m >= cut))
+        return SignFlipTest(hits / (1 << m), m, float(x.mean()), "exact", 1 << m)
+    rng = np.random.default_rng(seed)
+    chunk = max(1, (1 << 22) // m)  # about 32 MiB of signs at a time
+    hits, left = 0, int(draws)
+    while left:
+        k = min(chunk, left)
+        signs = 1.0 - 2.0 * rng.integers(0, 2, size=(k, m))
+        hits += int(np.count_nonzero(np.abs(signs @ x) / m >= cut))
+        left -= k
+    return SignFlipTest((hits + 1) / (draws + 1), m, float(x.mean()), "monte carlo",
+                        int(draws))
+
+
+def holm(p: ArrayLike) -> NDArray[np.float64]:
+    """Holm step-down adjusted p-values of one family (same shape as p).
+
+    With the k finite p-values sorted ascending, p̃_(i) = max_{j ≤ i} min(1, (k − j + 1)·p_(j));
+    NaN entries are not part of the family and stay NaN. Rejecting p̃ ≤ α controls the
+    family-wise error rate at α under any dependence between the tests.
+    """
+    a = np.asarray(p, dtype=np.float64)
+    out = np.full(a.shape, np.nan)
+    flat, res = a.ravel(), out.reshape(-1)
+    idx = np.flatnonzero(np.isfinite(flat))
+    if idx.size:
+        order = idx[np.argsort(flat[idx], kind="stable")]
+        k = order.size
+        res[order] = np.minimum(1.0, np.maximum.accumulate((k - np.arange(k)) * flat[order]))
+    return out

@@ -18,6 +18,7 @@ rule metrics:
         seed=config["seed"],
         resamples=config["bootstrap"]["resamples"],
         level=config["bootstrap"]["level"],
+        permutations=config["permutation"]["draws"],
     log:
         "logs/metrics/{model}/{dataset}.log",
     conda:
@@ -25,7 +26,7 @@ rule metrics:
     shell:
         "python -m ips metrics --values {input.values} --fits {input.fits} --tau {params.tau} "
         "--tau-sweep {params.tau_sweep} --seed {params.seed} --resamples {params.resamples} "
-        "--level {params.level} --out {output} 2> {log}"
+        "--level {params.level} --permutations {params.permutations} --out {output} 2> {log}"
 
 
 rule factors:
@@ -37,13 +38,15 @@ rule factors:
         seed=config["seed"],
         resamples=config["bootstrap"]["resamples"],
         level=config["bootstrap"]["level"],
+        permutations=config["permutation"]["draws"],
     log:
         "logs/factors.log",
     conda:
         "../../envs/ips.yaml"
     shell:
         "python -m ips factors --metrics {input} --seed {params.seed} --resamples "
-        "{params.resamples} --level {params.level} --out {output} 2> {log}"
+        "{params.resamples} --level {params.level} --permutations {params.permutations} "
+        "--out {output} 2> {log}"
 
 
 rule figures:

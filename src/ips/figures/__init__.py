@@ -10,10 +10,10 @@ Reads the metrics files of `ips metrics` (one per model and dataset) and the fac
 | `universal_matching` | `sparsity` | matching v with the largest 3% / 5% / all interactions (Fig. 2b) |
 | `case_study_<model>_<dataset>` | `case_study` | salient interactions of one sample under a template pair (Fig. 3a / 19) |
 | `interaction_types` | `types` | interaction types by whether the prediction changed (Fig. 3b) |
-| `ips_ranking` | `ranking` | IPS of every model with its 95% CI (Fig. 4a) |
+| `ips_ranking` | `ranking` | IPS of every model with its 95% CI, flagged when from n < 10 samples (Fig. 4a) |
 | `ips_vs_consistency` | `ranking` | IPS against output consistency, with r (Fig. 4b) |
-| `factor_<factor>` | `factors` | IPS_A vs IPS_B of every comparison, CI and p-value (Figs. 5-8) |
-| `ips_by_order` | `order` | IPS^low/mid/high per model (Figs. 9, 20) |
+| `factor_<factor>` | `factors` | IPS_A vs IPS_B of every comparison, CI and sign-flip p-value with its n (Figs. 5-8) |
+| `ips_by_order` | `order` | IPS^low/mid/high per model with Holm-adjusted p-values of the band order (Figs. 9, 20) |
 | `factors` | `factors` | mean ΔIPS by order band of every factor (Figs. 10, 11, 21) |
 | `tau_robustness` | `robustness` | IPS over the τ sweep with mean Spearman / Pearson (Table 2/3) |
 | `perturbation_types` | `perturbation` | altering vs adding template pairs (App. G) |
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import json
 import logging
 import os
 import shutil
@@ -58,6 +59,7 @@ from ips.figures.style import DPI, MIN_WIDTH  # noqa: F401  (re-exported)
 from ips.figures.types import types_figure
 from ips.io import InputError, read_dataset
 from ips.summary import BANDS
+from ips.uncertainty import EXACT_MAX, MIN_RELIABLE_N, sign_flip_label
 
 log = logging.getLogger(__name__)
 
@@ -71,17 +73,24 @@ FIGURES = {
     "different effect; same sign, similar effect) among the salient interactions of the "
     "0-shot template pairs, split by whether the prediction changed (Fig. 3b)",
     "ips_ranking": "models ranked by IPS at τ on the 0-shot templates, one panel per "
-    "dataset, with 95% bootstrap intervals over samples (lower = less sensitive; Fig. 4a)",
+    "dataset, with 95% bootstrap intervals over samples (lower = less sensitive; Fig. 4a); "
+    f"an open marker and 'n<{MIN_RELIABLE_N}' flag an interval from fewer than "
+    f"{MIN_RELIABLE_N} samples",
     "ips_vs_consistency": "IPS against output consistency (share of samples with one "
     "prediction under every 0-shot template), with Pearson / Spearman r (Fig. 4b)",
     **{f"factor_{f}": f"{FACTOR_TITLES[f]}: IPS_A and IPS_B of every comparison with 95% "
-       "intervals, ΔIPS and the paired-bootstrap p-value (Figs. 5-8); an absent factor is "
-       "named with its reason" for f in FACTORS},
+       "intervals, ΔIPS and the p-value of a paired sign-flip test over samples with the "
+       f"samples it rests on, n (Figs. 5-8); bars hatched where n < {MIN_RELIABLE_N}; an "
+       "absent factor is named with its reason" for f in FACTORS},
     "ips_by_order": "IPS of low-, mid- and high-order interactions (order bands of ⌊n/3⌋, "
-    "⌊2n/3⌋) per model and dataset, with 95% intervals (Figs. 9, 20)",
+    "⌊2n/3⌋) per model and dataset, with 95% intervals (Figs. 9, 20); under each model the "
+    "Holm-adjusted p-values of paired sign-flip tests of low vs mid, mid vs high and low vs "
+    "high (Holm over these three tests of one model, dataset and group), with their n; "
+    f"bars hatched where n < {MIN_RELIABLE_N}",
     "factors": "mean relative change ΔIPS = (IPS_A − IPS_B)/IPS_B per order band for every "
     "factor the configured models allow (A: instruct, larger, dense, k-shot), with 95% "
-    "intervals (Figs. 10, 11, 21)",
+    f"intervals (Figs. 10, 11, 21); bars hatched where the sign-flip test of the mean rests "
+    f"on fewer than {MIN_RELIABLE_N} samples",
     "tau_robustness": "IPS on the 0-shot templates over the τ sweep, one line per model; the "
     "panel titles give the mean Spearman / Pearson correlation of the models' IPS between "
     "every two τ values (Table 2/3)",
@@ -99,10 +108,13 @@ CASE_STUDY = ("case_study_{model}_{dataset}", "salient interactions of one sampl
               "largest ips(x, T, T̂) among those whose prediction changed (else the largest)")
 TABLES = {
     "ips_table.csv": "one row per model, dataset, condition group and band: IPS with its 95% "
-    "bootstrap interval, samples averaged, empty pairs, output consistency and the model "
-    "attributes (an empty cell has no value)",
+    "bootstrap interval, samples averaged, empty pairs, output consistency, the model "
+    f"attributes and `few_samples` (true: the interval rests on fewer than {MIN_RELIABLE_N} "
+    "samples; an empty cell has no value)",
     "factors_table.csv": "one row per factor comparison and band: IPS_A, IPS_B, ΔIPS with "
-    "their 95% intervals, the paired-bootstrap p-value and the paired samples",
+    "their 95% intervals, the two-sided p-value of a paired sign-flip test of the per-sample "
+    f"differences (`test`: exact up to {EXACT_MAX} samples, else Monte Carlo), the samples "
+    f"tested (`n_tested`), the paired samples and `few_samples` (n_tested < {MIN_RELIABLE_N})",
     "tau_robustness.csv": "per dataset: mean Spearman and Pearson correlation of the models' "
     "IPS between every two τ of the sweep, models used, and why a value is missing",
 }
@@ -124,11 +136,11 @@ def case_study_name(model: str, dataset: str) -> str:
 
 TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_ci_low", "ips_ci_high",
                  "n_valued_samples", "n_empty_pairs", "output_consistency", "n_samples", "tau",
-                 *ATTRIBUTES)
+                 *ATTRIBUTES, "few_samples")
 FACTOR_COLUMNS = ("factor", "dataset", "group", "model_a", "model_b", "setting_a", "setting_b",
                   "templates", "band", "ips_a", "ips_a_ci_low", "ips_a_ci_high", "ips_b",
                   "ips_b_ci_low", "ips_b_ci_high", "delta_ips", "delta_ips_ci_low",
-                  "delta_ips_ci_high", "p_value", "n_paired")
+                  "delta_ips_ci_high", "p_value", "test", "n_tested", "n_paired", "few_samples")
 TAU_COLUMNS = ("dataset", "tau_spearman", "tau_pearson", "tau_n_models", "tau_note")
 
 
@@ -140,17 +152,19 @@ def table_rows(entries: list[Entry]) -> list[dict]:
             for b in BANDS:
                 ci = (ds["ips_ci"].sel(group=g, band=b).values.astype(float)
                       if "ips_ci" in ds else (np.nan, np.nan))
+                n = int(ds["n_valued_samples"].sel(group=g, band=b))
                 rows.append({
                     "model": e.model, "dataset": e.dataset, "group": str(g), "band": b,
                     "ips": float(ds["ips"].sel(group=g, band=b)),
                     "ips_ci_low": float(ci[0]), "ips_ci_high": float(ci[1]),
-                    "n_valued_samples": int(ds["n_valued_samples"].sel(group=g, band=b)),
+                    "n_valued_samples": n,
                     "n_empty_pairs": int(ds["n_empty_pairs"].sel(group=g, band=b)),
                     "output_consistency": float(ds["output_consistency"].sel(group=g))
                     if "output_consistency" in ds else float("nan"),
                     "n_samples": int(ds["n_samples"]) if "n_samples" in ds else "",
                     "tau": float(ds.attrs["tau"]),
                     **{k: _attr_text(e.attrs.get(k)) for k in ATTRIBUTES},
+                    "few_samples": n < MIN_RELIABLE_N,
                 })
     return rows
 
@@ -158,12 +172,14 @@ def table_rows(entries: list[Entry]) -> list[dict]:
 def factor_rows(factors: xr.Dataset) -> list[dict]:
     rows = []
     nan2 = np.full(2, np.nan)
+    exact_max = json.loads(factors.attrs.get("test", "{}")).get("exact_max", EXACT_MAX)
     for i in range(factors.sizes.get("comparison", 0)):
         for b in BANDS:
             def ci(name):
                 return (factors[name].sel(band=b).values[i].astype(float)
                         if name in factors else nan2)
 
+            n = int(factors["n_tested"].sel(band=b).values[i]) if "n_tested" in factors else 0
             rows.append({
                 "factor": str(factors["comparison_factor"].values[i]),
                 "dataset": str(factors["comparison_dataset"].values[i]),
@@ -180,7 +196,10 @@ def factor_rows(factors: xr.Dataset) -> list[dict]:
                 "delta_ips_ci_high": ci("delta_ips_ci")[1],
                 "p_value": float(factors["p_value"].sel(band=b).values[i])
                 if "p_value" in factors else float("nan"),
+                "test": sign_flip_label(n, exact_max),
+                "n_tested": n,
                 "n_paired": int(factors["n_paired"].values[i]) if "n_paired" in factors else 0,
+                "few_samples": n < MIN_RELIABLE_N,
             })
     return rows
 
@@ -200,14 +219,21 @@ def _attr_text(x) -> str:
     return "" if x is None else str(x)
 
 
+def _cell(v):
+    """CSV text: empty for NaN, 6 significant digits, true/false."""
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return "" if np.isnan(v) else f"{v:.6g}"
+    return v
+
+
 def write_csv(rows: list[dict], columns: Sequence[str], path: Path) -> None:
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=list(columns))
         w.writeheader()
         for row in rows:
-            w.writerow({k: ("" if isinstance(v, float) and np.isnan(v) else
-                            (f"{v:.6g}" if isinstance(v, float) else v))
-                        for k, v in row.items()})
+            w.writerow({k: _cell(v) for k, v in row.items()})
 
 
 def write_table(entries: list[Entry], path: Path) -> None:
@@ -262,8 +288,11 @@ def readme(entries: list[Entry], factors: xr.Dataset, tau: float,
         "## Files",
         "",
         "Every figure is written as PNG and PDF. Intervals are 95% percentile-bootstrap "
-        "intervals over samples; factor comparisons are tested with a paired bootstrap over "
-        "sample ids (`ips.uncertainty`).",
+        "intervals over samples; factor comparisons and the order of the bands are tested "
+        "with a paired sign-flip permutation test over sample ids (exact up to "
+        f"{EXACT_MAX} samples, else Monte Carlo; the order bands Holm-adjusted; "
+        f"`ips.uncertainty`). Numbers from fewer than {MIN_RELIABLE_N} samples are flagged "
+        "(`few_samples`, hatched bars, open markers): read them as indications only.",
         "",
     ]
     lines += [f"- `{name}.png`: {text}." for name, text in FIGURES.items()]

@@ -1,5 +1,6 @@
 """Helpers shared by the figure modules: reading values off the metrics entries, ordering,
-colours, legends, and the interval whiskers of every IPS number."""
+colours, legends, the interval whiskers of every IPS number, the flag of intervals from few
+samples and the text of p-values."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ import numpy as np
 import xarray as xr
 
 from ips.factors import Entry
+from ips.summary import BAND_PAIRS
+from ips.uncertainty import MIN_RELIABLE_N
 
 MAIN_GROUP = "0shot"
 """The condition group of the main comparisons (the 0-shot templates)."""
+FEW_HATCH = "////"
+"""Hatch of a bar whose interval rests on fewer than MIN_RELIABLE_N samples."""
 
 FACTOR_TITLES = {
     "instruct_vs_base": "instruct vs base",
@@ -38,6 +43,27 @@ def ips_ci(e: Entry, group: str = MAIN_GROUP, band: str = "all") -> tuple[float,
         return float("nan"), float("nan")
     lo, hi = e.ds["ips_ci"].sel(group=group, band=band).values.astype(float)
     return float(lo), float(hi)
+
+
+def n_valued(e: Entry, group: str = MAIN_GROUP, band: str = "all") -> int:
+    """Samples behind IPS and its interval (0 without that group)."""
+    if group not in e.ds["group"].values:
+        return 0
+    return int(e.ds["n_valued_samples"].sel(group=group, band=band))
+
+
+def few(n) -> bool:
+    """Whether an interval or test rests on fewer than MIN_RELIABLE_N samples."""
+    return int(n) < MIN_RELIABLE_N
+
+
+def few_hatch(n) -> str | None:
+    return FEW_HATCH if few(n) else None
+
+
+def few_note(mark: str = "hatched", what: str = "interval or test") -> str:
+    """Legend text of the few-samples flag."""
+    return f"{mark}: {what} from n < {MIN_RELIABLE_N} samples"
 
 
 def whiskers(values, cis) -> np.ndarray:
@@ -120,10 +146,27 @@ def blank(ax) -> None:
         ax.spines[side].set_visible(False)
 
 
-def p_text(p: float) -> str:
+def p_short(p: float) -> str:
     if not np.isfinite(p):
-        return "p n/a"
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+        return "n/a"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def p_text(p: float, n: int | None = None) -> str:
+    """A sign-flip p-value with the samples it rests on, e.g. "sign-flip p = 0.250, n = 3"."""
+    text = "p n/a" if not np.isfinite(p) else "p " + ("< 0.001" if p < 0.001 else f"= {p:.3f}")
+    return text if n is None else f"sign-flip {text}, n = {int(n)}"
+
+
+def band_test_text(e: Entry, group: str = MAIN_GROUP) -> str:
+    """Holm-adjusted sign-flip p-values of the order bands (`BAND_PAIRS` order) of a group,
+    e.g. "Holm p .250/.500/.250 (n=3)"; "Holm p n/a" where the metrics file has none."""
+    if "band_p_holm" not in e.ds.variables or group not in e.ds["group"].values:
+        return "Holm p n/a"
+    p = e.ds["band_p_holm"].sel(group=group, band_pair=list(BAND_PAIRS)).values.astype(float)
+    n = e.ds["band_n"].sel(group=group).values.astype(int)
+    ns = f"{n.min()}" if n.min() == n.max() else f"{n.min()}-{n.max()}"
+    return "Holm p " + "/".join(p_short(x).removeprefix("0") for x in p) + f" (n={ns})"
 
 
 def correlation_text(x, y) -> str:

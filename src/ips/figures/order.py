@@ -1,4 +1,5 @@
-"""IPS of low-, mid- and high-order interactions per model (paper Figs. 9, 20)."""
+"""IPS of low-, mid- and high-order interactions per model (paper Figs. 9, 20), with the
+Holm-adjusted sign-flip p-values of the band order (`band_p_holm` of `ips metrics`)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,23 @@ from pathlib import Path
 import numpy as np
 
 from ips.factors import Entry
-from ips.figures.common import (by_dataset, datasets_of, ips_ci, ips_value, legend_below,
-                                whiskers)
+from ips.figures.common import (band_test_text, by_dataset, datasets_of, few_hatch, few_note,
+                                ips_ci, ips_value, legend_below, n_valued, patch, whiskers)
 from ips.figures.style import BAND_COLORS, band_label, panels, save
 
 ORDER_BANDS = ("low", "mid", "high")
 
 
 def order_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
-    """Horizontal bars IPS^low/mid/high (0-shot) per model and dataset, with 95% CIs."""
+    """Horizontal bars IPS^low/mid/high (0-shot) per model and dataset, with 95% CIs; under
+    each model the Holm-adjusted p-values of its three band tests (low-mid, mid-high,
+    low-high); bars from fewer than MIN_RELIABLE_N samples are hatched."""
     datasets = datasets_of(entries)
     n_models = max(len(by_dataset(entries, d)) for d in datasets)
-    fig, axes = panels(len(datasets), 5.2, 1.8 + 0.45 * n_models,
+    fig, axes = panels(len(datasets), 5.2, 2.2 + 0.5 * n_models,
                        f"IPS by interaction order, τ = {tau:g} (0-shot templates; "
-                       "whiskers: 95% CI)")
+                       "whiskers: 95% CI)\nunder each model: Holm-adjusted paired sign-flip p "
+                       f"of low-mid / mid-high / low-high\n{few_note()}")
     h = 0.26
     for ax, d in zip(axes, datasets):
         rows = by_dataset(entries, d)
@@ -30,15 +34,15 @@ def order_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
             cis = [ips_ci(e, band=band) for e in rows]
             ax.barh(y + (k - 1) * h, np.nan_to_num(vals), height=h, color=BAND_COLORS[band],
                     label=band_label(band), xerr=whiskers(np.nan_to_num(vals), cis),
+                    hatch=[few_hatch(n_valued(e, band=band)) for e in rows],
                     error_kw={"elinewidth": 0.8, "capsize": 2})
             for yi, v in zip(y, vals):
                 if np.isnan(v):
                     ax.text(0.02, yi + (k - 1) * h, "no value", va="center", fontsize=7)
-        ax.set_yticks(y, [e.model for e in rows], fontsize=8)
+        ax.set_yticks(y, [f"{e.model}\n{band_test_text(e)}" for e in rows], fontsize=7)
         ax.invert_yaxis()
         ax.set_xlim(0, 2.1)
         ax.set_xlabel("IPS within the order band")
         ax.set_title(d, fontsize=10)
-    handles, labels = axes[0].get_legend_handles_labels()
-    legend_below(fig, handles, ncols=3, labels=labels)
+    legend_below(fig, [patch(BAND_COLORS[b], band_label(b)) for b in ORDER_BANDS], ncols=3)
     return save(fig, path)

@@ -1,5 +1,6 @@
 """IPS of every configured model (paper Fig. 4a) and IPS against output consistency
-(Fig. 4b), with bootstrap intervals."""
+(Fig. 4b), with bootstrap intervals; an interval from fewer than
+`ips.uncertainty.MIN_RELIABLE_N` samples gets an open marker and "n<10"."""
 
 from __future__ import annotations
 
@@ -8,18 +9,22 @@ from pathlib import Path
 import numpy as np
 
 from ips.factors import Entry
-from ips.figures.common import (MAIN_GROUP, by_dataset, correlation_text, datasets_of, ips_ci,
-                                ips_value, legend_below, marker, model_colors, whiskers)
+from ips.figures.common import (MAIN_GROUP, by_dataset, correlation_text, datasets_of, few,
+                                few_note, ips_ci, ips_value, legend_below, marker, model_colors,
+                                n_valued, whiskers)
+from ips.uncertainty import MIN_RELIABLE_N
 from ips.figures.style import TYPE_COLORS, panels, save
 
 
 def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     """Models ranked by IPS (0-shot, band all), one panel per dataset, least sensitive on
-    top; whiskers: bootstrap interval over samples."""
+    top; whiskers: bootstrap interval over samples (open marker: fewer than MIN_RELIABLE_N
+    samples)."""
     datasets = datasets_of(entries)
     n_models = max(len(by_dataset(entries, d)) for d in datasets)
     fig, axes = panels(len(datasets), 5.2, 1.7 + 0.32 * n_models,
-                       f"IPS ranking at τ = {tau:g} (0-shot templates; whiskers: 95% CI)")
+                       f"IPS ranking at τ = {tau:g} (0-shot templates; whiskers: 95% CI)\n"
+                       + few_note("open marker", "interval"))
     for ax, d in zip(axes, datasets):
         rows = by_dataset(entries, d)
         vals = np.array([ips_value(e) for e in rows])
@@ -37,10 +42,11 @@ def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
                 ax.text(x0, yi, " no value", va="center", fontsize=8)
                 continue
             color = TYPE_COLORS.get(e.attrs["type"], "#888888")
+            flag = few(n_valued(e))
             ax.errorbar(v, yi, xerr=whiskers([v], [ci]), fmt="o", color=color, capsize=3,
-                        zorder=2)
-            ax.annotate(f"{v:.3f}", (v, yi), xytext=(6, 5), textcoords="offset points",
-                        va="center", fontsize=7)
+                        zorder=2, mfc="white" if flag else color)
+            ax.annotate(f"{v:.3f}" + (f" (n<{MIN_RELIABLE_N})" if flag else ""), (v, yi),
+                        xytext=(6, 5), textcoords="offset points", va="center", fontsize=7)
         ax.set_yticks(y, [e.model for e in rows], fontsize=8)
         ax.set_ylim(len(rows) - 0.5, -0.5)
         ax.set_xlabel("IPS (lower = less sensitive)")
