@@ -38,13 +38,14 @@ import logging
 import os
 import shutil
 import uuid
+from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import xarray as xr
 
-from ips import __version__
+from ips import __version__, claims
 from ips.factors import ATTRIBUTES, FACTORS, Entry, read_metrics
 from ips.figures.common import (FACTOR_TITLES, MAIN_GROUP, absent_factors, datasets_of,
                                 robustness_text)
@@ -59,7 +60,7 @@ from ips.figures.style import DPI, MIN_WIDTH  # noqa: F401  (re-exported)
 from ips.figures.types import types_figure
 from ips.io import InputError, read_dataset
 from ips.summary import BANDS
-from ips.uncertainty import EXACT_MAX, MIN_RELIABLE_N, sign_flip_label
+from ips.uncertainty import DRAWS, EXACT_MAX, MIN_RELIABLE_N, sign_flip_label
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +118,10 @@ TABLES = {
     f"tested (`n_tested`), the paired samples and `few_samples` (n_tested < {MIN_RELIABLE_N})",
     "tau_robustness.csv": "per dataset: mean Spearman and Pearson correlation of the models' "
     "IPS between every two τ of the sweep, models used, and why a value is missing",
+    "claims.csv": "one row per claim of the paper and scope (model and dataset, dataset, or "
+    "factor comparison): the paper's statement, our estimate with its interval and n, the "
+    "test and its p-value, and the verdict (supported, contradicted, undecided, or untestable "
+    "with the reason; `ips.claims`)",
 }
 FILES = {**{f"{k}.png": v for k, v in FIGURES.items()}, **TABLES}
 """Files every run writes (each figure also as PDF), with what they show."""
@@ -273,7 +278,7 @@ def case_study_figures(entries: list[Entry], tau: float, out: Path) -> list[str]
 
 
 def readme(entries: list[Entry], factors: xr.Dataset, tau: float,
-           case_names: Sequence[str] = ()) -> str:
+           case_names: Sequence[str] = (), rows: Sequence[claims.Claim] = ()) -> str:
     datasets = datasets_of(entries)
     models = list(dict.fromkeys(e.model for e in entries))
     lines = [
@@ -318,8 +323,24 @@ def readme(entries: list[Entry], factors: xr.Dataset, tau: float,
                      + (f"; {factors['tau_note'].sel(dataset=d).item()}"
                         if d in factors["dataset"].values
                         and factors["tau_note"].sel(dataset=d).item() else ""))
+    lines += claims_section(rows)
     lines += ["", "Metrics files: " + ", ".join(f"`{e.path}`" for e in entries), ""]
     return "\n".join(lines)
+
+
+def claims_section(rows: Sequence[claims.Claim]) -> list[str]:
+    """The README section of the claims: verdict counts, each claim's statement, the table."""
+    counts = claims.summary(rows)
+    lines = ["", "## The paper's claims on these models", "",
+             f"`claims.csv`; verdicts at α = {claims.ALPHA:g} (`ips.claims`): directional "
+             "claims by a paired sign-flip test, level claims by whether the 95% interval lies "
+             "inside the paper's range. `undecided` means these samples cannot tell; it is not "
+             "evidence against the paper.", ""]
+    statements = dict((r.claim, r.paper) for r in rows)
+    for claim, c in counts.items():
+        told = ", ".join(f"{k} {v}" for k, v in c.items() if v)
+        lines.append(f"- `{claim}` ({told}): {statements[claim]}")
+    return [*lines, "", *claims.markdown(rows)]
 
 
 # --------------------------------------------------------------------------------- driver
@@ -371,7 +392,12 @@ def draw_all(entries: list[Entry], factors: xr.Dataset, tau: float, out: Path) -
     write_table(entries, out / "ips_table.csv")
     write_csv(factor_rows(factors), FACTOR_COLUMNS, out / "factors_table.csv")
     write_csv(tau_rows(factors), TAU_COLUMNS, out / "tau_robustness.csv")
-    (out / "README.md").write_text(readme(entries, factors, tau, cases), encoding="utf-8")
+    test = json.loads(factors.attrs.get("test", "{}") or "{}")
+    rows = claims.claims(entries, factors, draws=int(test.get("draws", DRAWS)),
+                         seed=int(test.get("seed", 0)))
+    write_csv([asdict(r) for r in rows], claims.COLUMNS, out / "claims.csv")
+    (out / "README.md").write_text(readme(entries, factors, tau, cases, rows),
+                                   encoding="utf-8")
     return [*figure_files(), *cases, *TABLES, "README.md"]
 
 
