@@ -156,3 +156,23 @@ def test_cli_occlusion_without_entry_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "give the entry of 'tiny' (--reference-entry JSON)" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_bundled_arc_challenge_items_are_no_longer_skipped():
+    # question + options at n_max 8: only 4 of the 295 bundled items have at most 8 units
+    def draw(rule):
+        config = validate({
+            "n_max": 8, "n_items": 5, "templates": {"mcq": ["T1", "T2"]},
+            "few_shot": {"templates": [], "shots": []}, "variables": {"reduce": rule},
+            "datasets": {"arc": {"format": "arc", "subset": "ARC-Challenge"}},
+        })
+        return prepare_samples(dataset_settings(config, "arc"))
+
+    skip, longest = draw("skip"), draw("longest")
+    assert len(skip.samples) == 4 and skip.n_considered == 295
+    assert skip.skipped["more than 8 variables"] == 291
+    assert len(longest.samples) == 5 and longest.n_considered == 5
+    assert "more than 8 variables" not in longest.skipped
+    reduced = [s for s in longest.samples if s.reduction.reduced]
+    assert reduced and all(len(s.variables) == 8 < s.reduction.n_units for s in reduced)
+    assert {s.item.id for s in reduced}.isdisjoint(s.item.id for s in skip.samples)
