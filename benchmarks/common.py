@@ -65,7 +65,7 @@ def item_with(items, order, n: int):
     """The first item in `order` with exactly n content variables, and those variables."""
     for i in order:
         try:
-            variables = select_variables(items[i], n_max=n)
+            variables = select_variables(items[i], n_max=n, reduce="skip")
         except Skip:
             continue
         if len(variables) == n:

@@ -42,7 +42,8 @@ def test_science_settings(config):
     assert config["n_max"] == 10
     assert config["n_items"] == 100 and config["shard_size"] == 10
     assert config["batch_tokens"] >= 65536
-    assert config["variables"] == {"strategy": "content", "merge_phrases": False}
+    assert config["variables"] == {"strategy": "content", "merge_phrases": False,
+                                   "reduce": "longest", "reference_model": None}
     assert config["templates"]["mcq"] == ["T1", "T2", "T3", "T4", "T5"]
     assert config["few_shot"] == {"templates": ["T1", "T4"], "shots": [1, 2, 3]}
 

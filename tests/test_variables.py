@@ -12,9 +12,12 @@ import pytest
 from ips.datasets import InstructionItem, MCQItem
 from ips.variables import (
     NLTK_DATA_DIR,
+    Reduction,
     Skip,
     Variable,
     is_stopword,
+    select,
+    select_units,
     select_variables,
     stopwords,
     unit_spans,
@@ -53,7 +56,7 @@ def test_paper_k2_example():
     start = XFILES.index("bald or balding")
     assert got[5] == Variable("bald or balding", "instruction", start, start + 15)
     with pytest.raises(Skip) as e:
-        select_variables(instruction(XFILES))  # default n_max=10
+        select_variables(instruction(XFILES), reduce="skip")  # default n_max=10
     assert (e.value.code, e.value.reason, e.value.n_units) == (
         "too_many", "more than 10 variables (14)", 14,
     )
@@ -150,8 +153,9 @@ def test_skip_reasons_and_errors():
     with pytest.raises(Skip) as e:
         select_variables(instruction("It is what it is.", "   ...  "))
     assert (e.value.code, e.value.reason, e.value.n_units) == ("none", "no variables", 0)
-    with pytest.raises(Skip, match=r"^more than 2 variables \(3\)$"):
-        select_variables(instruction("alpha beta gamma"), n_max=2)
+    with pytest.raises(Skip, match=r"^more than 2 variables \(3\)$") as e:
+        select_variables(instruction("alpha beta gamma"), n_max=2, reduce="skip")
+    assert (e.value.code, e.value.n_units) == ("too_many", 3)
     assert len(select_variables(instruction("alpha beta gamma"), n_max=3)) == 3
     with pytest.raises(ValueError, match="all, content"):
         select_variables(instruction("alpha"), "occlusion")
@@ -159,6 +163,10 @@ def test_skip_reasons_and_errors():
         select_variables(instruction("alpha"), fields=["question"])
     with pytest.raises(ValueError):
         select_variables(instruction("alpha"), n_max=0)
+    with pytest.raises(ValueError, match="longest, skip, occlusion"):
+        select_variables(instruction("alpha"), reduce="shortest")
+    with pytest.raises(ValueError, match="occlusion scores"):  # the rule needs a ranker
+        select(instruction("alpha beta gamma"), n_max=2, reduce="occlusion")
 
 
 def test_shipped_stopword_file():
@@ -269,3 +277,85 @@ def test_spans_are_exact(question, choices, merge):
         assert all(i in covered for i, c in enumerate(text) if c.isalnum())
     ranks = [rank[v.field] for v in units["all"]]
     assert ranks == sorted(ranks)
+
+
+# ---------------------------------------------------------------- reduction to n_max
+
+
+def test_longest_keeps_longest_units_in_order():
+    # characters per unit (a merged phrase counts its whole span): Identify 8, following 9,
+    # list 4, characters 10, X-Files 7, bald or balding 15, Walter Skinner 14, John Fitzgerald
+    # Byers 21, Dana Scully 11, Melvin Frohike 14, Darius Michaud 14, Peter Watts 11,
+    # Conrad Strughold 16, Queequeg 8. The 10 longest drop Identify, list, X-Files, Queequeg.
+    got, red = select(instruction(XFILES))  # defaults: n_max=10, reduce="longest"
+    assert texts(got) == [
+        "following", "characters", "bald or balding", "Walter Skinner", "John Fitzgerald Byers",
+        "Dana Scully", "Melvin Frohike", "Darius Michaud", "Peter Watts", "Conrad Strughold",
+    ]
+    assert got == select_variables(instruction(XFILES))
+    assert red == Reduction("longest", 14, True, tuple(select_units(instruction(XFILES))))
+    # the 11th place is a tie of Identify and Queequeg (8 characters): the earlier one wins
+    assert texts(select_variables(instruction(XFILES), n_max=11))[0] == "Identify"
+    assert "Queequeg" not in texts(select_variables(instruction(XFILES), n_max=11))
+    # without phrase merging the words compete one by one: characters and Fitzgerald (10),
+    # then following and Strughold (9) tie and the earlier, following, wins
+    words_only = texts(select_variables(instruction(XFILES), n_max=3, merge_phrases=False))
+    assert words_only == ["following", "characters", "Fitzgerald"]
+
+
+def test_longest_ties_and_fields():
+    # all units have 4 characters: the first n_max in field-then-position order are kept
+    item = MCQItem("m", "abcd efgh", ("ijkl", "mnop", "qrst", "uvwx"), 0)
+    assert texts(select_variables(item, n_max=3)) == ["abcd", "efgh", "ijkl"]
+    # a longer option unit beats question units; the kept ones stay in field order
+    item = MCQItem("m", "abcd efgh", ("ijkl", "mnop", "quartz", "uvwx"), 0)
+    got = select_variables(item, n_max=3)
+    assert [(v.field, v.text) for v in got] == [
+        ("question", "abcd"), ("question", "efgh"), ("choice_2", "quartz")]
+
+
+def test_at_most_n_max_units_are_unchanged():
+    item = instruction("alpha beta gamma")
+    for rule in ("longest", "skip", "occlusion"):
+        got, red = select(item, n_max=3, reduce=rule, occlusion=_never)
+        assert texts(got) == ["alpha", "beta", "gamma"]
+        assert red == Reduction(rule, 3, False)
+    with pytest.raises(Skip, match="no variables"):
+        select(instruction("it is"), reduce="longest")
+
+
+def test_occlusion_keeps_highest_scores():
+    item = instruction("alpha beta gamma delta")
+    seen = []
+
+    def scores(units):
+        seen.append(texts(units))
+        return [0.5, 2.0, 0.5, 1.0]
+
+    got, red = select(item, n_max=3, reduce="occlusion", occlusion=scores)
+    assert seen == [["alpha", "beta", "gamma", "delta"]]  # ranked over every unit, once
+    assert texts(got) == ["alpha", "beta", "delta"]  # 0.5 tie: alpha (earlier) over gamma
+    assert red.rule == "occlusion" and red.n_units == 4 and red.reduced
+    assert red.scores == (0.5, 2.0, 0.5, 1.0) and texts(list(red.units)) == seen[0]
+
+
+def _never(units):
+    raise AssertionError("occlusion scores asked for an item within n_max")
+
+
+@given(
+    st.lists(st.text("abcdefgh", min_size=1, max_size=6), min_size=1, max_size=12),
+    st.integers(1, 12),
+)
+@settings(max_examples=60, deadline=None)
+def test_longest_is_a_stable_top_k(tokens, n_max):
+    # brute force: the rule is "sort by (−length, position), take n_max, restore order"
+    item = instruction(" ".join(tokens))
+    units = select_units(item, "all", merge_phrases=False)
+    got = select_variables(item, "all", n_max=n_max, merge_phrases=False)
+    ranked = sorted(range(len(units)), key=lambda i: (-len(units[i].text), i))
+    assert got == [units[i] for i in sorted(ranked[:n_max])]
+    assert len(got) == min(n_max, len(units))
+    # no dropped unit is longer than a kept one
+    dropped = [u for u in units if u not in got]
+    assert all(len(d.text) <= min(len(k.text) for k in got) for d in dropped)

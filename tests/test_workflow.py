@@ -155,6 +155,23 @@ def test_changing_n_items_or_a_model_reruns_what_it_must(finished):
     assert ran.get("score") == 2 and ran.get("prepare_model") == 1 and "prepare_samples" not in ran
 
 
+def test_occlusion_gives_the_samples_the_reference_model(finished):
+    cfg = yaml.safe_load((finished / "config.yaml").read_text())
+    cfg["variables"] = {"reduce": "occlusion", "reference_model": "tiny-b"}
+    alt = finished / "config-occlusion.yaml"
+    alt.write_text(yaml.safe_dump(cfg))
+    r = snakemake(finished, "-n", "-p", "--configfile", alt)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert jobs(out).get("prepare_samples") == 1  # new settings: new samples
+    assert "input: resources/models/tiny-b.path" in out
+    assert "--reference-entry" in out and '"type": "instruct"' in out  # tiny-b's entry
+    cfg["variables"] = {"reduce": "occlusion"}
+    alt.write_text(yaml.safe_dump(cfg))
+    r = snakemake(finished, "-n", "--configfile", alt)
+    assert r.returncode != 0 and "variables.reference_model: required when" in r.stdout + r.stderr
+
+
 def test_interrupted_score_resumes_without_redoing_finished_shards(tmp_path, tiny_llama_dir, finished):
     cfg = tiny_config(tiny_llama_dir)
     cfg["models"] = {"tiny-a": cfg["models"]["tiny-a"]}

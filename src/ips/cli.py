@@ -153,38 +153,81 @@ def _add_samples(sub, common) -> None:
         "samples",
         parents=[common],
         help="draw a dataset's items, select their variables, render every condition (JSON out)",
-        description="Load the dataset, draw n_items items whose variables fit n_max, fix the "
-        "few-shot examples and render each item under every template condition, keeping the "
-        "character span of every variable. Model-independent.",
+        description="Load the dataset, draw n_items items with variables, reduce an item with "
+        "more than n_max units to n_max (variables.reduce), fix the few-shot examples and "
+        "render each item under every template condition, keeping the character span of "
+        "every variable. Model-independent, except that `reduce: occlusion` ranks units with "
+        "the reference model (variables.reference_model).",
     )
     p.add_argument("--config", type=Path, help="workflow configuration, with --dataset")
     p.add_argument("--dataset", help="dataset name under `datasets` in the config")
     p.add_argument("--settings", type=_json_arg, metavar="JSON",
                    help="the dataset's settings as JSON (what the workflow passes), instead of "
                    "--config/--dataset")
+    g = p.add_argument_group("reference model of `reduce: occlusion`")
+    g.add_argument("--reference-entry", type=_json_arg, metavar="JSON",
+                   help="its config entry as JSON, with --settings (--config has it)")
+    g.add_argument("--cache-dir", type=Path, default=Path("resources/models"),
+                   help="where converted models are kept (default: %(default)s)")
+    g.add_argument("--batch-tokens", type=_int_between(1, 10**9), metavar="T",
+                   help="cap on tokens per forward batch (default: config's batch_tokens, "
+                   "else 1024)")
+    g.add_argument("--threads", type=_int_between(1, 4096), default=None,
+                   help="CPU threads for torch (default: torch's choice)")
+    g.add_argument("--device", default=None, help="torch device (default: cuda if visible, else cpu)")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.json")
     p.set_defaults(func=_samples)
 
 
 def _samples(args: argparse.Namespace) -> int:
-    from ips.samples import prepare_samples, save_samples
+    from ips.config import load_config
+    from ips.samples import dataset_settings, prepare_samples, save_samples
 
-    ss = prepare_samples(_dataset_settings(args))
+    config = None
+    if args.settings is not None:
+        settings = args.settings
+    elif args.config is None or args.dataset is None:
+        raise InputError("give --config and --dataset, or --settings")
+    else:
+        config = load_config(args.config)
+        settings = dataset_settings(config, args.dataset)
+    ss = prepare_samples(settings, _occlusion(args, settings, config))
     save_samples(ss, args.out)
     log.info("wrote %s: %d samples, %d conditions, skipped %s", args.out, len(ss.samples),
              len(ss.conditions), ss.skipped or "none")
     return 0
 
 
-def _dataset_settings(args: argparse.Namespace) -> dict:
-    from ips.config import load_config
-    from ips.samples import dataset_settings
+def _occlusion(args: argparse.Namespace, settings: dict, config: dict | None):
+    """The reference model's `ips.scoring.Occlusion` under `reduce: occlusion`, else None.
 
-    if args.settings is not None:
-        return args.settings
-    if args.config is None or args.dataset is None:
-        raise InputError("give --config and --dataset, or --settings")
-    return dataset_settings(load_config(args.config), args.dataset)
+    The model is loaded when the first item needs ranking, not here.
+    """
+    variables = settings.get("variables", {})
+    if variables.get("reduce") != "occlusion":
+        return None
+    from ips.models import ModelSpec, load_model
+    from ips.scoring import Occlusion
+
+    name = variables.get("reference_model")
+    if not name:
+        raise InputError("settings: variables.reference_model: required when variables.reduce "
+                         "is occlusion")
+    if config is not None:  # validated: the name is under models
+        entry = config["models"][name]
+    elif getattr(args, "reference_entry", None) is not None:  # `ips score` has none
+        entry = args.reference_entry
+    else:
+        raise InputError(f"variables.reduce is occlusion: give the entry of {name!r} "
+                         "(--reference-entry JSON)")
+    spec = ModelSpec.from_config(name, entry)
+    batch_tokens = args.batch_tokens or (config["batch_tokens"] if config else 1024)
+
+    def load():
+        return load_model(spec, cache_dir=args.cache_dir, device=args.device,
+                          threads=args.threads)
+
+    return Occlusion(name, load, batch_tokens)
 
 
 # ---------------------------------------------------------------- ips prepare-model
@@ -295,7 +338,7 @@ def _score(args: argparse.Namespace) -> int:
             log.warning("%s was prepared with other settings than %s now gives; run "
                         "`ips samples` again to use the current ones", args.samples, args.config)
     else:
-        ss = prepare_samples(settings)
+        ss = prepare_samples(settings, _occlusion(args, settings, config))
     shard_size = args.shard_size or (config["shard_size"] if config else len(ss.samples))
     target = args.target or ss.settings.get("entry", {}).get("target")
     batch_tokens = args.batch_tokens or (config["batch_tokens"] if config else 1024)

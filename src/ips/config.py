@@ -69,7 +69,23 @@ def validate(config: dict, source: str = "config") -> dict:
         elif "description" in e.schema:  # e.g. oneOf: say what the field is for
             hint = f" ({e.schema['description'].strip()})"
         raise ConfigError(f"{source}: {field}: {e.message}{hint}")
+    _check_reference_model(config, source)
     return config
+
+
+def _check_reference_model(config: dict, source: str) -> None:
+    """`variables.reference_model` must name a configured model when `reduce` is occlusion."""
+    variables = config.get("variables", {})
+    if variables.get("reduce") != "occlusion":
+        return
+    ref, models = variables.get("reference_model"), config.get("models", {})
+    known = ", ".join(models) or "none"
+    if ref is None:
+        raise ConfigError(f"{source}: variables.reference_model: required when variables.reduce "
+                          f"is occlusion; name one of the models ({known})")
+    if ref not in models:
+        raise ConfigError(f"{source}: variables.reference_model: {ref!r} is not under models "
+                          f"(configured: {known})")
 
 
 def load_config(path: str | Path, overrides: dict | None = None) -> dict:

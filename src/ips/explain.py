@@ -305,8 +305,9 @@ def _variables(item, strategy, n_max, merge_phrases, fields):
     from ips.variables import Skip, select_variables
 
     try:
+        # a case study explains the item as given: too many units is an error, not a reduction
         return select_variables(item, strategy=strategy, n_max=n_max,
-                                merge_phrases=merge_phrases, fields=fields)
+                                merge_phrases=merge_phrases, fields=fields, reduce="skip")
     except Skip as s:
         what = "--question" if item.id == CUSTOM_ID else "--sample"
         hint = (f" (at most n_max = {n_max}; raise --n-max, each template scores 2**n masked "

@@ -1,10 +1,13 @@
 """From a configured dataset to the prompts that get scored: items, variables, conditions.
 
-`prepare_samples(config, dataset)` loads the dataset, draws `n_items` items that qualify
-(their variables can be selected within `n_max`, and every condition renders), fixes the
-few-shot examples, and renders every (item, condition) prompt with its variables' spans.
-It depends on no model, so every model is explained over the same variables and prompts.
-The result round-trips through JSON (`results/samples/{dataset}.json`).
+`prepare_samples(settings)` loads the dataset, draws `n_items` items that qualify (they
+have variables, at most `n_max` of them after the reduction rule `variables.reduce` of
+`ips.variables`, and every condition renders), fixes the few-shot examples, and renders every
+(item, condition) prompt with its variables' spans. It depends on no model, except for the
+one reference model of the `occlusion` rule, so every model is explained over the same
+variables and prompts. The result round-trips through JSON (`results/samples/{dataset}.json`),
+with each sample's `Reduction` (units before reduction, whether reduced, the rule, occlusion
+scores and reference model).
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ips import __version__
 from ips.datasets import InstructionItem, Item, MCQItem, load_items, load_shot_items, sample_items
@@ -27,7 +31,10 @@ from ips.templates import (
     perturb,
     render,
 )
-from ips.variables import Skip, Variable, select_variables
+from ips.variables import Reduction, Skip, Variable, select
+
+if TYPE_CHECKING:  # torch is imported only where a model is used
+    from ips.scoring import Occlusion
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +46,7 @@ class Sample:
     item: Item
     variables: list[Variable]
     prompts: dict[str, Prompt]
+    reduction: Reduction | None = None  # None: not recorded (samples built by hand)
 
 
 @dataclass
@@ -77,15 +85,28 @@ def dataset_settings(config: dict, dataset: str) -> dict:
         "n_items": entry.get("n_items", config.get("n_items", 10)),
         "n_max": config.get("n_max", 10),
         "seed": config.get("seed", 0),
-        "variables": config.get("variables", {}),
+        "variables": _variables(config.get("variables", {})),
         "templates": config.get("templates", {}),
         "few_shot": {"templates": few.get("templates", []), "shots": few.get("shots", [])},
         "perturbations": config.get("perturbations", {}),
     }
 
 
-def prepare_samples(settings: dict) -> SampleSet:
-    """Load, sample, select variables and render every condition (see the module docstring)."""
+def _variables(opts: dict) -> dict:
+    """The variable options that decide the samples: the reference model only for occlusion."""
+    opts = {"reduce": "longest", **opts}
+    if opts["reduce"] != "occlusion":
+        opts.pop("reference_model", None)
+    return opts
+
+
+def prepare_samples(settings: dict, occlusion: Occlusion | None = None) -> SampleSet:
+    """Load, sample, select variables and render every condition (see the module docstring).
+
+    `occlusion` (an `ips.scoring.Occlusion` of the reference model) is required by the rule
+    `occlusion`: an item with more than n_max units is rendered with all its units as
+    variables under the first condition (the first template, 0-shot) and ranked by it.
+    """
     name, entry = settings["dataset"], settings["entry"]
     loaded = load_items(name, entry)
     items = loaded.items
@@ -108,20 +129,33 @@ def prepare_samples(settings: dict) -> SampleSet:
     perturbations = load_perturbations(pert.get("file")) if pert_names else {}
     var_opts = settings["variables"]
     n_max = settings["n_max"]
+    rule = var_opts.get("reduce", "longest")
+    if rule == "occlusion" and occlusion is None:
+        raise InputError("variables.reduce is occlusion: give the reference model "
+                         "(`ips samples --config ...`, or `--reference-entry` with --settings)")
+    first = conds[0]  # the first template, 0-shot, unperturbed: where occlusion ranks units
 
     prepared: dict[str, Sample] = {}
 
     def qualifies(item: Item) -> str | None:
+        def rank(units: list[Variable]):
+            prompt = render(tset[first.template], item, units)
+            return occlusion(item, prompt, first.name, entry.get("target"))
+
         try:
-            variables = select_variables(
+            variables, reduction = select(
                 item,
                 strategy=var_opts.get("strategy", "content"),
                 n_max=n_max,
                 merge_phrases=var_opts.get("merge_phrases", True),
                 fields=entry.get("fields"),
+                reduce=rule,
+                occlusion=rank,
             )
         except Skip as s:
             return s.reason if s.code == "none" else f"more than {n_max} variables"
+        if reduction.scores:
+            reduction = replace(reduction, reference_model=occlusion.model)
         prompts = {}
         for c in conds:
             fields, vs = None, variables
@@ -132,7 +166,7 @@ def prepare_samples(settings: dict) -> SampleSet:
                 fields, vs = perturb(item, variables, p)
             # shots are rendered after sampling; here only the item's own rendering is checked
             prompts[c.name] = render(tset[c.template], item, vs, fields=fields)
-        prepared[item.id] = Sample(item, variables, prompts)
+        prepared[item.id] = Sample(item, variables, prompts, reduction)
         return None
 
     drawn = sample_items(
@@ -153,10 +187,12 @@ def prepare_samples(settings: dict) -> SampleSet:
                 )
         samples.append(s)
     skipped = dict(Counter(loaded.skipped) + Counter(drawn.skipped))
+    n_reduced = sum(s.reduction.reduced for s in samples)
     log.info(
-        "%s: %d items kept of %d considered (%s); %d conditions",
-        name, len(samples), drawn.n_considered,
-        ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none skipped", len(conds),
+        "%s: %d items drawn of %d considered: %d kept all their units, %d reduced to "
+        "n_max = %d (%s); skipped: %s; %d conditions",
+        name, len(samples), drawn.n_considered, len(samples) - n_reduced, n_reduced, n_max,
+        rule, ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none", len(conds),
     )
     if not samples:
         raise InputError(f"dataset {name!r}: no item qualifies ({skipped}); raise n_max or "
@@ -181,6 +217,7 @@ def save_samples(ss: SampleSet, path: str | Path) -> None:
             {
                 "item": _item_dict(s.item),
                 "variables": [asdict(v) for v in s.variables],
+                "reduction": None if s.reduction is None else asdict(s.reduction),
                 "prompts": {k: {"text": p.text, "spans": p.spans, "cue": p.cue}
                             for k, p in s.prompts.items()},
             }
@@ -214,6 +251,7 @@ def _sample_set(doc: dict) -> SampleSet:
             [Variable(**v) for v in s["variables"]],
             {k: Prompt(p["text"], tuple(map(tuple, p["spans"])), p["cue"])
              for k, p in s["prompts"].items()},
+            _reduction(s.get("reduction")),
         )
         for s in doc["samples"]
     ]
@@ -222,6 +260,14 @@ def _sample_set(doc: dict) -> SampleSet:
         samples, [_item(i) for i in doc["shots"]], doc["skipped"], doc["n_considered"],
         doc["settings"],
     )
+
+
+def _reduction(d: dict | None) -> Reduction | None:
+    if d is None:
+        return None
+    return Reduction(d["rule"], d["n_units"], d["reduced"],
+                     tuple(Variable(**u) for u in d["units"]), tuple(d["scores"]),
+                     d["reference_model"])
 
 
 def _item_dict(item: Item) -> dict:

@@ -175,13 +175,39 @@ class Engine:
             v = self.trie.values(ids, owners, n, target)
             if v is not None:
                 return v
+        seq, own = self._with_target(ids, owners, target)
+        return self._batched(lambda masks: masked_inputs(seq, own, n, self.mask_id, masks),
+                             1 << n, len(seq), target)
+
+    def occlusion(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int]) -> np.ndarray:
+        """v(x_N), then v(x_{N∖{i}}) for i = 0..n−1: n + 1 rows (plain batches, any n).
+
+        Row i + 1 masks variable i alone, built by `masked_inputs` with i as the only
+        variable, so the masking is that of `values`.
+        """
+        seq, own = self._with_target(ids, owners, target)
+
+        def rows(js: np.ndarray) -> np.ndarray:
+            # j = 0 is the unmasked prompt (no variable), j = i + 1 masks variable i
+            return np.concatenate([masked_inputs(seq, np.where((own == j - 1) & (j > 0), 0, -1),
+                                                 1, self.mask_id, [0]) for j in js])
+
+        return self._batched(rows, n + 1, len(seq), target)
+
+    @staticmethod
+    def _with_target(ids: np.ndarray, owners: np.ndarray, target: Sequence[int]):
+        """The prompt followed by target[:-1] (background), so the last k positions score y*."""
         seq = np.concatenate([ids, np.asarray(target[:-1], dtype=ids.dtype)])
         own = np.concatenate([owners, np.full(len(target) - 1, -1, dtype=owners.dtype)])
-        rows_per_batch = max(1, self.batch_tokens // len(seq))
-        out = np.empty(1 << n, dtype=np.float64)
-        for start in range(0, 1 << n, rows_per_batch):
-            masks = np.arange(start, min(start + rows_per_batch, 1 << n))
-            out[masks] = self._log_odds(masked_inputs(seq, own, n, self.mask_id, masks), target)
+        return seq, own
+
+    def _batched(self, rows, count: int, length: int, target: Sequence[int]) -> np.ndarray:
+        """v of rows(indices) for indices 0..count−1, at most batch_tokens tokens a batch."""
+        per_batch = max(1, self.batch_tokens // length)
+        out = np.empty(count, dtype=np.float64)
+        for start in range(0, count, per_batch):
+            idx = np.arange(start, min(start + per_batch, count))
+            out[idx] = self._log_odds(rows(idx), target)
         return out
 
     @torch.inference_mode()
@@ -249,6 +275,17 @@ def _target(answers: _Answers, item, cond: str, cue: str, target: str, letters, 
     return ids[:1], "detached"
 
 
+def _encode(answers: _Answers, item, prompt):
+    """Token ids of a prompt, each token's variable, and the answer tokens after its cue."""
+    enc = answers.tokenizer(prompt.text, return_offsets_mapping=True)
+    ids = np.asarray(enc["input_ids"], dtype=np.int64)
+    owners = token_owners(enc["offset_mapping"], prompt.spans)
+    mcq = isinstance(item, MCQItem)
+    letters = answers.letters(prompt.cue, len(item.choices)) if mcq else None
+    options = answers.options(prompt.cue, item.choices) if mcq else None
+    return ids, owners, letters, options
+
+
 def score_sample(engine: Engine, answers: _Answers, sample, conditions, target: str) -> dict:
     """Everything `ips score` stores about one sample, one row per condition."""
     item, n = sample.item, len(sample.variables)
@@ -256,11 +293,7 @@ def score_sample(engine: Engine, answers: _Answers, sample, conditions, target: 
     rows = []
     for c in conditions:
         prompt = sample.prompts[c.name]
-        enc = answers.tokenizer(prompt.text, return_offsets_mapping=True)
-        ids = np.asarray(enc["input_ids"], dtype=np.int64)
-        owners = token_owners(enc["offset_mapping"], prompt.spans)
-        letters = answers.letters(prompt.cue, len(item.choices)) if mcq else None
-        options = answers.options(prompt.cue, item.choices) if mcq else None
+        ids, owners, letters, options = _encode(answers, item, prompt)
         un = engine.unmasked(ids, letters[0] if letters else (), options or ())
         y, form = _target(answers, item, c.name, prompt.cue, target, letters, options, un.greedy)
         v = engine.values(ids, owners, n, y)
@@ -283,6 +316,45 @@ def score_sample(engine: Engine, answers: _Answers, sample, conditions, target: 
         ))
     return {k: (np.array([r[k] for r in rows]) if k != "target_ids" else
                 _pad([r[k] for r in rows])) for k in rows[0]}
+
+
+class Occlusion:
+    """Occlusion scores of one reference model, for the ``occlusion`` reduction of variables.
+
+    For a prompt whose n units are its variables, unit i scores
+
+        o_i = |v(x_N) − v(x_{N∖{i}})|,
+
+    v, the masking, the mask token and the target y* exactly as `score_sample` computes them
+    (the plain engine), from n + 1 forward passes (one more for `target: greedy`, whose y* is
+    the unmasked greedy token). The model is loaded by `load()` on the first call, so that a
+    dataset without a sample over n_max never loads it.
+    """
+
+    def __init__(self, model: str, load, batch_tokens: int = 1024):
+        self.model = model
+        self._load = load
+        self.batch_tokens = batch_tokens
+        self._engine: Engine | None = None
+        self._answers: _Answers | None = None
+
+    def __call__(self, item, prompt, condition: str, target: str | None = None) -> np.ndarray:
+        """o_i of every variable of `prompt` (a rendering of `item` under `condition`)."""
+        if self._engine is None:
+            lm = self._load()
+            log.info("occlusion ranking with %s (mask token %r)", self.model, lm.mask_token)
+            self._engine = Engine(lm.model, lm.mask_token_id, self.batch_tokens, lm.device)
+            self._answers = _Answers(lm.tokenizer)
+        engine, answers = self._engine, self._answers
+        target = target or TARGETS[item.kind][0]
+        ids, owners, letters, options = _encode(answers, item, prompt)
+        greedy = engine.unmasked(ids).greedy if target == "greedy" else None
+        y, _ = _target(answers, item, condition, prompt.cue, target, letters, options, greedy)
+        v = engine.occlusion(ids, owners, len(prompt.spans), y)
+        if not np.all(np.isfinite(v)):
+            raise ScoringError(f"item {item.id!r}, condition {condition}: the occlusion scores of "
+                               f"{self.model} are not finite (P(y*) is 1 in float64)")
+        return np.abs(v[0] - v[1:])
 
 
 def _pad(seqs: list[np.ndarray], fill: int = -1) -> np.ndarray:

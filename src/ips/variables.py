@@ -1,4 +1,5 @@
-"""Input-variable selection (SPEC §1; paper App. J, K.2): model-independent and deterministic.
+"""Input-variable selection (paper Sections 4.1, 4.3; App. J, K.2): deterministic, and
+model-independent unless the ``occlusion`` reduction is chosen.
 
 The input variables of a sample are words or merged phrases of its fields (``item.fields()``:
 question and options of an MCQ, instruction and context of an instruction item). Everything
@@ -34,14 +35,31 @@ Rules
 * **Strategies**: ``all`` keeps every unit; ``content`` drops units that are stop words.
 * **Order**: fields in ``item.fields()`` order, then by position; variable ``i`` is bit ``i`` of
   a mask.
-* **Cap**: a sample with more than ``n_max`` or with no variables is skipped: ``select_variables``
-  raises :class:`Skip`, whose ``reason`` is ``"more than {n_max} variables ({k})"`` or
-  ``"no variables"``, and whose ``code`` (``"too_many"``/``"none"``) is stable for counting.
+* **Cap and reduction** (rule ``reduce``): a sample whose units number ``n_units > n_max`` is
+  reduced to ``n_max`` variables and the other units become background (present in every
+  masked input, never masked):
+
+  - ``longest`` (the default): keep the ``n_max`` units with the most characters of text
+    (``len(unit.text)``; a merged phrase is one unit and counts its whole span, gaps
+    included). Ties go to the earlier unit in field-then-position order. The rule depends on
+    the text alone, so it is deterministic and model-independent; long units are the
+    content-bearing ones (names, technical terms, numbers with digits), short ones are
+    mostly function-like words that ``content`` did not drop.
+  - ``occlusion``: keep the ``n_max`` units with the largest occlusion score
+    ``|v(x_N) − v(x_{N∖{i}})|`` of one named reference model (``ips.scoring.Occlusion``:
+    ``n_units + 1`` forward passes per sample), ties again to the earlier unit. Every model
+    is then explained over the reference model's choice.
+  - ``skip``: the sample is skipped (:class:`Skip`, code ``"too_many"``, reason
+    ``"more than {n_max} variables ({n_units})"``).
+
+  Kept units keep their field-then-position order, so variable ``i`` is still bit ``i``. A
+  sample with ``n_units <= n_max`` is never changed. A sample without units is skipped
+  (code ``"none"``, reason ``"no variables"``). :class:`Reduction` records what happened.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -55,6 +73,8 @@ from ips.datasets import Item
 
 __all__ = [
     "STRATEGIES",
+    "REDUCE_RULES",
+    "Reduction",
     "NLTK_DATA_DIR",
     "Variable",
     "Skip",
@@ -62,10 +82,16 @@ __all__ = [
     "is_stopword",
     "word_spans",
     "unit_spans",
+    "select_units",
+    "top_units",
+    "select",
     "select_variables",
 ]
 
 STRATEGIES = ("all", "content")
+
+#: How a sample with more than ``n_max`` units is handled (see the module rules).
+REDUCE_RULES = ("longest", "skip", "occlusion")
 
 #: Shipped ``nltk_data`` folder holding ``corpora/stopwords/english``.
 NLTK_DATA_DIR = Path(__file__).parent / "data" / "nltk_data"
@@ -82,6 +108,23 @@ class Variable:
     field: str
     start: int
     end: int
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """How a sample's variables came from its units under rule ``rule``.
+
+    ``units`` (every unit, in order) and ``scores`` (the occlusion score of each of them, same
+    order) are kept only for a reduced sample; ``reference_model`` names the model that
+    scored them (rule ``occlusion``).
+    """
+
+    rule: str
+    n_units: int
+    reduced: bool
+    units: tuple[Variable, ...] = ()
+    scores: tuple[float, ...] = ()
+    reference_model: str | None = None
 
 
 class Skip(Exception):
@@ -175,38 +218,85 @@ def unit_spans(text: str, merge_phrases: bool = True) -> list[tuple[int, int]]:
     return units
 
 
-def select_variables(
+def select_units(
     item: Item,
     strategy: str = "content",
-    n_max: int = 10,
     merge_phrases: bool = True,
     fields: Sequence[str] | None = None,
 ) -> list[Variable]:
-    """The input variables of ``item`` by the module rules, in field then position order.
+    """Every unit of ``item`` by the module rules (no cap), in field then position order.
 
     ``fields`` restricts the fields drawn from (default: all of ``item.fields()``; the order is
-    always that of ``item.fields()``). Raises :class:`Skip` when the sample has more than
-    ``n_max`` variables or none, and ``ValueError`` for an unknown strategy or field.
+    always that of ``item.fields()``). ``ValueError`` for an unknown strategy or field.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; allowed: {', '.join(STRATEGIES)}")
-    if n_max < 1:
-        raise ValueError(f"n_max must be at least 1, got {n_max}")
     texts = item.fields()
     if fields is not None:
         unknown = [f for f in fields if f not in texts]
         if unknown:
             raise ValueError(f"unknown fields {unknown}; item has {list(texts)}")
         texts = {k: v for k, v in texts.items() if k in fields}
-
-    variables = [
+    return [
         Variable(text[s:e], name, s, e)
         for name, text in texts.items()
         for s, e in unit_spans(text, merge_phrases)
         if strategy == "all" or not is_stopword(text[s:e])
     ]
-    if not variables:
+
+
+def top_units(units: Sequence[Variable], n_max: int, scores: Sequence[float]) -> list[Variable]:
+    """The ``n_max`` units of highest score (ties: the earlier unit), in their original order."""
+    if len(scores) != len(units):
+        raise ValueError(f"{len(scores)} scores for {len(units)} units")
+    best = sorted(range(len(units)), key=lambda i: (-scores[i], i))[:n_max]
+    return [units[i] for i in sorted(best)]
+
+
+def select(
+    item: Item,
+    strategy: str = "content",
+    n_max: int = 10,
+    merge_phrases: bool = True,
+    fields: Sequence[str] | None = None,
+    reduce: str = "longest",
+    occlusion: Callable[[list[Variable]], Sequence[float]] | None = None,
+) -> tuple[list[Variable], Reduction]:
+    """The input variables of ``item`` by the module rules, and how they were reduced.
+
+    ``occlusion`` (rule ``occlusion`` only) maps every unit of the item to its occlusion
+    score; it is called only when the item has more than ``n_max`` units. Raises
+    :class:`Skip` (no units; more than ``n_max`` under ``skip``) and ``ValueError`` for an
+    unknown strategy, field or rule, or ``n_max < 1``.
+    """
+    if reduce not in REDUCE_RULES:
+        raise ValueError(f"unknown reduce rule {reduce!r}; allowed: {', '.join(REDUCE_RULES)}")
+    if n_max < 1:
+        raise ValueError(f"n_max must be at least 1, got {n_max}")
+    units = select_units(item, strategy, merge_phrases, fields)
+    n = len(units)
+    if not units:
         raise Skip("none", "no variables", 0)
-    if len(variables) > n_max:
-        raise Skip("too_many", f"more than {n_max} variables ({len(variables)})", len(variables))
-    return variables
+    if n <= n_max:
+        return units, Reduction(reduce, n, False)
+    if reduce == "skip":
+        raise Skip("too_many", f"more than {n_max} variables ({n})", n)
+    if reduce == "longest":
+        return top_units(units, n_max, [len(u.text) for u in units]), Reduction(
+            reduce, n, True, tuple(units))
+    if occlusion is None:
+        raise ValueError("reduce rule 'occlusion' needs the occlusion scores of a reference model")
+    scores = tuple(float(x) for x in occlusion(units))
+    return top_units(units, n_max, scores), Reduction(reduce, n, True, tuple(units), scores)
+
+
+def select_variables(
+    item: Item,
+    strategy: str = "content",
+    n_max: int = 10,
+    merge_phrases: bool = True,
+    fields: Sequence[str] | None = None,
+    reduce: str = "longest",
+) -> list[Variable]:
+    """The variables of :func:`select` without its record (rules ``longest`` and ``skip``)."""
+    return select(item, strategy, n_max, merge_phrases, fields, reduce)[0]

@@ -3,6 +3,7 @@
 
 import json
 import math
+import shlex
 import sys
 from pathlib import Path
 
@@ -25,14 +26,23 @@ wildcard_constraints:
     shard=r"\d+",
 
 
-# tiny jobs that would only wait in a cluster's queue run where snakemake runs
-localrules:
-    all,
-    prepare_samples,
-
-
 MODELS = list(config["models"])
 DATASETS = list(config["datasets"])
+# the model whose occlusion scores choose the variables (`variables.reduce: occlusion`), else None
+REFERENCE_MODEL = (config["variables"]["reference_model"]
+                   if config["variables"]["reduce"] == "occlusion" else None)
+
+
+# tiny jobs that would only wait in a cluster's queue run where snakemake runs (the samples
+# are not tiny when they load the reference model)
+localrules:
+    all,
+
+
+if REFERENCE_MODEL is None:
+
+    localrules:
+        prepare_samples,
 
 
 def as_json(value):
@@ -44,6 +54,24 @@ def model_entry(wildcards):
     return as_json(config["models"][wildcards.model])
 
 
+def reference_input(wildcards):
+    """The prepared reference model of `reduce: occlusion` (nothing otherwise)."""
+    return [f"resources/models/{REFERENCE_MODEL}.path"] if REFERENCE_MODEL else []
+
+
+def reference_flags(wildcards):
+    """`ips samples` flags that hand it the reference model (nothing without occlusion)."""
+    if REFERENCE_MODEL is None:
+        return ""
+    entry = shlex.quote(as_json(config["models"][REFERENCE_MODEL]))
+    return (f"--reference-entry {entry} --cache-dir resources/models "
+            f"--batch-tokens {config['batch_tokens']}")
+
+
+def reference_mem_mb(wildcards):
+    return mem_mb(REFERENCE_MODEL) if REFERENCE_MODEL else 2000
+
+
 def target_flag(wildcards):
     """`--target X` when the dataset sets one, else nothing (the command's default)."""
     target = config["datasets"][wildcards.dataset].get("target")
@@ -51,9 +79,13 @@ def target_flag(wildcards):
 
 
 def model_mem_mb(wildcards):
+    return mem_mb(wildcards.model)
+
+
+def mem_mb(model):
     """Memory of a job that holds one model: its weights 1.5 times (3 times while a GGUF is
     dequantised) at the configured dtype (float32 unless float16/bfloat16 is set), plus 2 GB."""
-    entry = config["models"][wildcards.model]
+    entry = config["models"][model]
     size = 2 if entry.get("dtype") in ("float16", "bfloat16") else 4
     copies = 3 if "gguf_package" in entry["source"] else 1.5
     return 2000 + int(copies * size * float(entry["params"]) / 1e6)

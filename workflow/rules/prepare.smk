@@ -20,14 +20,21 @@ rule prepare_model:
         "--cache-dir resources/models > {output} 2> {log}"
 
 
+# with `variables.reduce: occlusion` the reference model ranks the units of long items
 checkpoint prepare_samples:
+    input:
+        reference_input,
     output:
         "results/samples/{dataset}.json",
     params:
         settings=lambda wildcards: as_json(dataset_settings(config, wildcards.dataset)),
+        reference=reference_flags,
     log:
         "logs/prepare_samples/{dataset}.log",
+    resources:
+        mem_mb=reference_mem_mb,
     conda:
         "../../envs/ips.yaml"
     shell:
-        "python -m ips samples --settings {params.settings:q} --out {output} 2> {log}"
+        "python -m ips samples --settings {params.settings:q} {params.reference} "
+        "--out {output} 2> {log}"
