@@ -59,11 +59,17 @@ def tiny_config(model_dir, **overrides):
     return cfg
 
 
+DOLLY = {"dolly": {"format": "dolly", "fields": ["instruction"], "n_items": 2}}
+"""The bundled Dolly records with their paraphrase and reorder wordings, as the default runs."""
+
+
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory, tiny_llama_dir):
     """A workdir where the whole tiny workflow has run through results/figures."""
     work = tmp_path_factory.mktemp("workflow")
-    (work / "config.yaml").write_text(yaml.safe_dump(tiny_config(tiny_llama_dir)))
+    cfg = tiny_config(tiny_llama_dir, perturbations={"names": ["paraphrase", "reorder"]})
+    cfg["datasets"] |= DOLLY
+    (work / "config.yaml").write_text(yaml.safe_dump(cfg))
     t0 = time.perf_counter()
     r = snakemake(work)
     assert r.returncode == 0, r.stderr[-4000:]
@@ -77,7 +83,7 @@ def test_lint_is_clean():
     assert r.returncode == 0 and "Congratulations" in r.stdout + r.stderr, r.stdout + r.stderr
 
 
-def expected_figures(models=("tiny-a", "tiny-b"), datasets=("arc-easy",)):
+def expected_figures(models=("tiny-a", "tiny-b"), datasets=("arc-easy", "dolly")):
     from ips.figures import TABLES, case_study_name, figure_files
 
     cases = [f"{case_study_name(m, d)}.{ext}" for m in models for d in datasets
@@ -114,6 +120,34 @@ def test_whole_dag_produces_tables_and_figures(finished):
                               engine="h5netcdf")
         assert float(fit.matching_error.max()) < 1e-6 * 50
         fit.close()
+    # Dolly: stop words and phrase merging select the variables, long instructions are
+    # reduced to n_max, and the reworded prompts form the perturbation group
+    samples = json.loads((finished / "results/samples/dolly.json").read_text())
+    assert samples["kind"] == "instruction" and len(samples["samples"]) == 2
+    for s in samples["samples"]:
+        words = [v["text"] for v in s["variables"]]
+        assert len(words) == 3 and not {w.lower() for w in words} & {"the", "a", "of", "in"}
+        assert s["reduction"]["reduced"] and s["reduction"]["n_units"] > 3
+        assert set(s["prompts"]) == {"A1", "A2", "A3", "A4", "A1-paraphrase", "A1-reorder"}
+    log = (finished / "logs/prepare_samples/dolly.log").read_text()
+    assert "reduced to n_max = 3 (longest)" in log
+    with xr.open_dataset(finished / "results/metrics/tiny-a/dolly.nc", engine="h5netcdf") as m:
+        assert list(m["group"].values) == ["0shot", "perturbation"]
+        assert np.isfinite(float(m["ips"].sel(group="perturbation", band="all")))
+        assert set(m["pair_label"].values) >= {"perturbation", "altering", "adding"}
+    # the claims table: every verdict from the allowed set, n beside every estimate
+    import csv
+
+    with open(finished / "results/figures/claims.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["verdict"] for r in rows} <= {"supported", "contradicted", "undecided",
+                                           "untestable"}
+    assert {"order_low_below_mid", "types_changed_opposite", "factor_instruct_vs_base",
+            "ips_vs_consistency"} <= {r["claim"] for r in rows}
+    for r in rows:
+        assert r["verdict"] == "untestable" or int(r["n"]) > 0, r
+    assert "## The paper's claims on these models" in (
+        finished / "results/figures/README.md").read_text()
     # every rule left a log
     for rule in ("prepare_model", "prepare_samples", "score", "fit", "metrics"):
         assert any((finished / "logs" / rule).rglob("*.log")), rule
@@ -138,21 +172,21 @@ def test_nothing_to_do_after_a_run(finished):
 def test_changing_tau_reruns_only_the_analysis(finished):
     r = snakemake(finished, "-n", "--config", "tau=0.15")
     assert r.returncode == 0, r.stderr
-    assert jobs(r.stdout + r.stderr) == {"metrics": 2, "factors": 1, "figures": 1, "all": 1}
+    assert jobs(r.stdout + r.stderr) == {"metrics": 4, "factors": 1, "figures": 1, "all": 1}
 
 
 def test_changing_n_items_or_a_model_reruns_what_it_must(finished):
     r = snakemake(finished, "-n", "--config", "n_items=4")
     assert r.returncode == 0, r.stderr
     ran = jobs(r.stdout + r.stderr)
-    assert ran.get("prepare_samples") == 1 and "prepare_model" not in ran
+    assert ran.get("prepare_samples") == 1 and "prepare_model" not in ran  # dolly sets its own
     cfg = yaml.safe_load((finished / "config.yaml").read_text())
     cfg["models"]["tiny-b"]["params"] = 2000  # an attribute: scores of tiny-b are redone
     alt = finished / "config-alt.yaml"
     alt.write_text(yaml.safe_dump(cfg))
     r = snakemake(finished, "-n", "--configfile", alt)
     ran = jobs(r.stdout + r.stderr)
-    assert ran.get("score") == 2 and ran.get("prepare_model") == 1 and "prepare_samples" not in ran
+    assert ran.get("score") == 3 and ran.get("prepare_model") == 1 and "prepare_samples" not in ran
 
 
 def test_occlusion_gives_the_samples_the_reference_model(finished):
@@ -163,7 +197,7 @@ def test_occlusion_gives_the_samples_the_reference_model(finished):
     r = snakemake(finished, "-n", "-p", "--configfile", alt)
     out = r.stdout + r.stderr
     assert r.returncode == 0, r.stderr[-4000:]
-    assert jobs(out).get("prepare_samples") == 1  # new settings: new samples
+    assert jobs(out).get("prepare_samples") == 2  # new settings: new samples
     assert "input: resources/models/tiny-b.path" in out
     assert "--reference-entry" in out and '"type": "instruct"' in out  # tiny-b's entry
     cfg["variables"] = {"reduce": "occlusion"}
