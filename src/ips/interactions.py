@@ -659,6 +659,38 @@ def _lambda_from_or_multiplier(s: np.ndarray) -> np.ndarray:
     return _butterfly(s[..., -1:] - complement(s), _MOBIUS)
 
 
+def _l1_signs(a: np.ndarray, c: np.ndarray, fwd: np.ndarray, sgn: np.ndarray) -> None:
+    """Fill ``fwd`` with [x; y] = [M a; MP a − c] (rows stacked: one butterfly for both
+    blocks) and ``sgn`` with their signs, 0 at ∅ (not in the loss). Buffers (2·rows, 2^n)."""
+    rows = a.shape[0]
+    fwd[:rows] = a
+    fwd[rows:] = a[:, ::-1]
+    _butterfly(fwd, _M)
+    fwd[rows:] -= c
+    np.sign(fwd, out=sgn)
+    sgn[:, 0] = 0.0
+
+
+def _gradient_from_signs(sgn: np.ndarray) -> np.ndarray:
+    """∂L/∂a = Mᵀ sgn(x) + P Mᵀ sgn(y), 0 at ∅ (γ_∅ is fixed); overwrites ``sgn``."""
+    rows = sgn.shape[0] // 2
+    _butterfly(sgn, _MT)
+    grad = sgn[:rows] + sgn[rows:, ::-1]
+    grad[:, 0] = 0.0
+    return grad
+
+
+def _l1_loss_and_gradient(v: np.ndarray, gamma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """L(γ) = Σ_{S≠∅} |I_AND(S)| + |I_OR(S)| and its (sub)gradient in γ, rows (rows, 2^n)."""
+    a = 0.5 * v + gamma
+    c = _butterfly(complement(v).copy(), _M)
+    fwd = np.empty((2 * a.shape[0], a.shape[1]))
+    sgn = np.empty_like(fwd)
+    _l1_signs(a, c, fwd, sgn)
+    loss = np.abs(fwd[:, 1:]).sum(-1)
+    return loss[: len(a)] + loss[len(a):], _gradient_from_signs(sgn)
+
+
 def _sgd(v: np.ndarray, n: int, learning_rate: float, steps: int):
     """The paper's own optimiser of Eq. 12 (Appendix D): γ learned by gradient descent from 0.
 
@@ -696,23 +728,16 @@ def _sgd(v: np.ndarray, n: int, learning_rate: float, steps: int):
     a = 0.5 * v
     a[:, 0] = v[:, 0]
     vel = np.zeros_like(a)
-    fwd = np.empty((2 * rows, size))  # [x; y] stacked: one butterfly pass for both blocks
+    fwd = np.empty((2 * rows, size))
     sgn = np.empty_like(fwd)
     avg = np.zeros_like(fwd)
     rates = np.logspace(np.log10(learning_rate), np.log10(learning_rate) - 1, steps)
     start = steps - max(1, round(_SGD_AVERAGE * steps))
     for t in range(steps):
-        fwd[:rows] = a
-        fwd[rows:] = a[:, ::-1]
-        _butterfly(fwd, _M)
-        fwd[rows:] -= c
-        np.sign(fwd, out=sgn)
-        sgn[:, 0] = 0.0
+        _l1_signs(a, c, fwd, sgn)
         if t >= start:
             avg += sgn
-        _butterfly(sgn, _MT)
-        grad = sgn[:rows] + sgn[rows:, ::-1]
-        grad[:, 0] = 0.0  # γ_∅ stays fixed
+        grad = _gradient_from_signs(sgn)
         vel *= _SGD_MOMENTUM
         vel += grad
         a -= rates[t] * vel
