@@ -648,7 +648,6 @@ SGD_STEPS = 20000
 _SGD_MOMENTUM = 0.9
 #: trailing share of the steps whose subgradient signs are averaged into the dual certificate
 _SGD_AVERAGE = 0.1
-_MT = np.ascontiguousarray(_M.T)
 
 
 def _lambda_from_or_multiplier(s: np.ndarray) -> np.ndarray:
@@ -659,36 +658,56 @@ def _lambda_from_or_multiplier(s: np.ndarray) -> np.ndarray:
     return _butterfly(s[..., -1:] - complement(s), _MOBIUS)
 
 
+def _mobius_masks_first(f: np.ndarray, transpose: bool = False) -> np.ndarray:
+    """M f (or Mᵀ f) along axis 0 of a C-contiguous (2^n, cols) array, in place.
+
+    Masks-first layout for the many steps of :func:`_sgd`: every level updates blocks of at
+    least ``cols`` contiguous values (measured ≈ 3× faster than :func:`_butterfly` on the last
+    axis at n = 10 with 40 columns, ≈ 2× at n = 6).
+    """
+    n = f.shape[0].bit_length() - 1
+    cols = f.shape[1]
+    for i in range(n):
+        g = f.reshape(-1, 2, cols << i)
+        if transpose:
+            g[:, 0] -= g[:, 1]
+        else:
+            g[:, 1] -= g[:, 0]
+    return f
+
+
 def _l1_signs(a: np.ndarray, c: np.ndarray, fwd: np.ndarray, sgn: np.ndarray) -> None:
-    """Fill ``fwd`` with [x; y] = [M a; MP a − c] (rows stacked: one butterfly for both
-    blocks) and ``sgn`` with their signs, 0 at ∅ (not in the loss). Buffers (2·rows, 2^n)."""
-    rows = a.shape[0]
-    fwd[:rows] = a
-    fwd[rows:] = a[:, ::-1]
-    _butterfly(fwd, _M)
-    fwd[rows:] -= c
+    """Fill ``fwd`` with [x, y] = [M a, MP a − c] and ``sgn`` with their signs, 0 at ∅ (not in
+    the loss). Masks first: a, c (2^n, rows); buffers (2^n, 2·rows), x and y side by side so
+    one butterfly transforms both."""
+    rows = a.shape[1]
+    fwd[:, :rows] = a
+    fwd[:, rows:] = a[::-1]
+    _mobius_masks_first(fwd)
+    fwd[:, rows:] -= c
     np.sign(fwd, out=sgn)
-    sgn[:, 0] = 0.0
+    sgn[0] = 0.0
 
 
 def _gradient_from_signs(sgn: np.ndarray) -> np.ndarray:
-    """∂L/∂a = Mᵀ sgn(x) + P Mᵀ sgn(y), 0 at ∅ (γ_∅ is fixed); overwrites ``sgn``."""
-    rows = sgn.shape[0] // 2
-    _butterfly(sgn, _MT)
-    grad = sgn[:rows] + sgn[rows:, ::-1]
-    grad[:, 0] = 0.0
+    """∂L/∂a = Mᵀ sgn(x) + P Mᵀ sgn(y), 0 at ∅ (γ_∅ is fixed); overwrites ``sgn``. Masks first."""
+    rows = sgn.shape[1] // 2
+    _mobius_masks_first(sgn, transpose=True)
+    grad = sgn[:, :rows] + sgn[::-1, rows:]
+    grad[0] = 0.0
     return grad
 
 
 def _l1_loss_and_gradient(v: np.ndarray, gamma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """L(γ) = Σ_{S≠∅} |I_AND(S)| + |I_OR(S)| and its (sub)gradient in γ, rows (rows, 2^n)."""
-    a = 0.5 * v + gamma
-    c = _butterfly(complement(v).copy(), _M)
-    fwd = np.empty((2 * a.shape[0], a.shape[1]))
+    a = np.ascontiguousarray((0.5 * v + gamma).T)
+    c = np.ascontiguousarray(_butterfly(complement(v).copy(), _M).T)
+    fwd = np.empty((a.shape[0], 2 * a.shape[1]))
     sgn = np.empty_like(fwd)
     _l1_signs(a, c, fwd, sgn)
-    loss = np.abs(fwd[:, 1:]).sum(-1)
-    return loss[: len(a)] + loss[len(a):], _gradient_from_signs(sgn)
+    loss = np.abs(fwd[1:]).sum(0)
+    rows = a.shape[1]
+    return loss[:rows] + loss[rows:], _gradient_from_signs(sgn).T
 
 
 def _sgd(v: np.ndarray, n: int, learning_rate: float, steps: int):
@@ -700,7 +719,8 @@ def _sgd(v: np.ndarray, n: int, learning_rate: float, steps: int):
 
         ∂L/∂a = Mᵀ sgn(x) + P Mᵀ sgn(y)     (sgn(0) = 0; both signs zeroed at ∅),
 
-    two transposed butterflies, so a step costs O(n·2^n) per game; the batch runs together.
+    two transposed butterflies, so a step costs O(n·2^n) per game; the batch runs together
+    (masks-first layout, :func:`_mobius_masks_first`).
     Updates are heavy-ball SGD, ``vel ← 0.9·vel + g``, ``a ← a − η_t·vel``, with η_t falling
     log-linearly from ``learning_rate`` to ``learning_rate``/10 over ``steps``; the last iterate
     is returned. This is the routine of Li & Zhang (2023, "Does a neural network really encode
@@ -724,11 +744,11 @@ def _sgd(v: np.ndarray, n: int, learning_rate: float, steps: int):
     Returns (a, lower, info).
     """
     rows, size = v.shape
-    c = _butterfly(complement(v).copy(), _M)  # MP v
-    a = 0.5 * v
-    a[:, 0] = v[:, 0]
+    c = np.ascontiguousarray(_butterfly(complement(v).copy(), _M).T)  # MP v, masks first
+    a = np.ascontiguousarray(0.5 * v.T)
+    a[0] = v[:, 0]
     vel = np.zeros_like(a)
-    fwd = np.empty((2 * rows, size))
+    fwd = np.empty((size, 2 * rows))
     sgn = np.empty_like(fwd)
     avg = np.zeros_like(fwd)
     rates = np.logspace(np.log10(learning_rate), np.log10(learning_rate) - 1, steps)
@@ -741,7 +761,8 @@ def _sgd(v: np.ndarray, n: int, learning_rate: float, steps: int):
         vel *= _SGD_MOMENTUM
         vel += grad
         a -= rates[t] * vel
-    avg /= steps - start
+    avg = avg.T / (steps - start)
+    a = np.ascontiguousarray(a.T)
     lam_and = _lambda_from_multiplier(avg[:rows])
     lam_or = _lambda_from_or_multiplier(avg[rows:])
     bounds = [_dual_bound(v, lam) for lam in (lam_and, lam_or, 0.5 * (lam_and + lam_or))]
