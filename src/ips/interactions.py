@@ -728,8 +728,10 @@ def _sgd(v: np.ndarray, n: int, learning_rate: float, steps: int):
     ``harsanyi/and_or_harsanyi_utils.py``: ``optim.SGD(momentum=0.9)``, p = q = 0 at start,
     ``np.logspace(log lr, log lr − 1, niter)``), reused by Chen et al. (2024, "Defining and
     extracting generalizable interaction primitives from deep neural networks", ICLR; code
-    sjtu-xai-lab/generalizable-interaction). Their step counts: 10,000 in the first README's
-    example, 20,000 as the second's default ("commonly used: 20000, 50000"); we take 20,000.
+    sjtu-xai-lab/generalizable-interaction). Differences: their loss also holds the S = ∅
+    terms with p(∅) free, and a clamped noise term q; here γ_∅ = ½v(∅) is fixed (Appendix D)
+    and there is no q. Their step counts: 10,000 in the example of the first repository's
+    README, 20,000 as the second's default ("commonly used: 20000, 50000"); we take 20,000.
     Their learning rates are absolute (v in log-odds, as here) and tuned per task ("commonly
     used: depends"): 1e-5 (images), 1e-6 and 1e-7 (BERT). Measured here (20,000 steps): on
     random games (v ~ 2·N(0, 1)) 1e-5 ends 7-10 % above the optimum at n = 4-10, 1e-2
