@@ -737,7 +737,10 @@ def _sgd(v: np.ndarray, n: int, learning_rate: float, steps: int):
     random games (v ~ 2·N(0, 1)) 1e-5 ends 7-10 % above the optimum at n = 4-10, 1e-2
     diverges at n = 10, and 1e-3 reaches it to ≈ 0.1 % (median; ≤ 4 %) at n ≤ 6 and ≈ 1 % at
     n = 8-10; on real games (SmolLM2, n = 6) 1e-3 ends 0.5 % above it (median; ≤ 1.6 %),
-    while 1e-5 and 1e-6 leave γ near 0, at 2-4× the optimum. So 1e-3 is the default.
+    while 1e-5 and 1e-6 leave γ near 0, at 2-4× the optimum. So 1e-3 is the default. Real
+    games at n = 7-8 converge slowly (a subgradient method): 1e-3 ends 15-27 % above the
+    optimum (median), 3e-4 with 100,000 steps 1-4 %; no fixed rate suits every n (the
+    gradient grows like 2^n), and the result's objective and gap say how far it got.
     Cost: one step is four butterflies over the batch, ≈ 1 ms for 11 games at n = 10 on two
     busy cores (20,000 steps ≈ 25 s), ≈ 0.3 ms for 84 games at n = 6.
 
