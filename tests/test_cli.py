@@ -57,7 +57,8 @@ def test_help_lists_fit():
     assert "fit" in r.stdout
     r = run_ips("fit", "--help")
     assert r.returncode == 0, r.stderr
-    for option in ("--out", "--solver", "--noise", "--n-max", "--log-level"):
+    for option in ("--out", "--solver", "--noise", "--n-max", "--sgd-learning-rate",
+                   "--sgd-steps", "--log-level"):
         assert option in r.stdout
 
 
@@ -82,6 +83,8 @@ def test_fit_mixed_n_matches_v(tmp_path):
     assert ds.attrs["input_file"] == str(src)
     assert ds.attrs["ips_version"]
     assert ds.attrs["solver_used"]
+    assert ds.attrs["optimum"].startswith("canonical")
+    assert "sgd_steps" not in ds.attrs
     assert [p.name for p in out.parent.iterdir()] == ["fit.h5"]  # no temporary file left
 
     tol = 1e-6 * np.nanmax(np.abs(v))
@@ -92,6 +95,31 @@ def test_fit_mixed_n_matches_v(tmp_path):
             rec = reconstruct(a, o, v[s, c, 0], n)
             np.testing.assert_allclose(rec, v[s, c, : 1 << n], rtol=0, atol=tol)
             assert ds["matching_error"].values[s, c] <= tol
+
+
+def test_fit_sgd_settings_reach_the_solver_and_the_file(tmp_path):
+    """`--solver sgd --sgd-learning-rate --sgd-steps` give the same interactions as and_or
+    with those settings (not the defaults), and the file says which optimum it holds."""
+    from ips.interactions import and_or
+
+    n_vars = [3, 2]
+    v = values_cube(n_vars, seed=4)
+    src = write_h5(tmp_path / "values.h5", v=v, n_vars=np.array(n_vars, dtype=np.int32))
+    out = tmp_path / "fit.h5"
+    options = ["--solver", "sgd", "--sgd-learning-rate", "0.02", "--sgd-steps", "40"]
+    assert main(["fit", str(src), "--out", str(out), *options]) == 0
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        ds = ds.load()
+    assert ds.attrs["solver_used"] == "n=2: sgd; n=3: sgd"
+    assert ds.attrs["sgd_learning_rate"] == 0.02 and ds.attrs["sgd_steps"] == 40
+    assert ds.attrs["optimum"].startswith("sgd") and "40 steps" in ds.attrs["optimum"]
+    ref = and_or(v[0], solver="sgd", learning_rate=0.02, steps=40)
+    np.testing.assert_allclose(ds["and"].values[0], ref.and_, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ds["objective"].values[0], ref.objective, rtol=1e-12)
+    default = and_or(v[0], solver="sgd", steps=40)  # another learning rate: another point
+    assert np.abs(default.and_ - ref.and_).max() > 1e-3
+    tol = 1e-6 * np.nanmax(np.abs(v))
+    assert np.all(ds["matching_error"].values <= tol)
 
 
 def test_fit_without_n_vars(tmp_path):
@@ -159,7 +187,8 @@ def test_fit_missing_or_unreadable_file(tmp_path, capsys):
 
 def test_fit_bad_options_exit_2(tmp_path, capsys):
     src = write_h5(tmp_path / "values.h5", v=values_cube([2]))
-    for args in (["--solver", "simplex"], ["--noise", "-1"], ["--n-max", "17"]):
+    for args in (["--solver", "simplex"], ["--noise", "-1"], ["--n-max", "17"],
+                 ["--sgd-learning-rate", "0"], ["--sgd-steps", "0"]):
         with pytest.raises(SystemExit) as exc:
             main(["fit", str(src), "--out", str(tmp_path / "o.h5"), *args])
         assert exc.value.code == 2, args

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from ips import __version__, explain
-from ips.interactions import SOLVERS
+from ips.interactions import SGD_LEARNING_RATE, SGD_STEPS, SOLVERS
 from ips.io import InputError
 
 log = logging.getLogger("ips")
@@ -89,7 +89,22 @@ def _add_fit(sub, common) -> None:
         choices=SOLVERS,
         default="auto",
         help="exact: linear program (HiGHS); first_order: vectorised first-order method; "
-        "auto: exact for small n, first_order beyond (default: %(default)s)",
+        "auto: exact for small n, first_order beyond (these three give the canonical optimum); "
+        "sgd: the paper's gradient descent from gamma = 0 (default: %(default)s)",
+    )
+    p.add_argument(
+        "--sgd-learning-rate",
+        type=_positive_float,
+        default=SGD_LEARNING_RATE,
+        metavar="LR",
+        help="sgd: initial learning rate, decaying log-linearly to LR/10 (default: %(default)s)",
+    )
+    p.add_argument(
+        "--sgd-steps",
+        type=_int_between(1, 10**7),
+        default=SGD_STEPS,
+        metavar="K",
+        help="sgd: number of gradient steps (default: %(default)s)",
     )
     p.add_argument(
         "--noise",
@@ -121,7 +136,8 @@ def _fit(args: argparse.Namespace) -> int:
         args.input, n_samples, n_cond, sorted(set(values.n_vars.tolist())), args.solver, args.noise,
     )
     try:
-        ds = fit_values(values, solver=args.solver, noise=args.noise)
+        ds = fit_values(values, solver=args.solver, noise=args.noise,
+                        learning_rate=args.sgd_learning_rate, steps=args.sgd_steps)
     except ValueError as e:  # ips.interactions rejects these values or options
         log.debug("fit failed", exc_info=True)
         raise InputError(f"{args.input}: {e}") from e
@@ -490,6 +506,13 @@ def _nonnegative_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not (math.isfinite(x) and x >= 0):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return x
+
+
+def _positive_float(text: str) -> float:
+    x = _nonnegative_float(text)
+    if x == 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
     return x
 
 

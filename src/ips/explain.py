@@ -35,6 +35,7 @@ import numpy as np
 from ips import metrics
 from ips.io import InputError
 from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
+from ips.interactions import SOLVERS
 
 log = logging.getLogger("ips")
 
@@ -231,6 +232,7 @@ def explain(
     target: str | None = None,
     solver: str = "auto",
     noise: float = 0.0,
+    sgd: dict | None = None,
     batch_tokens: int = 1024,
     scorer: str = "auto",
 ) -> CaseStudy:
@@ -240,7 +242,8 @@ def explain(
     two template names (default `DEFAULT_TEMPLATES[item.kind]`). Variables are selected by
     `select_variables(item, strategy, n_max, merge_phrases, fields)`, rendered by `render`,
     scored by `score_sample` (target: `target`, default the kind's first, `letter` /
-    `response`), fitted by `and_or(solver, noise)` and normalised by `metrics.normalize`.
+    `response`), fitted by `and_or(solver, noise)` (with `sgd`'s `learning_rate` and `steps`
+    for solver "sgd") and normalised by `metrics.normalize`.
     The prediction is the option letter of highest logit (MCQ) or the greedy token (otherwise),
     as in the workflow. Raises `ExplainError` for bad templates or an item without variables.
     """
@@ -261,7 +264,7 @@ def explain(
     scored = score_sample(engine, _Answers(lm.tokenizer), sample, conds, target)
     seconds["score"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    fit = and_or(scored["v"], solver=solver, noise=noise)
+    fit = and_or(scored["v"], solver=solver, noise=noise, **(sgd or {}))
     norm = metrics.normalize(fit.and_, fit.or_)
     seconds["fit"] = time.perf_counter() - t0
     log.info("%s, %s: n = %d, %d masked prompts scored in %.1f s, fitted (%s) in %.2f s, "
@@ -434,8 +437,9 @@ def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.Argument
                      "n_max))")
     how.add_argument("--target", choices=("letter", "choice_text", "response", "greedy"),
                      help="what v scores (default: the dataset's target, else letter / response)")
-    how.add_argument("--solver", choices=("auto", "exact", "first_order"), default=None,
-                     help="AND-OR solver (default: the config's solver)")
+    how.add_argument("--solver", choices=SOLVERS, default=None,
+                     help="AND-OR solver (default: the config's solver; sgd takes the config's "
+                     "sgd settings)")
     how.add_argument("--noise", type=_nonnegative_float, default=None, metavar="EPS",
                      help="noise bound ε of the fit (default: the config's noise)")
     how.add_argument("--scorer", choices=("auto", "trie", "plain"), default=None,
@@ -483,6 +487,7 @@ def main(args: argparse.Namespace) -> int:
         template_file=template_file, target=target,
         solver=args.solver or config["solver"],
         noise=args.noise if args.noise is not None else float(config["noise"]),
+        sgd=config["sgd"],
         batch_tokens=args.batch_tokens or int(config["batch_tokens"]),
         scorer=args.scorer or config["scorer"],
     )

@@ -31,15 +31,22 @@ def fit_values(
     *,
     solver: str = "auto",
     noise: float = 0.0,
+    learning_rate: float | None = None,
+    steps: int | None = None,
     progress: bool | None = None,
 ) -> xr.Dataset:
     """Fit every (sample, condition) row of `values`; return the interactions as a Dataset.
 
     `and`, `or`, `gamma` have dims (sample, condition, mask), NaN beyond each sample's 2**n
     entries like `values.v`; `objective`, `matching_error`, `duality_gap` have dims
-    (sample, condition). `progress=None` shows a progress bar only on a terminal.
+    (sample, condition). `learning_rate`, `steps`: settings of ``solver="sgd"`` (None: the
+    defaults of `ips.interactions`). The attribute `optimum` says which point of Eq. 12's
+    optimal face the numbers rest on. `progress=None` shows a progress bar only on a terminal.
     """
-    from ips.interactions import and_or
+    from ips.interactions import SGD_LEARNING_RATE, SGD_STEPS, and_or
+
+    learning_rate = SGD_LEARNING_RATE if learning_rate is None else learning_rate
+    steps = SGD_STEPS if steps is None else steps
 
     v, n_vars = values.v, values.n_vars
     n_samples, n_cond = v.shape[:2]
@@ -57,7 +64,8 @@ def fit_values(
             batch = max(1, _BATCH_VALUES >> n)
             parts, ran = [], set()
             for start in range(0, len(rows), batch):
-                res = and_or(rows[start : start + batch], solver=solver, noise=noise)
+                res = and_or(rows[start : start + batch], solver=solver, noise=noise,
+                             learning_rate=learning_rate, steps=steps)
                 parts.append(res)
                 ran.add(res.solver)
                 bar.update(min(batch, len(rows) - start))
@@ -83,7 +91,21 @@ def fit_values(
     attrs = {
         "solver_requested": solver,
         "solver_used": "; ".join(solvers_used),
+        "optimum": _optimum(solver, learning_rate, steps),
         "noise": float(noise),
         "ips_version": __version__,
     }
+    if solver == "sgd":
+        attrs |= {"sgd_learning_rate": float(learning_rate), "sgd_steps": int(steps)}
     return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def _optimum(solver: str, learning_rate: float, steps: int) -> str:
+    """Which point of Eq. 12's (non-unique) optimum the fit is, in words, for the file."""
+    if solver != "sgd":
+        return "canonical: the l1-optimal split of least l2 norm (Eq. 12)"
+    return (
+        f"sgd: gamma learned from 0 by subgradient descent on Eq. 12 (paper Appendix D), "
+        f"momentum 0.9, learning rate {learning_rate:g} decaying to {learning_rate / 10:g}, "
+        f"{steps} steps; not the canonical optimum"
+    )

@@ -40,6 +40,8 @@ rule fit:
     params:
         solver=config["solver"],
         noise=config["noise"],
+        sgd_learning_rate=config["sgd"]["learning_rate"],
+        sgd_steps=config["sgd"]["steps"],
         n_max=config["n_max"],
     log:
         "logs/fit/{model}/{dataset}/{shard}.log",
@@ -52,4 +54,5 @@ rule fit:
         "../../envs/ips.yaml"
     shell:
         "python -m ips fit {input} --out {output} --solver {params.solver} --noise {params.noise} "
+        "--sgd-learning-rate {params.sgd_learning_rate} --sgd-steps {params.sgd_steps} "
         "--n-max {params.n_max} 2> {log}"
