@@ -1,14 +1,20 @@
 """The claims table (ips.claims): verdict rules, the permutation tests it adds, and the rows
 written from metrics and factors files."""
 
+import json
 import math
 from itertools import permutations
 
 import numpy as np
 import pytest
 import scipy.stats
+from test_factors import attrs, make_metrics
+from test_summary import make_values, write_pair
 
+from ips import claims, factors, uncertainty
 from ips.claims import directional, spearman_permutation, within
+from ips.factors import Entry
+from ips.summary import summarize
 
 
 @pytest.mark.parametrize("est, p, sign, verdict", [
@@ -65,3 +71,138 @@ def test_spearman_permutation_monte_carlo_beyond_8():
     r, p = spearman_permutation(x, y, draws=999, seed=1)
     assert r < -0.9
     assert p == pytest.approx(1 / 1000)  # no random pairing comes near: (0 + 1)/(999 + 1)
+
+
+# ------------------------------------------------------------ rows from real metrics files
+
+
+def entry(ds, path="m.nc"):
+    return Entry(path, ds.attrs["model"], ds.attrs["dataset"],
+                 json.loads(ds.attrs["model_attributes"]), ds)
+
+
+@pytest.fixture(scope="module")
+def metrics_entry(tmp_path_factory):
+    """`ips metrics` of 12 random games (n in 3..5) under the test conditions."""
+    tmp = tmp_path_factory.mktemp("claims")
+    v, f = write_pair(tmp, "g", make_values([f"item{i:02d}" for i in range(12)], seed=11))
+    return entry(summarize([v], [f], tau=0.1, seed=2, n_boot=300))
+
+
+def by_claim(rows):
+    return {r.claim: r for r in rows}
+
+
+def test_order_rows_are_the_metrics_band_tests(metrics_entry):
+    ds = metrics_entry.ds
+    rows = by_claim(claims.order_claims(metrics_entry))
+    for claim, pair in (("order_low_below_mid", "low-mid"), ("order_mid_below_high", "mid-high")):
+        r = rows[claim]
+        sel = dict(group="0shot", band_pair=pair)
+        assert r.estimate == float(ds["band_diff"].sel(**sel))
+        assert r.p_value == float(ds["band_p_holm"].sel(**sel)) and "Holm" in r.test
+        # independent: the mean per-sample difference of the two bands, over the samples
+        # valued in both (a game with n = 3 may have no salient low-order interaction)
+        lo, hi = pair.split("-")
+        x = ds["sample_ips"].sel(group="0shot")
+        d = (x.sel(band=lo) - x.sel(band=hi)).values
+        assert r.n == int(ds["band_n"].sel(**sel)) == np.isfinite(d).sum() > 6
+        assert r.estimate == pytest.approx(np.nanmean(d))
+        assert r.verdict == claims.directional(r.estimate, r.p_value, -1)
+
+
+def test_type_rows_pool_the_type_counts(metrics_entry):
+    ds = metrics_entry.ds
+    rows = by_claim(claims.type_claims(metrics_entry))
+    count = ds["type_count"].sel(group="0shot")  # pooled counts, computed by ips metrics
+    for claim, changed, types in (("types_changed_opposite", "yes", [0]),
+                                  ("types_changed_similar", "yes", [2]),
+                                  ("types_unchanged_unstable", "no", [0, 1])):
+        r = rows[claim]
+        c = count.sel(changed=changed).values
+        if c.sum() == 0:
+            assert r.verdict == "untestable"
+            continue
+        assert r.estimate == pytest.approx(c[types].sum() / c.sum())
+        assert r.ci_low <= r.estimate <= r.ci_high and 0 <= r.ci_low and r.ci_high <= 1
+        assert r.verdict in ("supported", "contradicted", "undecided")
+
+
+def test_sparsity_rows_average_the_samples(metrics_entry):
+    ds = metrics_entry.ds
+    rows = by_claim(claims.sparsity_claims(metrics_entry))
+    share = rows["sparse_salient_share"]
+    assert share.estimate == pytest.approx(float(ds["salient_share"]))  # equal conditions
+    assert share.n == 12 and share.ci_low <= share.estimate <= share.ci_high
+    # random games are not sparse: far more than 10% of Ω is salient, with an interval to show
+    assert share.ci_low > claims.SPARSE_SHARE and share.verdict == "contradicted"
+    err = rows["sparse_matching_top5"]
+    assert err.estimate == pytest.approx(float(ds["matching_nrmse"].sel(keep=0.05)))
+
+
+@pytest.fixture(scope="module")
+def four_models():
+    """Hand-made metrics files of 4 models (12 paired samples), 0-, 1- and 2-shot, and their
+    factors."""
+    ms = [
+        make_metrics("base-1b", attrs("f", "s", params=1e9), ips0=1.6, shots={1: 1.3, 2: 1.25},
+                     pair14=1.55, samples=12, own=0.05, own_seed=1),
+        make_metrics("inst-1b", attrs("f", "s", "instruct", params=1e9), ips0=1.4,
+                     shots={1: 1.3, 2: 1.2}, samples=12, own=0.05, own_seed=2),
+        make_metrics("base-4b", attrs("f", "s", params=4e9), ips0=1.5, samples=12, own=0.05,
+                     own_seed=3),
+        make_metrics("other", attrs("g", "t", params=2e9), ips0=1.7, samples=12, own=0.05,
+                     own_seed=4),
+    ]
+    for ds, c in zip(ms, (0.5, 0.6, 0.55, 0.4)):
+        ds["output_consistency"] = ds["output_consistency"] * 0 + c
+    entries = [entry(ds, f"{ds.attrs['model']}.nc") for ds in ms]
+    return entries
+
+
+def test_factor_rows_follow_the_factors_file(four_models, tmp_path):
+    paths = []
+    for e in four_models:
+        p = tmp_path / f"{e.model}.nc"
+        e.ds.to_netcdf(p, engine="h5netcdf")
+        paths.append(p)
+    fx = factors.compare(paths, seed=1, n_boot=200, draws=999)
+    rows = claims.factor_claims(fx)
+    comp = fx["comparison_factor"].values.astype(str)
+    for f in factors.FACTORS:
+        mine = [r for r in rows if r.claim == f"factor_{f}"]
+        if f == "dense_vs_moe":
+            assert len(mine) == 1 and mine[0].verdict == "untestable" and mine[0].note
+            continue
+        assert len(mine) == int((comp == f).sum()) > 0
+        for r in mine:
+            assert r.verdict == claims.directional(r.estimate, r.p_value, -1)
+            assert r.n == 12
+    inst = [r for r in rows if r.claim == "factor_instruct_vs_base"]
+    assert inst[0].estimate == pytest.approx((1.4 - 1.6) / 1.6)
+    assert inst[0].verdict == "supported"  # planted: 12 samples, all lower by 0.2 ± noise
+
+
+def test_few_shot_curve_by_hand(four_models):
+    e = four_models[0]
+    r = claims.few_shot_curve_claim(e, 999, 0)
+    x = e.ds["sample_pair_ips"].sel(band="all")
+    i0 = x.sel(pair="0shot:T1|T4").values
+    i1 = x.sel(pair="1shot:T1-1shot|T4-1shot").values
+    i2 = x.sel(pair="2shot:T1-2shot|T4-2shot").values
+    d = (i0 - i1) - (i1 - i2)
+    t = uncertainty.sign_flip_test(d, draws=999, seed=0)
+    assert r.estimate == pytest.approx(np.mean(d)) and r.p_value == t.p_value and r.n == 12
+    assert r.estimate == pytest.approx((1.55 - 1.3) - (1.3 - 1.25))
+    assert r.verdict == "supported"  # every sample shares the drops: d is constant, > 0
+    no_k = claims.few_shot_curve_claim(four_models[2], 999, 0)
+    assert no_k.verdict == "untestable" and "1-shot" in no_k.note
+
+
+def test_consistency_across_models(four_models):
+    (r,) = claims.consistency_claims(four_models, ["arc"], draws=999, seed=0)
+    x = [float(e.ds["ips"].sel(group="0shot", band="all")) for e in four_models]
+    y = [0.5, 0.6, 0.55, 0.4]
+    assert r.estimate == pytest.approx(scipy.stats.spearmanr(x, y)[0]) and r.n == 4
+    (two,) = claims.consistency_claims(four_models[:2], ["arc"], draws=999, seed=0)
+    assert two.verdict == "untestable" and "at least 3" in two.note
