@@ -40,7 +40,15 @@ def test_directional(est, p, sign, verdict):
     ((math.nan, 0.5), "undecided"),
 ])
 def test_within(ci, verdict):
-    assert within(ci, 0.4, 0.6) == verdict
+    assert within(ci, 0.4, 0.6, n=10) == verdict
+
+
+def test_within_needs_enough_samples():
+    # an interval wholly outside the range decides nothing from 9 samples (or from 1, where the
+    # percentile bootstrap interval has width 0)
+    assert within((0.1, 0.2), 0.4, 0.6, n=9) == "undecided"
+    assert within((0.2, 0.2), 0.4, 0.6, n=1) == "undecided"
+    assert within((0.1, 0.2), 0.4, 0.6, n=uncertainty.MIN_RELIABLE_N) == "contradicted"
 
 
 def test_spearman_permutation_exact_by_hand():
@@ -115,9 +123,10 @@ def test_type_rows_pool_the_type_counts(metrics_entry):
     ds = metrics_entry.ds
     rows = by_claim(claims.type_claims(metrics_entry))
     count = ds["type_count"].sel(group="0shot")  # pooled counts, computed by ips metrics
-    for claim, changed, types in (("types_changed_opposite", "yes", [0]),
-                                  ("types_changed_similar", "yes", [2]),
-                                  ("types_unchanged_unstable", "no", [0, 1])):
+    for claim, changed, types, rng in (
+            ("types_changed_opposite", "yes", [0], claims.OPPOSITE_RANGE),
+            ("types_changed_similar", "yes", [2], claims.SIMILAR_RANGE),
+            ("types_unchanged_unstable", "no", [0, 1], (0.5, 1.0))):
         r = rows[claim]
         c = count.sel(changed=changed).values
         if c.sum() == 0:
@@ -125,7 +134,9 @@ def test_type_rows_pool_the_type_counts(metrics_entry):
             continue
         assert r.estimate == pytest.approx(c[types].sum() / c.sum())
         assert r.ci_low <= r.estimate <= r.ci_high and 0 <= r.ci_low and r.ci_high <= 1
-        assert r.verdict in ("supported", "contradicted", "undecided")
+        assert r.verdict == claims.within((r.ci_low, r.ci_high), *rng, r.n)
+        if r.n < uncertainty.MIN_RELIABLE_N:
+            assert r.verdict == "undecided" and "too few" in r.note
 
 
 def test_sparsity_rows_average_the_samples(metrics_entry):

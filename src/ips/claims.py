@@ -13,7 +13,9 @@ and the number of samples (or models) ``n`` behind it, the test, its p-value and
 * **level** claims (a share near the paper's, an error below a bound): the paper's statement is
   read as a range [lo, hi] (the reading is in the ``paper`` column); ``supported`` when the
   bootstrap interval lies inside it, ``contradicted`` when it lies wholly outside, else
-  ``undecided``. No p-value.
+  ``undecided``. No p-value. A percentile bootstrap interval from fewer than
+  ``ips.uncertainty.MIN_RELIABLE_N`` samples undercovers (from one sample it has width 0), so
+  such a row stays ``undecided`` whatever its interval.
 * ``untestable`` when the configured models, datasets or settings cannot test the claim; the
   ``note`` says why (e.g. a correlation across models needs at least 3 models).
 
@@ -84,10 +86,10 @@ def directional(estimate: float, p: float, sign: int) -> str:
     return "supported" if np.sign(estimate) == sign else "contradicted"
 
 
-def within(ci: Sequence[float], lo: float, hi: float) -> str:
-    """Verdict of a claim that a quantity lies in [lo, hi], from its interval."""
+def within(ci: Sequence[float], lo: float, hi: float, n: int) -> str:
+    """Verdict of a claim that a quantity lies in [lo, hi], from its interval over n samples."""
     a, b = (float(x) for x in ci)
-    if not (np.isfinite(a) and np.isfinite(b)):
+    if n < uncertainty.MIN_RELIABLE_N or not (np.isfinite(a) and np.isfinite(b)):
         return "undecided"
     if lo <= a and b <= hi:
         return "supported"
@@ -96,9 +98,12 @@ def within(ci: Sequence[float], lo: float, hi: float) -> str:
     return "undecided"
 
 
-def _few(n: int) -> str:
-    return (f"fewer than {uncertainty.MIN_RELIABLE_N} samples: interval and test are rough"
-            if 0 < n < uncertainty.MIN_RELIABLE_N else "")
+def _few(n: int, level: bool = False) -> str:
+    if not 0 < n < uncertainty.MIN_RELIABLE_N:
+        return ""
+    return (f"fewer than {uncertainty.MIN_RELIABLE_N} samples: " +
+            ("too few to decide from a bootstrap interval" if level
+             else "interval and test are rough"))
 
 
 def _notes(*parts: str) -> str:
@@ -132,7 +137,7 @@ def _level_row(e: Entry, claim: str, paper: str, x: np.ndarray, lo: float, hi: f
     est, ci = uncertainty.bootstrap_ci(x, n_boot=n_boot, level=level, seed=seed)
     return Claim(claim, _scope(e.model, e.dataset), paper, float(est), float(ci[0]),
                  float(ci[1]), n, f"{level:.0%} bootstrap interval vs [{lo:g}, {hi:g}]",
-                 verdict=within(ci, lo, hi), note=_few(n))
+                 verdict=within(ci, lo, hi, n), note=_few(n, level=True))
 
 
 def sparsity_claims(e: Entry) -> list[Claim]:
@@ -207,9 +212,9 @@ def type_claims(e: Entry) -> list[Claim]:
             continue
         out.append(Claim(claim, scope, paper, est, float(ci[0]), float(ci[1]), n,
                          f"{level:.0%} bootstrap interval over samples vs [{lo:g}, {hi:g}]",
-                         verdict=within(ci, lo, hi),
+                         verdict=within(ci, lo, hi, n),
                          note=_notes("share of salient interactions pooled over samples",
-                                     _few(n))))
+                                     _few(n, level=True))))
     return out
 
 
@@ -231,7 +236,8 @@ def order_claims(e: Entry) -> list[Claim]:
         out.append(Claim(claim, scope, paper, est, n=n,
                          test="paired sign-flip on per-sample differences, Holm-adjusted over "
                          "the 3 band tests", p_value=p, verdict=directional(est, p, -1),
-                         note=_notes("estimate: mean per-sample difference of the two bands",
+                         note=_notes(f"estimate: mean per-sample IPS^{pair.split('-')[0]} − "
+                                     f"IPS^{pair.split('-')[1]}",
                                      _few(n))))
     return out
 
