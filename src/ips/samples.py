@@ -194,6 +194,10 @@ def prepare_samples(settings: dict, occlusion: Occlusion | None = None) -> Sampl
         name, len(samples), drawn.n_considered, len(samples) - n_reduced, n_reduced, n_max,
         rule, ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none", len(conds),
     )
+    if samples and not drawn.complete:  # the run goes on, with fewer samples than asked
+        log.warning("dataset %r: only %d items qualify, n_items asks for %d (skipped: %s); "
+                    "lower n_items, raise n_max or add items", name, len(samples),
+                    drawn.n_requested, ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none")
     if not samples:
         raise InputError(f"dataset {name!r}: no item qualifies ({skipped}); raise n_max or "
                          "change the variable selection")
