@@ -222,7 +222,7 @@ def load_config(path: str | Path, overrides: dict | None = None) -> dict:
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML ({e})") from None
+        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(e).split())})") from None
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
     config.update(overrides or {})
