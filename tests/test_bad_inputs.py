@@ -223,6 +223,15 @@ def test_fields_of_every_format(tmp_path, fmt):
         validate_settings({"dataset": "d", "entry": dict(entry, fields=["nope"])})
 
 
+def test_field_names_are_the_keys_of_fields(tmp_path):
+    # the config check allows exactly the fields that loaded items have
+    source = str(write_jsonl(tmp_path / "q.jsonl", RECORDS))
+    for fmt, entry in [("mcq", {"source": source}), ("dolly", {})]:
+        item = load_items("d", {"format": fmt, **entry}).items[0]
+        assert type(item) is ITEM_TYPES[fmt]
+        assert tuple(item.fields()) == ITEM_TYPES[fmt].field_names
+
+
 @pytest.mark.parametrize("config, message", [
     ({"noise": -1}, "config: noise: -1 is less than the minimum of 0; allowed: noise >= 0"),
     ({"n_items": 0}, "config: n_items: 0 is less than the minimum of 1; allowed: n_items >= 1"),
