@@ -197,11 +197,11 @@ def _add_samples(sub, common) -> None:
 
 def _samples(args: argparse.Namespace) -> int:
     from ips.config import load_config
-    from ips.samples import dataset_settings, prepare_samples, save_samples
+    from ips.samples import check_settings, dataset_settings, prepare_samples, save_samples
 
     config = None
     if args.settings is not None:
-        settings = args.settings
+        settings = check_settings(args.settings)
     elif args.config is None or args.dataset is None:
         raise InputError("give --config and --dataset, or --settings")
     else:

@@ -7,12 +7,14 @@ command that takes `--config` validate through it.
 
 from __future__ import annotations
 
+import difflib
 from importlib import resources
 from pathlib import Path
 
 import jsonschema
 import yaml
 
+from ips.datasets import ITEM_TYPES, LOCAL_SUFFIXES, local_source
 from ips.io import InputError
 
 #: the embedded default model: the `smollm2-135m-instruct` entry of the repository's config.yaml
@@ -58,19 +60,143 @@ _Validator = _with_defaults(jsonschema.Draft202012Validator)
 
 
 def validate(config: dict, source: str = "config") -> dict:
-    """Validate `config` in place (defaults filled in) and return it; raise `ConfigError`."""
-    errors = sorted(_Validator(schema()).iter_errors(config), key=lambda e: list(e.path))
-    if errors:
-        e = errors[0]
-        field = ".".join(str(p) for p in e.absolute_path) or "(top level)"
-        hint = ""
-        if e.validator == "enum":
-            hint = f"; allowed: {', '.join(map(str, e.validator_value))}"
-        elif "description" in e.schema:  # e.g. oneOf: say what the field is for
-            hint = f" ({e.schema['description'].strip()})"
-        raise ConfigError(f"{source}: {field}: {e.message}{hint}")
+    """Validate `config` in place (defaults filled in) and return it; raise `ConfigError`.
+
+    Besides the schema: the reference model of occlusion, the template names of every kind a
+    dataset needs, and each dataset's fields and local file, so that a bad value fails before
+    any work rather than inside a job.
+    """
+    _check_schema(config, schema(), source)
     _check_reference_model(config, source)
+    datasets = config["datasets"]
+    _check_templates(config["templates"], config["few_shot"],
+                     {ITEM_TYPES[e["format"]].kind for e in datasets.values()}, source)
+    for name, entry in datasets.items():
+        _check_dataset(name, entry, f"datasets.{name}", source)
     return config
+
+
+#: the top-level config keys that decide a dataset's samples (`ips.samples.dataset_settings`)
+SETTINGS_KEYS = ("n_items", "n_max", "seed", "variables", "templates", "few_shot", "perturbations")
+
+
+def settings_schema() -> dict:
+    """The schema of one dataset's settings (`ips samples --settings`), cut from the config's:
+    the dataset's name and entry, and the `SETTINGS_KEYS` with their defaults."""
+    full = schema()
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["dataset", "entry"],
+        "properties": {
+            "dataset": {"type": "string", "description": "The dataset's name under datasets."},
+            "entry": {"$ref": "#/$defs/dataset",
+                      "description": "The dataset's entry under datasets (format, source, ...)."},
+            **{key: full["properties"][key] for key in SETTINGS_KEYS},
+        },
+        "$defs": full["$defs"],
+    }
+
+
+def validate_settings(settings: dict, source: str = "settings") -> dict:
+    """Validate one dataset's settings like a config (defaults filled in); raise `ConfigError`."""
+    _check_schema(settings, settings_schema(), source)
+    entry = settings["entry"]
+    _check_templates(settings["templates"], settings["few_shot"],
+                     {ITEM_TYPES[entry["format"]].kind}, source)
+    _check_dataset(settings["dataset"], entry, "entry", source)
+    return settings
+
+
+def _check_schema(instance, schema: dict, source: str) -> None:
+    """Fill in defaults; raise `ConfigError` with the first error (by path) in one line."""
+    errors = sorted(_Validator(schema).iter_errors(instance), key=lambda e: list(e.path))
+    if not errors:
+        return
+    e = errors[0]
+    if e.validator == "additionalProperties" and e.validator_value is False:
+        raise ConfigError(f"{source}: {_unknown_keys(e)}")
+    path, message, sub = list(e.absolute_path), e.message, e.schema
+    if e.validator == "required":  # the missing key is the field; say what it holds
+        key = next(k for k in e.validator_value if k not in e.instance)
+        path, message, sub = [*path, key], "missing", sub.get("properties", {}).get(key, {})
+    field = ".".join(map(str, path)) or "(top level)"
+    hint = ""
+    if "enum" in sub:
+        hint = f"; allowed: {', '.join(map(str, sub['enum']))}"
+    elif e.validator in _BOUNDS:  # the whole interval, not only the bound that was crossed
+        hint = f"; allowed: {_interval(sub, field)}"
+    elif "description" in sub:  # e.g. oneOf: say what the field is for
+        hint = f" ({sub['description'].strip()})"
+    raise ConfigError(f"{source}: {field}: {message}{hint}")
+
+
+def _unknown_keys(e: jsonschema.ValidationError) -> str:
+    """`n_itmes: unknown key; did you mean n_items?` (known keys when none is close)."""
+    known = list(e.schema.get("properties", {}))
+    extra = [str(k) for k in e.instance if k not in known]
+    prefix = "".join(f"{p}." for p in e.absolute_path)
+    close = {k: difflib.get_close_matches(k, known, n=1) for k in extra}
+    what = ", ".join(prefix + k for k in extra)
+    if all(close.values()):
+        guess = ", ".join(c[0] for c in close.values())
+        return f"{what}: unknown key{'s' if len(extra) > 1 else ''}; did you mean {guess}?"
+    return f"{what}: unknown key{'s' if len(extra) > 1 else ''}; known: {', '.join(known)}"
+
+
+# schema keyword -> how the value relates to the bound
+_BOUNDS = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
+
+
+def _interval(schema: dict, name: str) -> str:
+    """The allowed range of a number: `0 < tau < 1`, `n_max >= 1`, `1 <= n_max <= 16`."""
+    lower = [(schema[k], op) for k, op in _BOUNDS.items() if k in schema and op[0] == ">"]
+    upper = [(schema[k], op) for k, op in _BOUNDS.items() if k in schema and op[0] == "<"]
+    if lower and upper:
+        (lo, lo_op), (hi, hi_op) = lower[0], upper[0]
+        return f"{lo} {lo_op.replace('>', '<')} {name} {hi_op} {hi}"
+    bound, op = (lower or upper)[0]
+    return f"{name} {op} {bound}"
+
+
+def _check_templates(templates: dict, few_shot: dict, kinds: set[str], source: str) -> None:
+    """The template file loads, and every listed name is a template of the kind it is listed
+    for (`templates.<kind>`; few-shot is an MCQ setting) — checked for the kinds of items the
+    datasets have, so a template file need not cover a kind no dataset uses."""
+    from ips.templates import load_templates  # imports the variable selection (NLTK)
+
+    try:
+        tset = load_templates(templates.get("file"))
+    except InputError as e:
+        raise ConfigError(f"{source}: templates.file: {e}") from None
+    lists = [(f"templates.{kind}", kind, templates[kind]) for kind in sorted(kinds)]
+    if "mcq" in kinds:
+        lists.append(("few_shot.templates", "mcq", few_shot["templates"]))
+    file = templates.get("file") or "ips/data/templates.yaml"
+    for field, kind, names in lists:
+        valid = [n for n, t in tset.templates.items() if t.kind == kind]
+        for name in names:
+            if name not in valid:
+                other = tset.templates.get(name)
+                why = f"is an {other.kind} template" if other else f"is not in {file}"
+                raise ConfigError(f"{source}: {field}: {name!r} {why}; {kind} templates: "
+                                  f"{', '.join(valid) or 'none'}")
+
+
+def _check_dataset(name: str, entry: dict, field: str, source: str) -> None:
+    """What can be checked of a dataset entry without reading it: its fields exist in items
+    of its format, and its local source exists."""
+    fmt = entry["format"]
+    allowed = ITEM_TYPES[fmt].field_names
+    unknown = [f for f in entry.get("fields", ()) if f not in allowed]
+    if unknown:
+        raise ConfigError(f"{source}: {field}.fields: dataset {name!r} ({fmt}) has no field "
+                          f"{', '.join(unknown)}; allowed: {', '.join(allowed)}")
+    path = local_source(entry)
+    if path is not None and not path.exists():
+        raise ConfigError(f"{source}: {field}.source: dataset {name!r}: {path} does not exist; "
+                          f"give an existing {'/'.join(LOCAL_SUFFIXES)} file or save_to_disk "
+                          "folder, a hub id, or 'bundled'")
 
 
 def _check_reference_model(config: dict, source: str) -> None:
@@ -96,7 +222,7 @@ def load_config(path: str | Path, overrides: dict | None = None) -> dict:
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML ({e})") from None
+        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(e).split())})") from None
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
     config.update(overrides or {})

