@@ -476,8 +476,12 @@ class _Partial:
                 shutil.rmtree(path)
         if not path.exists():
             path.mkdir(parents=True)
-            with atomic_path(stamp) as tmp:
-                Path(tmp).write_text(json.dumps(fingerprint))
+            try:
+                with atomic_path(stamp) as tmp:
+                    Path(tmp).write_text(json.dumps(fingerprint))
+            except BaseException:  # e.g. a full disk: leave no folder without its stamp
+                shutil.rmtree(path, ignore_errors=True)
+                raise
 
     def done(self) -> set[int]:
         return {int(p.stem) for p in self.path.glob("[0-9]*.npz")}
