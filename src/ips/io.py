@@ -22,6 +22,7 @@ import errno
 import fcntl
 import logging
 import os
+import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,7 +112,8 @@ def read_values(path: str | os.PathLike, n_max: int | None = None) -> Values:
             if 0 in v.shape:
                 raise InputError(f"{path}: dataset 'v' is empty (shape {v.shape})")
             if not np.issubdtype(v.dtype, np.floating):
-                raise InputError(f"{path}: dataset 'v' has dtype {v.dtype}, expected floating point")
+                raise InputError(f"{path}: dataset 'v' has dtype {v.dtype}, "
+                                 "expected floating point")
             v = v[()].astype(np.float64, copy=False)
         with _reading(path, "dataset 'n_vars'"):
             n_vars = f["n_vars"][()] if "n_vars" in f else None
@@ -236,8 +238,6 @@ def atomic_dir(path: str | os.PathLike):
 
     Like `atomic_path`, a failure leaves nothing behind and an OSError is an `OutputError`.
     """
-    import shutil
-
     path = Path(path)
     tmp = _sibling(path, "tmp")
     with _writing(path):
