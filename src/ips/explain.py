@@ -33,7 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from ips import metrics
-from ips.io import InputError
+from ips.io import InputError, check_output, write_bytes
 from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
 from ips.interactions import SOLVERS
 
@@ -465,6 +465,9 @@ def main(args: argparse.Namespace) -> int:
     from ips.figures.case_study import case_study_figure
     from ips.models import load_model
 
+    check_output(args.out)
+    if args.json:
+        check_output(args.json, option="--json")
     config = _config(args)
     item, fields, target = _item(args, config)
     templates = tuple(args.templates) if args.templates else None
@@ -494,8 +497,8 @@ def main(args: argparse.Namespace) -> int:
     print(format_case(case, args.top), end="")
     files = case_study_figure(case, args.out, top=args.top or 12)
     if args.json:
-        args.json.write_text(json.dumps(case.to_dict(), indent=1, ensure_ascii=False) + "\n",
-                             encoding="utf-8")
+        write_bytes(args.json, (json.dumps(case.to_dict(), indent=1, ensure_ascii=False)
+                                + "\n").encode())
         files.append(args.json)
     print("wrote " + ", ".join(map(str, files)))
     log.info("explain done in %.1f s", time.perf_counter() - t0)

@@ -58,7 +58,7 @@ from typing import Any, Literal
 
 import torch
 
-from ips.io import InputError
+from ips.io import InputError, check_output
 
 log = logging.getLogger(__name__)
 
@@ -544,6 +544,7 @@ def _prepare_gguf(spec: ModelSpec, cache_dir: Path) -> Path:
     if final.exists():
         log.warning("%s: %s was converted from another source; converting again", spec.name, final)
 
+    check_output(final, directory=True, option="--cache-dir")  # before minutes of conversion
     dirs, files, expected = _locate_gguf(spec)
     cache_dir.mkdir(parents=True, exist_ok=True)
     work = cache_dir / f".{spec.name}.{uuid.uuid4().hex}.tmp"

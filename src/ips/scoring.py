@@ -19,6 +19,7 @@ import json
 import logging
 import shutil
 import time
+import zipfile
 from dataclasses import dataclass
 from importlib.metadata import version as _version
 from pathlib import Path
@@ -31,7 +32,7 @@ from tqdm import tqdm
 
 from ips import __version__
 from ips.datasets import LETTERS, MCQItem
-from ips.io import InputError, atomic_path, write_dataset
+from ips.io import InputError, atomic_path, output_lock, write_dataset
 
 log = logging.getLogger(__name__)
 
@@ -318,6 +319,11 @@ def score_sample(engine: Engine, answers: _Answers, sample, conditions, target: 
                 _pad([r[k] for r in rows])) for k in rows[0]}
 
 
+# the keys of a `score_sample` result, which a resumed result must have
+RESULT_KEYS = frozenset({"v", "greedy", "hidden", "n_tokens", "var_tokens", "letter_logit",
+                         "letter_token", "option_logp", "target_ids", "target_form"})
+
+
 class Occlusion:
     """Occlusion scores of one reference model, for the ``occlusion`` reduction of variables.
 
@@ -399,10 +405,19 @@ def score_shard(
 
     Finished samples are kept in `out.partial/` (one file each, written atomically), so a
     killed run resumes from the last completed sample; the partial folder is removed once
-    `out` is written. A partial folder from other inputs is discarded, never mixed in.
+    `out` is written. A partial folder from other inputs is discarded, never mixed in, and a
+    partial result that cannot be read is computed again. `out` is locked for the run
+    (`ips.io.output_lock`), so a second run on it fails instead of discarding this one's.
     """
     out = Path(out)
     samples, target = check_shard(ss, shard, shard_size or len(ss.samples), target)
+    with output_lock(out):
+        return _score_locked(lm, ss, out, samples, target, shard, batch_tokens, progress, scorer)
+
+
+def _score_locked(lm, ss, out: Path, samples, target: str, shard: int, batch_tokens: int,
+                  progress: bool | None, scorer: str) -> xr.Dataset:
+    """`score_shard` once `out` is locked."""
     engine = Engine(lm.model, lm.mask_token_id, batch_tokens, lm.device, scorer=scorer)
     fingerprint = {
         "ips_version": __version__, "model": lm.spec.name, "source": lm.spec.source.to_dict(),
@@ -424,7 +439,8 @@ def score_shard(
     with tqdm(total=len(samples), initial=len(done), unit="sample",
               desc=f"score {lm.spec.name}/{ss.dataset}/{shard}", disable=disable) as bar:
         for i, s in enumerate(samples):
-            r = partial.load(i) if i in done else None
+            shape = (len(ss.conditions), 1 << len(s.variables))
+            r = partial.load(i, shape) if i in done else None
             if r is None:
                 t1 = time.perf_counter()
                 r = score_sample(engine, answers, s, ss.conditions, target)
@@ -460,8 +476,12 @@ class _Partial:
                 shutil.rmtree(path)
         if not path.exists():
             path.mkdir(parents=True)
-            with atomic_path(stamp) as tmp:
-                Path(tmp).write_text(json.dumps(fingerprint))
+            try:
+                with atomic_path(stamp) as tmp:
+                    Path(tmp).write_text(json.dumps(fingerprint))
+            except BaseException:  # e.g. a full disk: leave no folder without its stamp
+                shutil.rmtree(path, ignore_errors=True)
+                raise
 
     def done(self) -> set[int]:
         return {int(p.stem) for p in self.path.glob("[0-9]*.npz")}
@@ -471,13 +491,28 @@ class _Partial:
             with open(tmp, "wb") as f:
                 np.savez(f, **r)
 
-    def load(self, i: int) -> dict | None:
+    def load(self, i: int, shape: tuple[int, int]) -> dict | None:
+        """Sample i's result, or None (with a warning) if its file is damaged or incomplete.
+
+        `shape`: that of its `v`, (conditions, 2**n).
+        """
+        path = self.path / f"{i:06d}.npz"
         try:
-            with np.load(self.path / f"{i:06d}.npz") as z:
-                return {k: z[k] for k in z.files}
-        except (OSError, ValueError):
-            log.warning("%s: unreadable partial result of sample %d; recomputing", self.path, i)
+            with np.load(path) as z:
+                r = {k: z[k] for k in z.files}
+            missing = sorted(RESULT_KEYS - r.keys())
+            if missing:
+                raise ValueError(f"no {', '.join(missing)}")
+            if r["v"].shape != shape:
+                raise ValueError(f"v has shape {r['v'].shape}, expected {shape}")
+        # what a truncated or damaged .npz raises (measured): BadZipFile for most cuts and
+        # flipped bits (the zip CRC), EOFError for a cut inside the header, OSError and
+        # NotImplementedError for a damaged zip directory, ValueError for bad arrays
+        except (OSError, ValueError, EOFError, NotImplementedError, zipfile.BadZipFile) as e:
+            log.warning("%s: unreadable partial result of sample %d (%s: %s); recomputing",
+                        path, i, type(e).__name__, e)
             return None
+        return r
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)

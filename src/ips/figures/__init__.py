@@ -31,13 +31,10 @@ state).
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import logging
 import os
-import shutil
-import uuid
 from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
@@ -58,7 +55,7 @@ from ips.figures.robustness import tau_figure
 from ips.figures.sparsity import matching_figure, sparsity_figure
 from ips.figures.style import DPI, MIN_WIDTH  # noqa: F401  (re-exported)
 from ips.figures.types import types_figure
-from ips.io import InputError, read_dataset
+from ips.io import InputError, atomic_dir, read_dataset
 from ips.summary import BANDS
 from ips.uncertainty import DRAWS, EXACT_MAX, MIN_RELIABLE_N, sign_flip_label
 
@@ -350,27 +347,6 @@ def _read_factors(path: Path) -> xr.Dataset:
     return read_dataset(path, "factors",
                         ("factor_present", "factor_note", "delta_ips_mean", "tau_spearman"),
                         "ips factors")
-
-
-@contextlib.contextmanager
-def atomic_dir(path: str | os.PathLike):
-    """Yield a fresh temporary directory next to `path`; on success it replaces `path`."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-    tmp.mkdir()
-    try:
-        yield tmp
-        old = None
-        if path.exists():
-            old = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.old"
-            os.replace(path, old)
-        os.replace(tmp, path)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink()
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def draw_all(entries: list[Entry], factors: xr.Dataset, tau: float, out: Path) -> list[str]:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from ips.io import atomic_path
+
 BAND_COLORS = {"all": "#4d4d4d", "low": "#1b9e77", "mid": "#d95f02", "high": "#7570b3"}
 TYPE_COLORS = {"base": "#d95f02", "instruct": "#1b9e77"}
 LABEL_COLORS = {"altering": "#e7298a", "adding": "#66a61e", "perturbation": "#e6ab02"}
@@ -59,5 +61,6 @@ def save(fig: Figure, path: str | Path) -> list[Path]:
     path = Path(path)
     out = [path.with_suffix(".png"), path.with_suffix(".pdf")]
     for p in out:
-        fig.savefig(p, dpi=DPI)
+        with atomic_path(p) as tmp:  # a viewer or a failed run never sees half a figure
+            fig.savefig(tmp, dpi=DPI, format=p.suffix[1:])
     return out
