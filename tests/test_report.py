@@ -26,7 +26,7 @@ def render(template: str, **wildcards) -> str:
         snakemake=snakemake)
     warnings = io.StringIO()
     html = docutils.core.publish_parts(
-        text, writer_name="html",
+        text, writer="html",
         settings_overrides={"warning_stream": warnings, "report_level": 2, "halt_level": 5},
     )["body"]
     assert not warnings.getvalue(), f"{template} {wildcards}: {warnings.getvalue()}"
