@@ -26,7 +26,8 @@ import torch
 from common import MODELS, arc_easy, item_with, measure, status_mb
 
 from ips.models import ModelSpec, load_model
-from ips.scoring import Engine, letter_tokens, log_odds, masked_inputs, token_owners
+from ips.kernel import log_odds, masked_inputs, token_owners
+from ips.scoring import Engine, letter_tokens
 from ips.templates import load_templates, render
 
 def naive(lm, rows: np.ndarray, target: int) -> np.ndarray:

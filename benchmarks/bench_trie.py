@@ -38,7 +38,8 @@ import torch
 from common import MODELS, arc_easy, item_with, measure, status_mb
 
 from ips.models import ModelSpec, load_model
-from ips.scoring import Engine, letter_tokens, token_owners
+from ips.kernel import token_owners
+from ips.scoring import Engine, letter_tokens
 from ips.templates import load_templates, render
 from ips.trie import TrieScorer, trie_budget
 

@@ -9,16 +9,8 @@ from tiny_models import lm_for
 from ips.datasets import InstructionItem, MCQItem
 from ips.models import load_model
 from ips.samples import Sample, SampleSet
-from ips.scoring import (
-    Engine,
-    ScoringError,
-    letter_tokens,
-    log_odds,
-    masked_inputs,
-    score_shard,
-    token_owners,
-    v_from_logits,
-)
+from ips.kernel import ScoringError, log_odds, masked_inputs, token_owners, v_from_logits
+from ips.scoring import Engine, letter_tokens, score_shard
 from ips.templates import conditions, load_templates, render
 from ips.variables import select_variables
 

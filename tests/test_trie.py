@@ -9,7 +9,8 @@ from test_scoring import _Confident, encode, sample_set
 from tiny_models import lm_for
 
 import ips.trie as trie
-from ips.scoring import Engine, ScoringError, letter_tokens, score_shard
+from ips.kernel import ScoringError
+from ips.scoring import Engine, letter_tokens, score_shard
 from ips.trie import TrieScorer, plan_levels, trie_budget
 
 

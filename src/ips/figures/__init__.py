@@ -21,7 +21,7 @@ Reads the metrics files of `ips metrics` (one per model and dataset) and the fac
 
 Tables: `ips_table.csv`, `factors_table.csv`, `tau_robustness.csv`; and `README.md`.
 
-The case-study figures need `ips.explain` and `ips.figures.case_study`; they are drawn for
+The case-study figures need `ips.case_study` and `ips.figures.case_study`; they are drawn for
 every metrics file that holds a case (`case_sample` attribute, see `ips.summary`). The
 directory is written next to its destination under a temporary name and renamed onto it
 when complete, so a reader sees either the old or the new directory, never half of one.
@@ -246,9 +246,10 @@ def write_table(entries: list[Entry], path: Path) -> None:
 
 
 def case_study_figures(entries: list[Entry], tau: float, out: Path) -> list[str]:
-    """One case-study figure per metrics file that holds a case (`ips.explain.case_study`
+    """One case-study figure per metrics file that holds a case (`ips.case_study.case_study`
     drawn by `ips.figures.case_study`)."""
-    from ips.explain import case_study
+    # local: the submodule ips.figures.case_study would shadow a package-level name
+    from ips.case_study import case_study
     from ips.figures.case_study import case_study_figure
 
     names = []
