@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ips import __version__, explain
 from ips.arguments import int_between, json_arg, nonnegative_float, positive_float, unit
+from ips.config import MODEL_CACHE, SCORERS, TARGETS
 from ips.interactions import SGD_LEARNING_RATE, SGD_STEPS, SOLVERS
 from ips.io import InputError, check_output
 
@@ -176,7 +177,7 @@ def _add_samples(sub, common) -> None:
     g = p.add_argument_group("reference model of `reduce: occlusion`")
     g.add_argument("--reference-entry", type=json_arg, metavar="JSON",
                    help="its config entry as JSON, with --settings (--config has it)")
-    g.add_argument("--cache-dir", type=Path, default=Path("resources/models"),
+    g.add_argument("--cache-dir", type=Path, default=MODEL_CACHE,
                    help="where converted models are kept (default: %(default)s)")
     g.add_argument("--batch-tokens", type=int_between(1, 10**9), metavar="T",
                    help="cap on tokens per forward batch (default: config's batch_tokens, "
@@ -248,7 +249,7 @@ def _model_args(p) -> None:
     p.add_argument("--config", type=Path, help="workflow configuration holding the model entry")
     p.add_argument("--entry", type=json_arg, metavar="JSON",
                    help="the model's config entry as JSON, instead of --config")
-    p.add_argument("--cache-dir", type=Path, default=Path("resources/models"),
+    p.add_argument("--cache-dir", type=Path, default=MODEL_CACHE,
                    help="where converted models are kept (default: %(default)s)")
 
 
@@ -310,11 +311,11 @@ def _add_score(sub, common) -> None:
                    help="score samples [K*shard_size, (K+1)*shard_size) (default: %(default)s)")
     p.add_argument("--shard-size", type=int_between(1, 10**9), metavar="S",
                    help="samples per shard (default: config's shard_size, else all samples)")
-    p.add_argument("--target", choices=("letter", "choice_text", "response", "greedy"),
+    p.add_argument("--target", choices=[t for ts in TARGETS.values() for t in ts],
                    help="what v scores (default: the dataset's target, else letter / response)")
     p.add_argument("--batch-tokens", type=int_between(1, 10**9), metavar="T",
                    help="cap on tokens per forward batch (default: config's batch_tokens, else 1024)")
-    p.add_argument("--scorer", choices=("auto", "trie", "plain"),
+    p.add_argument("--scorer", choices=SCORERS,
                    help="plain batches, shared-prefix trie, or auto (default: config's scorer, "
                    "else auto)")
     p.add_argument("--threads", type=int_between(1, 4096), default=None,

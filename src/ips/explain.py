@@ -33,7 +33,7 @@ import numpy as np
 
 from ips import metrics
 from ips.io import InputError, check_output, write_bytes
-from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
+from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY, MODEL_CACHE, SCORERS, TARGETS
 from ips.arguments import int_between, json_arg, nonnegative_float, unit
 from ips.case_study import CaseStudy, case_study
 from ips.interactions import SOLVERS
@@ -167,7 +167,6 @@ def explain(
 
 def _check_comparison(item, templates, template_file, target):
     """The template set, the checked pair of names and the target; `ExplainError` if wrong."""
-    from ips.scoring import TARGETS
     from ips.templates import load_templates
 
     kind = item.kind
@@ -293,7 +292,7 @@ def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.Argument
                      f"(default: {DEFAULT_MODEL})")
     src.add_argument("--entry", type=json_arg, metavar="JSON",
                      help="the model's config entry as JSON, instead of the config's")
-    src.add_argument("--cache-dir", type=Path, default=Path("resources/models"),
+    src.add_argument("--cache-dir", type=Path, default=MODEL_CACHE,
                      help="where converted models are kept (default: %(default)s)")
     it = p.add_argument_group("the item")
     it.add_argument("--question", help="question text of an MCQ item given here")
@@ -312,14 +311,14 @@ def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.Argument
     how.add_argument("--n-max", type=int_between(1, 16), default=None, metavar="N",
                      help=f"most variables accepted (default: max({EXPLAIN_N_MAX}, the config's "
                      "n_max))")
-    how.add_argument("--target", choices=("letter", "choice_text", "response", "greedy"),
+    how.add_argument("--target", choices=[t for ts in TARGETS.values() for t in ts],
                      help="what v scores (default: the dataset's target, else letter / response)")
     how.add_argument("--solver", choices=SOLVERS, default=None,
                      help="AND-OR solver (default: the config's solver; sgd takes the config's "
                      "sgd settings)")
     how.add_argument("--noise", type=nonnegative_float, default=None, metavar="EPS",
                      help="noise bound ε of the fit (default: the config's noise)")
-    how.add_argument("--scorer", choices=("auto", "trie", "plain"), default=None,
+    how.add_argument("--scorer", choices=SCORERS, default=None,
                      help="masked-prompt scorer (default: the config's scorer)")
     how.add_argument("--batch-tokens", type=int_between(1, 10**9), default=None, metavar="T",
                      help="cap on tokens per forward batch (default: the config's batch_tokens)")

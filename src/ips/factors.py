@@ -77,8 +77,10 @@ import numpy as np
 import xarray as xr
 
 from ips import __version__, metrics, uncertainty
+from ips.config import MODEL_ATTRIBUTES
 from ips.io import InputError, read_dataset
 from ips.summary import BANDS
+from ips.templates import ZERO_SHOT
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +93,7 @@ ABSENT = {
     "dense_vs_moe": "no dense/moe pair of the same family and type",
     "few_shot": "no k-shot group whose template pairs are also in the 0-shot group",
 }
-ATTRIBUTES = ("family", "series", "type", "architecture", "params", "active_params")
-ROBUSTNESS_GROUP = "0shot"
+ROBUSTNESS_GROUP = ZERO_SHOT
 _SHOT_GROUP = re.compile(r"^(\d+)shot$")
 
 
@@ -136,10 +137,10 @@ def read_metrics(path: str | os.PathLike) -> Entry:
         attrs = json.loads(ds.attrs["model_attributes"])
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: attribute 'model_attributes' is not JSON ({e})") from None
-    missing = [k for k in ATTRIBUTES[:5] if k not in attrs]
+    missing = [k for k in MODEL_ATTRIBUTES[:5] if k not in attrs]
     if missing:
         raise InputError(f"{path}: model_attributes lacks {missing}")
-    attrs = {k: attrs.get(k) for k in ATTRIBUTES}
+    attrs = {k: attrs.get(k) for k in MODEL_ATTRIBUTES}
     for k in ("params", "active_params"):
         if attrs[k] is not None:
             attrs[k] = float(attrs[k])
@@ -222,15 +223,15 @@ def _few_shot(dataset: str, e: Entry) -> tuple[list[Comparison], list[str]]:
     """k-shot group vs the same template pairs of the 0-shot group of one model."""
     groups = _groups(e)
     notes = []
-    if "0shot" not in groups:
-        return [], [f"{e.model}: no 0shot group"]
+    if ZERO_SHOT not in groups:
+        return [], [f"{e.model}: no {ZERO_SHOT} group"]
     ds = e.ds
     template = dict(zip(map(str, ds["condition"].values), map(str, ds["template"].values)))
     pair_group = ds["pair_group"].values.astype(str)
     key = [frozenset((template[str(a)], template[str(b)]))
            for a, b in zip(ds["pair_a"].values, ds["pair_b"].values)]
     pair_ips = ds["pair_ips"].reindex(band=list(BANDS)).values.astype(float)
-    zero = {k: i for i, (k, g) in enumerate(zip(key, pair_group)) if g == "0shot"}
+    zero = {k: i for i, (k, g) in enumerate(zip(key, pair_group)) if g == ZERO_SHOT}
     out = []
     for g in groups:
         m = _SHOT_GROUP.match(g)
@@ -238,12 +239,12 @@ def _few_shot(dataset: str, e: Entry) -> tuple[list[Comparison], list[str]]:
             continue
         rows = [i for i in np.flatnonzero(pair_group == g) if key[i] in zero]
         if not rows:
-            notes.append(f"{e.model}: group {g} has no template pair that is in 0shot")
+            notes.append(f"{e.model}: group {g} has no template pair that is in {ZERO_SHOT}")
             continue
         b_rows = [zero[key[i]] for i in rows]
         names = ";".join(sorted("–".join(sorted(key[i])) for i in rows))
         a_val, b_val = _nanmean(pair_ips[rows]), _nanmean(pair_ips[b_rows])
-        out.append(Comparison("few_shot", dataset, g, e.model, e.model, g, "0shot", names,
+        out.append(Comparison("few_shot", dataset, g, e.model, e.model, g, ZERO_SHOT, names,
                               a_val, b_val, _pair_samples(e, rows), _pair_samples(e, b_rows)))
     return out, notes
 

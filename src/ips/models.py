@@ -58,6 +58,7 @@ from typing import Any, Literal
 
 import torch
 
+from ips.config import MODEL_CACHE
 from ips.io import InputError, check_output
 
 log = logging.getLogger(__name__)
@@ -191,7 +192,7 @@ class LoadedModel:
     path: Path  # the directory the model was loaded from
 
 
-def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike = "resources/models") -> Path:
+def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike = MODEL_CACHE) -> Path:
     """Return a local directory that `from_pretrained` loads quickly, converting a GGUF once.
 
     `path:` gives the directory itself; `hub:` a snapshot of the Hugging Face cache (downloaded
@@ -209,7 +210,7 @@ def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike = "resources/mod
 
 def load_model(
     spec: ModelSpec,
-    cache_dir: str | os.PathLike = "resources/models",
+    cache_dir: str | os.PathLike = MODEL_CACHE,
     device: str | torch.device | None = None,
     threads: int | None = None,
 ) -> LoadedModel:

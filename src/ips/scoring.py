@@ -25,6 +25,7 @@ import xarray as xr
 from tqdm import tqdm
 
 from ips import __version__
+from ips.config import MODEL_ATTRIBUTES, SCORERS, TARGETS
 from ips.datasets import LETTERS, MCQItem
 from ips.io import InputError, atomic_path, output_lock, write_dataset
 from ips.kernel import ScoringError, masked_inputs, token_owners, v_from_logits
@@ -84,8 +85,8 @@ class Engine:
         self.mask_id = int(mask_id)
         self.batch_tokens = int(batch_tokens)
         self.device = device if device is not None else next(model.parameters()).device
-        if scorer not in ("plain", "trie", "auto"):
-            raise ValueError(f"scorer must be 'plain', 'trie' or 'auto', got {scorer!r}")
+        if scorer not in SCORERS:
+            raise ValueError(f"scorer must be one of {', '.join(SCORERS)}, got {scorer!r}")
         self.scorer = scorer
         self.trie = None
         if scorer != "plain":
@@ -162,11 +163,6 @@ class Engine:
             option_logp=np.array([self._sequence_logp(ids, o) for o in options]),
             hidden=out.hidden_states[-1][0, -1].float().cpu().numpy(),
         )
-
-
-_ATTRIBUTES = ("family", "series", "type", "architecture", "params", "active_params")
-
-TARGETS = {"mcq": ("letter", "choice_text"), "instruction": ("response", "greedy")}
 
 
 class _Answers:
@@ -517,7 +513,7 @@ def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
     }
     attrs = {
         "model": lm.spec.name,
-        "model_attributes": json.dumps({k: getattr(lm.spec, k) for k in _ATTRIBUTES}),
+        "model_attributes": json.dumps({k: getattr(lm.spec, k) for k in MODEL_ATTRIBUTES}),
         "model_source": json.dumps(lm.spec.source.to_dict()),
         "mask_token": lm.mask_token,
         "mask_token_id": int(lm.mask_token_id),

@@ -71,10 +71,11 @@ import xarray as xr
 from ips import __version__, metrics, uncertainty
 from ips.datasets import letter
 from ips.io import InputError, read_dataset
+from ips.templates import ZERO_SHOT
 
 log = logging.getLogger(__name__)
 
-BANDS = ("all", "low", "mid", "high")
+BANDS = ("all", *metrics.BANDS)
 CHANGED = ("yes", "no")
 BAND_PAIRS = ("low-mid", "mid-high", "low-high")
 """Order-band comparisons of `band_p` (first minus second); one Holm family per group."""
@@ -370,7 +371,7 @@ SPARSITY_RANKS = np.round(np.linspace(0.0, 1.0, 101), 4)
 """Relative ranks (0 = largest) at which the sorted |Ĩ| curve is stored (Fig. 2a)."""
 KEEP = (0.03, 0.05, 1.0)
 """Shares of the largest interactions kept in the universal-matching check (Fig. 2b)."""
-CASE_GROUP = "0shot"
+CASE_GROUP = ZERO_SHOT
 
 
 def sparsity(norm: np.ndarray, tau: float) -> tuple[dict, np.ndarray]:

@@ -43,7 +43,8 @@ import numpy as np
 import xarray as xr
 
 from ips import __version__, claims
-from ips.factors import ATTRIBUTES, FACTORS, Entry, read_metrics
+from ips.config import MODEL_ATTRIBUTES
+from ips.factors import FACTORS, Entry, read_metrics
 from ips.figures.common import (FACTOR_TITLES, MAIN_GROUP, absent_factors, datasets_of,
                                 robustness_text)
 from ips.figures.factors import factor_figure, factors_figure
@@ -138,7 +139,7 @@ def case_study_name(model: str, dataset: str) -> str:
 
 TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_ci_low", "ips_ci_high",
                  "n_valued_samples", "n_empty_pairs", "output_consistency", "n_samples", "tau",
-                 *ATTRIBUTES, "few_samples")
+                 *MODEL_ATTRIBUTES, "few_samples")
 FACTOR_COLUMNS = ("factor", "dataset", "group", "model_a", "model_b", "setting_a", "setting_b",
                   "templates", "band", "ips_a", "ips_a_ci_low", "ips_a_ci_high", "ips_b",
                   "ips_b_ci_low", "ips_b_ci_high", "delta_ips", "delta_ips_ci_low",
@@ -165,7 +166,7 @@ def table_rows(entries: list[Entry]) -> list[dict]:
                     if "output_consistency" in ds else float("nan"),
                     "n_samples": int(ds["n_samples"]) if "n_samples" in ds else "",
                     "tau": float(ds.attrs["tau"]),
-                    **{k: _attr_text(e.attrs.get(k)) for k in ATTRIBUTES},
+                    **{k: _attr_text(e.attrs.get(k)) for k in MODEL_ATTRIBUTES},
                     "few_samples": n < MIN_RELIABLE_N,
                 })
     return rows
