@@ -11,8 +11,7 @@ sampling order, that has exactly 8 content variables), scored on all 2**n masks 
   projected, for batch sizes 16..256 rows.
 
 Prints masked evaluations per second, the speed-up over naive, the peak resident memory of
-each above the resident model (VmHWM, reset before each run) and max |v − v_naive|. The prefix-sharing scorer of a
-later issue is measured against the batched figures.
+each above the resident model (VmHWM, reset before each run) and max |v − v_naive|.
 """
 
 from __future__ import annotations

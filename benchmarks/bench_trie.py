@@ -1,4 +1,4 @@
-"""Benchmark of the shared-prefix (trie) scorer against the plain batched scorer (issue 5).
+"""Benchmark of the shared-prefix (trie) scorer against the plain batched scorer.
 
 Run:  .venv/bin/python benchmarks/bench_trie.py [--quick] [--threads 2] [--profile]
 

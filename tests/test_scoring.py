@@ -1,4 +1,4 @@
-"""v(x_S) on masked prompts (SPEC §2), checked against direct single-prompt computations."""
+"""v(x_S) on masked prompts, checked against direct single-prompt computations."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The shared-prefix (trie) scorer gives the plain batched scorer's v on every mask (issue 5)."""
+"""The shared-prefix (trie) scorer gives the plain batched scorer's v on every mask."""
 
 import logging
 

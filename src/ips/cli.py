@@ -300,7 +300,7 @@ def _add_score(sub, common) -> None:
         help="v(x_S) of one model on every mask of every sample of one shard (HDF5 out)",
         description="Score every (sample, condition, mask S) of one shard: v(x_S) = log-odds of "
         "the target at the answer position with the variables outside S replaced by the "
-        "model's mask token (SPEC §2). Resumes an interrupted run of the same inputs. "
+        "model's mask token (paper Appendix E.4). Resumes an interrupted run of the same inputs. "
         "Settings come from --config (and --dataset), or from the flags (workflow rules).",
     )
     _model_args(p)

@@ -4,7 +4,7 @@ For one item x and two templates T, T̂ the command scores v(x_S) on every mask 
 templates, fits the sparsest AND-OR interactions, normalises them, and reports
 
 * the prediction under each template (and the gold answer),
-* ips(x, T, T̂) of Eq. 3 at τ (SPEC §4),
+* ips(x, T, T̂) of Eq. 3 at τ,
 * the salient interactions U (|Ĩ| > τ under T or T̂) ranked by how much they changed,
   |Ĩ_T − Ĩ_T̂|, with their words, kind (AND/OR), both normalised values and type,
 

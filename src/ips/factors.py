@@ -1,4 +1,4 @@
-"""Factor comparisons and τ robustness across models (`ips factors`; SPEC §5, paper 4.1–4.3).
+"""Factor comparisons and τ robustness across models (`ips factors`; paper Sections 4.1–4.3).
 
 Input: the metrics files of `ips metrics`, one per (model, dataset). Every comparison is
 made within one dataset, between A (the model or setting *with* the factor) and B:

@@ -23,7 +23,7 @@ from ips.io import InputError
 
 
 class ScoringError(InputError):
-    """A prompt or target that cannot be scored as SPEC §2 asks (named in the message)."""
+    """A prompt or target that cannot be scored (the reason is named in the message)."""
 
 
 def token_owners(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Interaction-based prompt-sensitivity metrics (paper Sections 3.2, 3.3, 4.1, 4.3, App. F.8).
 
 Everything here works on interactions that the interaction core has already extracted, and
-implements SPEC §4 literally.
+implements the definitions of the paper's Section 3.2-3.3 literally.
 
 Data layout
 -----------
@@ -16,8 +16,8 @@ entries.  Any number of leading (batch) axes is allowed.
 Normalised interactions (the output of :func:`normalize`) have shape ``(..., 2, 2**n_max)``,
 kind axis ``0 = AND, 1 = OR``, and hold NaN exactly outside Ω (mask 0 and the padding).
 
-Conventions chosen here (where SPEC/paper are silent)
------------------------------------------------------
+Conventions chosen here (where the paper is silent)
+-------------------------------------------
 * **Max == Min**: when every |I| in Ω is equal, nothing stands out, and the whole row is
   ``Ĩ = 0`` (so no interaction of that row is salient for any τ > 0).
 * **Numerical zeros**: |I| ≤ ``ZERO_TOL``·Max (1e-6) is taken as 0 before normalising. A
@@ -227,7 +227,7 @@ def _check_pairs(pairs: ArrayLike, n_conditions: int) -> NDArray[np.int64]:
 def normalize(
     and_: ArrayLike, or_: ArrayLike, n_vars: ArrayLike | None = None
 ) -> NDArray[np.float64]:
-    """Min-max normalised interactions Ĩ over Ω (Section 3.2, SPEC §4).
+    """Min-max normalised interactions Ĩ over Ω (Section 3.2).
 
         Ĩ(kind, S) = sgn(I) · (|I| − Min) / (Max − Min),   (kind, S) ∈ Ω,
 
@@ -327,7 +327,7 @@ def salient(norm: ArrayLike, tau: ArrayLike = DEFAULT_TAU) -> NDArray[np.bool_]:
 
 
 def order_bands(n: ArrayLike, n_max: int | None = None) -> NDArray[np.int8]:
-    """Order band of every bitmask for samples with n variables (Section 4.3, SPEC §4).
+    """Order band of every bitmask for samples with n variables (Section 4.3).
 
     With |S| the popcount of the mask:
 
@@ -453,7 +453,7 @@ class PairSensitivity(NamedTuple):
 def pair_sensitivity(
     norm_a: ArrayLike, norm_b: ArrayLike, tau: ArrayLike = DEFAULT_TAU, band: str | None = None
 ) -> PairSensitivity:
-    """Prompt sensitivity of one template pair per row (Eq. 3, inner term; SPEC §4).
+    """Prompt sensitivity of one template pair per row (Eq. 3, inner term).
 
         U = Ω_salient(x|T) ∪ Ω_salient(x|T̂),  Ω_salient(x|T) = {(kind,S) ∈ Ω : |Ĩ_T| > τ}
         ips(x,T,T̂) = (1/|U|) Σ_{(kind,S) ∈ U} |Ĩ_T − Ĩ_T̂| / ((|Ĩ_T| + |Ĩ_T̂|)/2)  ∈ [0, 2]
@@ -579,7 +579,7 @@ def ips(
 def interaction_types(
     norm_a: ArrayLike, norm_b: ArrayLike, tau: ArrayLike = DEFAULT_TAU, band: str | None = None
 ) -> NDArray[np.int64]:
-    """Count the interactions of U of every row by type (Section 3.3, SPEC §4).
+    """Count the interactions of U of every row by type (Section 3.3).
 
     For (kind, S) ∈ U (see :func:`pair_sensitivity`; optionally restricted to ``band``):
 

@@ -1,4 +1,4 @@
-"""The output score v(x_S) of a causal LM on masked prompts (SPEC §2), sample by sample.
+"""The output score v(x_S) of a causal LM on masked prompts (paper Section 3.1), sample by sample.
 
 `Engine` runs the forward passes: all 2**n masked inputs x_S of a prompt have the same
 length and are batched without padding (or evaluated as a trie, `ips.trie`); the masking and
@@ -50,7 +50,7 @@ def continuation(tokenizer, cue: str, text: str) -> list[int] | None:
 def letter_tokens(tokenizer, cue: str, letters: Sequence[str]) -> tuple[list[int], str]:
     """Single-token ids of the option letters after `cue`, and the form used.
 
-    SPEC §2: try the letter with a leading space (BPE vocabularies write it so after a colon),
+    Try the letter with a leading space (BPE vocabularies write it so after a colon),
     then the bare letter; the first form in which every letter is one token is used.
     """
     for form, prefix in (("space", " "), ("bare", "")):
@@ -188,7 +188,7 @@ class _Answers:
 
 
 def _target(answers: _Answers, item, cond: str, cue: str, target: str, letters, options, greedy):
-    """y* token ids and how they were resolved (SPEC §2)."""
+    """y* token ids and how they were resolved (docs/method.md, "Scoring")."""
     where = f"item {item.id!r}, condition {cond}"
     if target == "letter":
         if letters is None:
@@ -483,7 +483,7 @@ def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
         "v": (sc + ("mask",), v),
         "n_vars": (("sample",), n_vars),
         "gold": (("sample",), np.array([s.item.gold if mcq else -1 for s in samples])),
-        # SPEC §2: the option letter with the highest logit (−1 without letters)
+        # the prediction is the option letter with the highest logit (−1 without letters)
         "pred": (sc, _argmax(letter_logit)),
         # the option whose text is most probable (what `target: choice_text` scores)
         "pred_text": (sc, _argmax(option_logp)),

@@ -3,7 +3,7 @@
 A template is data (`ips/data/templates.yaml`, or a user file of the same layout): a format
 string over the item's fields. Rendering concatenates literal text and field texts, so the
 offset of every field in the prompt is known, and a variable at `field[start:end]` lands at
-`offset(field) + start` in the prompt (SPEC §1). Few-shot conditions prepend k solved
+`offset(field) + start` in the prompt. Few-shot conditions prepend k solved
 examples rendered with the same template (Appendix E.6). Perturbation conditions
 (Appendix L) replace a field's wording and say where each variable lies in the new wording.
 """

@@ -1,4 +1,4 @@
-"""Shared-prefix (trie) evaluation of the 2**n masked versions of one prompt (issue 5).
+"""Shared-prefix (trie) evaluation of the 2**n masked versions of one prompt.
 
 All masked inputs x_S of a prompt agree on every token before the first variable, and two
 masks that agree on the variables 1..k (in prompt order) agree on every token before variable
