@@ -71,7 +71,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import xarray as xr
@@ -264,8 +264,17 @@ def _delta(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def _robustness(dataset: str, entries: list[Entry]):
-    """τ robustness of one dataset: (`metrics.TauSweep`, models used, note, τ values)."""
+class _Robustness(NamedTuple):
+    """τ robustness of one dataset."""
+
+    sweep: metrics.TauSweep  # rank and linear agreement of the models' IPS across τ
+    n_models: int  # models with IPS at every τ (the rows of the sweep)
+    note: str  # models left out and why; "" if none
+    taus: np.ndarray  # the τ values of the sweep
+
+
+def _robustness(dataset: str, entries: list[Entry]) -> _Robustness:
+    """τ robustness of one dataset from the `ips_sweep` of its models' ROBUSTNESS_GROUP."""
     taus = None
     rows, left = [], []
     for e in entries:
@@ -289,7 +298,7 @@ def _robustness(dataset: str, entries: list[Entry]):
     if len(rows) < 3:
         notes.append(f"{len(rows)} model(s) with IPS at every τ; correlations need at least 3")
     res = metrics.tau_sweep(np.array(rows).reshape(len(rows), taus.size))
-    return res, len(rows), "; ".join(notes), taus
+    return _Robustness(res, len(rows), "; ".join(notes), taus)
 
 
 def _paired(comps: list[Comparison], datasets: list[str], seed: int, n_boot: int,
@@ -447,13 +456,13 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
 
     # τ robustness per dataset
     rob = [_robustness(d, by_dataset[d]) for d in datasets]
-    taus = rob[0][3]
+    taus = rob[0].taus
     for d, r in zip(datasets, rob):
-        if r[3].shape != taus.shape or not np.allclose(r[3], taus):
-            raise InputError(f"dataset {d}: τ sweep {r[3].tolist()} differs from "
+        if r.taus.shape != taus.shape or not np.allclose(r.taus, taus):
+            raise InputError(f"dataset {d}: τ sweep {r.taus.tolist()} differs from "
                              f"{taus.tolist()} of dataset {datasets[0]}")
-        if r[2]:
-            log.info("tau robustness of %s: %s", d, r[2])
+        if r.note:
+            log.info("tau robustness of %s: %s", d, r.note)
 
     coords = {
         "comparison": np.arange(C),
@@ -489,14 +498,14 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
         "n_comparisons": (("summary",), count),
         "factor_present": (("factor",), np.array(present, bool)),
         "factor_note": (("factor",), obj(notes)),
-        "tau_spearman": (("dataset",), np.array([r[0].spearman for r in rob], float)),
-        "tau_pearson": (("dataset",), np.array([r[0].pearson for r in rob], float)),
+        "tau_spearman": (("dataset",), np.array([r.sweep.spearman for r in rob], float)),
+        "tau_pearson": (("dataset",), np.array([r.sweep.pearson for r in rob], float)),
         "tau_spearman_matrix": (("dataset", "tau", "tau_b"),
-                                np.array([r[0].spearman_matrix for r in rob], float)),
+                                np.array([r.sweep.spearman_matrix for r in rob], float)),
         "tau_pearson_matrix": (("dataset", "tau", "tau_b"),
-                               np.array([r[0].pearson_matrix for r in rob], float)),
-        "tau_n_models": (("dataset",), np.array([r[1] for r in rob], np.int64)),
-        "tau_note": (("dataset",), obj(r[2] for r in rob)),
+                               np.array([r.sweep.pearson_matrix for r in rob], float)),
+        "tau_n_models": (("dataset",), np.array([r.n_models for r in rob], np.int64)),
+        "tau_note": (("dataset",), obj(r.note for r in rob)),
     }
     attrs = {
         "tau": tau,
