@@ -3,8 +3,8 @@ deterministic choice of evaluated items and few-shot examples.
 
 An MCQ item (ARC, MMLU, or a local file) is a question, its options and the index of the
 gold option. An instruction item follows the Dolly-15k schema. `fields()` names the texts
-from which input variables are drawn (docs/method.md, "Samples"): the question and every option of an MCQ,
-the instruction and context of an instruction item.
+from which input variables are drawn (docs/method.md, "Samples"): the question and every
+option of an MCQ, the instruction and context of an instruction item.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The arithmetic of the score v(x_S), shared by the plain (`ips.scoring`) and trie (`ips.trie`) scorers.
+"""The arithmetic of the score v(x_S), shared by the plain (`ips.scoring`) and the trie
+(`ips.trie`) scorers.
 
 For a prompt with variables N, the masked input x_S keeps the tokens of the variables in S
 and replaces every token of the others by the model's mask token (`token_owners` assigns

@@ -115,7 +115,7 @@ class ModelSource:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One validated model entry of the configuration (attributes: `ips.config.MODEL_ATTRIBUTES`)."""
+    """One validated model entry of the configuration (attributes: `config.MODEL_ATTRIBUTES`)."""
 
     name: str
     source: ModelSource
