@@ -334,7 +334,7 @@ def score_shard(
     target: str | None = None,
     batch_tokens: int = 1024,
     progress: bool | None = None,
-    scorer: str = "plain",
+    scorer: str = "auto",
 ) -> xr.Dataset:
     """Score one shard of a SampleSet with a loaded model and write the values file `out`.
 
