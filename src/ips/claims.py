@@ -35,7 +35,8 @@ import numpy as np
 import xarray as xr
 
 from ips import uncertainty
-from ips.factors import FACTORS, Entry
+from ips.factors import FACTORS
+from ips.metrics_file import Entry
 from ips.templates import ZERO_SHOT
 
 ALPHA = 0.05

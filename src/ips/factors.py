@@ -77,8 +77,8 @@ import numpy as np
 import xarray as xr
 
 from ips import __version__, metrics, uncertainty
-from ips.config import MODEL_ATTRIBUTES
-from ips.io import InputError, read_dataset
+from ips.io import InputError
+from ips.metrics_file import Entry, read_metrics
 from ips.summary import BANDS
 from ips.templates import ZERO_SHOT
 
@@ -98,17 +98,6 @@ _SHOT_GROUP = re.compile(r"^(\d+)shot$")
 
 
 @dataclass
-class Entry:
-    """One metrics file."""
-
-    path: Path
-    model: str
-    dataset: str
-    attrs: dict  # model attributes
-    ds: xr.Dataset
-
-
-@dataclass
 class Comparison:
     factor: str
     dataset: str
@@ -124,29 +113,6 @@ class Comparison:
     # metrics file has none
     samples_a: tuple[np.ndarray, np.ndarray] | None = None
     samples_b: tuple[np.ndarray, np.ndarray] | None = None
-
-
-def read_metrics(path: str | os.PathLike) -> Entry:
-    """Read one metrics file of `ips metrics`; `InputError` names the file."""
-    path = Path(path)
-    ds = read_dataset(path, "metrics", ("ips", "pair_ips", "ips_sweep"), "ips metrics")
-    for name in ("model", "dataset", "model_attributes", "tau"):
-        if name not in ds.attrs:
-            raise InputError(f"{path}: attribute {name!r} is missing")
-    try:
-        attrs = json.loads(ds.attrs["model_attributes"])
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: attribute 'model_attributes' is not JSON ({e})") from None
-    missing = [k for k in MODEL_ATTRIBUTES[:5] if k not in attrs]
-    if missing:
-        raise InputError(f"{path}: model_attributes lacks {missing}")
-    attrs = {k: attrs.get(k) for k in MODEL_ATTRIBUTES}
-    for k in ("params", "active_params"):
-        if attrs[k] is not None:
-            attrs[k] = float(attrs[k])
-    if attrs["active_params"] is None:
-        attrs["active_params"] = attrs["params"]
-    return Entry(path, str(ds.attrs["model"]), str(ds.attrs["dataset"]), attrs, ds)
 
 
 def _groups(e: Entry) -> list[str]:

@@ -44,7 +44,8 @@ import xarray as xr
 
 from ips import __version__, claims
 from ips.config import MODEL_ATTRIBUTES
-from ips.factors import FACTORS, Entry, read_metrics
+from ips.factors import FACTORS
+from ips.metrics_file import Entry, read_metrics
 from ips.figures.common import (FACTOR_TITLES, MAIN_GROUP, absent_factors, datasets_of,
                                 robustness_text)
 from ips.figures.factors import factor_figure, factors_figure

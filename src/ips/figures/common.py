@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ips.factors import Entry
+from ips.metrics_file import Entry
 from ips.summary import BAND_PAIRS
 from ips.templates import ZERO_SHOT
 from ips.uncertainty import MIN_RELIABLE_N

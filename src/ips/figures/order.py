@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ips.factors import Entry
+from ips.metrics_file import Entry
 from ips.metrics import BANDS
 from ips.figures.common import (band_test_text, by_dataset, datasets_of, few_hatch, few_note,
                                 ips_ci, ips_value, legend_below, n_valued, patch, whiskers)
