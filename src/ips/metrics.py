@@ -1,7 +1,9 @@
 """Interaction-based prompt-sensitivity metrics (paper Sections 3.2, 3.3, 4.1, 4.3, App. F.8).
 
 Everything here works on interactions that the interaction core has already extracted, and
-implements the definitions of the paper's Section 3.2-3.3 literally.
+implements the definitions of the paper's Section 3.2-3.3 literally; besides IPS, the
+sparsity curve and the universal-matching error of the largest interactions (Fig. 2) and
+the hidden-state baseline (App. H) that `ips.summary` stores with it.
 
 Data layout
 -----------
@@ -45,6 +47,8 @@ import numpy as np
 import scipy.stats
 from numpy.typing import ArrayLike, NDArray
 
+from ips.interactions import reconstruct
+
 __all__ = [
     "KINDS",
     "BANDS",
@@ -71,6 +75,12 @@ __all__ = [
     "tau_sweep",
     "default_tau_sweep",
     "delta_ips",
+    "representation_baseline",
+    "SPARSITY_RANKS",
+    "sparsity",
+    "KEEP",
+    "keep_top",
+    "matching_nrmse",
 ]
 
 KINDS: tuple[str, str] = ("AND", "OR")
@@ -765,3 +775,105 @@ def delta_ips(ips_a: ArrayLike, ips_b: ArrayLike) -> float | NDArray[np.float64]
         raise ValueError("ips_b must be non-zero (it is the denominator of ΔIPS)")
     out = (a - b) / b
     return float(out) if out.ndim == 0 else out
+
+
+# ----------------------------------------------- hidden states, sparsity, universal matching
+
+
+def representation_baseline(hidden: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over samples of cos(h_i, h_j) and ‖h_i − h_j‖₂ per pair (i, j).
+
+    hidden: (sample, condition, hidden); pairs: (n_pairs, 2) condition indices.
+    """
+    a = hidden[:, pairs[:, 0]]
+    b = hidden[:, pairs[:, 1]]
+    na, nb = np.linalg.norm(a, axis=-1), np.linalg.norm(b, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = np.einsum("sph,sph->sp", a, b) / (na * nb)
+    cos = np.where((na > 0) & (nb > 0), cos, np.nan)
+    l2 = np.linalg.norm(a - b, axis=-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a pair without any cosine: NaN
+        return np.nanmean(cos, axis=0), np.mean(l2, axis=0)
+
+
+SPARSITY_RANKS = np.round(np.linspace(0.0, 1.0, 101), 4)
+"""Relative ranks (0 = largest) at which the sorted |Ĩ| curve is stored (Fig. 2a)."""
+KEEP = (0.03, 0.05, 1.0)
+"""Shares of the largest interactions kept in the universal-matching check (Fig. 2b)."""
+
+
+def sparsity(norm: np.ndarray, tau: float) -> tuple[dict, np.ndarray]:
+    """Sorted |Ĩ| of every (sample, condition), on relative ranks (paper Fig. 2a).
+
+    Each row's 2·(2^n − 1) values of |Ĩ| over Ω, sorted in descending order, are read at
+    the relative ranks `SPARSITY_RANKS` (linear interpolation; rank 0 is the largest, 1 the
+    smallest), so rows with different n share one axis. Returns the data `sparsity_mean`,
+    `sparsity_median` (rank) over all rows and `salient_share` (share of Ω above τ, mean over
+    rows), and the share of every sample (mean over its conditions; NaN without a value).
+    """
+    S, C = norm.shape[:2]
+    flat = np.abs(norm.reshape(S * C, -1))
+    curves = np.full((S * C, SPARSITY_RANKS.size), np.nan)
+    share = np.full(S * C, np.nan)
+    m = np.isfinite(flat).sum(axis=1)
+    for size in np.unique(m[m > 0]).tolist():
+        rows = np.flatnonzero(m == size)
+        vals = -np.sort(-np.where(np.isfinite(flat[rows]), flat[rows], -np.inf), axis=1)[:, :size]
+        pos = SPARSITY_RANKS * (size - 1)
+        lo = np.floor(pos).astype(int)
+        hi = np.minimum(lo + 1, size - 1)
+        frac = pos - lo
+        curves[rows] = vals[:, lo] * (1 - frac) + vals[:, hi] * frac
+        share[rows] = (vals > tau).mean(axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {
+            "sparsity_mean": (("rank",), np.nanmean(curves, axis=0)),
+            "sparsity_median": (("rank",), np.nanmedian(curves, axis=0)),
+            "salient_share": ((), float(np.nanmean(share)) if np.isfinite(share).any()
+                              else float("nan")),
+        }, np.nanmean(share.reshape(S, C), axis=1)
+
+
+def keep_top(and_: np.ndarray, or_: np.ndarray, share: float) -> tuple[np.ndarray, np.ndarray]:
+    """Zero all but the ⌈share·|Ω|⌉ (at least 1) largest |I| of Ω per row; I_AND(∅) stays.
+
+    and_, or_: (..., 2**n) of one n (no padding)."""
+    size = and_.shape[-1]
+    omega = np.concatenate([and_[..., 1:], or_[..., 1:]], axis=-1)
+    k = max(1, int(np.ceil(share * omega.shape[-1] - 1e-9)))
+    rank = np.argsort(np.argsort(-np.abs(omega), axis=-1, kind="stable"), axis=-1)
+    kept = np.where(rank < k, omega, 0.0)
+    a = np.concatenate([and_[..., :1], kept[..., : size - 1]], axis=-1)
+    o = np.concatenate([np.zeros_like(or_[..., :1]), kept[..., size - 1:]], axis=-1)
+    return a, o
+
+
+def matching_nrmse(v: np.ndarray, and_: np.ndarray, or_: np.ndarray,
+                   n_vars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Universal matching with only the largest interactions (paper Fig. 2b), per `KEEP`.
+
+    For every (sample, condition): v̂_k = the surrogate φ of Eq. (2) keeping I_AND(∅) and the
+    ⌈k·|Ω|⌉ interactions of largest |I|; error = RMS over the 2^n masks of v̂_k − v divided by
+    the range max v − min v of the row (0 if v is constant). Returns the mean error per k over
+    all rows, and per sample (sample, k: mean over its conditions; NaN for n = 0).
+
+    v, and_, or_: (sample, condition, 2**n_max), NaN-padded; n_vars: (sample,).
+    """
+    S, C = v.shape[:2]
+    errs = np.full((S, C, len(KEEP)), np.nan)
+    for n in np.unique(n_vars).tolist():
+        if n < 1:
+            continue
+        idx = np.flatnonzero(n_vars == n)
+        size = 1 << n
+        vs = v[idx, :, :size]
+        rng = vs.max(axis=-1) - vs.min(axis=-1)
+        for j, share in enumerate(KEEP):
+            a, o = keep_top(and_[idx, :, :size], or_[idx, :, :size], share)
+            rms = np.sqrt(np.mean((reconstruct(a, o) - vs) ** 2, axis=-1))
+            errs[idx, :, j] = np.where(rng > 0, rms / np.where(rng > 0, rng, 1.0), 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # no sample with n >= 1: NaN
+        return np.nanmean(errs, axis=(0, 1)), np.nanmean(errs, axis=1)
