@@ -11,8 +11,7 @@ sampling order, that has exactly 8 content variables), scored on all 2**n masks 
   projected, for batch sizes 16..256 rows.
 
 Prints masked evaluations per second, the speed-up over naive, the peak resident memory of
-each above the resident model (VmHWM, reset before each run) and max |v − v_naive|. The prefix-sharing scorer of a
-later issue is measured against the batched figures.
+each above the resident model (VmHWM, reset before each run) and max |v − v_naive|.
 """
 
 from __future__ import annotations
@@ -26,7 +25,8 @@ import torch
 from common import MODELS, arc_easy, item_with, measure, status_mb
 
 from ips.models import ModelSpec, load_model
-from ips.scoring import Engine, letter_tokens, log_odds, masked_inputs, token_owners
+from ips.kernel import log_odds, masked_inputs, token_owners
+from ips.scoring import Engine, letter_tokens
 from ips.templates import load_templates, render
 
 def naive(lm, rows: np.ndarray, target: int) -> np.ndarray:

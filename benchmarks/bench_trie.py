@@ -1,4 +1,4 @@
-"""Benchmark of the shared-prefix (trie) scorer against the plain batched scorer (issue 5).
+"""Benchmark of the shared-prefix (trie) scorer against the plain batched scorer.
 
 Run:  .venv/bin/python benchmarks/bench_trie.py [--quick] [--threads 2] [--profile]
 
@@ -38,7 +38,8 @@ import torch
 from common import MODELS, arc_easy, item_with, measure, status_mb
 
 from ips.models import ModelSpec, load_model
-from ips.scoring import Engine, letter_tokens, token_owners
+from ips.kernel import token_owners
+from ips.scoring import Engine, letter_tokens
 from ips.templates import load_templates, render
 from ips.trie import TrieScorer, trie_budget
 

@@ -1,5 +1,5 @@
 """Every bad file or destination through the commands: exit 2, one line naming the file,
-nothing half-written left behind (issue: "every bad input a one-line error").
+nothing half-written left behind.
 
 - a full disk (simulated: writes to our temporary files fail with ENOSPC after half the
   data; also RLIMIT_FSIZE in a subprocess, and a real 12 kB tmpfs when root);

@@ -13,7 +13,7 @@ from test_summary import make_values, write_pair
 
 from ips import claims, factors, uncertainty
 from ips.claims import directional, spearman_permutation, within
-from ips.factors import Entry
+from ips.metrics_file import Entry
 from ips.summary import summarize
 
 

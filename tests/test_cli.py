@@ -38,7 +38,7 @@ def values_cube(n_vars, n_cond=2, seed=0):
 
 
 def reconstruct(and_, or_, v_empty, n):
-    """SPEC §3 universal matching by brute force:
+    """Universal matching (paper Section 3.1) by brute force:
     v(T) = v(∅) + Σ_{∅≠S⊆T} I_AND(S) + Σ_{S∩T≠∅} I_OR(S), masks as bitsets."""
     out = np.empty(1 << n)
     for t in range(1 << n):

@@ -48,3 +48,12 @@ def test_missing_keys_get_defaults():
 def test_bad_values_rejected(bad):
     with pytest.raises(WorkflowError):
         validate(dict(bad), str(SCHEMA))
+
+
+def test_scorer_and_target_choices_are_the_schemas():
+    from ips.config import SCORERS, TARGETS, schema
+
+    props = schema()["properties"]
+    assert list(SCORERS) == props["scorer"]["enum"]
+    targets = schema()["$defs"]["dataset"]["properties"]["target"]["enum"]
+    assert [t for ts in TARGETS.values() for t in ts] == targets

@@ -17,14 +17,8 @@ import yaml
 from ips import metrics
 from ips.cli import build_parser
 from ips.datasets import MCQItem
-from ips.explain import (
-    DEFAULT_MODEL,
-    DEFAULT_MODEL_ENTRY,
-    CaseStudy,
-    ExplainError,
-    case_study,
-    format_case,
-)
+from ips.case_study import CaseStudy, case_study
+from ips.explain import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY, ExplainError, format_case
 from ips.figures.case_study import case_study_figure
 from ips.io import InputError
 
@@ -201,7 +195,8 @@ def independent_ips(model_dir, item, templates, fields, tau=0.1):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from ips.interactions import and_or
-    from ips.scoring import Engine, letter_tokens, token_owners
+    from ips.kernel import token_owners
+    from ips.scoring import Engine, letter_tokens
     from ips.templates import load_templates, render
     from ips.variables import select_variables
 

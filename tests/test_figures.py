@@ -12,7 +12,7 @@ from test_factors import attrs, make_metrics, write_all
 from test_summary import make_values, write_pair
 
 from ips.cli import main
-from ips.factors import read_metrics
+from ips.metrics_file import read_metrics
 from ips.figures import (FACTOR_COLUMNS, FILES, MIN_WIDTH, TABLE_COLUMNS, TABLES,
                          case_study_name, figure_files, make_figures)
 from ips.figures.factors import factor_figure, factors_figure

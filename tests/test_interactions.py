@@ -1,4 +1,4 @@
-"""The interaction core against brute-force definitions (SPEC §3), LP ground truth and planted games."""
+"""The interaction core against brute-force definitions (paper Section 3.1), LP ground truth and planted games."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def brute_harsanyi(v: np.ndarray) -> np.ndarray:
 
 
 def brute_and_or(v: np.ndarray, gamma: np.ndarray):
-    """SPEC §3 definitions of I_AND and I_OR from γ, literally (O(3^n))."""
+    """The paper's definitions of I_AND and I_OR from γ (Section 3.1), literally (O(3^n))."""
     full = len(v) - 1
     v_and = 0.5 * v + gamma
     v_or = 0.5 * v - gamma
@@ -186,7 +186,7 @@ def test_butterfly_general_factor_large_n_matches_levelwise(n):
 @pytest.mark.parametrize("solver", ["exact", "first_order"])
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
 def test_fit_agrees_with_spec_definitions(solver, n):
-    """and_/or_ are exactly the SPEC's I_AND/I_OR of the returned γ, and match v."""
+    """and_/or_ are exactly the paper's I_AND/I_OR of the returned γ, and match v."""
     rng = np.random.default_rng(10 + n)
     v = rng.normal(size=1 << n) * 3
     res = and_or(v, solver=solver)
@@ -400,7 +400,7 @@ def test_sgd_objective_approaches_the_optimum(n):
 
 def test_sgd_gradient_equals_finite_differences():
     """At a generic point (no I(S) = 0, so L is differentiable) the butterfly gradient equals
-    central differences of the loss computed from the SPEC's definitions (brute force)."""
+    central differences of the loss computed from the paper's definitions (brute force)."""
     rng = np.random.default_rng(9)
     n = 4
     v = rng.normal(size=1 << n) * 2
@@ -426,7 +426,7 @@ def test_sgd_gradient_equals_finite_differences():
 
 @pytest.mark.parametrize("n", [1, 3, 5])
 def test_sgd_fit_agrees_with_spec_definitions_and_matches(n):
-    """Any γ matches v exactly; γ_∅ stays ½v(∅); and_/or_ are the SPEC's I_AND/I_OR of γ."""
+    """Any γ matches v exactly; γ_∅ stays ½v(∅); and_/or_ are the paper's I_AND/I_OR of γ."""
     rng = np.random.default_rng(20 + n)
     v = rng.normal(size=(2, 1 << n)) * 3
     res = and_or(v, solver="sgd", steps=300)

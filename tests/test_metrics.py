@@ -1,4 +1,4 @@
-"""Tests of ips.metrics against an independent, loop-based reference written from SPEC §4.
+"""Tests of ips.metrics against an independent, loop-based reference written from the paper's definitions (Sections 3.2-3.3).
 
 The reference below works on plain dicts keyed by (kind, frozenset(S)) and never touches the
 bitmask layout except to read the inputs, so it shares no code path with the vectorised module.
@@ -14,7 +14,7 @@ import pytest
 from ips import metrics as M
 
 # --------------------------------------------------------------------------------------------
-# reference implementation (plain Python, straight from SPEC §4)
+# reference implementation (plain Python, straight from the paper's definitions)
 # --------------------------------------------------------------------------------------------
 
 

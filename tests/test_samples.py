@@ -12,7 +12,8 @@ from ips.cli import main
 from ips.config import ConfigError, validate
 from ips.io import InputError
 from ips.samples import dataset_settings, load_samples, prepare_samples, save_samples
-from ips.scoring import Engine, Occlusion, letter_tokens, token_owners
+from ips.kernel import token_owners
+from ips.scoring import Engine, Occlusion, letter_tokens
 from ips.templates import load_templates, render
 from ips.variables import Reduction, select_units
 from tiny_models import TINY_ATTRS

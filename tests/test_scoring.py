@@ -1,4 +1,4 @@
-"""v(x_S) on masked prompts (SPEC §2), checked against direct single-prompt computations."""
+"""v(x_S) on masked prompts, checked against direct single-prompt computations."""
 
 import numpy as np
 import pytest
@@ -9,16 +9,8 @@ from tiny_models import lm_for
 from ips.datasets import InstructionItem, MCQItem
 from ips.models import load_model
 from ips.samples import Sample, SampleSet
-from ips.scoring import (
-    Engine,
-    ScoringError,
-    letter_tokens,
-    log_odds,
-    masked_inputs,
-    score_shard,
-    token_owners,
-    v_from_logits,
-)
+from ips.kernel import ScoringError, log_odds, masked_inputs, token_owners, v_from_logits
+from ips.scoring import Engine, letter_tokens, score_shard
 from ips.templates import conditions, load_templates, render
 from ips.variables import select_variables
 
@@ -173,7 +165,8 @@ def test_letters_need_single_tokens(llama):
 def test_score_shard_writes_a_complete_values_file(llama, tmp_path):
     ss = sample_set(shots=(1,))
     out = tmp_path / "v.h5"
-    score_shard(llama, ss, out, shard=0, shard_size=3, batch_tokens=512, progress=False)
+    score_shard(llama, ss, out, shard=0, shard_size=3, batch_tokens=512, progress=False,
+                scorer="plain")
     ds = xr.open_dataset(out, engine="h5netcdf")
     assert list(ds.sample.values) == ["i0", "i1", "i2"]
     assert list(ds.condition.values) == ["T1", "T4", "T1-1shot", "T4-1shot"]
@@ -207,7 +200,7 @@ def test_resume_after_a_killed_run_gives_identical_output(llama, tmp_path, monke
 
     ss = sample_set()
     whole = tmp_path / "whole.h5"
-    score_shard(llama, ss, whole, progress=False)
+    score_shard(llama, ss, whole, progress=False, scorer="plain")
 
     out = tmp_path / "resumed.h5"
     real = scoring.score_sample
@@ -221,12 +214,12 @@ def test_resume_after_a_killed_run_gives_identical_output(llama, tmp_path, monke
 
     monkeypatch.setattr(scoring, "score_sample", dies_after_two)
     with pytest.raises(KeyboardInterrupt):
-        score_shard(llama, ss, out, progress=False)
+        score_shard(llama, ss, out, progress=False, scorer="plain")
     assert not out.exists() and len(list((tmp_path / "resumed.h5.partial").glob("*.npz"))) == 2
 
     calls.clear()
     monkeypatch.setattr(scoring, "score_sample", lambda *a, **k: (calls.append(1), real(*a, **k))[1])
-    score_shard(llama, ss, out, progress=False)
+    score_shard(llama, ss, out, progress=False, scorer="plain")
     assert len(calls) == 2  # only the two unfinished samples were scored again
     a, b = (xr.open_dataset(p, engine="h5netcdf") for p in (whole, out))
     for name in ("v", "pred", "option_logp", "hidden", "greedy_token", "span"):
@@ -241,7 +234,7 @@ def test_partial_results_of_other_inputs_are_discarded(llama, tmp_path):
     partial.mkdir()
     (partial / "fingerprint.json").write_text('{"other": 1}')
     np.savez(partial / "000000.npz", v=np.zeros((2, 2)))
-    score_shard(llama, ss, out, progress=False)
+    score_shard(llama, ss, out, progress=False, scorer="plain")
     ds = xr.open_dataset(out, engine="h5netcdf")
     assert np.all(np.isfinite(ds.v.values[0, :, : 1 << int(ds.n_vars[0])]))
     ds.close()
@@ -249,7 +242,8 @@ def test_partial_results_of_other_inputs_are_discarded(llama, tmp_path):
 
 def test_choice_text_target(llama, tmp_path):
     ss = sample_set(items=ITEMS[:2], names=("T1", "T5"))
-    ds = score_shard(llama, ss, tmp_path / "v.h5", target="choice_text", progress=False)
+    ds = score_shard(llama, ss, tmp_path / "v.h5", target="choice_text", progress=False,
+                     scorer="plain")
     assert ds.attrs["target"] == "choice_text"
     assert np.all(ds.target_ids.values[0, :, 0] >= 0)
     s = ss.samples[0]
@@ -262,7 +256,7 @@ def test_choice_text_target(llama, tmp_path):
     expect = direct_v(llama, p.text, p.spans, [1] * n, target)
     assert ds.v.values[0, 0, full] == pytest.approx(expect, abs=1e-6)
     with pytest.raises(Exception, match="does not apply to mcq"):
-        score_shard(llama, ss, tmp_path / "w.h5", target="response", progress=False)
+        score_shard(llama, ss, tmp_path / "w.h5", target="response", progress=False, scorer="plain")
 
 
 def test_instruction_items_score_the_reference_response(gemma, tmp_path):
@@ -271,13 +265,14 @@ def test_instruction_items_score_the_reference_response(gemma, tmp_path):
              InstructionItem("d1", "Give three reasons why people should exercise every day.", "",
                              "Health, mood and sleep.", "brainstorming")]
     ss = sample_set(items=items, names=("A1", "A3"), kind="instruction")
-    ds = score_shard(gemma, ss, tmp_path / "v.h5", progress=False)
+    ds = score_shard(gemma, ss, tmp_path / "v.h5", progress=False, scorer="plain")
     assert ds.attrs["target"] == "response"
     assert np.all(ds.pred.values == -1) and np.all(ds.gold.values == -1)
     first = gemma.tokenizer.encode(ss.samples[0].prompts["A1"].cue + items[0].response,
                                    add_special_tokens=False)
     assert ds.target_ids.values[0, 0, 0] in first
-    greedy = score_shard(gemma, ss, tmp_path / "g.h5", target="greedy", progress=False)
+    greedy = score_shard(gemma, ss, tmp_path / "g.h5", target="greedy", progress=False,
+                         scorer="plain")
     assert np.array_equal(greedy.target_ids.values[..., 0], greedy.greedy_token.values)
 
 
@@ -298,8 +293,8 @@ def test_smollm2_scores_an_arc_item_reproducibly(smollm2_spec, smollm2_cache, tm
         {c.name: render(ts[c.template], item, ss.samples[0].variables) for c in ss.conditions})
     letters, form = letter_tokens(lm.tokenizer, "Answer:", "ABCD")
     assert (letters, form) == ([330, 389, 340, 422], "space")
-    first = score_shard(lm, ss, tmp_path / "a.h5", progress=False)
-    again = score_shard(lm, ss, tmp_path / "b.h5", progress=False)
+    first = score_shard(lm, ss, tmp_path / "a.h5", progress=False, scorer="plain")
+    again = score_shard(lm, ss, tmp_path / "b.h5", progress=False, scorer="plain")
     v = first.v.values[0, :, :16]
     assert np.all(np.isfinite(v)) and np.ptp(v) > 0.01
     assert np.array_equal(v, again.v.values[0, :, :16])

@@ -11,7 +11,8 @@ from ips import metrics
 from ips.cli import main
 from ips.fit import fit_values
 from ips.io import InputError, Values, write_dataset
-from ips.summary import BAND_PAIRS, BANDS, band_tests, representation_baseline, summarize
+from ips.metrics import representation_baseline
+from ips.summary import BAND_PAIRS, BANDS, band_tests, summarize
 
 CONDITIONS = ["T1", "T2", "T3", "T4", "T5", "T1-1shot", "T4-1shot"]
 TEMPLATES = ["T1", "T2", "T3", "T4", "T5", "T1", "T4"]

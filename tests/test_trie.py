@@ -1,4 +1,4 @@
-"""The shared-prefix (trie) scorer gives the plain batched scorer's v on every mask (issue 5)."""
+"""The shared-prefix (trie) scorer gives the plain batched scorer's v on every mask."""
 
 import logging
 
@@ -9,7 +9,8 @@ from test_scoring import _Confident, encode, sample_set
 from tiny_models import lm_for
 
 import ips.trie as trie
-from ips.scoring import Engine, ScoringError, letter_tokens, score_shard
+from ips.kernel import ScoringError
+from ips.scoring import Engine, letter_tokens, score_shard
 from ips.trie import TrieScorer, plan_levels, trie_budget
 
 
@@ -174,7 +175,7 @@ def test_engine_uses_the_trie_and_score_shard_writes_the_same_values(llama, scor
     assert engine.trie.stats.prompts == 1
     assert llama.model.config._attn_implementation == "sdpa"  # restored after the trie forward
     ss = sample_set()
-    a = score_shard(llama, ss, tmp_path / "plain.h5", progress=False)
+    a = score_shard(llama, ss, tmp_path / "plain.h5", progress=False, scorer="plain")
     b = score_shard(llama, ss, tmp_path / "trie.h5", progress=False, scorer=scorer)
     np.testing.assert_allclose(b.v.values, a.v.values, rtol=0, atol=1e-4)
     with pytest.raises(ValueError, match="scorer"):

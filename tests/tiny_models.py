@@ -82,7 +82,7 @@ def make_tiny_llama(directory: str | Path, *, unk: bool = True, pad: bool = True
     """Save a tiny Llama + byte-level BPE tokenizer in `directory` and return it.
 
     `unk` / `pad` choose whether the tokenizer has an unk (`<unk>`) and a pad (`<pad>`) token,
-    to exercise the mask-token fallbacks of SPEC §2.
+    to exercise the mask-token fallbacks of `ips.models.resolve_mask_token`.
     """
     directory = Path(directory)
     special = ["<s>", "</s>"] + ["<unk>"] * unk + ["<pad>"] * pad

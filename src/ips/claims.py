@@ -35,12 +35,14 @@ import numpy as np
 import xarray as xr
 
 from ips import uncertainty
-from ips.factors import FACTORS, Entry
+from ips.factors import FACTORS
+from ips.metrics_file import Entry
+from ips.templates import ZERO_SHOT
 
 ALPHA = 0.05
 """Significance level of every directional verdict."""
 VERDICTS = ("supported", "contradicted", "undecided", "untestable")
-MAIN_GROUP = "0shot"
+MAIN_GROUP = ZERO_SHOT
 SPARSE_SHARE = 0.10
 """'Only a small set of interactions is salient' read as: at most this share of Ω above τ."""
 MATCHING_NRMSE = 0.05

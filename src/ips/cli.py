@@ -8,14 +8,14 @@ raise `ips.io.InputError`, reported in one line with exit code 2.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import math
 import sys
 import time
 from pathlib import Path
 
 from ips import __version__, explain
+from ips.arguments import int_between, json_arg, nonnegative_float, positive_float, unit
+from ips.config import MODEL_CACHE, SCORERS, TARGETS
 from ips.interactions import SGD_LEARNING_RATE, SGD_STEPS, SOLVERS
 from ips.io import InputError, check_output
 
@@ -94,21 +94,21 @@ def _add_fit(sub, common) -> None:
     )
     p.add_argument(
         "--sgd-learning-rate",
-        type=_positive_float,
+        type=positive_float,
         default=SGD_LEARNING_RATE,
         metavar="LR",
         help="sgd: initial learning rate, decaying log-linearly to LR/10 (default: %(default)s)",
     )
     p.add_argument(
         "--sgd-steps",
-        type=_int_between(1, 10**7),
+        type=int_between(1, 10**7),
         default=SGD_STEPS,
         metavar="K",
         help="sgd: number of gradient steps (default: %(default)s)",
     )
     p.add_argument(
         "--noise",
-        type=_nonnegative_float,
+        type=nonnegative_float,
         default=0.0,
         metavar="EPS",
         help="allow a noise term |q_T| <= EPS*|v(x_N) - v(x_0)| on v; 0 fits v exactly "
@@ -116,7 +116,7 @@ def _add_fit(sub, common) -> None:
     )
     p.add_argument(
         "--n-max",
-        type=_int_between(1, 16),
+        type=int_between(1, 16),
         default=10,
         metavar="N",
         help="largest number of variables accepted per sample (default: %(default)s)",
@@ -158,13 +158,6 @@ def _fit(args: argparse.Namespace) -> int:
 # depend on through `params:`).
 
 
-def _json_arg(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({e})") from None
-
-
 def _add_samples(sub, common) -> None:
     p = sub.add_parser(
         "samples",
@@ -178,18 +171,18 @@ def _add_samples(sub, common) -> None:
     )
     p.add_argument("--config", type=Path, help="workflow configuration, with --dataset")
     p.add_argument("--dataset", help="dataset name under `datasets` in the config")
-    p.add_argument("--settings", type=_json_arg, metavar="JSON",
+    p.add_argument("--settings", type=json_arg, metavar="JSON",
                    help="the dataset's settings as JSON (what the workflow passes), instead of "
                    "--config/--dataset")
     g = p.add_argument_group("reference model of `reduce: occlusion`")
-    g.add_argument("--reference-entry", type=_json_arg, metavar="JSON",
+    g.add_argument("--reference-entry", type=json_arg, metavar="JSON",
                    help="its config entry as JSON, with --settings (--config has it)")
-    g.add_argument("--cache-dir", type=Path, default=Path("resources/models"),
+    g.add_argument("--cache-dir", type=Path, default=MODEL_CACHE,
                    help="where converted models are kept (default: %(default)s)")
-    g.add_argument("--batch-tokens", type=_int_between(1, 10**9), metavar="T",
+    g.add_argument("--batch-tokens", type=int_between(1, 10**9), metavar="T",
                    help="cap on tokens per forward batch (default: config's batch_tokens, "
                    "else 1024)")
-    g.add_argument("--threads", type=_int_between(1, 4096), default=None,
+    g.add_argument("--threads", type=int_between(1, 4096), default=None,
                    help="CPU threads for torch (default: torch's choice)")
     g.add_argument("--device", default=None, help="torch device (default: cuda if visible, else cpu)")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.json")
@@ -254,9 +247,9 @@ def _occlusion(args: argparse.Namespace, settings: dict, config: dict | None):
 def _model_args(p) -> None:
     p.add_argument("--model", required=True, help="model name (under `models` in the config)")
     p.add_argument("--config", type=Path, help="workflow configuration holding the model entry")
-    p.add_argument("--entry", type=_json_arg, metavar="JSON",
+    p.add_argument("--entry", type=json_arg, metavar="JSON",
                    help="the model's config entry as JSON, instead of --config")
-    p.add_argument("--cache-dir", type=Path, default=Path("resources/models"),
+    p.add_argument("--cache-dir", type=Path, default=MODEL_CACHE,
                    help="where converted models are kept (default: %(default)s)")
 
 
@@ -307,25 +300,25 @@ def _add_score(sub, common) -> None:
         help="v(x_S) of one model on every mask of every sample of one shard (HDF5 out)",
         description="Score every (sample, condition, mask S) of one shard: v(x_S) = log-odds of "
         "the target at the answer position with the variables outside S replaced by the "
-        "model's mask token (SPEC §2). Resumes an interrupted run of the same inputs. "
+        "model's mask token (paper Appendix E.4). Resumes an interrupted run of the same inputs. "
         "Settings come from --config (and --dataset), or from the flags (workflow rules).",
     )
     _model_args(p)
     p.add_argument("--dataset", help="dataset name under `datasets` in the config")
     p.add_argument("--samples", type=Path, metavar="SAMPLES.json",
                    help="samples written by `ips samples` (default: prepare them from the config)")
-    p.add_argument("--shard", type=_int_between(0, 10**9), default=0, metavar="K",
+    p.add_argument("--shard", type=int_between(0, 10**9), default=0, metavar="K",
                    help="score samples [K*shard_size, (K+1)*shard_size) (default: %(default)s)")
-    p.add_argument("--shard-size", type=_int_between(1, 10**9), metavar="S",
+    p.add_argument("--shard-size", type=int_between(1, 10**9), metavar="S",
                    help="samples per shard (default: config's shard_size, else all samples)")
-    p.add_argument("--target", choices=("letter", "choice_text", "response", "greedy"),
+    p.add_argument("--target", choices=[t for ts in TARGETS.values() for t in ts],
                    help="what v scores (default: the dataset's target, else letter / response)")
-    p.add_argument("--batch-tokens", type=_int_between(1, 10**9), metavar="T",
+    p.add_argument("--batch-tokens", type=int_between(1, 10**9), metavar="T",
                    help="cap on tokens per forward batch (default: config's batch_tokens, else 1024)")
-    p.add_argument("--scorer", choices=("auto", "trie", "plain"),
+    p.add_argument("--scorer", choices=SCORERS,
                    help="plain batches, shared-prefix trie, or auto (default: config's scorer, "
                    "else auto)")
-    p.add_argument("--threads", type=_int_between(1, 4096), default=None,
+    p.add_argument("--threads", type=int_between(1, 4096), default=None,
                    help="CPU threads for torch (default: torch's choice)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if visible, else cpu)")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.h5")
@@ -387,11 +380,11 @@ def _add_uncertainty(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("bootstrap intervals and paired sign-flip tests (ips.uncertainty)")
     g.add_argument("--seed", type=int, default=0,
                    help="seed of the bootstrap and of the sign-flip draws (default: %(default)s)")
-    g.add_argument("--resamples", type=_int_between(100, 10**7), default=N_BOOT,
+    g.add_argument("--resamples", type=int_between(100, 10**7), default=N_BOOT,
                    help="bootstrap replicates (default: %(default)s)")
-    g.add_argument("--level", type=_unit, default=LEVEL,
+    g.add_argument("--level", type=unit, default=LEVEL,
                    help="confidence level in (0, 1) (default: %(default)s)")
-    g.add_argument("--permutations", type=_int_between(99, 10**7), default=DRAWS,
+    g.add_argument("--permutations", type=int_between(99, 10**7), default=DRAWS,
                    help=f"random sign vectors of a sign-flip test on more than {EXACT_MAX} "
                    "samples (fewer are tested exactly; default: %(default)s)")
 
@@ -416,9 +409,9 @@ def _add_metrics(sub, common) -> None:
                    help="values files (one per shard)")
     p.add_argument("--fits", type=Path, nargs="+", required=True, metavar="F.h5",
                    help="fit files, one per values file, in the same order")
-    p.add_argument("--tau", type=_unit, default=0.1,
+    p.add_argument("--tau", type=unit, default=0.1,
                    help="salience threshold in (0, 1) (default: %(default)s)")
-    p.add_argument("--tau-sweep", type=_unit, nargs="+", default=None, metavar="TAU",
+    p.add_argument("--tau-sweep", type=unit, nargs="+", default=None, metavar="TAU",
                    help="thresholds of the τ sweep (default: 0.05 0.06 ... 0.20)")
     _add_uncertainty(p)
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
@@ -508,47 +501,3 @@ def _figures(args: argparse.Namespace) -> int:
     files = make_figures(args.metrics, args.factors, args.out)
     log.info("wrote %s: %s (%.1f s)", args.out, ", ".join(files), time.perf_counter() - t0)
     return 0
-
-
-# ---------------------------------------------------------------- argument types
-
-
-def _nonnegative_float(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(x) and x >= 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return x
-
-
-def _positive_float(text: str) -> float:
-    x = _nonnegative_float(text)
-    if x == 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return x
-
-
-def _int_between(lo: int, hi: int):
-    def parse(text: str) -> int:
-        try:
-            x = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if not lo <= x <= hi:
-            raise argparse.ArgumentTypeError(f"must be in {lo}..{hi}, got {x}")
-        return x
-
-    parse.__name__ = f"integer in {lo}..{hi}"
-    return parse
-
-
-def _unit(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(x) and 0 < x < 1):
-        raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text}")
-    return x

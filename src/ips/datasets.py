@@ -3,8 +3,8 @@ deterministic choice of evaluated items and few-shot examples.
 
 An MCQ item (ARC, MMLU, or a local file) is a question, its options and the index of the
 gold option. An instruction item follows the Dolly-15k schema. `fields()` names the texts
-from which input variables are drawn (SPEC §1): the question and every option of an MCQ,
-the instruction and context of an instruction item.
+from which input variables are drawn (docs/method.md, "Samples"): the question and every
+option of an MCQ, the instruction and context of an instruction item.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet")
 # skip reasons of `Loaded.skipped`: valid records our templates cannot use
 SKIP_CHOICES = f"not {N_CHOICES} choices"
 SKIP_NO_RESPONSE = "empty response"
-# skip reason of `Sample.skipped` besides those of `qualifies`
+# skip reason of `Draw.skipped` besides those of `qualifies`
 SKIP_SHOT = "used as a few-shot example"
 
 
@@ -628,7 +628,7 @@ _PARSERS = {"arc": _parse_arc, "mmlu": _parse_mmlu, "mcq": _parse_mcq, "dolly": 
 
 
 @dataclass(frozen=True)
-class Sample:
+class Draw:
     """The evaluated items and few-shot examples drawn from a dataset.
 
     `skipped` counts the items that `qualifies` rejected, by reason; `n_considered` is how
@@ -658,7 +658,7 @@ def sample_items(
     n_shots: int = 0,
     shot_items: Sequence[Item] | None = None,
     qualifies: Callable[[Item], str | None] | None = None,
-) -> Sample:
+) -> Draw:
     """Draw `n_items` qualifying items and `n_shots` few-shot examples, deterministically.
 
     One `numpy.random.default_rng(seed)` permutes `items` (stable across runs and
@@ -710,7 +710,7 @@ def sample_items(
             kept.append(item)
         else:
             skipped[reason] += 1
-    return Sample(
+    return Draw(
         items=kept,
         shots=shots,
         skipped=dict(skipped),

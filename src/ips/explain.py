@@ -4,18 +4,18 @@ For one item x and two templates T, T̂ the command scores v(x_S) on every mask 
 templates, fits the sparsest AND-OR interactions, normalises them, and reports
 
 * the prediction under each template (and the gold answer),
-* ips(x, T, T̂) of Eq. 3 at τ (SPEC §4),
+* ips(x, T, T̂) of Eq. 3 at τ,
 * the salient interactions U (|Ĩ| > τ under T or T̂) ranked by how much they changed,
   |Ĩ_T − Ĩ_T̂|, with their words, kind (AND/OR), both normalised values and type,
 
-and draws the case-study figure (`ips.figures.case_study`). Every step is the workflow's own
+and draws the case-study figure (`ips.figures.case_study`); U, the types and ips come from
+`ips.case_study`. Every step is the workflow's own
 code: `ips.variables.select_variables`, `ips.templates.render`, `ips.scoring.score_sample`
 (the same masked scoring, target and prediction as `ips score`), `ips.interactions.and_or`
 (as `ips fit`) and `ips.metrics` (as `ips metrics`), so the numbers agree with a workflow
 run of the same item, model, scorer and solver.
 
-Public API: :class:`CaseStudy` / :class:`Interaction`, :func:`case_study` (from normalised
-interactions), :func:`explain` (from a loaded model and an item), :func:`format_case` (the
+Public API: :func:`explain` (from a loaded model and an item), :func:`format_case` (the
 table), and :func:`add_parser` / :func:`main` (the `ips explain` subcommand).
 """
 
@@ -26,7 +26,6 @@ import json
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -34,7 +33,9 @@ import numpy as np
 
 from ips import metrics
 from ips.io import InputError, check_output, write_bytes
-from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
+from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY, MODEL_CACHE, SCORERS, TARGETS
+from ips.arguments import int_between, json_arg, nonnegative_float, unit
+from ips.case_study import CaseStudy, case_study
 from ips.interactions import SOLVERS
 
 log = logging.getLogger("ips")
@@ -44,133 +45,10 @@ DEFAULT_TEMPLATES = {"mcq": ("T1", "T4"), "instruction": ("A1", "A4")}
 #: explain accepts up to max(EXPLAIN_N_MAX, the config's n_max) variables unless --n-max says
 EXPLAIN_N_MAX = 8
 DEFAULT_CONFIG = Path("config.yaml")
-AND_JOIN, OR_JOIN = " ∧ ", " ∨ "
 
 
 class ExplainError(InputError):
     """Bad input to `ips explain`; the message names the option at fault."""
-
-
-# ------------------------------------------------------------------------------ case study
-
-
-@dataclass
-class Interaction:
-    """One salient interaction (kind, S) of U with its normalised value under T and T̂.
-
-    Fields are also readable by key (`row["change"]`).
-    """
-
-    kind: str  # "AND" | "OR"
-    mask: int  # bit i set: variable i belongs to S
-    words: str  # the variables of S joined by " ∧ " (AND) or " ∨ " (OR)
-    value_a: float  # Ĩ under T
-    value_b: float  # Ĩ under T̂
-    type: str  # one of ips.metrics.INTERACTION_TYPES
-    change: float  # |value_a − value_b|
-
-    @property
-    def order(self) -> int:
-        """|S|."""
-        return int(self.mask).bit_count()
-
-    def __getitem__(self, key: str):
-        return getattr(self, key)
-
-
-@dataclass
-class CaseStudy:
-    """One item under a template pair: predictions, ips(x, T, T̂) at τ and the rows of U.
-
-    `rows` holds every salient interaction of U (union of the salient sets under T and T̂),
-    sorted by `change` descending (ties: lower order, AND before OR, smaller mask). `ips` is
-    NaN when U is empty.
-    """
-
-    model: str
-    sample: str
-    templates: tuple[str, str]
-    words: list[str]
-    pred_a: str
-    pred_b: str
-    gold: str | None
-    tau: float
-    ips: float
-    rows: list[Interaction]
-    n_union: int = 0  # |U| (== len(rows))
-    type_counts: dict[str, int] = field(default_factory=dict)  # over U, INTERACTION_TYPES order
-    label: str = ""  # the pair's Appendix G label (altering / adding / mixed), when known
-    prompts: tuple[str, str] = ("", "")  # the two rendered prompts, when known
-    seconds: dict[str, float] = field(default_factory=dict)  # time per step, when measured
-
-    @property
-    def n(self) -> int:
-        return len(self.words)
-
-    @property
-    def prediction_changed(self) -> bool:
-        return self.pred_a != self.pred_b
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["ips"] = None if math.isnan(self.ips) else self.ips
-        d["templates"] = list(self.templates)
-        d["prompts"] = list(self.prompts)
-        for r, row in zip(d["rows"], self.rows):
-            r["order"] = row.order
-        return d
-
-
-def case_study(
-    norm_a,
-    norm_b,
-    words: Sequence[str],
-    pred_a,
-    pred_b,
-    tau: float,
-    *,
-    model: str = "",
-    sample: str = "",
-    templates: tuple[str, str] = ("", ""),
-    gold=None,
-) -> CaseStudy:
-    """The case study of one sample from its normalised interactions under T and T̂.
-
-    `norm_a`, `norm_b`: shape (2, 2**n) (axis 0 AND, 1 OR) as `ips.metrics.normalize` returns
-    for one sample (a NaN-padded (2, 2**n_max) row works too); `words` the n variable texts in
-    bit order. U, the type of each interaction and ips come from `ips.metrics` (`salient`,
-    `type_codes`, `pair_sensitivity`). Raises `ValueError` for inconsistent inputs.
-    """
-    a = np.asarray(norm_a, dtype=np.float64)
-    b = np.asarray(norm_b, dtype=np.float64)
-    if a.ndim != 2 or b.ndim != 2:
-        raise ValueError(f"norm_a and norm_b must be one sample's normalised interactions of "
-                         f"shape (2, 2**n); got shapes {a.shape} and {b.shape}")
-    res = metrics.pair_sensitivity(a, b, tau)  # checks shapes, Ω, range and τ
-    n = int(metrics.infer_n_vars(a, "norm_a"))
-    words = [str(w) for w in words]
-    if len(words) != n:
-        raise ValueError(f"words: {len(words)} given, but the interactions have n = {n} variables")
-    union = metrics.salient(a, tau) | metrics.salient(b, tau)
-    kinds, masks = np.nonzero(union)
-    types = [metrics.INTERACTION_TYPES[c] for c in metrics.type_codes(a, b)[kinds, masks]]
-    rows = []
-    for k, m, t in zip(kinds.tolist(), masks.tolist(), types):
-        va, vb = float(a[k, m]), float(b[k, m])
-        names = [words[i] for i in range(n) if m >> i & 1]
-        rows.append(Interaction(
-            kind=metrics.KINDS[k], mask=int(m),
-            words=(AND_JOIN if k == 0 else OR_JOIN).join(names),
-            value_a=va, value_b=vb, type=t, change=abs(va - vb),
-        ))
-    rows.sort(key=lambda r: (-r.change, r.order, metrics.KINDS.index(r.kind), r.mask))
-    return CaseStudy(
-        model=str(model), sample=str(sample), templates=(str(templates[0]), str(templates[1])),
-        words=words, pred_a=str(pred_a), pred_b=str(pred_b),
-        gold=None if gold is None else str(gold), tau=float(tau), ips=float(res.value),
-        rows=rows, n_union=int(res.n_union),
-        type_counts={t: types.count(t) for t in metrics.INTERACTION_TYPES},
-    )
 
 
 # ------------------------------------------------------------------------------ printing
@@ -289,7 +167,6 @@ def explain(
 
 def _check_comparison(item, templates, template_file, target):
     """The template set, the checked pair of names and the target; `ExplainError` if wrong."""
-    from ips.scoring import TARGETS
     from ips.templates import load_templates
 
     kind = item.kind
@@ -393,7 +270,6 @@ def dataset_item(config: dict, dataset: str, sample_id: str):
 def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Register `explain` on the `ips` command's subparsers (with the options of `common`,
     e.g. --log-level); the handler is `main`."""
-    from ips.cli import _int_between, _json_arg, _nonnegative_float, _unit
 
     p = subparsers.add_parser(
         "explain",
@@ -414,9 +290,9 @@ def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.Argument
     src.add_argument("--model", default=None,
                      help=f"model name under `models` in the config, or a local model directory "
                      f"(default: {DEFAULT_MODEL})")
-    src.add_argument("--entry", type=_json_arg, metavar="JSON",
+    src.add_argument("--entry", type=json_arg, metavar="JSON",
                      help="the model's config entry as JSON, instead of the config's")
-    src.add_argument("--cache-dir", type=Path, default=Path("resources/models"),
+    src.add_argument("--cache-dir", type=Path, default=MODEL_CACHE,
                      help="where converted models are kept (default: %(default)s)")
     it = p.add_argument_group("the item")
     it.add_argument("--question", help="question text of an MCQ item given here")
@@ -430,27 +306,27 @@ def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.Argument
     how = p.add_argument_group("comparison")
     how.add_argument("--templates", nargs=2, metavar=("T", "T_HAT"),
                      help="the template pair (default: T1 T4 for MCQ, A1 A4 for instructions)")
-    how.add_argument("--tau", type=_unit, default=None,
+    how.add_argument("--tau", type=unit, default=None,
                      help="salience threshold in (0, 1) (default: the config's tau, 0.1)")
-    how.add_argument("--n-max", type=_int_between(1, 16), default=None, metavar="N",
+    how.add_argument("--n-max", type=int_between(1, 16), default=None, metavar="N",
                      help=f"most variables accepted (default: max({EXPLAIN_N_MAX}, the config's "
                      "n_max))")
-    how.add_argument("--target", choices=("letter", "choice_text", "response", "greedy"),
+    how.add_argument("--target", choices=[t for ts in TARGETS.values() for t in ts],
                      help="what v scores (default: the dataset's target, else letter / response)")
     how.add_argument("--solver", choices=SOLVERS, default=None,
                      help="AND-OR solver (default: the config's solver; sgd takes the config's "
                      "sgd settings)")
-    how.add_argument("--noise", type=_nonnegative_float, default=None, metavar="EPS",
+    how.add_argument("--noise", type=nonnegative_float, default=None, metavar="EPS",
                      help="noise bound ε of the fit (default: the config's noise)")
-    how.add_argument("--scorer", choices=("auto", "trie", "plain"), default=None,
+    how.add_argument("--scorer", choices=SCORERS, default=None,
                      help="masked-prompt scorer (default: the config's scorer)")
-    how.add_argument("--batch-tokens", type=_int_between(1, 10**9), default=None, metavar="T",
+    how.add_argument("--batch-tokens", type=int_between(1, 10**9), default=None, metavar="T",
                      help="cap on tokens per forward batch (default: the config's batch_tokens)")
-    how.add_argument("--threads", type=_int_between(1, 4096), default=None,
+    how.add_argument("--threads", type=int_between(1, 4096), default=None,
                      help="CPU threads for torch (default: torch's choice)")
     how.add_argument("--device", default=None, help="torch device (default: cuda if visible)")
     out = p.add_argument_group("output")
-    out.add_argument("--top", type=_int_between(0, 10**6), default=12, metavar="K",
+    out.add_argument("--top", type=int_between(0, 10**6), default=12, metavar="K",
                      help="rows printed and drawn (0: print all, draw 12) (default: %(default)s)")
     out.add_argument("--out", type=Path, default=Path("explain.png"), metavar="PATH",
                      help="figure path; PNG and PDF are written (default: %(default)s)")

@@ -1,4 +1,4 @@
-"""Factor comparisons and τ robustness across models (`ips factors`; SPEC §5, paper 4.1–4.3).
+"""Factor comparisons and τ robustness across models (`ips factors`; paper Sections 4.1–4.3).
 
 Input: the metrics files of `ips metrics`, one per (model, dataset). Every comparison is
 made within one dataset, between A (the model or setting *with* the factor) and B:
@@ -71,14 +71,16 @@ from collections import defaultdict
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import xarray as xr
 
 from ips import __version__, metrics, uncertainty
-from ips.io import InputError, read_dataset
+from ips.io import InputError
+from ips.metrics_file import Entry, read_metrics
 from ips.summary import BANDS
+from ips.templates import ZERO_SHOT
 
 log = logging.getLogger(__name__)
 
@@ -91,20 +93,8 @@ ABSENT = {
     "dense_vs_moe": "no dense/moe pair of the same family and type",
     "few_shot": "no k-shot group whose template pairs are also in the 0-shot group",
 }
-ATTRIBUTES = ("family", "series", "type", "architecture", "params", "active_params")
-ROBUSTNESS_GROUP = "0shot"
+ROBUSTNESS_GROUP = ZERO_SHOT
 _SHOT_GROUP = re.compile(r"^(\d+)shot$")
-
-
-@dataclass
-class Entry:
-    """One metrics file."""
-
-    path: Path
-    model: str
-    dataset: str
-    attrs: dict  # model attributes
-    ds: xr.Dataset
 
 
 @dataclass
@@ -123,29 +113,6 @@ class Comparison:
     # metrics file has none
     samples_a: tuple[np.ndarray, np.ndarray] | None = None
     samples_b: tuple[np.ndarray, np.ndarray] | None = None
-
-
-def read_metrics(path: str | os.PathLike) -> Entry:
-    """Read one metrics file of `ips metrics`; `InputError` names the file."""
-    path = Path(path)
-    ds = read_dataset(path, "metrics", ("ips", "pair_ips", "ips_sweep"), "ips metrics")
-    for name in ("model", "dataset", "model_attributes", "tau"):
-        if name not in ds.attrs:
-            raise InputError(f"{path}: attribute {name!r} is missing")
-    try:
-        attrs = json.loads(ds.attrs["model_attributes"])
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: attribute 'model_attributes' is not JSON ({e})") from None
-    missing = [k for k in ATTRIBUTES[:5] if k not in attrs]
-    if missing:
-        raise InputError(f"{path}: model_attributes lacks {missing}")
-    attrs = {k: attrs.get(k) for k in ATTRIBUTES}
-    for k in ("params", "active_params"):
-        if attrs[k] is not None:
-            attrs[k] = float(attrs[k])
-    if attrs["active_params"] is None:
-        attrs["active_params"] = attrs["params"]
-    return Entry(path, str(ds.attrs["model"]), str(ds.attrs["dataset"]), attrs, ds)
 
 
 def _groups(e: Entry) -> list[str]:
@@ -222,15 +189,15 @@ def _few_shot(dataset: str, e: Entry) -> tuple[list[Comparison], list[str]]:
     """k-shot group vs the same template pairs of the 0-shot group of one model."""
     groups = _groups(e)
     notes = []
-    if "0shot" not in groups:
-        return [], [f"{e.model}: no 0shot group"]
+    if ZERO_SHOT not in groups:
+        return [], [f"{e.model}: no {ZERO_SHOT} group"]
     ds = e.ds
     template = dict(zip(map(str, ds["condition"].values), map(str, ds["template"].values)))
     pair_group = ds["pair_group"].values.astype(str)
     key = [frozenset((template[str(a)], template[str(b)]))
            for a, b in zip(ds["pair_a"].values, ds["pair_b"].values)]
     pair_ips = ds["pair_ips"].reindex(band=list(BANDS)).values.astype(float)
-    zero = {k: i for i, (k, g) in enumerate(zip(key, pair_group)) if g == "0shot"}
+    zero = {k: i for i, (k, g) in enumerate(zip(key, pair_group)) if g == ZERO_SHOT}
     out = []
     for g in groups:
         m = _SHOT_GROUP.match(g)
@@ -238,12 +205,12 @@ def _few_shot(dataset: str, e: Entry) -> tuple[list[Comparison], list[str]]:
             continue
         rows = [i for i in np.flatnonzero(pair_group == g) if key[i] in zero]
         if not rows:
-            notes.append(f"{e.model}: group {g} has no template pair that is in 0shot")
+            notes.append(f"{e.model}: group {g} has no template pair that is in {ZERO_SHOT}")
             continue
         b_rows = [zero[key[i]] for i in rows]
         names = ";".join(sorted("–".join(sorted(key[i])) for i in rows))
         a_val, b_val = _nanmean(pair_ips[rows]), _nanmean(pair_ips[b_rows])
-        out.append(Comparison("few_shot", dataset, g, e.model, e.model, g, "0shot", names,
+        out.append(Comparison("few_shot", dataset, g, e.model, e.model, g, ZERO_SHOT, names,
                               a_val, b_val, _pair_samples(e, rows), _pair_samples(e, b_rows)))
     return out, notes
 
@@ -263,8 +230,17 @@ def _delta(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def _robustness(dataset: str, entries: list[Entry]):
-    """τ robustness of one dataset: (`metrics.TauSweep`, models used, note, τ values)."""
+class _Robustness(NamedTuple):
+    """τ robustness of one dataset."""
+
+    sweep: metrics.TauSweep  # rank and linear agreement of the models' IPS across τ
+    n_models: int  # models with IPS at every τ (the rows of the sweep)
+    note: str  # models left out and why; "" if none
+    taus: np.ndarray  # the τ values of the sweep
+
+
+def _robustness(dataset: str, entries: list[Entry]) -> _Robustness:
+    """τ robustness of one dataset from the `ips_sweep` of its models' ROBUSTNESS_GROUP."""
     taus = None
     rows, left = [], []
     for e in entries:
@@ -288,7 +264,7 @@ def _robustness(dataset: str, entries: list[Entry]):
     if len(rows) < 3:
         notes.append(f"{len(rows)} model(s) with IPS at every τ; correlations need at least 3")
     res = metrics.tau_sweep(np.array(rows).reshape(len(rows), taus.size))
-    return res, len(rows), "; ".join(notes), taus
+    return _Robustness(res, len(rows), "; ".join(notes), taus)
 
 
 def _paired(comps: list[Comparison], datasets: list[str], seed: int, n_boot: int,
@@ -446,13 +422,13 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
 
     # τ robustness per dataset
     rob = [_robustness(d, by_dataset[d]) for d in datasets]
-    taus = rob[0][3]
+    taus = rob[0].taus
     for d, r in zip(datasets, rob):
-        if r[3].shape != taus.shape or not np.allclose(r[3], taus):
-            raise InputError(f"dataset {d}: τ sweep {r[3].tolist()} differs from "
+        if r.taus.shape != taus.shape or not np.allclose(r.taus, taus):
+            raise InputError(f"dataset {d}: τ sweep {r.taus.tolist()} differs from "
                              f"{taus.tolist()} of dataset {datasets[0]}")
-        if r[2]:
-            log.info("tau robustness of %s: %s", d, r[2])
+        if r.note:
+            log.info("tau robustness of %s: %s", d, r.note)
 
     coords = {
         "comparison": np.arange(C),
@@ -488,14 +464,14 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
         "n_comparisons": (("summary",), count),
         "factor_present": (("factor",), np.array(present, bool)),
         "factor_note": (("factor",), obj(notes)),
-        "tau_spearman": (("dataset",), np.array([r[0].spearman for r in rob], float)),
-        "tau_pearson": (("dataset",), np.array([r[0].pearson for r in rob], float)),
+        "tau_spearman": (("dataset",), np.array([r.sweep.spearman for r in rob], float)),
+        "tau_pearson": (("dataset",), np.array([r.sweep.pearson for r in rob], float)),
         "tau_spearman_matrix": (("dataset", "tau", "tau_b"),
-                                np.array([r[0].spearman_matrix for r in rob], float)),
+                                np.array([r.sweep.spearman_matrix for r in rob], float)),
         "tau_pearson_matrix": (("dataset", "tau", "tau_b"),
-                               np.array([r[0].pearson_matrix for r in rob], float)),
-        "tau_n_models": (("dataset",), np.array([r[1] for r in rob], np.int64)),
-        "tau_note": (("dataset",), obj(r[2] for r in rob)),
+                               np.array([r.sweep.pearson_matrix for r in rob], float)),
+        "tau_n_models": (("dataset",), np.array([r.n_models for r in rob], np.int64)),
+        "tau_note": (("dataset",), obj(r.note for r in rob)),
     }
     attrs = {
         "tau": tau,

@@ -1,4 +1,4 @@
-r"""AND-OR interactions of a masked-input game (SPEC §3; paper Section 3.1, Appendices B-D).
+r"""AND-OR interactions of a masked-input game (paper Section 3.1, Appendices B-D).
 
 Conventions
 -----------
@@ -808,7 +808,7 @@ def and_or(values, solver: str = "auto", noise: float = 0.0, *, n_max: int = DEF
         beyond), or "sgd" (the paper's optimiser, Appendix D: γ from 0 by heavy-ball
         subgradient descent, :func:`_sgd`; another point of the optimal face, or near it;
         no noise term; certified gap as for the others, but loose at n ≥ 8).
-    noise : ε ≥ 0 of the bounded term q_T (SPEC §3): v' = v + q, |q_T| ≤ ε·|v(x_N) − v(x_∅)|,
+    noise : ε ≥ 0 of the bounded term q_T (paper Section 3.1): v' = v + q, |q_T| ≤ ε·|v(x_N) − v(x_∅)|,
         q_∅ = 0; q is chosen with γ to make the interactions sparsest. ε = 0 gives exact matching.
     n_max : largest n accepted (ValueError beyond).
     tol, max_iter : first-order stopping rule and iteration cap. A game stops once its

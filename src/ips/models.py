@@ -11,7 +11,7 @@ A model entry (one per model under `models:` in the configuration)::
       params: 135e6             # a number, or a string such as "135e6", "135M", "1.7B"
       active_params: 135e6      # optional for dense models (defaults to params)
       dtype: auto               # auto | float32 | float16 | bfloat16
-      mask_token: null          # optional: a token string or id that overrides SPEC §2's choice
+      mask_token: null          # optional: a token string or id that overrides `resolve_mask_token`
 
 `source` names exactly one of:
 
@@ -58,6 +58,7 @@ from typing import Any, Literal
 
 import torch
 
+from ips.config import MODEL_CACHE
 from ips.io import InputError, check_output
 
 log = logging.getLogger(__name__)
@@ -114,7 +115,7 @@ class ModelSource:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One validated model entry of the configuration (attributes per SPEC §5)."""
+    """One validated model entry of the configuration (attributes: `config.MODEL_ATTRIBUTES`)."""
 
     name: str
     source: ModelSource
@@ -191,7 +192,7 @@ class LoadedModel:
     path: Path  # the directory the model was loaded from
 
 
-def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike = "resources/models") -> Path:
+def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike = MODEL_CACHE) -> Path:
     """Return a local directory that `from_pretrained` loads quickly, converting a GGUF once.
 
     `path:` gives the directory itself; `hub:` a snapshot of the Hugging Face cache (downloaded
@@ -209,7 +210,7 @@ def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike = "resources/mod
 
 def load_model(
     spec: ModelSpec,
-    cache_dir: str | os.PathLike = "resources/models",
+    cache_dir: str | os.PathLike = MODEL_CACHE,
     device: str | torch.device | None = None,
     threads: int | None = None,
 ) -> LoadedModel:
@@ -246,7 +247,7 @@ def load_model(
 def resolve_mask_token(
     tokenizer: Any, override: str | int | None = None, *, model: str = "model"
 ) -> tuple[int, str, Literal["unk", "pad", "config"]]:
-    """The token that replaces masked variables (SPEC §2): `(id, token, source)`.
+    """The token that replaces masked variables (paper Appendix E.4): `(id, token, source)`.
 
     An explicit `override` (a token string or id) wins; otherwise the tokenizer's unk token,
     else its pad token. `model` names the model in error messages.

@@ -1,15 +1,9 @@
-"""The output score v(x_S) of a causal LM on masked prompts (SPEC §2).
+"""The output score v(x_S) of a causal LM on masked prompts (paper Section 3.1), sample by sample.
 
-For a prompt with variables N, the masked input x_S keeps the tokens of the variables in S
-and replaces every token of the others by the model's mask token, so all 2**n masked inputs
-of a prompt have the same length and are batched without padding. The score is the log-odds
-of the target y* at the answer position,
-
-    v(x_S) = log p − log(1 − p),   p = P(y* | x_S),
-
-computed in float64 from the log-softmax of the final position, with
-log(1 − p) = log(−expm1(log p)) so that it stays finite for every p below 1.
-A multi-token target (the gold option's text) scores p = Π_j P(y*_j | x_S, y*_<j).
+`Engine` runs the forward passes: all 2**n masked inputs x_S of a prompt have the same
+length and are batched without padding (or evaluated as a trie, `ips.trie`); the masking and
+the log-odds v(x_S) = log p − log(1 − p), p = P(y* | x_S), are those of `ips.kernel`.
+`score_shard` scores one shard of samples and writes its scores file.
 """
 
 from __future__ import annotations
@@ -31,65 +25,13 @@ import xarray as xr
 from tqdm import tqdm
 
 from ips import __version__
+from ips.config import MODEL_ATTRIBUTES, SCORERS, TARGETS
 from ips.datasets import LETTERS, MCQItem
 from ips.io import InputError, atomic_path, output_lock, write_dataset
+from ips.kernel import ScoringError, masked_inputs, token_owners, v_from_logits
+from ips.trie import TrieScorer, trie_budget
 
 log = logging.getLogger(__name__)
-
-
-class ScoringError(InputError):
-    """A prompt or target that cannot be scored as SPEC §2 asks (named in the message)."""
-
-
-def token_owners(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]) -> np.ndarray:
-    """The variable each token belongs to (−1: background).
-
-    A token belongs to the variable whose character span it overlaps most (ties: the earlier
-    variable), so a token straddling a variable boundary is masked with that variable. Tokens
-    without characters (BOS, special tokens) are background.
-    """
-    off = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
-    sp = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
-    overlap = np.minimum(off[:, None, 1], sp[None, :, 1]) - np.maximum(off[:, None, 0], sp[None, :, 0])
-    overlap = np.maximum(overlap, 0)
-    if overlap.shape[1] == 0:
-        return np.full(len(off), -1, dtype=np.int64)
-    owner = overlap.argmax(axis=1)
-    return np.where(overlap.max(axis=1) > 0, owner, -1).astype(np.int64)
-
-
-def masked_inputs(ids: np.ndarray, owners: np.ndarray, n: int, mask_id: int, masks=None) -> np.ndarray:
-    """Rows x_S for the given masks (default all 2**n): bit i of the mask keeps variable i."""
-    masks = np.arange(1 << n) if masks is None else np.asarray(masks)
-    var = owners >= 0
-    kept = (masks[:, None] >> np.where(var, owners, 0)[None, :]) & 1
-    drop = var[None, :] & (kept == 0)
-    return np.where(drop, mask_id, ids[None, :])
-
-
-def log_odds(logp: np.ndarray) -> np.ndarray:
-    """log p − log(1 − p) from log p, in float64."""
-    logp = np.asarray(logp, dtype=np.float64)
-    with np.errstate(divide="ignore"):
-        return logp - np.log(-np.expm1(logp))
-
-
-def v_from_logits(logits: torch.Tensor, target: Sequence[int]) -> np.ndarray:
-    """v of each row from the logits of its last len(target) positions, `[rows, ≥k, vocab]`.
-
-    One token: v = l_y − logsumexp_{j≠y} l_j on float64 logits, finite even where p rounds
-    to 1. A sequence: log p = Σ_j log P(y_j | ·), then log(1 − p) = log(−expm1(log p)).
-    """
-    k = len(target)
-    logits = logits[:, -k:, :].double()
-    if k == 1:
-        last, y = logits[:, 0], int(target[0])
-        ly = last[:, y].clone()
-        last[:, y] = -torch.inf
-        return (ly - torch.logsumexp(last, dim=-1)).cpu().numpy()
-    logp = torch.log_softmax(logits, dim=-1)
-    total = logp[:, torch.arange(k), torch.as_tensor(list(target))].sum(dim=1)
-    return log_odds(total.cpu().numpy())
 
 
 def continuation(tokenizer, cue: str, text: str) -> list[int] | None:
@@ -108,7 +50,7 @@ def continuation(tokenizer, cue: str, text: str) -> list[int] | None:
 def letter_tokens(tokenizer, cue: str, letters: Sequence[str]) -> tuple[list[int], str]:
     """Single-token ids of the option letters after `cue`, and the form used.
 
-    SPEC §2: try the letter with a leading space (BPE vocabularies write it so after a colon),
+    Try the letter with a leading space (BPE vocabularies write it so after a colon),
     then the bare letter; the first form in which every letter is one token is used.
     """
     for form, prefix in (("space", " "), ("bare", "")):
@@ -143,13 +85,11 @@ class Engine:
         self.mask_id = int(mask_id)
         self.batch_tokens = int(batch_tokens)
         self.device = device if device is not None else next(model.parameters()).device
-        if scorer not in ("plain", "trie", "auto"):
-            raise ValueError(f"scorer must be 'plain', 'trie' or 'auto', got {scorer!r}")
+        if scorer not in SCORERS:
+            raise ValueError(f"scorer must be one of {', '.join(SCORERS)}, got {scorer!r}")
         self.scorer = scorer
         self.trie = None
         if scorer != "plain":
-            from ips.trie import TrieScorer, trie_budget
-
             self.trie = TrieScorer(model, self.mask_id, trie_budget(self.batch_tokens),
                                    self.device, mode=scorer)
 
@@ -225,11 +165,6 @@ class Engine:
         )
 
 
-_ATTRIBUTES = ("family", "series", "type", "architecture", "params", "active_params")
-
-TARGETS = {"mcq": ("letter", "choice_text"), "instruction": ("response", "greedy")}
-
-
 class _Answers:
     """Answer tokens of one tokenizer: option letters per cue (cached) and option texts."""
 
@@ -253,7 +188,7 @@ class _Answers:
 
 
 def _target(answers: _Answers, item, cond: str, cue: str, target: str, letters, options, greedy):
-    """y* token ids and how they were resolved (SPEC §2)."""
+    """y* token ids and how they were resolved (docs/method.md, "Scoring")."""
     where = f"item {item.id!r}, condition {cond}"
     if target == "letter":
         if letters is None:
@@ -399,7 +334,7 @@ def score_shard(
     target: str | None = None,
     batch_tokens: int = 1024,
     progress: bool | None = None,
-    scorer: str = "plain",
+    scorer: str = "auto",
 ) -> xr.Dataset:
     """Score one shard of a SampleSet with a loaded model and write the values file `out`.
 
@@ -548,7 +483,7 @@ def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
         "v": (sc + ("mask",), v),
         "n_vars": (("sample",), n_vars),
         "gold": (("sample",), np.array([s.item.gold if mcq else -1 for s in samples])),
-        # SPEC §2: the option letter with the highest logit (−1 without letters)
+        # the prediction is the option letter with the highest logit (−1 without letters)
         "pred": (sc, _argmax(letter_logit)),
         # the option whose text is most probable (what `target: choice_text` scores)
         "pred_text": (sc, _argmax(option_logp)),
@@ -578,7 +513,7 @@ def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
     }
     attrs = {
         "model": lm.spec.name,
-        "model_attributes": json.dumps({k: getattr(lm.spec, k) for k in _ATTRIBUTES}),
+        "model_attributes": json.dumps({k: getattr(lm.spec, k) for k in MODEL_ATTRIBUTES}),
         "model_source": json.dumps(lm.spec.source.to_dict()),
         "mask_token": lm.mask_token,
         "mask_token_id": int(lm.mask_token_id),

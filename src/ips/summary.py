@@ -60,7 +60,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -71,10 +70,11 @@ import xarray as xr
 from ips import __version__, metrics, uncertainty
 from ips.datasets import letter
 from ips.io import InputError, read_dataset
+from ips.templates import ZERO_SHOT
 
 log = logging.getLogger(__name__)
 
-BANDS = ("all", "low", "mid", "high")
+BANDS = ("all", *metrics.BANDS)
 CHANGED = ("yes", "no")
 BAND_PAIRS = ("low-mid", "mid-high", "low-high")
 """Order-band comparisons of `band_p` (first minus second); one Holm family per group."""
@@ -347,105 +347,9 @@ def _template_file(attrs: dict) -> str | None:
     return (settings.get("templates") or {}).get("file")
 
 
-def representation_baseline(hidden: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean over samples of cos(h_i, h_j) and ‖h_i − h_j‖₂ per pair (i, j).
+# ------------------------------------------------------------------------------ case study
 
-    hidden: (sample, condition, hidden); pairs: (n_pairs, 2) condition indices.
-    """
-    a = hidden[:, pairs[:, 0]]
-    b = hidden[:, pairs[:, 1]]
-    na, nb = np.linalg.norm(a, axis=-1), np.linalg.norm(b, axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cos = np.einsum("sph,sph->sp", a, b) / (na * nb)
-    cos = np.where((na > 0) & (nb > 0), cos, np.nan)
-    l2 = np.linalg.norm(a - b, axis=-1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a pair without any cosine: NaN
-        return np.nanmean(cos, axis=0), np.mean(l2, axis=0)
-
-
-# ------------------------------------------------------------- sparsity, matching, case study
-
-SPARSITY_RANKS = np.round(np.linspace(0.0, 1.0, 101), 4)
-"""Relative ranks (0 = largest) at which the sorted |Ĩ| curve is stored (Fig. 2a)."""
-KEEP = (0.03, 0.05, 1.0)
-"""Shares of the largest interactions kept in the universal-matching check (Fig. 2b)."""
-CASE_GROUP = "0shot"
-
-
-def sparsity(norm: np.ndarray, tau: float) -> tuple[dict, np.ndarray]:
-    """Sorted |Ĩ| of every (sample, condition), on relative ranks (paper Fig. 2a).
-
-    Each row's 2·(2^n − 1) values of |Ĩ| over Ω, sorted in descending order, are read at
-    the relative ranks `SPARSITY_RANKS` (linear interpolation; rank 0 is the largest, 1 the
-    smallest), so rows with different n share one axis. Returns the data `sparsity_mean`,
-    `sparsity_median` (rank) over all rows and `salient_share` (share of Ω above τ, mean over
-    rows), and the share of every sample (mean over its conditions; NaN without a value).
-    """
-    S, C = norm.shape[:2]
-    flat = np.abs(norm.reshape(S * C, -1))
-    curves = np.full((S * C, SPARSITY_RANKS.size), np.nan)
-    share = np.full(S * C, np.nan)
-    m = np.isfinite(flat).sum(axis=1)
-    for size in np.unique(m[m > 0]).tolist():
-        rows = np.flatnonzero(m == size)
-        vals = -np.sort(-np.where(np.isfinite(flat[rows]), flat[rows], -np.inf), axis=1)[:, :size]
-        pos = SPARSITY_RANKS * (size - 1)
-        lo = np.floor(pos).astype(int)
-        hi = np.minimum(lo + 1, size - 1)
-        frac = pos - lo
-        curves[rows] = vals[:, lo] * (1 - frac) + vals[:, hi] * frac
-        share[rows] = (vals > tau).mean(axis=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return {
-            "sparsity_mean": (("rank",), np.nanmean(curves, axis=0)),
-            "sparsity_median": (("rank",), np.nanmedian(curves, axis=0)),
-            "salient_share": ((), float(np.nanmean(share)) if np.isfinite(share).any()
-                              else float("nan")),
-        }, np.nanmean(share.reshape(S, C), axis=1)
-
-
-def _keep_top(and_: np.ndarray, or_: np.ndarray, share: float) -> tuple[np.ndarray, np.ndarray]:
-    """Zero all but the ⌈share·|Ω|⌉ (at least 1) largest |I| of Ω per row; I_AND(∅) stays.
-
-    and_, or_: (..., 2**n) of one n (no padding)."""
-    size = and_.shape[-1]
-    omega = np.concatenate([and_[..., 1:], or_[..., 1:]], axis=-1)
-    k = max(1, int(np.ceil(share * omega.shape[-1] - 1e-9)))
-    rank = np.argsort(np.argsort(-np.abs(omega), axis=-1, kind="stable"), axis=-1)
-    kept = np.where(rank < k, omega, 0.0)
-    a = np.concatenate([and_[..., :1], kept[..., : size - 1]], axis=-1)
-    o = np.concatenate([np.zeros_like(or_[..., :1]), kept[..., size - 1:]], axis=-1)
-    return a, o
-
-
-def matching_nrmse(merged: Merged) -> tuple[np.ndarray, np.ndarray]:
-    """Universal matching with only the largest interactions (paper Fig. 2b), per `KEEP`.
-
-    For every (sample, condition): v̂_k = the surrogate φ of Eq. (2) keeping I_AND(∅) and the
-    ⌈k·|Ω|⌉ interactions of largest |I|; error = RMS over the 2^n masks of v̂_k − v divided by
-    the range max v − min v of the row (0 if v is constant). Returns the mean error per k over
-    all rows, and per sample (sample, k: mean over its conditions; NaN for n = 0).
-    """
-    from ips.interactions import reconstruct
-
-    S, C = merged.v.shape[:2]
-    errs = np.full((S, C, len(KEEP)), np.nan)
-    for n in np.unique(merged.n_vars).tolist():
-        if n < 1:
-            continue
-        idx = np.flatnonzero(merged.n_vars == n)
-        size = 1 << n
-        v = merged.v[idx, :, :size]
-        rng = v.max(axis=-1) - v.min(axis=-1)
-        for j, share in enumerate(KEEP):
-            a, o = _keep_top(merged.and_[idx, :, :size], merged.or_[idx, :, :size], share)
-            rms = np.sqrt(np.mean((reconstruct(a, o) - v) ** 2, axis=-1))
-            errs[idx, :, j] = np.where(rng > 0, rms / np.where(rng > 0, rng, 1.0), 0.0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # no sample with n >= 1: NaN
-        return np.nanmean(errs, axis=(0, 1)), np.nanmean(errs, axis=1)
+CASE_GROUP = ZERO_SHOT
 
 
 def _pred_text(merged: Merged, pred: np.ndarray, s: int, c: int) -> str:
@@ -469,7 +373,7 @@ def case_study_data(merged: Merged, norm: np.ndarray, pred: np.ndarray, groups: 
     case_mask) the normalised interactions Ĩ of that sample under both conditions, `case_v`
     (case_side, case_mask) its scored v, `case_words` (case_var) its variables in bit order,
     `case_rec` (keep, case_side, case_mask) the surrogate keeping the largest interactions
-    (`KEEP`, Fig. 2b); attributes `case_sample`, `case_group`, `case_condition_a/_b`,
+    (`metrics.KEEP`, Fig. 2b); attributes `case_sample`, `case_group`, `case_condition_a/_b`,
     `case_template_a/_b`, `case_pred_a/_b`, `case_gold`, `case_ips`, `case_changed`.
     Without any valued cell: no data, `case_sample` = "".
     """
@@ -503,8 +407,8 @@ def case_study_data(merged: Merged, norm: np.ndarray, pred: np.ndarray, groups: 
         "case_words": (("case_var",), np.array(words, dtype=object)),
     }
     data["case_v"] = (("case_side", "case_mask"), merged.v[s, [i, j], :size])
-    rec = [reconstruct(*_keep_top(merged.and_[s, [i, j], :size],
-                                  merged.or_[s, [i, j], :size], k)) for k in KEEP]
+    rec = [reconstruct(*metrics.keep_top(merged.and_[s, [i, j], :size],
+                                  merged.or_[s, [i, j], :size], k)) for k in metrics.KEEP]
     data["case_rec"] = (("keep", "case_side", "case_mask"), np.array(rec))
     coords = {"case_side": np.array(["a", "b"], dtype=object),
               "kind": np.array(metrics.KINDS, dtype=object),
@@ -642,7 +546,7 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         labels = pair_labels(merged, gpairs)
         pair_cons = metrics.pair_consistency(pred, gpairs)
         if merged.hidden is not None:
-            rep_cos, rep_l2 = representation_baseline(merged.hidden, gpairs)
+            rep_cos, rep_l2 = metrics.representation_baseline(merged.hidden, gpairs)
         else:
             log.warning("%s: no 'hidden' states, the representation baseline is NaN",
                         merged.values_files[0])
@@ -714,12 +618,13 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
     data["ips_ci"] = (("group", "band", "bound"), ips_ci.reshape(G, B, 2))
     data["sample_pair_ips"] = (("sample", "pair", "band"), sample_pair)
     data["pair_ips_ci"] = (("pair", "band", "bound"), pair_ci.reshape(P, B, 2))
-    sparse, sample_share = sparsity(norm, tau)
+    sparse, sample_share = metrics.sparsity(norm, tau)
     data.update(sparse)
     data["sample_salient_share"] = (("sample",), sample_share[order])
-    coords["rank"] = SPARSITY_RANKS
-    nrmse, sample_nrmse = matching_nrmse(merged)
-    coords["keep"] = np.asarray(KEEP)
+    coords["rank"] = metrics.SPARSITY_RANKS
+    nrmse, sample_nrmse = metrics.matching_nrmse(merged.v, merged.and_, merged.or_,
+                                                      merged.n_vars)
+    coords["keep"] = np.asarray(metrics.KEEP)
     data["matching_nrmse"] = (("keep",), nrmse)
     data["sample_matching_nrmse"] = (("sample", "keep"), sample_nrmse[order])
     case_data, case_coords, case_attrs = case_study_data(merged, norm, pred, groups, tau)

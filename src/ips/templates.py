@@ -3,7 +3,7 @@
 A template is data (`ips/data/templates.yaml`, or a user file of the same layout): a format
 string over the item's fields. Rendering concatenates literal text and field texts, so the
 offset of every field in the prompt is known, and a variable at `field[start:end]` lands at
-`offset(field) + start` in the prompt (SPEC §1). Few-shot conditions prepend k solved
+`offset(field) + start` in the prompt. Few-shot conditions prepend k solved
 examples rendered with the same template (Appendix E.6). Perturbation conditions
 (Appendix L) replace a field's wording and say where each variable lies in the new wording.
 """
@@ -354,6 +354,10 @@ class Condition:
     perturbation: str | None = None
 
 
+#: the group of the plain templates (no examples, no perturbation), compared in the main results
+ZERO_SHOT = "0shot"
+
+
 def conditions(
     template_names: Sequence[str],
     few_shot_templates: Sequence[str] = (),
@@ -366,7 +370,7 @@ def conditions(
     examples; `perturbation` holds the first template and its perturbed wordings.
     """
     out = [Condition(t, t) for t in template_names]
-    groups: dict[str, list[str]] = {"0shot": list(template_names)}
+    groups: dict[str, list[str]] = {ZERO_SHOT: list(template_names)}
     for k in shots:
         names = [f"{t}-{k}shot" for t in few_shot_templates]
         out += [Condition(n, t, k) for n, t in zip(names, few_shot_templates)]

@@ -1,4 +1,4 @@
-"""Shared-prefix (trie) evaluation of the 2**n masked versions of one prompt (issue 5).
+"""Shared-prefix (trie) evaluation of the 2**n masked versions of one prompt.
 
 All masked inputs x_S of a prompt agree on every token before the first variable, and two
 masks that agree on the variables 1..k (in prompt order) agree on every token before variable
@@ -54,7 +54,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ips.scoring import ScoringError, log_odds, masked_inputs, v_from_logits
+from ips.kernel import ScoringError, log_odds, masked_inputs, v_from_logits
 
 log = logging.getLogger(__name__)
 
@@ -467,7 +467,7 @@ class TrieScorer:
         """v of each row from the decoder's output at its last k positions, `[rows, k, dim]`.
 
         The logits as the model's forward computes them (`lm_head`, then Gemma's final
-        soft-capping if configured) and v from them in float64 as `ips.scoring.v_from_logits` does, but
+        soft-capping if configured) and v from them in float64 as `ips.kernel.v_from_logits` does, but
         streamed over slices of the vocabulary, so that each slice of the output matrix is
         read once for many rows (Gemma 3's is 262144 × 640) and nothing vocabulary-sized is
         allocated per row: per slice, the maximum is taken in the logits' precision (exact),

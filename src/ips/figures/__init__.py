@@ -21,7 +21,7 @@ Reads the metrics files of `ips metrics` (one per model and dataset) and the fac
 
 Tables: `ips_table.csv`, `factors_table.csv`, `tau_robustness.csv`; and `README.md`.
 
-The case-study figures need `ips.explain` and `ips.figures.case_study`; they are drawn for
+The case-study figures need `ips.case_study` and `ips.figures.case_study`; they are drawn for
 every metrics file that holds a case (`case_sample` attribute, see `ips.summary`). The
 directory is written next to its destination under a temporary name and renamed onto it
 when complete, so a reader sees either the old or the new directory, never half of one.
@@ -43,7 +43,9 @@ import numpy as np
 import xarray as xr
 
 from ips import __version__, claims
-from ips.factors import ATTRIBUTES, FACTORS, Entry, read_metrics
+from ips.config import MODEL_ATTRIBUTES
+from ips.factors import FACTORS
+from ips.metrics_file import Entry, read_metrics
 from ips.figures.common import (FACTOR_TITLES, MAIN_GROUP, absent_factors, datasets_of,
                                 robustness_text)
 from ips.figures.factors import factor_figure, factors_figure
@@ -138,7 +140,7 @@ def case_study_name(model: str, dataset: str) -> str:
 
 TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_ci_low", "ips_ci_high",
                  "n_valued_samples", "n_empty_pairs", "output_consistency", "n_samples", "tau",
-                 *ATTRIBUTES, "few_samples")
+                 *MODEL_ATTRIBUTES, "few_samples")
 FACTOR_COLUMNS = ("factor", "dataset", "group", "model_a", "model_b", "setting_a", "setting_b",
                   "templates", "band", "ips_a", "ips_a_ci_low", "ips_a_ci_high", "ips_b",
                   "ips_b_ci_low", "ips_b_ci_high", "delta_ips", "delta_ips_ci_low",
@@ -165,7 +167,7 @@ def table_rows(entries: list[Entry]) -> list[dict]:
                     if "output_consistency" in ds else float("nan"),
                     "n_samples": int(ds["n_samples"]) if "n_samples" in ds else "",
                     "tau": float(ds.attrs["tau"]),
-                    **{k: _attr_text(e.attrs.get(k)) for k in ATTRIBUTES},
+                    **{k: _attr_text(e.attrs.get(k)) for k in MODEL_ATTRIBUTES},
                     "few_samples": n < MIN_RELIABLE_N,
                 })
     return rows
@@ -246,9 +248,10 @@ def write_table(entries: list[Entry], path: Path) -> None:
 
 
 def case_study_figures(entries: list[Entry], tau: float, out: Path) -> list[str]:
-    """One case-study figure per metrics file that holds a case (`ips.explain.case_study`
+    """One case-study figure per metrics file that holds a case (`ips.case_study.case_study`
     drawn by `ips.figures.case_study`)."""
-    from ips.explain import case_study
+    # local: the submodule ips.figures.case_study would shadow a package-level name
+    from ips.case_study import case_study
     from ips.figures.case_study import case_study_figure
 
     names = []

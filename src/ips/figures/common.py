@@ -7,11 +7,12 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ips.factors import Entry
+from ips.metrics_file import Entry
 from ips.summary import BAND_PAIRS
+from ips.templates import ZERO_SHOT
 from ips.uncertainty import MIN_RELIABLE_N
 
-MAIN_GROUP = "0shot"
+MAIN_GROUP = ZERO_SHOT
 """The condition group of the main comparisons (the 0-shot templates)."""
 FEW_HATCH = "////"
 """Hatch of a bar whose interval rests on fewer than MIN_RELIABLE_N samples."""

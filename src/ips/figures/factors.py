@@ -56,7 +56,7 @@ def _label(factors: xr.Dataset, factor: str, i: int) -> str:
     a = str(factors["model_a"].values[i])
     b = str(factors["model_b"].values[i])
     if factor == "few_shot":
-        return f"{a}\n{factors['setting_a'].values[i]} vs 0shot"
+        return f"{a}\n{factors['setting_a'].values[i]} vs {MAIN_GROUP}"
     return f"{a}\nvs {b}"
 
 

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ips.factors import Entry
+from ips.metrics_file import Entry
+from ips.metrics import BANDS
 from ips.figures.common import (band_test_text, by_dataset, datasets_of, few_hatch, few_note,
                                 ips_ci, ips_value, legend_below, n_valued, patch, whiskers)
 from ips.figures.style import BAND_COLORS, band_label, panels, save
-
-ORDER_BANDS = ("low", "mid", "high")
 
 
 def order_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
@@ -29,7 +28,7 @@ def order_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     for ax, d in zip(axes, datasets):
         rows = by_dataset(entries, d)
         y = np.arange(len(rows))
-        for k, band in enumerate(ORDER_BANDS):
+        for k, band in enumerate(BANDS):
             vals = np.array([ips_value(e, band=band) for e in rows])
             cis = [ips_ci(e, band=band) for e in rows]
             ax.barh(y + (k - 1) * h, np.nan_to_num(vals), height=h, color=BAND_COLORS[band],
@@ -44,5 +43,5 @@ def order_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
         ax.set_xlim(0, 2.1)
         ax.set_xlabel("IPS within the order band")
         ax.set_title(d, fontsize=10)
-    legend_below(fig, [patch(BAND_COLORS[b], band_label(b)) for b in ORDER_BANDS], ncols=3)
+    legend_below(fig, [patch(BAND_COLORS[b], band_label(b)) for b in BANDS], ncols=3)
     return save(fig, path)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ips import uncertainty
-from ips.factors import Entry
+from ips.metrics_file import Entry
 from ips.figures.common import MAIN_GROUP, by_dataset, datasets_of, legend_below, patch, whiskers
 from ips.figures.style import LABEL_COLORS, note, panels, save
 

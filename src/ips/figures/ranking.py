@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ips.factors import Entry
+from ips.metrics_file import Entry
 from ips.figures.common import (MAIN_GROUP, by_dataset, correlation_text, datasets_of, few,
                                 few_note, ips_ci, ips_value, legend_below, marker, model_colors,
                                 n_valued, whiskers)

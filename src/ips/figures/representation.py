@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ips.factors import Entry
+from ips.metrics_file import Entry
 from ips.figures.common import (MAIN_GROUP, correlation_text, datasets_of, legend_below, marker,
                                 model_colors)
 from ips.figures.style import note, panels, save

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import xarray as xr
 
-from ips.factors import Entry
+from ips.metrics_file import Entry
 from ips.figures.common import (MAIN_GROUP, by_dataset, datasets_of, legend_below, model_colors,
                                 robustness_text)
 from ips.figures.style import panels, save

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ips.factors import Entry
+from ips.metrics_file import Entry
 from ips.figures.common import datasets_of, legend_below, model_colors, patch
 from ips.figures.style import note, panels, save
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ips.factors import Entry
+from ips.metrics_file import Entry
 from ips.figures.common import MAIN_GROUP, by_dataset, datasets_of, legend_below, patch
 from ips.figures.style import INTERACTION_TYPE_COLORS, note, panels, save
 from ips.metrics import INTERACTION_TYPE_NAMES, INTERACTION_TYPES

@@ -1,0 +1,139 @@
+"""The case study of one sample under a template pair T, T̂ (paper Section 3.3, Fig. 1).
+
+From the normalised interactions Ĩ_T, Ĩ_T̂ of one sample (`ips.metrics.normalize`),
+`case_study` computes what `ips explain` prints and `ips.figures.case_study` draws: the
+salient set U = {(kind, S): |Ĩ_T(S)| > τ or |Ĩ_T̂(S)| > τ}, each interaction's type
+(`ips.metrics.type_codes`) and change |Ĩ_T(S) − Ĩ_T̂(S)|, and ips(x, T, T̂) at τ (Eq. 3,
+`ips.metrics.pair_sensitivity`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from ips import metrics
+
+AND_JOIN, OR_JOIN = " ∧ ", " ∨ "
+
+
+@dataclass
+class Interaction:
+    """One salient interaction (kind, S) of U with its normalised value under T and T̂.
+
+    Fields are also readable by key (`row["change"]`).
+    """
+
+    kind: str  # "AND" | "OR"
+    mask: int  # bit i set: variable i belongs to S
+    words: str  # the variables of S joined by " ∧ " (AND) or " ∨ " (OR)
+    value_a: float  # Ĩ under T
+    value_b: float  # Ĩ under T̂
+    type: str  # one of ips.metrics.INTERACTION_TYPES
+    change: float  # |value_a − value_b|
+
+    @property
+    def order(self) -> int:
+        """|S|."""
+        return int(self.mask).bit_count()
+
+    def __getitem__(self, key: str):
+        return getattr(self, key)
+
+
+@dataclass
+class CaseStudy:
+    """One item under a template pair: predictions, ips(x, T, T̂) at τ and the rows of U.
+
+    `rows` holds every salient interaction of U (union of the salient sets under T and T̂),
+    sorted by `change` descending (ties: lower order, AND before OR, smaller mask). `ips` is
+    NaN when U is empty.
+    """
+
+    model: str
+    sample: str
+    templates: tuple[str, str]
+    words: list[str]
+    pred_a: str
+    pred_b: str
+    gold: str | None
+    tau: float
+    ips: float
+    rows: list[Interaction]
+    n_union: int = 0  # |U| (== len(rows))
+    type_counts: dict[str, int] = field(default_factory=dict)  # over U, INTERACTION_TYPES order
+    label: str = ""  # the pair's Appendix G label (altering / adding / mixed), when known
+    prompts: tuple[str, str] = ("", "")  # the two rendered prompts, when known
+    seconds: dict[str, float] = field(default_factory=dict)  # time per step, when measured
+
+    @property
+    def n(self) -> int:
+        return len(self.words)
+
+    @property
+    def prediction_changed(self) -> bool:
+        return self.pred_a != self.pred_b
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["ips"] = None if math.isnan(self.ips) else self.ips
+        d["templates"] = list(self.templates)
+        d["prompts"] = list(self.prompts)
+        for r, row in zip(d["rows"], self.rows):
+            r["order"] = row.order
+        return d
+
+
+def case_study(
+    norm_a,
+    norm_b,
+    words: Sequence[str],
+    pred_a,
+    pred_b,
+    tau: float,
+    *,
+    model: str = "",
+    sample: str = "",
+    templates: tuple[str, str] = ("", ""),
+    gold=None,
+) -> CaseStudy:
+    """The case study of one sample from its normalised interactions under T and T̂.
+
+    `norm_a`, `norm_b`: shape (2, 2**n) (axis 0 AND, 1 OR) as `ips.metrics.normalize` returns
+    for one sample (a NaN-padded (2, 2**n_max) row works too); `words` the n variable texts in
+    bit order. U, the type of each interaction and ips come from `ips.metrics` (`salient`,
+    `type_codes`, `pair_sensitivity`). Raises `ValueError` for inconsistent inputs.
+    """
+    a = np.asarray(norm_a, dtype=np.float64)
+    b = np.asarray(norm_b, dtype=np.float64)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"norm_a and norm_b must be one sample's normalised interactions of "
+                         f"shape (2, 2**n); got shapes {a.shape} and {b.shape}")
+    res = metrics.pair_sensitivity(a, b, tau)  # checks shapes, Ω, range and τ
+    n = int(metrics.infer_n_vars(a, "norm_a"))
+    words = [str(w) for w in words]
+    if len(words) != n:
+        raise ValueError(f"words: {len(words)} given, but the interactions have n = {n} variables")
+    union = metrics.salient(a, tau) | metrics.salient(b, tau)
+    kinds, masks = np.nonzero(union)
+    types = [metrics.INTERACTION_TYPES[c] for c in metrics.type_codes(a, b)[kinds, masks]]
+    rows = []
+    for k, m, t in zip(kinds.tolist(), masks.tolist(), types):
+        va, vb = float(a[k, m]), float(b[k, m])
+        names = [words[i] for i in range(n) if m >> i & 1]
+        rows.append(Interaction(
+            kind=metrics.KINDS[k], mask=int(m),
+            words=(AND_JOIN if k == 0 else OR_JOIN).join(names),
+            value_a=va, value_b=vb, type=t, change=abs(va - vb),
+        ))
+    rows.sort(key=lambda r: (-r.change, r.order, metrics.KINDS.index(r.kind), r.mask))
+    return CaseStudy(
+        model=str(model), sample=str(sample), templates=(str(templates[0]), str(templates[1])),
+        words=words, pred_a=str(pred_a), pred_b=str(pred_b),
+        gold=None if gold is None else str(gold), tau=float(tau), ips=float(res.value),
+        rows=rows, n_union=int(res.n_union),
+        type_counts={t: types.count(t) for t in metrics.INTERACTION_TYPES},
+    )

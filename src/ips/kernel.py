@@ -1,0 +1,78 @@
+"""The arithmetic of the score v(x_S), shared by the plain (`ips.scoring`) and the trie
+(`ips.trie`) scorers.
+
+For a prompt with variables N, the masked input x_S keeps the tokens of the variables in S
+and replaces every token of the others by the model's mask token (`token_owners` assigns
+tokens to variables, `masked_inputs` builds the rows), so all 2**n masked inputs of a prompt
+have the same length. The score is the log-odds of the target y* at the answer position,
+
+    v(x_S) = log p − log(1 − p),   p = P(y* | x_S),
+
+computed in float64 from the log-softmax of the final position (`v_from_logits`), with
+log(1 − p) = log(−expm1(log p)) so that it stays finite for every p below 1 (`log_odds`).
+A multi-token target (the gold option's text) scores p = Π_j P(y*_j | x_S, y*_<j).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ips.io import InputError
+
+
+class ScoringError(InputError):
+    """A prompt or target that cannot be scored (the reason is named in the message)."""
+
+
+def token_owners(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    """The variable each token belongs to (−1: background).
+
+    A token belongs to the variable whose character span it overlaps most (ties: the earlier
+    variable), so a token straddling a variable boundary is masked with that variable. Tokens
+    without characters (BOS, special tokens) are background.
+    """
+    off = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    sp = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    overlap = np.minimum(off[:, None, 1], sp[None, :, 1]) - np.maximum(off[:, None, 0], sp[None, :, 0])
+    overlap = np.maximum(overlap, 0)
+    if overlap.shape[1] == 0:
+        return np.full(len(off), -1, dtype=np.int64)
+    owner = overlap.argmax(axis=1)
+    return np.where(overlap.max(axis=1) > 0, owner, -1).astype(np.int64)
+
+
+def masked_inputs(ids: np.ndarray, owners: np.ndarray, n: int, mask_id: int, masks=None) -> np.ndarray:
+    """Rows x_S for the given masks (default all 2**n): bit i of the mask keeps variable i."""
+    masks = np.arange(1 << n) if masks is None else np.asarray(masks)
+    var = owners >= 0
+    kept = (masks[:, None] >> np.where(var, owners, 0)[None, :]) & 1
+    drop = var[None, :] & (kept == 0)
+    return np.where(drop, mask_id, ids[None, :])
+
+
+def log_odds(logp: np.ndarray) -> np.ndarray:
+    """log p − log(1 − p) from log p, in float64."""
+    logp = np.asarray(logp, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return logp - np.log(-np.expm1(logp))
+
+
+def v_from_logits(logits: torch.Tensor, target: Sequence[int]) -> np.ndarray:
+    """v of each row from the logits of its last len(target) positions, `[rows, ≥k, vocab]`.
+
+    One token: v = l_y − logsumexp_{j≠y} l_j on float64 logits, finite even where p rounds
+    to 1. A sequence: log p = Σ_j log P(y_j | ·), then log(1 − p) = log(−expm1(log p)).
+    """
+    k = len(target)
+    logits = logits[:, -k:, :].double()
+    if k == 1:
+        last, y = logits[:, 0], int(target[0])
+        ly = last[:, y].clone()
+        last[:, y] = -torch.inf
+        return (ly - torch.logsumexp(last, dim=-1)).cpu().numpy()
+    logp = torch.log_softmax(logits, dim=-1)
+    total = logp[:, torch.arange(k), torch.as_tensor(list(target))].sum(dim=1)
+    return log_odds(total.cpu().numpy())
