@@ -20,6 +20,26 @@ from ips import metrics
 AND_JOIN, OR_JOIN = " ∧ ", " ∨ "
 
 
+def choose_cell(per_pair: np.ndarray, changed: np.ndarray,
+                ids: Sequence[str]) -> tuple[int, int] | None:
+    """The (sample, pair) cell a run's case study shows (paper Fig. 3a / Fig. 19).
+
+    per_pair: (S, P) ips(x, T, T̂) at τ, NaN where a cell has no value; changed: (S, P) whether
+    the prediction differs under the two templates; ids: the S sample ids. Among the valued
+    cells, those whose prediction changed if there is any, else all; of these the cell with
+    the largest ips(x, T, T̂); ties go to the smallest sample id, then to the first pair.
+    None when no cell has a value.
+    """
+    cells = [(bool(changed[s, p]), float(per_pair[s, p]), str(ids[s]), int(p), int(s))
+             for s, p in zip(*np.nonzero(np.isfinite(per_pair)))]
+    if not cells:
+        return None
+    if any(c[0] for c in cells):
+        cells = [c for c in cells if c[0]]
+    *_, p, s = min(cells, key=lambda c: (-c[1], c[2], c[3]))
+    return s, p
+
+
 @dataclass
 class Interaction:
     """One salient interaction (kind, S) of U with its normalised value under T and T̂.

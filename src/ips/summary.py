@@ -68,6 +68,7 @@ import numpy as np
 import xarray as xr
 
 from ips import __version__, metrics, uncertainty
+from ips.case_study import choose_cell
 from ips.datasets import letter
 from ips.io import InputError, read_dataset
 from ips.templates import ZERO_SHOT
@@ -365,9 +366,8 @@ def case_study_data(merged: Merged, norm: np.ndarray, pred: np.ndarray, groups: 
     """The sample and template pair drawn in the case study (paper Fig. 3a / Fig. 19).
 
     Choice (deterministic): in the group `0shot` (else the first group with two conditions),
-    among the (sample, pair) cells with a value of ips(x, T, T̂) at τ, those whose prediction
-    changed if there is any, else all; of these the cell with the largest ips(x, T, T̂);
-    ties go to the smallest sample id, then to the first pair in `all_pairs` order.
+    the cell `ips.case_study.choose_cell` picks (the largest ips(x, T, T̂) among the cells
+    whose prediction changed, if any; pairs in `all_pairs` order).
 
     Returns (data, coords, attrs) for the metrics file: `case_norm` (case_side, kind,
     case_mask) the normalised interactions Ĩ of that sample under both conditions, `case_v`
@@ -390,13 +390,11 @@ def case_study_data(merged: Merged, norm: np.ndarray, pred: np.ndarray, groups: 
     per_pair = metrics.ips(norm[:, idx], local, tau).per_pair  # (S, P)
     changed = pred[:, idx[local[:, 0]]] != pred[:, idx[local[:, 1]]]
     ids = merged.samples.astype(str)
-    cells = [(bool(changed[s, p]), float(per_pair[s, p]), ids[s], p, s)
-             for s, p in zip(*np.nonzero(np.isfinite(per_pair)))]
-    if not cells:
+    cell = choose_cell(per_pair, changed, ids)
+    if cell is None:
         return {}, {}, empty
-    if any(c[0] for c in cells):
-        cells = [c for c in cells if c[0]]
-    ch, value, sid, p, s = min(cells, key=lambda c: (-c[1], c[2], c[3]))
+    s, p = cell
+    sid, value, ch = ids[s], float(per_pair[s, p]), bool(changed[s, p])
     i, j = idx[local[p]].tolist()
     n = int(merged.n_vars[s])
     size = 1 << n
