@@ -60,6 +60,9 @@ def set_key(config, dotted, value):
     config[last] = value
 
 
+MODEL = {"source": {"path": "x"}, "family": "f", "series": "s", "type": "base",
+         "architecture": "dense", "params": 1}
+
 # (id, dotted key -> value set on the base config, the dataset sampled, words of the message)
 CONFIG_CASES = [
     ("fields-arc", {"datasets.arc": {"format": "arc", "fields": ["choices"]}}, "arc",
@@ -87,6 +90,15 @@ CONFIG_CASES = [
     ("n-max", {"n_max": 17}, "mine", ["n_max: 17", "allowed: 1 <= n_max <= 16"]),
     ("missing-format", {"datasets.mine.format": None}, "mine",
      ["datasets.mine.format: missing", "allowed: arc, mmlu, mcq, dolly"]),
+    # model entries: the schema's $defs/model, as ips.models.ModelSpec.from_config checks them
+    ("model-type", {"models.m": MODEL | {"type": "chat"}}, "mine",
+     ["models.m.type: 'chat' is not one of", "allowed: base, instruct"]),
+    ("model-name", {"models": {"a b": MODEL}}, "mine",
+     ["models: 'a b' does not match", "a model name names its cache directory"]),
+    ("model-source-key", {"models.m": MODEL | {"source": {"path": "x", "revision": "v"}}}, "mine",
+     ["models.m.source: key 'revision' is not allowed here; allowed: path"]),
+    ("model-active-params", {"models.m": MODEL | {"params": "1B", "active_params": "2B"}}, "mine",
+     ["models.m.active_params: 2000000000 exceeds params (1000000000)"]),
 ]
 # cases that `ips samples --settings` meets too (the others are not dataset settings)
 SETTINGS_CASES = {"fields-arc", "fields-dolly", "mcq-template-unknown",

@@ -7,7 +7,11 @@ command that takes `--config` validate through it.
 
 from __future__ import annotations
 
+import copy
 import difflib
+import functools
+import math
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -45,6 +49,11 @@ class ConfigError(InputError):
 
 
 def schema() -> dict:
+    return copy.deepcopy(_schema())
+
+
+@functools.cache
+def _schema() -> dict:  # read once: every model entry is validated with it
     return yaml.safe_load((resources.files("ips") / "data" / "config.schema.yaml").read_text())
 
 
@@ -72,11 +81,14 @@ _Validator = _with_defaults(jsonschema.Draft202012Validator)
 def validate(config: dict, source: str = "config") -> dict:
     """Validate `config` in place (defaults filled in) and return it; raise `ConfigError`.
 
-    Besides the schema: the reference model of occlusion, the template names of every kind a
-    dataset needs, and each dataset's fields and local file, so that a bad value fails before
-    any work rather than inside a job.
+    Besides the schema: the values of the models' parameter counts (as in `validate_model`),
+    the reference model of occlusion, the template names of every kind a dataset needs, and
+    each dataset's fields and local file, so that a bad value fails before any work rather
+    than inside a job.
     """
-    _check_schema(config, schema(), source)
+    _check_schema(config, _schema(), source)
+    for name, entry in config["models"].items():
+        _param_counts(entry, source, f"models.{name}.")
     _check_reference_model(config, source)
     datasets = config["datasets"]
     _check_templates(config["templates"], config["few_shot"],
@@ -118,6 +130,45 @@ def validate_settings(settings: dict, source: str = "settings") -> dict:
     return settings
 
 
+def validate_model(name: str, entry: dict) -> dict:
+    """Validate one model entry with the schema's `$defs/model` (and its name with the
+    `propertyNames` of `models`); return a copy with defaults filled in and the parameter
+    counts as ints. Raises `ConfigError`: `model m: type: 'chat' is not one of ...`."""
+    full = _schema()
+    _check_schema(name, full["properties"]["models"]["propertyNames"], "model name")
+    entry = copy.deepcopy(entry)
+    _check_schema(entry, {**full["$defs"]["model"], "$defs": full["$defs"]}, f"model {name}")
+    entry["params"], entry["active_params"] = _param_counts(entry, f"model {name}")
+    return entry
+
+
+_SUFFIXES = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
+
+
+def _param_count(value: float | str) -> float:
+    """A parameter count the schema accepts (`$defs/count`) as a number: `"1.7B"` -> 1.7e9."""
+    if isinstance(value, str):
+        m = re.match(_schema()["$defs"]["count"]["anyOf"][1]["pattern"], value)
+        return float(m[1]) * _SUFFIXES[m[2].lower()]
+    return float(value)
+
+
+def _param_counts(entry: dict, source: str, prefix: str = "") -> tuple[int, int]:
+    """What the schema cannot check of `params` and `active_params` (default: params): the
+    value of a count string, and active <= total."""
+    counts = {}
+    for key in ("params", "active_params"):
+        value = entry.get(key, entry["params"])
+        number = _param_count(value)
+        if not 1 <= number < math.inf:  # a string such as "0" or "1e999"
+            raise ConfigError(f"{source}: {prefix}{key}: {value!r} is not a parameter count >= 1")
+        counts[key] = round(number)
+    if counts["active_params"] > counts["params"]:
+        raise ConfigError(f"{source}: {prefix}active_params: {counts['active_params']} exceeds "
+                          f"params ({counts['params']})")
+    return counts["params"], counts["active_params"]
+
+
 def _check_schema(instance, schema: dict, source: str) -> None:
     """Fill in defaults; raise `ConfigError` with the first error (by path) in one line."""
     errors = sorted(_Validator(schema).iter_errors(instance), key=lambda e: list(e.path))
@@ -129,8 +180,13 @@ def _check_schema(instance, schema: dict, source: str) -> None:
     path, message, sub = list(e.absolute_path), e.message, e.schema
     if e.validator == "required":  # the missing key is the field; say what it holds
         key = next(k for k in e.validator_value if k not in e.instance)
-        path, message, sub = [*path, key], "missing", sub.get("properties", {}).get(key, {})
-    field = ".".join(map(str, path)) or "(top level)"
+        props = sub.get("properties", {})  # without one (an if/then), say why it is required
+        path, message, sub = [*path, key], "missing", props[key] if key in props else sub
+    if e.validator in ("anyOf", "oneOf"):  # the description below says what is allowed
+        message = f"{e.instance!r} is not allowed"
+    elif e.validator == "enum" and "propertyNames" in e.schema_path:  # a key, not a value
+        message = f"key {e.instance!r} is not allowed here"
+    field = ".".join(map(str, path))
     hint = ""
     if "enum" in sub:
         hint = f"; allowed: {', '.join(map(str, sub['enum']))}"
@@ -138,7 +194,8 @@ def _check_schema(instance, schema: dict, source: str) -> None:
         hint = f"; allowed: {_interval(sub, field)}"
     elif "description" in sub:  # e.g. oneOf: say what the field is for
         hint = f" ({sub['description'].strip()})"
-    raise ConfigError(f"{source}: {field}: {message}{hint}")
+    where = f"{field}: " if field else ""  # no path: the instance itself (a model name)
+    raise ConfigError(f"{source}: {where}{message}{hint}")
 
 
 def _unknown_keys(e: jsonschema.ValidationError) -> str:

@@ -48,41 +48,23 @@ import importlib.util
 import json
 import logging
 import os
-import re
 import shutil
 import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import torch
 
-from ips.config import MODEL_CACHE
+from ips.config import MODEL_CACHE, ConfigError, validate_model
 from ips.io import InputError, check_output
 
 log = logging.getLogger(__name__)
 
-TYPES = ("base", "instruct")
-ARCHITECTURES = ("dense", "moe")
-DTYPES = ("auto", "float32", "float16", "bfloat16")
-SOURCE_KINDS = ("hub", "path", "gguf_package")
-# keys each source kind accepts besides its own
-_SOURCE_OPTIONS = {
-    "hub": ("revision",),
-    "path": (),
-    "gguf_package": ("gguf_file", "parts", "sha256_file"),
-}
-_ENTRY_KEYS = (
-    "source", "family", "series", "type", "architecture",
-    "params", "active_params", "dtype", "mask_token", "trust_remote_code",
-)  # fmt: skip
 # the files a causal LM needs from a hub repository; `*.bin` is left out so that repositories
 # shipping both formats are not downloaded twice (a `.bin`-only model can be used via `path:`)
 _HUB_FILES = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_SUFFIXES = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
-_COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([KMBT]?)\s*$", re.IGNORECASE)
 _MANIFEST = "ips-model.json"
 _CHUNK = 1 << 24  # 16 MiB per read when copying and hashing GGUF files
 _PROBE = "Question: Which gas do plants take in?\nAnswer:"  # checks a conversion round-trips
@@ -92,11 +74,14 @@ class ModelError(InputError):
     """A model entry, or the files it points to, cannot be used (the CLI exits with code 2)."""
 
 
+SourceKind = Literal["hub", "path", "gguf_package"]
+
+
 @dataclass(frozen=True)
 class ModelSource:
     """Where a model's weights come from; exactly one of `hub`, `path`, `gguf_package` is set."""
 
-    kind: Literal["hub", "path", "gguf_package"]
+    kind: SourceKind
     hub: str | None = None
     revision: str | None = None
     path: str | None = None
@@ -132,49 +117,17 @@ class ModelSpec:
 
     @classmethod
     def from_config(cls, name: str, entry: Mapping[str, Any]) -> ModelSpec:
-        """Validate a config entry; a bad one raises `ModelError` naming the model and field."""
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise ModelError(
-                f"model name {name!r}: must be letters, digits, '.', '_' or '-' (it names a "
-                "cache directory), starting with a letter or digit"
-            )
-        if not isinstance(entry, Mapping):
-            raise ModelError(f"model {name}: entry must be a mapping, got {type(entry).__name__}")
-        unknown = sorted(set(entry) - set(_ENTRY_KEYS))
-        if unknown:
-            raise ModelError(
-                f"model {name}: unknown field(s) {', '.join(map(repr, unknown))}; "
-                f"allowed: {', '.join(_ENTRY_KEYS)}"
-            )
-        for key in ("source", "family", "series", "type", "architecture", "params"):
-            if entry.get(key) is None:
-                raise ModelError(f"model {name}: field '{key}' is required")
-
-        architecture = _choice(name, "architecture", entry["architecture"], ARCHITECTURES)
-        params = _count(name, "params", entry["params"])
-        if entry.get("active_params") is None:
-            if architecture == "moe":
-                raise ModelError(f"model {name}: field 'active_params' is required for a moe model")
-            active = params
-        else:
-            active = _count(name, "active_params", entry["active_params"])
-        if active > params:
-            raise ModelError(
-                f"model {name}: field 'active_params' ({active}) exceeds 'params' ({params})"
-            )
-        return cls(
-            name=name,
-            source=_source(name, entry["source"]),
-            family=_text(name, "family", entry["family"]),
-            series=_text(name, "series", entry["series"]),
-            type=_choice(name, "type", entry["type"], TYPES),
-            architecture=architecture,
-            params=params,
-            active_params=active,
-            dtype=_choice(name, "dtype", entry.get("dtype") or "auto", DTYPES),
-            mask_token=_mask_override(name, entry.get("mask_token")),
-            trust_remote_code=_flag(name, "trust_remote_code", entry.get("trust_remote_code", False)),
-        )
+        """Validate a config entry with the config schema (`ips.config.validate_model`); a bad
+        one raises `ModelError` naming the model and field."""
+        try:
+            e = validate_model(name, entry)
+        except ConfigError as err:
+            raise ModelError(str(err)) from None
+        src = e["source"]
+        kind = next(k for k in get_args(SourceKind) if k in src)
+        source = ModelSource(kind=kind, **{k: v for k, v in src.items() if k != "parts"},
+                             parts=tuple(src.get("parts", ())))
+        return cls(name=name, **{**e, "source": source})
 
 
 @dataclass
@@ -294,92 +247,6 @@ def assemble_parts(parts: list[Path], dest: Path) -> str:
     finally:
         tmp.unlink(missing_ok=True)
     return digest.hexdigest()
-
-
-# --- entry validation -------------------------------------------------------------------
-
-
-def _choice(name: str, key: str, value: Any, allowed: tuple[str, ...]) -> Any:
-    if value not in allowed:
-        raise ModelError(
-            f"model {name}: field '{key}' is {value!r}; allowed: {', '.join(allowed)}"
-        )
-    return value
-
-
-def _flag(name: str, key: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ModelError(f"model {name}: field '{key}' must be true or false, got {value!r}")
-    return value
-
-
-def _text(name: str, key: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ModelError(f"model {name}: field '{key}' must be a non-empty string, got {value!r}")
-    return value
-
-
-def _count(name: str, key: str, value: Any) -> int:
-    """A parameter count: a positive number, or a string such as '135e6' or '1.7B'.
-
-    YAML reads `135e6` (no dot) as a string, so numeric strings are accepted.
-    """
-    number = None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = float(value)
-    elif isinstance(value, str) and (m := _COUNT.match(value)):
-        number = float(m[1]) * _SUFFIXES[m[2].upper()]
-    if number is None or not number >= 1 or number == float("inf"):
-        raise ModelError(
-            f"model {name}: field '{key}' is {value!r}; expected a positive number such as "
-            "135e6, '135M' or '1.7B'"
-        )
-    return round(number)
-
-
-def _mask_override(name: str, value: Any) -> str | int | None:
-    if value is None or (isinstance(value, str) and value):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    raise ModelError(
-        f"model {name}: field 'mask_token' is {value!r}; expected a token string, a token id "
-        "(>= 0), or null"
-    )
-
-
-def _source(name: str, value: Any) -> ModelSource:
-    if not isinstance(value, Mapping):
-        raise ModelError(
-            f"model {name}: field 'source' must be a mapping with one of "
-            f"{', '.join(SOURCE_KINDS)}; got {value!r}"
-        )
-    kinds = [k for k in SOURCE_KINDS if k in value]
-    if len(kinds) != 1:
-        raise ModelError(
-            f"model {name}: field 'source' must name exactly one of {', '.join(SOURCE_KINDS)}; "
-            f"got {', '.join(map(repr, value)) or 'none'}"
-        )
-    kind = kinds[0]
-    unknown = sorted(set(value) - {kind, *_SOURCE_OPTIONS[kind]})
-    if unknown:
-        allowed = ", ".join((kind, *_SOURCE_OPTIONS[kind]))
-        raise ModelError(
-            f"model {name}: field 'source' has unknown key(s) {', '.join(map(repr, unknown))} "
-            f"for a {kind} source; allowed: {allowed}"
-        )
-    strings = {k: _text(name, f"source.{k}", v) for k, v in value.items() if k != "parts"}
-    parts = value.get("parts", [])
-    if not isinstance(parts, list) or not all(isinstance(p, str) and p for p in parts):
-        raise ModelError(
-            f"model {name}: field 'source.parts' must be a list of package names, got {parts!r}"
-        )
-    if parts and "gguf_file" not in value:
-        raise ModelError(
-            f"model {name}: field 'source.gguf_file' is required with 'parts' (it names the "
-            "file the parts assemble into)"
-        )
-    return ModelSource(kind=kind, parts=tuple(parts), **strings)
 
 
 # --- sources --------------------------------------------------------------------------------
