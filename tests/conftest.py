@@ -1,5 +1,10 @@
-"""Session fixtures shared by the test modules: converted and tiny models."""
+"""Fixtures shared by the test modules: converted and tiny models, a full disk."""
 
+import builtins
+import errno
+import io
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -47,3 +52,35 @@ def llama(tiny_llama_dir):
 @pytest.fixture(scope="module")
 def gemma(tiny_gemma_dir):
     return lm_for(tiny_gemma_dir, "tiny-gemma")
+
+
+@pytest.fixture
+def full_disk(monkeypatch):
+    """Writes to a writer's temporary file (`.NAME.<pid>.<hex>.tmp`) store half the data,
+    then fail with ENOSPC, as on a full disk; other files open as usual."""
+    real = builtins.open
+
+    class Full:
+        def __init__(self, f):
+            self._f = f
+
+        def write(self, data):
+            self._f.write(data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def __getattr__(self, name):
+            return getattr(self._f, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self._f.close()
+
+    def fake_open(file, mode="r", *args, **kwargs):
+        f = real(file, mode, *args, **kwargs)
+        temp = isinstance(file, (str, os.PathLike)) and re.search(r"/\.[^/]+\.tmp$", str(file))
+        return Full(f) if temp and ("w" in mode or "a" in mode) else f
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    monkeypatch.setattr(io, "open", fake_open)  # pathlib writes through io.open

@@ -1,6 +1,5 @@
 """ips.io: atomic writes, checksummed HDF5, guarded reads, destination checks, the lock."""
 
-import errno
 import fcntl
 import os
 import subprocess
@@ -82,30 +81,9 @@ def test_write_dataset_keeps_numbers_and_checksums_numeric_arrays(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["d.h5"]
 
 
-def test_full_disk_is_an_output_error_and_leaves_nothing(tmp_path, monkeypatch):
-    import ips.io
-
+def test_full_disk_is_an_output_error_and_leaves_nothing(tmp_path, full_disk):
     path = tmp_path / "d.h5"
     path.write_bytes(b"old")
-
-    class Full:
-        def __init__(self, f):
-            self.f = f
-
-        def write(self, data):
-            self.f.write(bytes(data)[:100])  # half written, then the disk is full
-            raise OSError(errno.ENOSPC, "No space left on device")
-
-        def __getattr__(self, name):
-            return getattr(self.f, name)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.f.close()
-
-    monkeypatch.setattr(ips.io, "open", lambda *a, **k: Full(open(*a, **k)), raising=False)
     with pytest.raises(OutputError) as e:
         write_dataset(small_dataset(), path)
     assert str(e.value).startswith(f"{path}: cannot write (no space left on device)")
