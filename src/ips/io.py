@@ -266,6 +266,12 @@ def write_bytes(path: str | os.PathLike, data) -> None:
         os.fsync(f.fileno())
 
 
+def labels(xs) -> np.ndarray:
+    """Strings for a dataset's coordinate or variable: an object array of `str`, which HDF5
+    stores as variable-length UTF-8."""
+    return np.array([str(x) for x in xs], dtype=object)
+
+
 def write_dataset(ds: xr.Dataset, path: str | os.PathLike) -> None:
     """Write `ds` atomically as HDF5 readable with `xr.open_dataset(path, engine="h5netcdf")`.
 

@@ -70,7 +70,7 @@ import xarray as xr
 from ips import __version__, metrics, uncertainty
 from ips.case_study import choose_cell
 from ips.datasets import letter
-from ips.io import InputError, read_dataset
+from ips.io import InputError, labels, read_dataset
 from ips.templates import ZERO_SHOT
 
 log = logging.getLogger(__name__)
@@ -402,14 +402,14 @@ def case_study_data(merged: Merged, norm: np.ndarray, pred: np.ndarray, groups: 
              else [f"x{k + 1}" for k in range(n)])
     data = {
         "case_norm": (("case_side", "kind", "case_mask"), norm[s, [i, j], :, :size]),
-        "case_words": (("case_var",), np.array(words, dtype=object)),
+        "case_words": (("case_var",), labels(words)),
     }
     data["case_v"] = (("case_side", "case_mask"), merged.v[s, [i, j], :size])
     rec = [reconstruct(*metrics.keep_top(merged.and_[s, [i, j], :size],
                                   merged.or_[s, [i, j], :size], k)) for k in metrics.KEEP]
     data["case_rec"] = (("keep", "case_side", "case_mask"), np.array(rec))
-    coords = {"case_side": np.array(["a", "b"], dtype=object),
-              "kind": np.array(metrics.KINDS, dtype=object),
+    coords = {"case_side": labels("ab"),
+              "kind": labels(metrics.KINDS),
               "case_mask": np.arange(size), "case_var": np.arange(n)}
     gold = int(merged.gold[s]) if merged.attrs.get("kind", "mcq") == "mcq" else -1
     attrs = {
@@ -462,175 +462,235 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
     samples are resampled and tested in the order of their sorted ids, so neither depends
     on how the samples were sharded).
     """
+    tau, sweep = _checked_taus(tau, tau_sweep)
+    norm = metrics.normalize(merged.and_, merged.or_, merged.n_vars[:, None])
+    pred = _predictions(merged)
+    groups = list(merged.groups)
+    per_group = [_group_metrics(merged, g, norm, pred, tau, sweep) for g in groups]
+    order = np.argsort(merged.samples.astype(str), kind="stable")
+    case_data, case_coords, case_attrs = case_study_data(merged, norm, pred, groups, tau)
+    data, coords = {}, {}
+    for d, c in (
+        _group_variables(groups, per_group, sweep),
+        _condition_variables(merged),
+        _pair_variables(merged, groups, per_group, pred),
+        _sample_variables(merged, per_group, order, seed, n_boot, level, draws),
+        _fit_variables(merged, norm, tau, order),
+        (case_data, case_coords),
+    ):
+        data.update(d)
+        coords.update(c)
+    attrs = {**_attributes(merged, tau, seed, n_boot, level, draws), **case_attrs}
+    ds = xr.Dataset(data, coords=coords, attrs=attrs)
+    ds["ips"].attrs["description"] = "IPS (band all) and IPS^low/mid/high at tau"
+    ds["pair_ips"].attrs["description"] = (
+        "per condition pair: mean over samples with a non-empty U of ips(x, T, T^)")
+    return ds
+
+
+def _checked_taus(tau: float, tau_sweep: Sequence[float] | None) -> tuple[float, np.ndarray]:
     sweep = np.asarray(metrics.default_tau_sweep() if tau_sweep is None else tau_sweep, float)
-    tau = float(tau)
-    if not 0 < tau < 1:
+    if not 0 < float(tau) < 1:
         raise ValueError(f"tau must lie in (0, 1); got {tau}")
     if sweep.ndim != 1 or sweep.size == 0 or not np.all((sweep > 0) & (sweep < 1)):
         raise ValueError(f"tau_sweep must be a non-empty list of thresholds in (0, 1); "
                          f"got {sweep.tolist()}")
-    norm = metrics.normalize(merged.and_, merged.or_, merged.n_vars[:, None])
+    return float(tau), sweep
+
+
+def _predictions(merged: Merged) -> np.ndarray:
+    """(sample, condition) predictions: `pred` (the letter argmax) for MCQ, else the greedy
+    token."""
     kind = merged.attrs.get("kind", "mcq")
-    use_greedy = kind != "mcq"
-    if use_greedy and merged.greedy is None:
+    if kind == "mcq":
+        return merged.pred
+    if merged.greedy is None:
         raise InputError(f"{merged.values_files[0]}: an {kind} dataset needs 'greedy_token' "
                          "as its prediction, and the file has none")
-    pred = merged.greedy if use_greedy else merged.pred
+    return merged.greedy
+
+
+def _group_metrics(merged: Merged, name: str, norm: np.ndarray, pred: np.ndarray, tau: float,
+                   sweep: np.ndarray) -> dict[str, np.ndarray]:
+    """Every quantity of one condition group over its unordered condition pairs: `ips`,
+    `n_valued`, `n_empty` (band), `sweep`, `sweep_n` (tau), `sample_ips` (sample, band),
+    `sample_sweep` (sample, tau), `pairs` (pair, 2: condition indices), `sample_pair`
+    (sample, pair, band), `pair_ips`, `pair_n` (pair, band: mean over the samples valued in
+    the pair, and their number), `share`, `count` (type, changed), `sample_count` (sample,
+    type, changed), `cells` (changed), `consistency`. A group with fewer than two conditions
+    has no pair: NaN values and zero counts."""
+    index = {str(c): i for i, c in enumerate(merged.conditions["condition"])}
+    idx = np.array([index[c] for c in merged.groups[name]], dtype=np.int64)
+    S, B, T, Y = merged.n_vars.size, len(BANDS), sweep.size, len(metrics.INTERACTION_TYPES)
+    if idx.size < 2:
+        log.warning("%s: group %r has %d condition(s), no pair to compare",
+                    merged.values_files[0], name, idx.size)
+        return {"ips": np.full(B, np.nan), "n_valued": np.zeros(B, np.int64),
+                "n_empty": np.zeros(B, np.int64), "sweep": np.full(T, np.nan),
+                "sweep_n": np.zeros(T, np.int64), "sample_ips": np.full((S, B), np.nan),
+                "sample_sweep": np.full((S, T), np.nan), "pairs": np.zeros((0, 2), np.int64),
+                "sample_pair": np.zeros((S, 0, B)), "pair_ips": np.zeros((0, B)),
+                "pair_n": np.zeros((0, B), np.int64), "share": np.full((Y, 2), np.nan),
+                "count": np.zeros((Y, 2), np.int64),
+                "sample_count": np.zeros((S, Y, 2), np.int64),
+                "cells": np.zeros(2, np.int64), "consistency": np.nan}
+    sub, local = norm[:, idx], metrics.all_pairs(idx.size)
+    bands = [metrics.ips(sub, local, tau, None if b == "all" else b) for b in BANDS]
+    sample_pair = np.stack([r.per_pair for r in bands], axis=-1)
+    valued = ~np.isnan(sample_pair)
+    pair_n = valued.sum(axis=0)
+    total = np.where(valued, sample_pair, 0.0).sum(axis=0)
+    swept = metrics.ips(sub, local, sweep)
+    ts = metrics.interaction_type_shares(sub, pred[:, idx], local, tau)
+    return {
+        "ips": np.array([r.value for r in bands]),
+        "n_valued": np.array([r.n_valued_samples for r in bands], np.int64),
+        "n_empty": np.array([r.n_empty_pairs for r in bands], np.int64),
+        "sweep": swept.value, "sweep_n": swept.n_valued_samples,
+        "sample_ips": np.stack([r.per_sample for r in bands], axis=-1),
+        "sample_sweep": swept.per_sample.T,
+        "pairs": idx[local], "sample_pair": sample_pair,
+        "pair_ips": np.where(pair_n > 0, total / np.maximum(pair_n, 1), np.nan),
+        "pair_n": pair_n,
+        "share": np.stack([ts.changed, ts.unchanged], axis=-1),
+        "count": np.stack([ts.counts_changed, ts.counts_unchanged], axis=-1),
+        "sample_count": np.stack([ts.sample_counts_changed, ts.sample_counts_unchanged], -1),
+        "cells": np.array([ts.n_pairs_changed, ts.n_pairs_unchanged], np.int64),
+        "consistency": metrics.output_consistency(pred[:, idx]),
+    }
+
+
+def _stack(per_group: list[dict], key: str, axis: int = 0, dtype=np.float64) -> np.ndarray:
+    return np.stack([np.asarray(g[key], dtype) for g in per_group], axis=axis)
+
+
+
+def _group_variables(groups: list[str], per_group: list[dict], sweep: np.ndarray):
+    """IPS per band and over the τ sweep, interaction types and output consistency."""
+    data = {
+        "ips": (("group", "band"), _stack(per_group, "ips")),
+        "n_valued_samples": (("group", "band"), _stack(per_group, "n_valued", dtype=np.int64)),
+        "n_empty_pairs": (("group", "band"), _stack(per_group, "n_empty", dtype=np.int64)),
+        "ips_sweep": (("tau", "group"), _stack(per_group, "sweep", axis=-1)),
+        "n_valued_samples_sweep": (("tau", "group"),
+                                   _stack(per_group, "sweep_n", axis=-1, dtype=np.int64)),
+        "type_share": (("group", "type", "changed"), _stack(per_group, "share")),
+        "type_count": (("group", "type", "changed"), _stack(per_group, "count", dtype=np.int64)),
+        "n_type_cells": (("group", "changed"), _stack(per_group, "cells", dtype=np.int64)),
+        "output_consistency": (("group",), _stack(per_group, "consistency")),
+    }
+    coords = {"group": labels(groups), "band": labels(BANDS), "tau": sweep,
+              "type": labels(metrics.INTERACTION_TYPES), "changed": labels(CHANGED)}
+    return data, coords
+
+
+def _condition_variables(merged: Merged):
+    """The conditions and their accuracy (NaN for instruction datasets)."""
     names = merged.conditions["condition"]
-    index = {str(c): i for i, c in enumerate(names)}
-    groups = list(merged.groups)
-    G, B, T = len(groups), len(BANDS), sweep.size
+    if merged.attrs.get("kind", "mcq") == "mcq":
+        acc = metrics.accuracy(merged.pred, merged.gold)
+    else:
+        acc = np.full(len(names), np.nan)
+    coords = {
+        "condition": labels(names),
+        "template": ("condition", labels(merged.conditions["template"])),
+        "shots": ("condition", np.asarray(merged.conditions["shots"]).astype(np.int64)),
+        "perturbation": ("condition", labels(merged.conditions["perturbation"])),
+    }
+    return {"accuracy": (("condition",), np.asarray(acc, np.float64))}, coords
 
-    ips_v = np.full((G, B), np.nan)
-    n_valued = np.zeros((G, B), np.int64)
-    n_empty = np.zeros((G, B), np.int64)
-    sweep_v = np.full((T, G), np.nan)
-    sweep_n = np.zeros((T, G), np.int64)
-    share = np.full((G, 3, 2), np.nan)
-    count = np.zeros((G, 3, 2), np.int64)
-    sample_count = np.zeros((merged.n_vars.size, G, 3, 2), np.int64)
-    cells = np.zeros((G, 2), np.int64)
-    consistency = np.full(G, np.nan)
-    pair_rows: list[tuple[str, int, int]] = []
-    pair_ips_rows, pair_n_rows = [], []
-    S = merged.n_vars.size
-    sample_ips = np.full((S, G, B), np.nan)
-    sample_sweep = np.full((S, T, G), np.nan)
-    sample_pair_rows: list[np.ndarray] = []  # (S, B) per pair
 
-    for g, name in enumerate(groups):
-        idx = np.array([index[c] for c in merged.groups[name]], dtype=np.int64)
-        if idx.size < 2:
-            log.warning("%s: group %r has %d condition(s), no pair to compare",
-                        merged.values_files[0], name, idx.size)
-            continue
-        sub = norm[:, idx]
-        local = metrics.all_pairs(idx.size)
-        per_pair = np.empty((local.shape[0], B))
-        per_pair_n = np.empty((local.shape[0], B), np.int64)
-        group_sample_pair = np.empty((S, local.shape[0], B))
-        for b, band in enumerate(BANDS):
-            res = metrics.ips(sub, local, tau, None if band == "all" else band)
-            sample_ips[:, g, b] = res.per_sample
-            group_sample_pair[:, :, b] = res.per_pair
-            ips_v[g, b] = res.value
-            n_valued[g, b] = res.n_valued_samples
-            n_empty[g, b] = res.n_empty_pairs
-            valued = ~np.isnan(res.per_pair)
-            per_pair_n[:, b] = valued.sum(axis=0)
-            total = np.where(valued, res.per_pair, 0.0).sum(axis=0)
-            per_pair[:, b] = np.where(per_pair_n[:, b] > 0,
-                                      total / np.maximum(per_pair_n[:, b], 1), np.nan)
-        res = metrics.ips(sub, local, sweep)
-        sample_sweep[:, :, g] = res.per_sample.T
-        sweep_v[:, g] = res.value
-        sweep_n[:, g] = res.n_valued_samples
-        ts = metrics.interaction_type_shares(sub, pred[:, idx], local, tau)
-        share[g, :, 0], share[g, :, 1] = ts.changed, ts.unchanged
-        count[g, :, 0], count[g, :, 1] = ts.counts_changed, ts.counts_unchanged
-        sample_count[:, g, :, 0] = ts.sample_counts_changed
-        sample_count[:, g, :, 1] = ts.sample_counts_unchanged
-        cells[g] = ts.n_pairs_changed, ts.n_pairs_unchanged
-        consistency[g] = metrics.output_consistency(pred[:, idx])
-        for k, ((i, j), row, row_n) in enumerate(zip(idx[local].tolist(), per_pair, per_pair_n)):
-            pair_rows.append((name, i, j))
-            pair_ips_rows.append(row)
-            pair_n_rows.append(row_n)
-            sample_pair_rows.append(group_sample_pair[:, k])
-
-    P = len(pair_rows)
-    gpairs = np.array([(i, j) for _, i, j in pair_rows], dtype=np.int64).reshape(P, 2)
+def _pair_variables(merged: Merged, groups: list[str], per_group: list[dict],
+                    pred: np.ndarray):
+    """Every group's condition pairs: IPS, Appendix G labels, prediction consistency and the
+    representation baseline (App. H)."""
+    pairs = np.concatenate([g["pairs"] for g in per_group]).reshape(-1, 2)
+    group_of = [name for name, g in zip(groups, per_group) for _ in range(len(g["pairs"]))]
+    P, B = len(pairs), len(BANDS)
     if P:
-        labels = pair_labels(merged, gpairs)
-        pair_cons = metrics.pair_consistency(pred, gpairs)
+        kinds = pair_labels(merged, pairs)
+        pair_cons = metrics.pair_consistency(pred, pairs)
         if merged.hidden is not None:
-            rep_cos, rep_l2 = metrics.representation_baseline(merged.hidden, gpairs)
+            rep_cos, rep_l2 = metrics.representation_baseline(merged.hidden, pairs)
         else:
             log.warning("%s: no 'hidden' states, the representation baseline is NaN",
                         merged.values_files[0])
             rep_cos, rep_l2 = np.full(P, np.nan), np.full(P, np.nan)
     else:
-        labels, pair_cons, rep_cos, rep_l2 = [], np.zeros(0), np.zeros(0), np.zeros(0)
-    if kind == "mcq":
-        acc = metrics.accuracy(merged.pred, merged.gold)
-    else:
-        acc = np.full(len(names), np.nan)
-
-    obj = lambda xs: np.array([str(x) for x in xs], dtype=object)  # noqa: E731
-    coords = {
-        "group": obj(groups),
-        "band": obj(BANDS),
-        "tau": sweep,
-        "condition": obj(names),
-        "template": ("condition", obj(merged.conditions["template"])),
-        "shots": ("condition", np.asarray(merged.conditions["shots"]).astype(np.int64)),
-        "perturbation": ("condition", obj(merged.conditions["perturbation"])),
-        "pair": obj(f"{g}:{names[i]}|{names[j]}" for g, i, j in pair_rows),
-        "pair_a": ("pair", obj(names[i] for _, i, _ in pair_rows)),
-        "pair_b": ("pair", obj(names[j] for _, _, j in pair_rows)),
-        "pair_group": ("pair", obj(g for g, _, _ in pair_rows)),
-        "pair_label": ("pair", obj(labels)),
-        "type": obj(metrics.INTERACTION_TYPES),
-        "changed": obj(CHANGED),
-    }
-    pair_ips = np.array(pair_ips_rows, dtype=np.float64).reshape(P, B)
-    pair_n = np.array(pair_n_rows, dtype=np.int64).reshape(P, B)
+        kinds, pair_cons, rep_cos, rep_l2 = [], np.zeros(0), np.zeros(0), np.zeros(0)
+    names = [str(c) for c in merged.conditions["condition"]]
     data = {
-        "ips": (("group", "band"), ips_v),
-        "n_valued_samples": (("group", "band"), n_valued),
-        "n_empty_pairs": (("group", "band"), n_empty),
-        "ips_sweep": (("tau", "group"), sweep_v),
-        "n_valued_samples_sweep": (("tau", "group"), sweep_n),
-        "pair_ips": (("pair", "band"), pair_ips),
-        "pair_n_valued": (("pair", "band"), pair_n),
-        "type_share": (("group", "type", "changed"), share),
-        "type_count": (("group", "type", "changed"), count),
-        "n_type_cells": (("group", "changed"), cells),
-        "output_consistency": (("group",), consistency),
+        "pair_ips": (("pair", "band"), np.concatenate([g["pair_ips"] for g in per_group]
+                                                      ).reshape(P, B).astype(np.float64)),
+        "pair_n_valued": (("pair", "band"), np.concatenate([g["pair_n"] for g in per_group]
+                                                           ).reshape(P, B).astype(np.int64)),
         "pair_consistency": (("pair",), np.asarray(pair_cons, np.float64)),
-        "accuracy": (("condition",), np.asarray(acc, np.float64)),
         "rep_cosine": (("pair",), np.asarray(rep_cos, np.float64)),
         "rep_l2": (("pair",), np.asarray(rep_l2, np.float64)),
+    }
+    coords = {
+        "pair": labels(f"{g}:{names[i]}|{names[j]}"
+                       for g, (i, j) in zip(group_of, pairs.tolist())),
+        "pair_a": ("pair", labels(names[i] for i in pairs[:, 0])),
+        "pair_b": ("pair", labels(names[j] for j in pairs[:, 1])),
+        "pair_group": ("pair", labels(group_of)),
+        "pair_label": ("pair", labels(kinds)),
+    }
+    return data, coords
+
+
+def _sample_variables(merged: Merged, per_group: list[dict], order: np.ndarray, seed: int,
+                      n_boot: int, level: float, draws: int):
+    """Per-sample values in sample-id order, their bootstrap intervals and the band tests."""
+    sample_ips = _stack(per_group, "sample_ips", axis=1)[order]
+    sample_pair = np.concatenate([g["sample_pair"] for g in per_group], axis=1)[order]
+    sample_sweep = _stack(per_group, "sample_sweep", axis=-1)[order]
+    S, G, B = sample_ips.shape
+    P, T = sample_pair.shape[1], sample_sweep.shape[1]
+    counts = uncertainty.resample_counts(S, n_boot, seed)
+    _, ips_ci = uncertainty.bootstrap_ci(sample_ips[:, None], level=level, counts=counts)
+    _, pair_ci = uncertainty.bootstrap_ci(sample_pair[:, None], level=level, counts=counts)
+    _, sweep_ci = uncertainty.bootstrap_ci(sample_sweep[:, None], level=level, counts=counts)
+    data = {
+        "ips_ci": (("group", "band", "bound"), ips_ci.reshape(G, B, 2)),
+        "pair_ips_ci": (("pair", "band", "bound"), pair_ci.reshape(P, B, 2)),
+        "ips_sweep_ci": (("tau", "group", "bound"), sweep_ci.reshape(T, G, 2)),
+        "sample_ips": (("sample", "group", "band"), sample_ips),
+        "sample_pair_ips": (("sample", "pair", "band"), sample_pair),
+        "sample_type_count": (("sample", "group", "type", "changed"),
+                              _stack(per_group, "sample_count", axis=1, dtype=np.int64)[order]),
+    }
+    for name, value in band_tests(sample_ips, draws, seed).items():
+        data[name] = (("group", "band_pair"), value)
+    coords = {"sample": labels(merged.samples.astype(str)[order]),
+              "bound": labels(uncertainty.BOUNDS), "band_pair": labels(BAND_PAIRS)}
+    return data, coords
+
+
+def _fit_variables(merged: Merged, norm: np.ndarray, tau: float, order: np.ndarray):
+    """How well the interactions explain v: the fit's matching error, sparsity (Fig. 2a) and
+    universal matching keeping the largest interactions (Fig. 2b)."""
+    data = {
         "matching_error_max": ((), float(np.nanmax(merged.matching_error))),
         "n_samples": ((), np.int64(merged.n_vars.size)),
         "n_vars_mean": ((), float(np.mean(merged.n_vars))),
     }
-    # per-sample values (samples sorted by id) and their bootstrap intervals
-    ids = merged.samples.astype(str)
-    order = np.argsort(ids, kind="stable")
-    sample_pair = (np.stack(sample_pair_rows, axis=1) if P else np.zeros((S, 0, B)))[order]
-    sample_ips = sample_ips[order]
-    counts = uncertainty.resample_counts(S, n_boot, seed)
-    _, ips_ci = uncertainty.bootstrap_ci(sample_ips[:, None], level=level, counts=counts)
-    _, pair_ci = uncertainty.bootstrap_ci(sample_pair[:, None], level=level, counts=counts)
-    _, sweep_ci = uncertainty.bootstrap_ci(sample_sweep[order][:, None], level=level,
-                                           counts=counts)
-    data["ips_sweep_ci"] = (("tau", "group", "bound"), sweep_ci.reshape(T, G, 2))
-    coords["sample"] = obj(ids[order])
-    coords["bound"] = obj(uncertainty.BOUNDS)
-    data["sample_ips"] = (("sample", "group", "band"), sample_ips)
-    data["sample_type_count"] = (("sample", "group", "type", "changed"), sample_count[order])
-    coords["band_pair"] = obj(BAND_PAIRS)
-    for name, value in band_tests(sample_ips, draws, seed).items():
-        data[name] = (("group", "band_pair"), value)
-    data["ips_ci"] = (("group", "band", "bound"), ips_ci.reshape(G, B, 2))
-    data["sample_pair_ips"] = (("sample", "pair", "band"), sample_pair)
-    data["pair_ips_ci"] = (("pair", "band", "bound"), pair_ci.reshape(P, B, 2))
     sparse, sample_share = metrics.sparsity(norm, tau)
     data.update(sparse)
     data["sample_salient_share"] = (("sample",), sample_share[order])
-    coords["rank"] = metrics.SPARSITY_RANKS
     nrmse, sample_nrmse = metrics.matching_nrmse(merged.v, merged.and_, merged.or_,
-                                                      merged.n_vars)
-    coords["keep"] = np.asarray(metrics.KEEP)
+                                                 merged.n_vars)
     data["matching_nrmse"] = (("keep",), nrmse)
     data["sample_matching_nrmse"] = (("sample", "keep"), sample_nrmse[order])
-    case_data, case_coords, case_attrs = case_study_data(merged, norm, pred, groups, tau)
-    data.update(case_data)
-    coords.update(case_coords)
+    return data, {"rank": metrics.SPARSITY_RANKS, "keep": np.asarray(metrics.KEEP)}
 
+
+def _attributes(merged: Merged, tau: float, seed: int, n_boot: int, level: float,
+                draws: int) -> dict:
+    """What the numbers were computed from and how (the module docstring lists them)."""
     a = merged.attrs
-    attrs = {
+    kind = a.get("kind", "mcq")
+    return {
         "model": a["model"],
         "model_attributes": a.get("model_attributes", "{}"),
         "dataset": a["dataset"],
@@ -638,7 +698,7 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         "target": a.get("target", ""),
         "tau": tau,
         "groups": json.dumps(merged.groups),
-        "prediction": "greedy_token" if use_greedy else "pred",
+        "prediction": "pred" if kind == "mcq" else "greedy_token",
         "template_file": _template_file(a) or "",
         "values_files": json.dumps(merged.values_files),
         "fit_files": json.dumps(merged.fit_files),
@@ -650,13 +710,7 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
                             "exact_max": uncertainty.EXACT_MAX, "draws": int(draws),
                             "seed": int(seed), "multiplicity": "Holm over the 3 band pairs "
                             "of one group"}),
-        **case_attrs,
     }
-    ds = xr.Dataset(data, coords=coords, attrs=attrs)
-    ds["ips"].attrs["description"] = "IPS (band all) and IPS^low/mid/high at tau"
-    ds["pair_ips"].attrs["description"] = (
-        "per condition pair: mean over samples with a non-empty U of ips(x, T, T^)")
-    return ds
 
 
 def summarize(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathLike],
