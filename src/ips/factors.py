@@ -77,7 +77,7 @@ import numpy as np
 import xarray as xr
 
 from ips import __version__, metrics, uncertainty
-from ips.io import InputError
+from ips.io import InputError, labels
 from ips.metrics_file import Entry, read_metrics
 from ips.summary import BANDS
 from ips.templates import ZERO_SHOT
@@ -334,145 +334,24 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
 
     ``seed``, ``n_boot``, ``level``: the paired bootstrap intervals of every comparison
     (`_paired`); ``seed``, ``draws``: its sign-flip tests (`_sign_flip`)."""
-    if not paths:
-        raise InputError("no metrics files given")
-    entries = [read_metrics(p) for p in paths]
-    seen: dict[tuple[str, str], Path] = {}
-    tau = float(entries[0].ds.attrs["tau"])
-    for e in entries:
-        if (e.model, e.dataset) in seen:
-            raise InputError(f"{e.path}: model {e.model!r} on dataset {e.dataset!r} is also in "
-                             f"{seen[e.model, e.dataset]}")
-        seen[e.model, e.dataset] = e.path
-        if not np.isclose(float(e.ds.attrs["tau"]), tau):
-            raise InputError(f"{e.path}: computed at τ = {e.ds.attrs['tau']}, but "
-                             f"{entries[0].path} at τ = {tau}; factors compare IPS at one τ")
+    entries, tau = _read_entries(paths)
     datasets = list(dict.fromkeys(e.dataset for e in entries))
     by_dataset = {d: [e for e in entries if e.dataset == d] for d in datasets}
-
-    comps: list[Comparison] = []
-    few_notes: list[str] = []
-    finders = {"instruct_vs_base": _pairs_instruct, "scale": _pairs_scale,
-               "dense_vs_moe": _pairs_moe}
-    for d in datasets:
-        for factor, finder in finders.items():
-            for a, b in finder(by_dataset[d]):
-                comps += _model_comparisons(factor, d, a, b)
-        for e in by_dataset[d]:
-            c, notes = _few_shot(d, e)
-            comps += c
-            few_notes += [f"{d}: {n}" for n in notes]
-    for n in few_notes:
-        log.info("few_shot: %s", n)
-
-    # comparisons
-    C = len(comps)
-    ips_a = np.array([c.ips_a for c in comps], float).reshape(C, len(BANDS))
-    ips_b = np.array([c.ips_b for c in comps], float).reshape(C, len(BANDS))
-    delta = _delta(ips_a, ips_b)
-    obj = lambda xs: np.array([str(x) for x in xs], dtype=object)  # noqa: E731
-    col = lambda name: ("comparison", obj(getattr(c, name) for c in comps))  # noqa: E731
-
-    nb = len(BANDS)
+    comps, few_notes = _find_comparisons(datasets, by_dataset)
     tests = _paired(comps, datasets, seed, n_boot, level)
-    nan2 = np.full((nb, 2), np.nan)
-    ci_a = np.array([t.ci_a if t else nan2 for t in tests], float).reshape(C, nb, 2)
-    ci_b = np.array([t.ci_b if t else nan2 for t in tests], float).reshape(C, nb, 2)
-    delta_ci = np.array([t.delta_ci if t else nan2 for t in tests], float).reshape(C, nb, 2)
     diffs = [_differences(c) for c in comps]
-    p_val, n_tested = np.full((C, nb), np.nan), np.zeros((C, nb), np.int64)
-    for i, d in enumerate(diffs):
-        if d is not None:
-            p_val[i], n_tested[i] = _sign_flip([d], draws, seed)
-    n_paired = n_tested[:, BANDS.index("all")].copy()  # A_s and B_s valued in band all
-
-    # summary: mean over the comparisons of one (factor, dataset, group)
-    keys = list(dict.fromkeys((c.factor, c.dataset, c.group) for c in comps))
-    mean = np.full((len(keys), len(BANDS)), np.nan)
-    mean_ci = np.full((len(keys), nb, 2), np.nan)
-    mean_p = np.full((len(keys), nb), np.nan)
-    mean_n = np.zeros((len(keys), nb), np.int64)
-    count = np.zeros(len(keys), np.int64)
-    for k, key in enumerate(keys):
-        rows = [i for i, c in enumerate(comps) if (c.factor, c.dataset, c.group) == key]
-        mean[k] = _nanmean(delta[rows])
-        count[k] = int(np.isfinite(delta[rows, 0]).sum())
-        if all(tests[i] is not None for i in rows):  # replicates share their resamples
-            reps = _nanmean(np.stack([tests[i].delta_replicates for i in rows]))
-            mean_ci[k] = uncertainty.percentile_ci(reps, level, mean[k])
-        if all(diffs[i] is not None for i in rows):
-            mean_p[k], mean_n[k] = _sign_flip([diffs[i] for i in rows], draws, seed)
-
-    present, notes, absent = [], [], {}
-    for f in FACTORS:
-        mine = [c for c in comps if c.factor == f]
-        if not mine:
-            present.append(False)
-            reason = ABSENT[f]
-            notes.append(f"absent: {reason}")
-            absent[f] = reason
-            continue
-        present.append(True)
-        unit = "(model, k-shot group) comparison(s)" if f == "few_shot" else "model pair(s)"
-        per_d = {d: len({(c.model_a, c.model_b, c.setting_a if f == "few_shot" else "")
-                         for c in mine if c.dataset == d}) for d in datasets}
-        parts = [f"{d}: {n} {unit}" if n else f"{d}: none ({ABSENT[f]})"
-                 for d, n in per_d.items()]
-        notes.append("present; " + "; ".join(parts))
-
-    # τ robustness per dataset
-    rob = [_robustness(d, by_dataset[d]) for d in datasets]
-    taus = rob[0].taus
-    for d, r in zip(datasets, rob):
-        if r.taus.shape != taus.shape or not np.allclose(r.taus, taus):
-            raise InputError(f"dataset {d}: τ sweep {r.taus.tolist()} differs from "
-                             f"{taus.tolist()} of dataset {datasets[0]}")
-        if r.note:
-            log.info("tau robustness of %s: %s", d, r.note)
-
-    coords = {
-        "comparison": np.arange(C),
-        "band": obj(BANDS),
-        "summary": np.arange(len(keys)),
-        "summary_factor": ("summary", obj(k[0] for k in keys)),
-        "summary_dataset": ("summary", obj(k[1] for k in keys)),
-        "summary_group": ("summary", obj(k[2] for k in keys)),
-        "factor": obj(FACTORS),
-        "dataset": obj(datasets),
-        "tau": taus,
-        "tau_b": ("tau_b", taus),
-        "bound": obj(uncertainty.BOUNDS),
-    }
-    for name in ("factor", "dataset", "group"):
-        coords[f"comparison_{name}"] = col(name)
-    for name in ("model_a", "model_b", "setting_a", "setting_b", "templates"):
-        coords[name] = col(name)
-    data = {
-        "ips_a": (("comparison", "band"), ips_a),
-        "ips_b": (("comparison", "band"), ips_b),
-        "delta_ips": (("comparison", "band"), delta),
-        "ips_a_ci": (("comparison", "band", "bound"), ci_a),
-        "ips_b_ci": (("comparison", "band", "bound"), ci_b),
-        "delta_ips_ci": (("comparison", "band", "bound"), delta_ci),
-        "p_value": (("comparison", "band"), p_val),
-        "n_tested": (("comparison", "band"), n_tested),
-        "n_paired": (("comparison",), n_paired),
-        "delta_ips_mean": (("summary", "band"), mean),
-        "delta_ips_mean_ci": (("summary", "band", "bound"), mean_ci),
-        "p_value_mean": (("summary", "band"), mean_p),
-        "n_tested_mean": (("summary", "band"), mean_n),
-        "n_comparisons": (("summary",), count),
-        "factor_present": (("factor",), np.array(present, bool)),
-        "factor_note": (("factor",), obj(notes)),
-        "tau_spearman": (("dataset",), np.array([r.sweep.spearman for r in rob], float)),
-        "tau_pearson": (("dataset",), np.array([r.sweep.pearson for r in rob], float)),
-        "tau_spearman_matrix": (("dataset", "tau", "tau_b"),
-                                np.array([r.sweep.spearman_matrix for r in rob], float)),
-        "tau_pearson_matrix": (("dataset", "tau", "tau_b"),
-                               np.array([r.sweep.pearson_matrix for r in rob], float)),
-        "tau_n_models": (("dataset",), np.array([r.n_models for r in rob], np.int64)),
-        "tau_note": (("dataset",), obj(r.note for r in rob)),
-    }
+    ips_a, ips_b = (np.array([getattr(c, k) for c in comps], float).reshape(-1, len(BANDS))
+                    for k in ("ips_a", "ips_b"))
+    presence, absent = _factor_presence(comps, datasets)
+    data, coords = {}, {"factor": labels(FACTORS), "dataset": labels(datasets),
+                        "band": labels(BANDS), "bound": labels(uncertainty.BOUNDS)}
+    for d, c in (_comparison_variables(comps, ips_a, ips_b, tests, diffs, draws, seed),
+                 _summary_variables(comps, _delta(ips_a, ips_b), tests, diffs, level, draws,
+                                    seed),
+                 (presence, {}),
+                 _robustness_variables(datasets, by_dataset)):
+        data.update(d)
+        coords.update(c)
     attrs = {
         "tau": tau,
         "robustness_group": ROBUSTNESS_GROUP,
@@ -491,3 +370,153 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
     ds = xr.Dataset(data, coords=coords, attrs=attrs)
     ds["delta_ips"].attrs["description"] = "(IPS_A - IPS_B) / IPS_B; A has the factor"
     return ds
+
+
+def _read_entries(paths: Sequence[str | os.PathLike]) -> tuple[list[Entry], float]:
+    """The metrics files, each (model, dataset) once, all at one τ."""
+    if not paths:
+        raise InputError("no metrics files given")
+    entries = [read_metrics(p) for p in paths]
+    seen: dict[tuple[str, str], Path] = {}
+    tau = float(entries[0].ds.attrs["tau"])
+    for e in entries:
+        if (e.model, e.dataset) in seen:
+            raise InputError(f"{e.path}: model {e.model!r} on dataset {e.dataset!r} is also in "
+                             f"{seen[e.model, e.dataset]}")
+        seen[e.model, e.dataset] = e.path
+        if not np.isclose(float(e.ds.attrs["tau"]), tau):
+            raise InputError(f"{e.path}: computed at τ = {e.ds.attrs['tau']}, but "
+                             f"{entries[0].path} at τ = {tau}; factors compare IPS at one τ")
+    return entries, tau
+
+
+def _find_comparisons(datasets: list[str], by_dataset: dict[str, list[Entry]]
+                      ) -> tuple[list[Comparison], list[str]]:
+    """The model pairs of every model factor, then the few-shot comparisons, per dataset;
+    and the notes on few-shot groups that could not be compared."""
+    comps: list[Comparison] = []
+    few_notes: list[str] = []
+    finders = {"instruct_vs_base": _pairs_instruct, "scale": _pairs_scale,
+               "dense_vs_moe": _pairs_moe}
+    for d in datasets:
+        for factor, finder in finders.items():
+            for a, b in finder(by_dataset[d]):
+                comps += _model_comparisons(factor, d, a, b)
+        for e in by_dataset[d]:
+            c, notes = _few_shot(d, e)
+            comps += c
+            few_notes += [f"{d}: {n}" for n in notes]
+    for n in few_notes:
+        log.info("few_shot: %s", n)
+    return comps, few_notes
+
+
+
+def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.ndarray,
+                          tests: list, diffs: list, draws: int, seed: int):
+    """Every comparison: IPS of A and B, ΔIPS, their paired intervals and sign-flip tests."""
+    C, nb = len(comps), len(BANDS)
+    nan2 = np.full((nb, 2), np.nan)
+    ci = {name: np.array([getattr(t, name) if t else nan2 for t in tests], float
+                         ).reshape(C, nb, 2) for name in ("ci_a", "ci_b", "delta_ci")}
+    p_val, n_tested = np.full((C, nb), np.nan), np.zeros((C, nb), np.int64)
+    for i, d in enumerate(diffs):
+        if d is not None:
+            p_val[i], n_tested[i] = _sign_flip([d], draws, seed)
+    data = {
+        "ips_a": (("comparison", "band"), ips_a),
+        "ips_b": (("comparison", "band"), ips_b),
+        "delta_ips": (("comparison", "band"), _delta(ips_a, ips_b)),
+        "ips_a_ci": (("comparison", "band", "bound"), ci["ci_a"]),
+        "ips_b_ci": (("comparison", "band", "bound"), ci["ci_b"]),
+        "delta_ips_ci": (("comparison", "band", "bound"), ci["delta_ci"]),
+        "p_value": (("comparison", "band"), p_val),
+        "n_tested": (("comparison", "band"), n_tested),
+        # A_s and B_s valued in band all
+        "n_paired": (("comparison",), n_tested[:, BANDS.index("all")].copy()),
+    }
+    coords = {"comparison": np.arange(C)}
+    for name in ("factor", "dataset", "group"):
+        coords[f"comparison_{name}"] = ("comparison", labels(getattr(c, name) for c in comps))
+    for name in ("model_a", "model_b", "setting_a", "setting_b", "templates"):
+        coords[name] = ("comparison", labels(getattr(c, name) for c in comps))
+    return data, coords
+
+
+def _summary_variables(comps: list[Comparison], delta: np.ndarray, tests: list, diffs: list,
+                       level: float, draws: int, seed: int):
+    """Mean ΔIPS over the comparisons of one (factor, dataset, group), its interval (the
+    replicates share their resamples) and its sign-flip test."""
+    keys = list(dict.fromkeys((c.factor, c.dataset, c.group) for c in comps))
+    K, nb = len(keys), len(BANDS)
+    mean = np.full((K, nb), np.nan)
+    mean_ci = np.full((K, nb, 2), np.nan)
+    mean_p = np.full((K, nb), np.nan)
+    mean_n = np.zeros((K, nb), np.int64)
+    count = np.zeros(K, np.int64)
+    for k, key in enumerate(keys):
+        rows = [i for i, c in enumerate(comps) if (c.factor, c.dataset, c.group) == key]
+        mean[k] = _nanmean(delta[rows])
+        count[k] = int(np.isfinite(delta[rows, 0]).sum())
+        if all(tests[i] is not None for i in rows):
+            reps = _nanmean(np.stack([tests[i].delta_replicates for i in rows]))
+            mean_ci[k] = uncertainty.percentile_ci(reps, level, mean[k])
+        if all(diffs[i] is not None for i in rows):
+            mean_p[k], mean_n[k] = _sign_flip([diffs[i] for i in rows], draws, seed)
+    data = {
+        "delta_ips_mean": (("summary", "band"), mean),
+        "delta_ips_mean_ci": (("summary", "band", "bound"), mean_ci),
+        "p_value_mean": (("summary", "band"), mean_p),
+        "n_tested_mean": (("summary", "band"), mean_n),
+        "n_comparisons": (("summary",), count),
+    }
+    coords = {"summary": np.arange(K)}
+    for i, name in enumerate(("factor", "dataset", "group")):
+        coords[f"summary_{name}"] = ("summary", labels(k[i] for k in keys))
+    return data, coords
+
+
+def _factor_presence(comps: list[Comparison], datasets: list[str]) -> tuple[dict, dict]:
+    """`factor_present` and `factor_note` (how many comparisons per dataset, or why none),
+    and the reasons of the absent factors."""
+    present, notes, absent = [], [], {}
+    for f in FACTORS:
+        mine = [c for c in comps if c.factor == f]
+        if not mine:
+            present.append(False)
+            notes.append(f"absent: {ABSENT[f]}")
+            absent[f] = ABSENT[f]
+            continue
+        present.append(True)
+        unit = "(model, k-shot group) comparison(s)" if f == "few_shot" else "model pair(s)"
+        per_d = {d: len({(c.model_a, c.model_b, c.setting_a if f == "few_shot" else "")
+                         for c in mine if c.dataset == d}) for d in datasets}
+        parts = [f"{d}: {n} {unit}" if n else f"{d}: none ({ABSENT[f]})"
+                 for d, n in per_d.items()]
+        notes.append("present; " + "; ".join(parts))
+    data = {"factor_present": (("factor",), np.array(present, bool)),
+            "factor_note": (("factor",), labels(notes))}
+    return data, absent
+
+
+def _robustness_variables(datasets: list[str], by_dataset: dict[str, list[Entry]]):
+    """τ robustness per dataset (`_robustness`); every dataset must share one τ sweep."""
+    rob = [_robustness(d, by_dataset[d]) for d in datasets]
+    taus = rob[0].taus
+    for d, r in zip(datasets, rob):
+        if r.taus.shape != taus.shape or not np.allclose(r.taus, taus):
+            raise InputError(f"dataset {d}: τ sweep {r.taus.tolist()} differs from "
+                             f"{taus.tolist()} of dataset {datasets[0]}")
+        if r.note:
+            log.info("tau robustness of %s: %s", d, r.note)
+    data = {
+        "tau_spearman": (("dataset",), np.array([r.sweep.spearman for r in rob], float)),
+        "tau_pearson": (("dataset",), np.array([r.sweep.pearson for r in rob], float)),
+        "tau_spearman_matrix": (("dataset", "tau", "tau_b"),
+                                np.array([r.sweep.spearman_matrix for r in rob], float)),
+        "tau_pearson_matrix": (("dataset", "tau", "tau_b"),
+                               np.array([r.sweep.pearson_matrix for r in rob], float)),
+        "tau_n_models": (("dataset",), np.array([r.n_models for r in rob], np.int64)),
+        "tau_note": (("dataset",), labels(r.note for r in rob)),
+    }
+    return data, {"tau": taus, "tau_b": ("tau_b", taus)}
