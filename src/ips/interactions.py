@@ -526,91 +526,117 @@ def _admm(v: np.ndarray, n: int, tol: float, max_iter: int):
     Returns (a, lower, done, info).
     """
     rows = v.shape[0]
-    w_mat, inv_diag, h0 = _h_inverse_parts(n)
+    kron = _h_inverse_parts(n)
     a_out = 0.5 * v
     a_out[:, 0] = v[:, 0]
     lower = np.full(rows, -np.inf)
     done = np.zeros(rows, dtype=bool)
-    scale = np.abs(v - v[:, :1]).max(-1, keepdims=True)
-    scale[scale == 0] = 1.0  # a constant game stays at its zero interactions
-    c = _butterfly(complement(v).copy(), _M)  # MP v
-    u, wv = _blocks(a_out, c)
-    # per-game state of the games still running (compacted whenever games finish)
-    st = {"idx": np.arange(rows), "flat": v.copy(), "scale": scale, "c": c, "a": a_out.copy(),
-          "u": u, "w": wv, "al": np.zeros_like(u), "be": np.zeros_like(wv), "lam_prev": None,
-          "z_prev": None, "ok_prev": None}
-    relax = 1.6
+    st = _admm_start(v, a_out)
     stage_iters = _STAGE_ITERS_SMALL if n <= _SMALL_N else _STAGE_ITERS
-    total = 0
-    stages = 0
-    mu_rel = _MU_START
-    mu_prev_rel = None
-
-    def retire(finished: np.ndarray) -> None:
-        """Store the finished games' a and drop them from the running state."""
-        a_out[st["idx"][finished]] = st["a"][finished]
-        keep = ~finished
-        for key, val in st.items():
-            if val is not None:
-                st[key] = val[keep]
-
+    total = stages = 0
+    mu_rel, mu_prev_rel = _MU_START, None
     while total < max_iter and len(st["idx"]):
-        stage_ok = np.zeros(len(st["idx"]), dtype=bool)
-        for it in range(1, min(stage_iters, max_iter - total) + 1):
-            total += 1
-            flat, c, u, wv, al, be = (st[k] for k in ("flat", "c", "u", "w", "al", "be"))
-            rho = _RHO / st["scale"]
-            mu = mu_rel / st["scale"]
-            r = _butterfly(u - al, _M.T) + complement(_butterfly(wv - be + c, _M.T))
-            a = _h_solve(r, w_mat, inv_diag)
-            a += ((flat[:, 0] - a[:, 0]) / h0[0])[:, None] * h0
-            ma, mpa = _blocks(a, c)
-            ma_r = relax * ma + (1 - relax) * u
-            mpa_r = relax * mpa + (1 - relax) * wv
-            u_new = _shrink(rho * (ma_r + al), 1.0) / (rho + mu)
-            u_new[:, 0] = ma_r[:, 0] + al[:, 0]
-            w_new = _shrink(rho * (mpa_r + be), 1.0) / (rho + mu)
-            w_new[:, 0] = mpa_r[:, 0] + be[:, 0]
-            al += ma_r - u_new
-            be += mpa_r - w_new
-            st["a"], st["u"], st["w"] = a, u_new, w_new
-            if it % _CHECK_EVERY == 0 or total == max_iter:
-                idx = st["idx"]
-                bound = _dual_bound(flat, _lambda_from_multiplier(rho * al))
-                lower[idx] = np.maximum(lower[idx], bound)
-                primal = np.maximum(np.abs(ma - u_new).max(-1), np.abs(mpa - w_new).max(-1))
-                dual = np.maximum(np.abs(u_new - u).max(-1), np.abs(w_new - wv).max(-1))
-                stage_ok = np.maximum(primal, dual) <= 0.1 * tol * st["scale"][:, 0]
-                if stage_ok.all():
-                    break
+        iters = min(stage_iters, max_iter - total)
+        stage_ok, ran = _admm_stage(st, kron, mu_rel, tol, iters, total + iters == max_iter,
+                                    lower)
+        total += ran
         stages += 1
-        flat, idx = st["flat"], st["idx"]
-        lam = _lambda_from_multiplier(_RHO / st["scale"] * st["al"])
-        if st["lam_prev"] is not None and mu_prev_rel > mu_rel:
-            # Richardson extrapolation to μ = 0: on the support Aᵀλ_μ = sign(z) + μz with
-            # the same z at both μ (exact regularisation), so the combination is exact there
-            t = mu_prev_rel / (mu_prev_rel - mu_rel)
-            extrapolated = t * lam + (1 - t) * st["lam_prev"]
-            lower[idx] = np.maximum(lower[idx], _dual_bound(flat, extrapolated))
-        ma, mpa = _blocks(st["a"], st["c"])
-        z = np.concatenate([ma[:, 1:], mpa[:, 1:]], -1)
-        obj = np.abs(z).sum(-1)
-        certified = obj - lower[idx] <= tol * obj  # within tol of the optimum, proven
-        if st["z_prev"] is not None:
-            moved = np.abs(z - st["z_prev"]).max(-1) / np.maximum(np.abs(z).max(-1), 1e-300)
-            finished = certified & stage_ok & st["ok_prev"] & (moved <= tol)
-        else:
-            finished = np.zeros(len(idx), dtype=bool)
-        if n > _SMALL_N:  # stages do not converge here (see _STAGE_ITERS): the gap decides
-            finished = certified
-        st["lam_prev"], st["z_prev"], st["ok_prev"], mu_prev_rel = lam, z, stage_ok, mu_rel
+        finished = _admm_stage_end(st, lower, mu_rel, mu_prev_rel, stage_ok, tol, n)
+        mu_prev_rel = mu_rel
         if finished.any():
-            done[idx[finished]] = True
-            retire(finished)
+            done[st["idx"][finished]] = True
+            _admm_retire(st, finished, a_out)
         mu_rel = max(mu_rel * _MU_FACTOR, _MU_FLOOR)
     a_out[st["idx"]] = st["a"]
     info = {"iterations": total, "stages": stages, "converged": int(done.sum()), "rows": rows}
     return a_out, lower, done, info
+
+
+def _admm_start(v: np.ndarray, a: np.ndarray) -> dict[str, np.ndarray | None]:
+    """The per-game state of `_admm` (row `k` is game `idx[k]`; compacted as games finish):
+    the game, its scale, MP v, the iterate a, u, w and the scaled multipliers, and the
+    previous stage's multiplier, interactions and convergence."""
+    scale = np.abs(v - v[:, :1]).max(-1, keepdims=True)
+    scale[scale == 0] = 1.0  # a constant game stays at its zero interactions
+    c = _butterfly(complement(v).copy(), _M)  # MP v
+    u, w = _blocks(a, c)
+    return {"idx": np.arange(v.shape[0]), "flat": v.copy(), "scale": scale, "c": c,
+            "a": a.copy(), "u": u, "w": w, "al": np.zeros_like(u), "be": np.zeros_like(w),
+            "lam_prev": None, "z_prev": None, "ok_prev": None}
+
+
+def _admm_stage(st: dict, kron, mu_rel: float, tol: float, iters: int, final: bool,
+                lower: np.ndarray) -> tuple[np.ndarray, int]:
+    """Up to ``iters`` over-relaxed ADMM iterations at one μ on the running games, updating
+    `st` and the certified lower bounds (every ``_CHECK_EVERY`` iterations and, when
+    ``final``, after the last). Returns which games converged at the last check and the
+    iterations run (fewer when all converged)."""
+    w_mat, inv_diag, h0 = kron
+    relax = 1.6
+    stage_ok = np.zeros(len(st["idx"]), dtype=bool)
+    for it in range(1, iters + 1):
+        flat, c, u, wv, al, be = (st[k] for k in ("flat", "c", "u", "w", "al", "be"))
+        rho = _RHO / st["scale"]
+        mu = mu_rel / st["scale"]
+        r = _butterfly(u - al, _M.T) + complement(_butterfly(wv - be + c, _M.T))
+        a = _h_solve(r, w_mat, inv_diag)
+        a += ((flat[:, 0] - a[:, 0]) / h0[0])[:, None] * h0
+        ma, mpa = _blocks(a, c)
+        ma_r = relax * ma + (1 - relax) * u
+        mpa_r = relax * mpa + (1 - relax) * wv
+        u_new = _shrink(rho * (ma_r + al), 1.0) / (rho + mu)
+        u_new[:, 0] = ma_r[:, 0] + al[:, 0]
+        w_new = _shrink(rho * (mpa_r + be), 1.0) / (rho + mu)
+        w_new[:, 0] = mpa_r[:, 0] + be[:, 0]
+        al += ma_r - u_new
+        be += mpa_r - w_new
+        st["a"], st["u"], st["w"] = a, u_new, w_new
+        if it % _CHECK_EVERY == 0 or (final and it == iters):
+            idx = st["idx"]
+            bound = _dual_bound(flat, _lambda_from_multiplier(rho * al))
+            lower[idx] = np.maximum(lower[idx], bound)
+            primal = np.maximum(np.abs(ma - u_new).max(-1), np.abs(mpa - w_new).max(-1))
+            dual = np.maximum(np.abs(u_new - u).max(-1), np.abs(w_new - wv).max(-1))
+            stage_ok = np.maximum(primal, dual) <= 0.1 * tol * st["scale"][:, 0]
+            if stage_ok.all():
+                break
+    return stage_ok, it
+
+
+def _admm_stage_end(st: dict, lower: np.ndarray, mu_rel: float, mu_prev_rel: float | None,
+                    stage_ok: np.ndarray, tol: float, n: int) -> np.ndarray:
+    """The end of a stage: tighten the lower bounds with the extrapolated multiplier, remember
+    this stage in `st`, and return which running games are done (see `_admm`)."""
+    flat, idx = st["flat"], st["idx"]
+    lam = _lambda_from_multiplier(_RHO / st["scale"] * st["al"])
+    if st["lam_prev"] is not None and mu_prev_rel > mu_rel:
+        # Richardson extrapolation to μ = 0: on the support Aᵀλ_μ = sign(z) + μz with
+        # the same z at both μ (exact regularisation), so the combination is exact there
+        t = mu_prev_rel / (mu_prev_rel - mu_rel)
+        extrapolated = t * lam + (1 - t) * st["lam_prev"]
+        lower[idx] = np.maximum(lower[idx], _dual_bound(flat, extrapolated))
+    ma, mpa = _blocks(st["a"], st["c"])
+    z = np.concatenate([ma[:, 1:], mpa[:, 1:]], -1)
+    obj = np.abs(z).sum(-1)
+    certified = obj - lower[idx] <= tol * obj  # within tol of the optimum, proven
+    if st["z_prev"] is not None:
+        moved = np.abs(z - st["z_prev"]).max(-1) / np.maximum(np.abs(z).max(-1), 1e-300)
+        finished = certified & stage_ok & st["ok_prev"] & (moved <= tol)
+    else:
+        finished = np.zeros(len(idx), dtype=bool)
+    if n > _SMALL_N:  # stages do not converge here (see _STAGE_ITERS): the gap decides
+        finished = certified
+    st["lam_prev"], st["z_prev"], st["ok_prev"] = lam, z, stage_ok
+    return finished
+
+
+def _admm_retire(st: dict, finished: np.ndarray, a_out: np.ndarray) -> None:
+    """Store the finished games' a and drop them from the running state."""
+    a_out[st["idx"][finished]] = st["a"][finished]
+    keep = ~finished
+    for key, val in st.items():
+        if val is not None:
+            st[key] = val[keep]
 
 
 def _first_order(v: np.ndarray, n: int, tol: float, max_iter: int) -> AndOrResult:
