@@ -27,7 +27,7 @@ from tqdm import tqdm
 from ips import __version__
 from ips.config import MODEL_ATTRIBUTES, SCORERS, TARGETS
 from ips.datasets import LETTERS, MCQItem
-from ips.io import InputError, atomic_path, output_lock, write_dataset
+from ips.io import InputError, atomic_path, labels, output_lock, write_dataset
 from ips.kernel import ScoringError, masked_inputs, token_owners, v_from_logits
 from ips.trie import TrieScorer, trie_budget
 
@@ -455,6 +455,21 @@ class _Partial:
 
 def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
     """The values file: v (sample, condition, mask) and what explains it (see ips.io)."""
+    coords = {
+        "sample": labels(s.item.id for s in samples),
+        "condition": labels(c.name for c in ss.conditions),
+        "template": ("condition", labels(c.template for c in ss.conditions)),
+        "shots": ("condition", np.array([c.shots for c in ss.conditions])),
+        "perturbation": ("condition", labels(c.perturbation or "" for c in ss.conditions)),
+    }
+    data = {**_variable_arrays(ss, samples, results),
+            **_prediction_arrays(ss, samples, results, lm)}
+    return xr.Dataset(data, coords=coords, attrs=_provenance(ss, lm, target, shard))
+
+
+def _variable_arrays(ss, samples, results) -> dict:
+    """v over the 2**n_max masks (NaN beyond a sample's 2**n) and the variables: their text,
+    field, character span and token count in every prompt."""
     n_vars = np.array([len(s.variables) for s in samples])
     # every shard of a dataset gets the same mask axis, 2**n_max, so that shards concatenate
     n_max = max(int(n_vars.max()), ss.settings.get("n_max", 0))
@@ -472,16 +487,30 @@ def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
             spans[i, j, :n] = np.asarray(s.prompts[c.name].spans).reshape(n, 2)
         var_text[i, :n] = [x.text for x in s.variables]
         var_field[i, :n] = [x.field for x in s.variables]
+    sc, scv = ("sample", "condition"), ("sample", "condition", "var")
+    return {
+        "v": (sc + ("mask",), v),
+        "n_vars": (("sample",), n_vars),
+        "variable": (("sample", "var"), var_text),
+        "variable_field": (("sample", "var"), var_field),
+        "span": (scv + ("bound",), spans),
+        "var_tokens": (scv, var_tokens),
+    }
+
+
+def _prediction_arrays(ss, samples, results, lm) -> dict:
+    """What the model predicts on the unmasked prompts: letter logits and option
+    log-probabilities with the predictions they give, the greedy token, the scored target,
+    the final hidden state, and the prompts themselves."""
     stack = lambda k: np.stack([r[k] for r in results])  # noqa: E731
-    mcq = ss.kind == "mcq"
+    S, C = len(samples), len(ss.conditions)
     letter_logit, option_logp = stack("letter_logit"), stack("option_logp")
     target_ids = np.full((S, C, max(r["target_ids"].shape[1] for r in results)), -1)
     for i, r in enumerate(results):
         target_ids[i, :, : r["target_ids"].shape[1]] = r["target_ids"]
-    sc, scv = ("sample", "condition"), ("sample", "condition", "var")
-    data = {
-        "v": (sc + ("mask",), v),
-        "n_vars": (("sample",), n_vars),
+    sc = ("sample", "condition")
+    mcq = ss.kind == "mcq"
+    return {
         "gold": (("sample",), np.array([s.item.gold if mcq else -1 for s in samples])),
         # the prediction is the option letter with the highest logit (−1 without letters)
         "pred": (sc, _argmax(letter_logit)),
@@ -496,22 +525,14 @@ def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
         "target_form": (sc, stack("target_form").astype(object)),
         "n_tokens": (sc, stack("n_tokens")),
         "hidden": (sc + ("hidden_dim",), stack("hidden").astype(np.float32)),
-        "variable": (("sample", "var"), var_text),
-        "variable_field": (("sample", "var"), var_field),
-        "span": (scv + ("bound",), spans),
-        "var_tokens": (scv, var_tokens),
-        "prompt": (sc, np.array([[s.prompts[c.name].text for c in ss.conditions] for s in samples],
-                                dtype=object)),
+        "prompt": (sc, np.array([[s.prompts[c.name].text for c in ss.conditions]
+                                 for s in samples], dtype=object)),
     }
-    coords = {
-        "sample": np.array([s.item.id for s in samples], dtype=object),
-        "condition": np.array([c.name for c in ss.conditions], dtype=object),
-        "template": ("condition", np.array([c.template for c in ss.conditions], dtype=object)),
-        "shots": ("condition", np.array([c.shots for c in ss.conditions])),
-        "perturbation": ("condition", np.array([c.perturbation or "" for c in ss.conditions],
-                                               dtype=object)),
-    }
-    attrs = {
+
+
+def _provenance(ss, lm, target: str, shard: int) -> dict:
+    """The values file's attributes: the model, the dataset and settings, the versions."""
+    return {
         "model": lm.spec.name,
         "model_attributes": json.dumps({k: getattr(lm.spec, k) for k in MODEL_ATTRIBUTES}),
         "model_source": json.dumps(lm.spec.source.to_dict()),
@@ -532,7 +553,6 @@ def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
         "torch_version": str(torch.__version__),
         "transformers_version": _version("transformers"),
     }
-    return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
 def _argmax(scores: np.ndarray) -> np.ndarray:
