@@ -32,6 +32,7 @@ import argparse
 import gc
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -82,7 +83,7 @@ class Flops:
                 + st.projected * self.per_logit_row)
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="SmolLM2, n = 8, 0- and 3-shot")
     parser.add_argument("--threads", type=int, default=2)
@@ -97,93 +98,123 @@ def main() -> None:
                         help="print a torch profile of the trie on the last case")
     parser.add_argument("--cache-dir", type=Path, default=Path("resources/models"))
     args = parser.parse_args()
-    models = args.models or (["smollm2-135m-instruct"] if args.quick else list(MODELS))
-    ns = args.ns or ([8] if args.quick else [6, 8, 10])
-    shots = args.shots if args.shots is not None else [0, 3]
-    budget = args.budget or trie_budget(args.batch_tokens)
-    torch.set_num_threads(args.threads)
+    args.models = args.models or (["smollm2-135m-instruct"] if args.quick else list(MODELS))
+    args.ns = args.ns or ([8] if args.quick else [6, 8, 10])
+    args.shots = args.shots if args.shots is not None else [0, 3]
+    args.budget = args.budget or trie_budget(args.batch_tokens)
+    return args
 
+
+class Case(NamedTuple):
+    ids: np.ndarray
+    owners: np.ndarray
+    target: list[int]
+    n: int
+    label: str
+
+
+def prompt(lm, items, order, templates, n: int, k: int) -> Case:
+    """The T1 prompt of the first item with n content variables and the next k items of
+    `order` as solved examples, scored on the gold letter."""
+    item, variables = item_with(items, order, n)
+    pool = [items[i] for i in order if items[i].id != item.id]
+    p = render(templates["T1"], item, variables, pool[:k], templates)
+    enc = lm.tokenizer(p.text, return_offsets_mapping=True)
+    owners = token_owners(enc["offset_mapping"], p.spans)
+    target = [letter_tokens(lm.tokenizer, p.cue, "ABCD")[0][item.gold]]
+    return Case(np.asarray(enc["input_ids"]), owners, target, n, f"{k}-shot n={n}")
+
+
+def load(name: str, args):
+    t0 = time.perf_counter()
+    lm = load_model(ModelSpec.from_config(name, MODELS[name]), cache_dir=args.cache_dir,
+                    threads=args.threads)
+    flops = Flops(lm.model)
+    print(f"\nmodel {name}: loaded in {time.perf_counter() - t0:.1f} s, {lm.dtype}, mask "
+          f"{lm.mask_token!r}, {flops.per_token / 2e6:.0f}M linear params per token, "
+          f"resident {status_mb('VmRSS'):.0f} MB")
+    with torch.inference_mode():  # warm-up: one-time allocations and kernel choices
+        lm.model(input_ids=torch.ones(4, 64, dtype=torch.long), logits_to_keep=1)
+    return lm, flops
+
+
+def side_by_side(lm, flops, case: Case, args, rate: float):
+    """Time plain and trie on one prompt (trie, plain, trie, trie), print their two rows and
+    return (speed-up, max |dv|, trie FLOP/s) and the first trie scorer."""
+    ids, owners, target, n, label = case
+    plain = Engine(lm.model, lm.mask_token_id, batch_tokens=args.batch_tokens)
+    tries = [TrieScorer(lm.model, lm.mask_token_id, args.budget, check=False) for _ in range(3)]
+    runs = [measure(lambda: tries[0].values(ids, owners, n, target))]
+    v_p, t_p, mb_p, cpu_p = measure(lambda: plain.values(ids, owners, n, target))
+    runs += [measure(lambda t=t: t.values(ids, owners, n, target)) for t in tries[1:]]
+    times = [r[1] for r in runs]
+    t_t = float(np.median(times))  # robust to one run slowed by other processes
+    mb_t, cpu_t = max(r[2] for r in runs), min(r[3] for r in runs)
+    err = max(float(np.abs(r[0] - v_p).max()) for r in runs)
+    st = tries[0].stats
+    rows, length = 1 << n, len(ids)
+    f_p, f_t = flops.plain(rows, length, 1), flops.trie(st)
+    print(f"{label:<14}{length:>7}{'plain':>7}{rows / t_p:>9.1f}{1.0:>7.2f}"
+          f"{rows * length:>12}{f_p / t_p / 1e9:>9.1f}{100 * f_p / t_p / rate:>6.0f}"
+          f"{mb_p:>9.0f}{'':>7}{'':>10}{100 * cpu_p:>6.0f}")
+    print(f"{'':<14}{'':>7}{'trie':>7}{rows / t_t:>9.1f}{t_p / t_t:>7.2f}"
+          f"{st.tokens:>12}{f_t / t_t / 1e9:>9.1f}{100 * f_t / t_t / rate:>6.0f}"
+          f"{mb_t:>9.0f}{st.peak_stored / 2**20:>7.0f}{err:>10.1e}{100 * cpu_t:>6.0f}"
+          f"   ({st.forwards} forwards, {st.plain_tokens / st.tokens:.1f}x fewer "
+          f"tokens; {' '.join(f'{t:.1f}' for t in times)} s vs {t_p:.1f} s)")
+    if min(cpu_p, cpu_t) < 0.85:
+        print(f"{'':<14}warning: other processes took CPU time during this case "
+              "(cpu% column); its times are not comparable")
+    return (t_p / t_t, err, f_t / t_t), tries[0]
+
+
+def trie_alone(lm, name: str, case: Case, args) -> str:
+    """The trie's time and memory on one prompt, without the plain scorer (n = 12)."""
+    ids, owners, target, n, label = case
+    tr = TrieScorer(lm.model, lm.mask_token_id, args.budget)
+    _, t, mb, _ = measure(lambda: tr.values(ids, owners, n, target))
+    st = tr.stats
+    return (f"trie only {name} {label} ({len(ids)} tokens): {t:.1f} s, {(1 << n) / t:.0f} "
+            f"evals/s, peak +{mb:.0f} MB (keys/values {st.peak_stored / 2**20:.0f} MB), "
+            f"{st.tokens} of {st.plain_tokens} tokens")
+
+
+def main() -> None:
+    args = parse_args()
+    torch.set_num_threads(args.threads)
     t_start = time.perf_counter()
     rate0 = matmul_rate()
     print(f"{torch.get_num_threads()} threads; float32 matmul rate {rate0 / 1e9:.0f} GFLOP/s "
-          f"(2048^3 sgemm); plain batch_tokens {args.batch_tokens}, trie budget {budget}")
+          f"(2048^3 sgemm); plain batch_tokens {args.batch_tokens}, trie budget {args.budget}")
     items, order = arc_easy()
     templates = load_templates()
     results, extra = [], []
-
-    for name in models:
-        t0 = time.perf_counter()
-        lm = load_model(ModelSpec.from_config(name, MODELS[name]), cache_dir=args.cache_dir,
-                        threads=args.threads)
-        flops = Flops(lm.model)
-        print(f"\nmodel {name}: loaded in {time.perf_counter() - t0:.1f} s, {lm.dtype}, mask "
-              f"{lm.mask_token!r}, {flops.per_token / 2e6:.0f}M linear params per token, "
-              f"resident {status_mb('VmRSS'):.0f} MB")
-        with torch.inference_mode():  # warm-up: one-time allocations and kernel choices
-            lm.model(input_ids=torch.ones(4, 64, dtype=torch.long), logits_to_keep=1)
+    for name in args.models:
+        lm, flops = load(name, args)
         print(f"{'case':<14}{'tokens':>7}{'scorer':>7}{'evals/s':>9}{'x':>7}{'tokens run':>12}"
               f"{'GFLOP/s':>9}{'% mm':>6}{'peak +MB':>9}{'KV MB':>7}{'max|dv|':>10}{'cpu%':>6}")
-        for n in ns:
-            item, variables = item_with(items, order, n)
-            pool = [items[i] for i in order if items[i].id != item.id]
-            for k in shots:
-                p = render(templates["T1"], item, variables, pool[:k], templates)
-                enc = lm.tokenizer(p.text, return_offsets_mapping=True)
-                ids = np.asarray(enc["input_ids"])
-                owners = token_owners(enc["offset_mapping"], p.spans)
-                target = [letter_tokens(lm.tokenizer, p.cue, "ABCD")[0][item.gold]]
-                plain = Engine(lm.model, lm.mask_token_id, batch_tokens=args.batch_tokens)
-                tries = [TrieScorer(lm.model, lm.mask_token_id, budget, check=False)
-                         for _ in range(3)]
-                runs = [measure(lambda: tries[0].values(ids, owners, n, target))]
-                v_p, t_p, mb_p, cpu_p = measure(lambda: plain.values(ids, owners, n, target))
-                runs += [measure(lambda t=t: t.values(ids, owners, n, target)) for t in tries[1:]]
-                times = [r[1] for r in runs]
-                t_t = float(np.median(times))  # robust to one run slowed by other processes
-                mb_t, cpu_t = max(r[2] for r in runs), min(r[3] for r in runs)
-                err = max(float(np.abs(r[0] - v_p).max()) for r in runs)
-                st = tries[0].stats
-                rows, length = 1 << n, len(ids)
-                case = f"{k}-shot n={n}"
-                f_p, f_t = flops.plain(rows, length, 1), flops.trie(st)
-                print(f"{case:<14}{length:>7}{'plain':>7}{rows / t_p:>9.1f}{1.0:>7.2f}"
-                      f"{rows * length:>12}{f_p / t_p / 1e9:>9.1f}{100 * f_p / t_p / rate0:>6.0f}"
-                      f"{mb_p:>9.0f}{'':>7}{'':>10}{100 * cpu_p:>6.0f}")
-                print(f"{'':<14}{'':>7}{'trie':>7}{rows / t_t:>9.1f}{t_p / t_t:>7.2f}"
-                      f"{st.tokens:>12}{f_t / t_t / 1e9:>9.1f}{100 * f_t / t_t / rate0:>6.0f}"
-                      f"{mb_t:>9.0f}{st.peak_stored / 2**20:>7.0f}{err:>10.1e}{100 * cpu_t:>6.0f}"
-                      f"   ({st.forwards} forwards, {st.plain_tokens / st.tokens:.1f}x fewer "
-                      f"tokens; {' '.join(f'{t:.1f}' for t in times)} s vs {t_p:.1f} s)")
-                if min(cpu_p, cpu_t) < 0.85:
-                    print(f"{'':<14}warning: other processes took CPU time during this case "
-                          "(cpu% column); its times are not comparable")
-                results.append((name, k, n, t_p / t_t, err, f_t / t_t))
-            if args.profile and n == ns[-1]:
-                profile(tries[0], ids, owners, n, target)
+        for n in args.ns:
+            for k in args.shots:
+                case = prompt(lm, items, order, templates, n, k)
+                row, trie = side_by_side(lm, flops, case, args, rate0)
+                results.append((name, k, n, *row))
+            if args.profile and n == args.ns[-1]:
+                profile(trie, case.ids, case.owners, n, case.target)
         if not args.quick:
-            for k in shots:  # memory at n = 12, the trie alone (plain would take ~4x n = 10)
+            for k in args.shots:  # memory at n = 12, the trie alone (plain would take ~4x n = 10)
                 try:
-                    item, variables = item_with(items, order, 12)
+                    case = prompt(lm, items, order, templates, 12, k)
                 except SystemExit:
                     break
-                pool = [items[i] for i in order if items[i].id != item.id]
-                p = render(templates["T1"], item, variables, pool[:k], templates)
-                enc = lm.tokenizer(p.text, return_offsets_mapping=True)
-                ids = np.asarray(enc["input_ids"])
-                owners = token_owners(enc["offset_mapping"], p.spans)
-                target = [letter_tokens(lm.tokenizer, p.cue, "ABCD")[0][item.gold]]
-                tr = TrieScorer(lm.model, lm.mask_token_id, budget)
-                _, t, mb, _ = measure(lambda: tr.values(ids, owners, 12, target))
-                st = tr.stats
-                line = (f"trie only {name} {k}-shot n=12 ({len(ids)} tokens): {t:.1f} s, "
-                        f"{4096 / t:.0f} evals/s, peak +{mb:.0f} MB (keys/values "
-                        f"{st.peak_stored / 2**20:.0f} MB), {st.tokens} of {st.plain_tokens} "
-                        "tokens")
-                print(line)
-                extra.append(line)
+                extra.append(trie_alone(lm, name, case, args))
+                print(extra[-1])
         del lm
         gc.collect()
+    report(results, extra, rate0, t_start)
 
+
+def report(results, extra, rate0: float, t_start: float) -> None:
+    """The matmul rate after the cases and one line per case."""
     rate1 = matmul_rate()
     rate = max(rate0, rate1)
     print(f"\nfloat32 matmul rate: {rate0 / 1e9:.0f} GFLOP/s before, {rate1 / 1e9:.0f} after; "

