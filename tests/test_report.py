@@ -12,15 +12,18 @@ import yaml
 
 from ips.config import validate
 from ips.figures import TABLES, case_study_name, figure_files
+from ips.figures.captions import captions, report_captions, report_section
 
 REPORT = Path(__file__).parents[1] / "workflow" / "report"
 CONFIG = yaml.safe_load((Path(__file__).parents[1] / "config.yaml").read_text())
 
 
 def render(template: str, **wildcards) -> str:
-    """The caption as the report shows it: Jinja with `snakemake`, then docutils to HTML; fails
-    on any system message of level warning or above."""
+    """The caption as the report shows it: Jinja with `snakemake` (params as the figures rule
+    gives them), then docutils to HTML; fails on any system message of level warning or
+    above."""
     snakemake = SimpleNamespace(wildcards=SimpleNamespace(**wildcards),
+                                params=SimpleNamespace(captions=report_captions(["m"], ["d"])),
                                 config=validate(dict(CONFIG)))
     text = jinja2.Template((REPORT / template).read_text(encoding="utf-8")).render(
         snakemake=snakemake)
@@ -42,8 +45,18 @@ FILES = sorted({f.rsplit(".", 1)[0] + ".png" for f in figure_files()} | set(TABL
 def test_every_figure_and_table_has_its_own_clean_caption(file):
     name, ext = file.rsplit(".", 1)
     html = render("figures.rst", name=name, ext=ext)
-    # the fallback branch shows only the file name: every file has a caption of its own
-    assert html.strip() != f"<p>{file}</p>" and len(html) > 200, html
+    # its own caption (the fallback shows only the file name), the README's text under a title
+    caption = captions(["m"], ["d"])[file]
+    assert caption.title in html and caption.text[1:60] in html, html
+
+
+@pytest.mark.parametrize("file, section", [
+    ("sparsity.png", "1 Interactions"), ("case_study_m_d.png", "1 Interactions"),
+    ("ips_by_order.png", "2 IPS of the models"), ("factor_scale.png", "3 Factors"),
+    ("factors.png", "3 Factors"), ("representation_baseline.png", "4 Robustness and baselines"),
+    ("ips_table.csv", "5 Tables"), ("claims.csv", "5 Tables"), ("unknown.png", "5 Tables")])
+def test_report_sections(file, section):
+    assert report_section(file) == section
 
 
 def test_workflow_description_renders_cleanly():

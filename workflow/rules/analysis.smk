@@ -61,6 +61,9 @@ rule figures:
             category=report_category,
             labels={"file": "{name}.{ext}"},
         ),
+    params:
+        # the report's caption of every file (workflow/report/figures.rst)
+        captions=report_captions(MODELS, DATASETS),
     log:
         "logs/figures.log",
     conda:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
+from ips.figures.captions import report_captions, report_section
 from ips.samples import dataset_settings
 
 # Rules run `python -m ips ...`. Snakemake runs in the project's environment (make's .venv),
@@ -108,28 +109,6 @@ def shard_files(pattern):
     return files
 
 
-# the report's sections: a file of results/figures named <key> or <key>_... goes to the
-# category of key; tables (.csv) go to the last category
-REPORT_CATEGORIES = {
-    "sparsity": "1 Interactions",
-    "universal_matching": "1 Interactions",
-    "case_study": "1 Interactions",
-    "interaction_types": "1 Interactions",
-    "ips_ranking": "2 IPS of the models",
-    "ips_vs_consistency": "2 IPS of the models",
-    "ips_by_order": "2 IPS of the models",
-    "factor": "3 Factors",
-    "factors": "3 Factors",
-    "tau_robustness": "4 Robustness and baselines",
-    "perturbation_types": "4 Robustness and baselines",
-    "representation_baseline": "4 Robustness and baselines",
-}
-TABLES_CATEGORY = "5 Tables"
-
-
 def report_category(wildcards):
-    if wildcards.ext != "csv":
-        for key, category in REPORT_CATEGORIES.items():
-            if wildcards.name == key or wildcards.name.startswith(f"{key}_"):
-                return category
-    return TABLES_CATEGORY
+    """The report section of a results file (`ips.figures.captions`)."""
+    return report_section(f"{wildcards.name}.{wildcards.ext}")

@@ -1,25 +1,10 @@
 """Figures, tidy tables and a README of the results (`ips figures`).
 
 Reads the metrics files of `ips metrics` (one per model and dataset) and the factors file of
-`ips factors`, and writes a directory. Every figure is written as PNG and PDF
-(`style.save`); one module per figure family:
-
-| file (PNG + PDF) | module | content |
-|---|---|---|
-| `sparsity` | `sparsity` | sorted |Ĩ| per model (paper Fig. 2a) |
-| `universal_matching` | `sparsity` | matching v with the largest 3% / 5% / all interactions (Fig. 2b) |
-| `case_study_<model>_<dataset>` | `case_study` | salient interactions of one sample under a template pair (Fig. 3a / 19) |
-| `interaction_types` | `types` | interaction types by whether the prediction changed (Fig. 3b) |
-| `ips_ranking` | `ranking` | IPS of every model with its 95% CI, flagged when from n < 10 samples (Fig. 4a) |
-| `ips_vs_consistency` | `ranking` | IPS against output consistency, with r (Fig. 4b) |
-| `factor_<factor>` | `factors` | IPS_A vs IPS_B of every comparison, CI and sign-flip p-value with its n (Figs. 5-8) |
-| `ips_by_order` | `order` | IPS^low/mid/high per model with Holm-adjusted p-values of the band order (Figs. 9, 20) |
-| `factors` | `factors` | mean ΔIPS by order band of every factor (Figs. 10, 11, 21) |
-| `tau_robustness` | `robustness` | IPS over the τ sweep with mean Spearman / Pearson (Table 2/3) |
-| `perturbation_types` | `perturbation` | altering vs adding template pairs (App. G) |
-| `representation_baseline` | `representation` | cosine / L2 of hidden states vs IPS (App. H) |
-
-Tables: `ips_table.csv`, `factors_table.csv`, `tau_robustness.csv`; and `README.md`.
+`ips factors`, and writes a directory: every figure as PNG and PDF (`style.save`), the tables
+and a README. What each file shows is its caption in `ips.figures.captions`; each figure
+family is drawn by a module of its own (`sparsity`, `case_study`, `types`, `ranking`,
+`factors`, `order`, `robustness`, `perturbation`, `representation`).
 
 The case-study figures need `ips.case_study` and `ips.figures.case_study`; they are drawn for
 every metrics file that holds a case (`case_sample` attribute, see `ips.summary`). The
@@ -46,6 +31,8 @@ from ips import __version__, claims
 from ips.config import MODEL_ATTRIBUTES
 from ips.factors import FACTORS
 from ips.metrics_file import Entry, read_metrics
+from ips.figures.captions import (CASE_STUDY, CASE_STUDY_CAPTION, FIGURES, TABLES,
+                                  case_study_name)
 from ips.figures.common import (FACTOR_TITLES, MAIN_GROUP, absent_factors, datasets_of,
                                 robustness_text)
 from ips.figures.factors import factor_figure, factors_figure
@@ -63,76 +50,14 @@ from ips.uncertainty import DRAWS, EXACT_MAX, MIN_RELIABLE_N, sign_flip_label
 
 log = logging.getLogger(__name__)
 
-FIGURES = {
-    "sparsity": "normalised interactions |Ĩ| in descending order, mean over samples and "
-    "templates, one line per model (paper Fig. 2a); the legend gives the share above τ",
-    "universal_matching": "how well the LLM's output v is reconstructed from only the "
-    "largest 3% / 5% / all interactions: mean normalised RMS error per model, and v of "
-    "every mask of one sample in ascending order against the reconstructions (Fig. 2b)",
-    "interaction_types": "shares of the three interaction types (opposite sign; same sign, "
-    "different effect; same sign, similar effect) among the salient interactions of the "
-    "0-shot template pairs, split by whether the prediction changed (Fig. 3b)",
-    "ips_ranking": "models ranked by IPS at τ on the 0-shot templates, one panel per "
-    "dataset, with 95% bootstrap intervals over samples (lower = less sensitive; Fig. 4a); "
-    f"an open marker and 'n<{MIN_RELIABLE_N}' flag an interval from fewer than "
-    f"{MIN_RELIABLE_N} samples",
-    "ips_vs_consistency": "IPS against output consistency (share of samples with one "
-    "prediction under every 0-shot template), with Pearson / Spearman r (Fig. 4b)",
-    **{f"factor_{f}": f"{FACTOR_TITLES[f]}: IPS_A and IPS_B of every comparison with 95% "
-       "intervals, ΔIPS and the p-value of a paired sign-flip test over samples with the "
-       f"samples it rests on, n (Figs. 5-8); bars hatched where n < {MIN_RELIABLE_N}; an "
-       "absent factor is named with its reason" for f in FACTORS},
-    "ips_by_order": "IPS of low-, mid- and high-order interactions (order bands of ⌊n/3⌋, "
-    "⌊2n/3⌋) per model and dataset, with 95% intervals (Figs. 9, 20); under each model the "
-    "Holm-adjusted p-values of paired sign-flip tests of low vs mid, mid vs high and low vs "
-    "high (Holm over these three tests of one model, dataset and group), with their n; "
-    f"bars hatched where n < {MIN_RELIABLE_N}",
-    "factors": "mean relative change ΔIPS = (IPS_A − IPS_B)/IPS_B per order band for every "
-    "factor the configured models allow (A: instruct, larger, dense, k-shot), with 95% "
-    f"intervals (Figs. 10, 11, 21); bars hatched where the sign-flip test of the mean rests "
-    f"on fewer than {MIN_RELIABLE_N} samples",
-    "tau_robustness": "IPS on the 0-shot templates over the τ sweep, one line per model; the "
-    "panel titles give the mean Spearman / Pearson correlation of the models' IPS between "
-    "every two τ values (Table 2/3)",
-    "perturbation_types": "mean IPS of the 0-shot template pairs that differ only by "
-    "altering tokens (case) and of those that differ only by adding tokens (separators, "
-    "markers), Appendix G, with 95% intervals; pairs with both kinds of change (`mixed`) "
-    "are left out, and the reworded prompts of a `perturbation` group get a bar of their own",
-    "representation_baseline": "cosine similarity and L2 distance of the final-layer hidden "
-    "states of two templates against the IPS of the pair, one point per model and 0-shot "
-    "pair, with Pearson / Spearman r (Appendix H)",
-}
-CASE_STUDY = ("case_study_{model}_{dataset}", "salient interactions of one sample under a "
-              "0-shot template pair, side by side, labelled by their words and coloured by "
-              "type, with both predictions (Fig. 3a / 19); the sample is the pair with the "
-              "largest ips(x, T, T̂) among those whose prediction changed (else the largest)")
-TABLES = {
-    "ips_table.csv": "one row per model, dataset, condition group and band: IPS with its 95% "
-    "bootstrap interval, samples averaged, empty pairs, output consistency, the model "
-    f"attributes and `few_samples` (true: the interval rests on fewer than {MIN_RELIABLE_N} "
-    "samples; an empty cell has no value)",
-    "factors_table.csv": "one row per factor comparison and band: IPS_A, IPS_B, ΔIPS with "
-    "their 95% intervals, the two-sided p-value of a paired sign-flip test of the per-sample "
-    f"differences (`test`: exact up to {EXACT_MAX} samples, else Monte Carlo), the samples "
-    f"tested (`n_tested`), the paired samples and `few_samples` (n_tested < {MIN_RELIABLE_N})",
-    "tau_robustness.csv": "per dataset: mean Spearman and Pearson correlation of the models' "
-    "IPS between every two τ of the sweep, models used, and why a value is missing",
-    "claims.csv": "one row per claim of the paper and scope (model and dataset, dataset, or "
-    "factor comparison): the paper's statement, our estimate with its interval and n, the "
-    "test and its p-value, and the verdict (supported, contradicted, undecided, or untestable "
-    "with the reason; `ips.claims`)",
-}
-FILES = {**{f"{k}.png": v for k, v in FIGURES.items()}, **TABLES}
+FILES = {**{f"{k}.png": c.text for k, c in FIGURES.items()},
+         **{k: c.text for k, c in TABLES.items()}}
 """Files every run writes (each figure also as PDF), with what they show."""
 
 
 def figure_files() -> list[str]:
     """The fixed figure files (PNG and PDF)."""
     return [f"{k}.{ext}" for k in FIGURES for ext in ("png", "pdf")]
-
-
-def case_study_name(model: str, dataset: str) -> str:
-    return CASE_STUDY[0].format(model=model, dataset=dataset)
 
 
 # --------------------------------------------------------------------------------- tables
@@ -300,15 +225,15 @@ def readme(entries: list[Entry], factors: xr.Dataset, tau: float,
         "(`few_samples`, hatched bars, open markers): read them as indications only.",
         "",
     ]
-    lines += [f"- `{name}.png`: {text}." for name, text in FIGURES.items()]
+    lines += [f"- `{name}.png`: {c.text}." for name, c in FIGURES.items()]
     pngs = [n for n in case_names if n.endswith(".png")]
     if pngs:
-        lines.append(f"- `{CASE_STUDY[0]}.png` ({', '.join(f'`{n}`' for n in pngs)}): "
-                     f"{CASE_STUDY[1]}.")
+        lines.append(f"- `{CASE_STUDY}.png` ({', '.join(f'`{n}`' for n in pngs)}): "
+                     f"{CASE_STUDY_CAPTION.text}.")
     else:
-        lines.append(f"- `{CASE_STUDY[0]}.png`: not drawn in this run (no case or no drawing "
+        lines.append(f"- `{CASE_STUDY}.png`: not drawn in this run (no case or no drawing "
                      "code).")
-    lines += [f"- `{name}`: {text}." for name, text in TABLES.items()]
+    lines += [f"- `{name}`: {c.text}." for name, c in TABLES.items()]
     lines += ["", "## Factors", ""]
     for f, text in zip(factors["factor"].values, factors["factor_note"].values):
         lines.append(f"- {FACTOR_TITLES.get(str(f), str(f))} (`{f}`): {text}")

@@ -1,0 +1,177 @@
+"""What every results file shows: one caption per figure and table, read by the results
+README (`ips figures`) and by the Snakemake report (`workflow/report/figures.rst`, through
+the `figures` rule's params), with the report section it belongs to."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple, Sequence
+
+from ips.factors import FACTORS
+from ips.figures.common import FACTOR_TITLES
+from ips.uncertainty import EXACT_MAX, MIN_RELIABLE_N
+
+INTERACTIONS, MODELS, FACTOR_SECTION, ROBUSTNESS, TABLE_SECTION = (
+    "1 Interactions", "2 IPS of the models", "3 Factors", "4 Robustness and baselines",
+    "5 Tables")
+
+
+class Caption(NamedTuple):
+    """`title` heads the caption in the report; `text` follows it there and is the file's
+    line in the results README; `section` is its report category."""
+
+    title: str
+    text: str
+    section: str
+
+
+_FACTOR_TITLES = {"instruct_vs_base": "Instruct vs base models (paper Fig. 5)",
+                  "scale": "Model scale (paper Fig. 6)",
+                  "dense_vs_moe": "Dense vs MoE (paper Fig. 7)",
+                  "few_shot": "Few-shot vs 0-shot (paper Fig. 8)"}
+
+FIGURES = {
+    "sparsity": Caption(
+        "Sparsity of the interactions (paper Fig. 2a)",
+        "normalised interactions |Ĩ| in descending order, mean over samples and templates, "
+        "one line per model (paper Fig. 2a); the legend gives the share above τ",
+        INTERACTIONS),
+    "universal_matching": Caption(
+        "Universal matching with the largest interactions (paper Fig. 2b)",
+        "how well the LLM's output v is reconstructed from only the largest 3% / 5% / all "
+        "interactions: mean normalised RMS error per model, and v of every mask of one "
+        "sample in ascending order against the reconstructions (Fig. 2b)",
+        INTERACTIONS),
+    "interaction_types": Caption(
+        "Interaction types (paper Fig. 3b)",
+        "shares of the three interaction types (opposite sign; same sign, different effect; "
+        "same sign, similar effect) among the salient interactions of the 0-shot template "
+        "pairs, split by whether the prediction changed (Fig. 3b)",
+        INTERACTIONS),
+    "ips_ranking": Caption(
+        "IPS of every model (paper Fig. 4a)",
+        "models ranked by IPS at τ on the 0-shot templates, one panel per dataset, with 95% "
+        "bootstrap intervals over samples (lower = less sensitive; Fig. 4a); an open marker "
+        f"and 'n<{MIN_RELIABLE_N}' flag an interval from fewer than {MIN_RELIABLE_N} samples",
+        MODELS),
+    "ips_vs_consistency": Caption(
+        "IPS vs output consistency (paper Fig. 4b)",
+        "IPS against output consistency (share of samples with one prediction under every "
+        "0-shot template), with Pearson / Spearman r (Fig. 4b)",
+        MODELS),
+    **{f"factor_{f}": Caption(
+        _FACTOR_TITLES[f],
+        f"{FACTOR_TITLES[f]}: IPS_A and IPS_B of every comparison with 95% intervals, ΔIPS "
+        "and the p-value of a paired sign-flip test over samples with the samples it rests "
+        f"on, n (Figs. 5-8); bars hatched where n < {MIN_RELIABLE_N}; an absent factor is "
+        "named with its reason",
+        FACTOR_SECTION) for f in FACTORS},
+    "ips_by_order": Caption(
+        "IPS by interaction order (paper Figs. 9, 20)",
+        "IPS of low-, mid- and high-order interactions (order bands of ⌊n/3⌋, ⌊2n/3⌋) per "
+        "model and dataset, with 95% intervals (Figs. 9, 20); under each model the "
+        "Holm-adjusted p-values of paired sign-flip tests of low vs mid, mid vs high and low "
+        "vs high (Holm over these three tests of one model, dataset and group), with their "
+        f"n; bars hatched where n < {MIN_RELIABLE_N}",
+        MODELS),
+    "factors": Caption(
+        "Relative change by order (paper Figs. 10, 11, 21)",
+        "mean relative change ΔIPS = (IPS_A − IPS_B)/IPS_B per order band for every factor "
+        "the configured models allow (A: instruct, larger, dense, k-shot), with 95% "
+        "intervals (Figs. 10, 11, 21); bars hatched where the sign-flip test of the mean "
+        f"rests on fewer than {MIN_RELIABLE_N} samples",
+        FACTOR_SECTION),
+    "tau_robustness": Caption(
+        "τ robustness (paper Table 2/3, Appendix F.8)",
+        "IPS on the 0-shot templates over the τ sweep, one line per model; the panel titles "
+        "give the mean Spearman / Pearson correlation of the models' IPS between every two "
+        "τ values (Table 2/3)",
+        ROBUSTNESS),
+    "perturbation_types": Caption(
+        "Perturbation type (paper Appendix G)",
+        "mean IPS of the 0-shot template pairs that differ only by altering tokens (case) "
+        "and of those that differ only by adding tokens (separators, markers), Appendix G, "
+        "with 95% intervals; pairs with both kinds of change (`mixed`) are left out, and the "
+        "reworded prompts of a `perturbation` group get a bar of their own",
+        ROBUSTNESS),
+    "representation_baseline": Caption(
+        "Representation baseline (paper Appendix H)",
+        "cosine similarity and L2 distance of the final-layer hidden states of two templates "
+        "against the IPS of the pair, one point per model and 0-shot pair, with Pearson / "
+        "Spearman r (Appendix H)",
+        ROBUSTNESS),
+}
+"""The figures every run draws (PNG and PDF), by file stem."""
+
+CASE_STUDY = "case_study_{model}_{dataset}"
+CASE_STUDY_CAPTION = Caption(
+    "Case study (paper Fig. 3a / Fig. 19)",
+    "salient interactions of one sample under a 0-shot template pair, side by side, labelled "
+    "by their words and coloured by type, with both predictions (Fig. 3a / 19); the sample "
+    "is the pair with the largest ips(x, T, T̂) among those whose prediction changed (else "
+    "the largest)",
+    INTERACTIONS)
+
+TABLES = {
+    "ips_table.csv": Caption(
+        "IPS table",
+        "one row per model, dataset, condition group and band: IPS with its 95% bootstrap "
+        "interval, samples averaged, empty pairs, output consistency, the model attributes "
+        f"and `few_samples` (true: the interval rests on fewer than {MIN_RELIABLE_N} "
+        "samples; an empty cell has no value)",
+        TABLE_SECTION),
+    "factors_table.csv": Caption(
+        "Factor comparisons",
+        "one row per factor comparison and band: IPS_A, IPS_B, ΔIPS with their 95% "
+        "intervals, the two-sided p-value of a paired sign-flip test of the per-sample "
+        f"differences (`test`: exact up to {EXACT_MAX} samples, else Monte Carlo), the "
+        f"samples tested (`n_tested`), the paired samples and `few_samples` (n_tested < "
+        f"{MIN_RELIABLE_N})",
+        TABLE_SECTION),
+    "tau_robustness.csv": Caption(
+        "τ robustness table",
+        "per dataset: mean Spearman and Pearson correlation of the models' IPS between every "
+        "two τ of the sweep, models used, and why a value is missing",
+        TABLE_SECTION),
+    "claims.csv": Caption(
+        "The paper's claims on these models",
+        "one row per claim of the paper and scope (model and dataset, dataset, or factor "
+        "comparison): the paper's statement, our estimate with its interval and n, the test "
+        "and its p-value, and the verdict (supported, contradicted, undecided, or untestable "
+        "with the reason; `ips.claims`)",
+        TABLE_SECTION),
+}
+"""The tables every run writes, by file name."""
+
+
+def case_study_name(model: str, dataset: str) -> str:
+    return CASE_STUDY.format(model=model, dataset=dataset)
+
+
+def captions(models: Sequence[str], datasets: Sequence[str]) -> dict[str, Caption]:
+    """The caption of every PNG and table a run over `models` × `datasets` can write."""
+    out = {f"{name}.png": c for name, c in FIGURES.items()}
+    out.update({f"{case_study_name(m, d)}.png": CASE_STUDY_CAPTION
+                for m in models for d in datasets})
+    return {**out, **TABLES}
+
+
+def _rst(text: str) -> str:
+    """Markdown-ish caption text as reStructuredText: `|` is literal, `x` is ``x``."""
+    return re.sub(r"`([^`]+)`", r"``\1``", text.replace("|", r"\|"))
+
+
+def report_captions(models: Sequence[str], datasets: Sequence[str]) -> dict[str, str]:
+    """The report's caption (reStructuredText) of every file, by file name."""
+    return {f: f"**{_rst(c.title)}.** {_rst(c.text[0].upper() + c.text[1:])}."
+            for f, c in captions(models, datasets).items()}
+
+
+def report_section(file: str) -> str:
+    """The report category of a results file (its name with extension)."""
+    stem, ext = file.rsplit(".", 1)
+    if file in TABLES or ext == "csv":
+        return TABLE_SECTION
+    if stem in FIGURES:
+        return FIGURES[stem].section
+    return CASE_STUDY_CAPTION.section if stem.startswith("case_study_") else TABLE_SECTION
