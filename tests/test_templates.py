@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from ips.config import validate
 from ips.datasets import InstructionItem, MCQItem, load_items
 from ips.samples import dataset_settings, prepare_samples
 from ips.templates import (
@@ -188,7 +189,7 @@ def test_all_bundled_dolly_records_render_with_perturbations():
         "templates": {"instruction": ["A1"]},
         "perturbations": {"names": ["paraphrase", "reorder"]},
     }
-    ss = prepare_samples(dataset_settings(config, "dolly"))
+    ss = prepare_samples(dataset_settings(validate(config), "dolly"))
     assert ss.skipped == {} and ss.n_considered == 20
     assert sorted(s.item.id for s in ss.samples) == [f"dolly-{k:03d}" for k in range(20)]
     shipped = load_perturbations()

@@ -73,23 +73,24 @@ class SampleSet:
 
 
 def dataset_settings(config: dict, dataset: str) -> dict:
-    """The config values that decide a dataset's samples (what the workflow passes as params)."""
+    """The values of a validated config (`ips.config.validate`: defaults filled in) that decide
+    a dataset's samples (what the workflow passes as params)."""
     try:
         entry = config["datasets"][dataset]
     except KeyError:
         known = ", ".join(config.get("datasets", {})) or "none"
         raise InputError(f"config: no dataset {dataset!r} under 'datasets' (configured: {known})") from None
-    few = config.get("few_shot", {})
+    few = config["few_shot"]
     return {
         "dataset": dataset,
         "entry": entry,
-        "n_items": entry.get("n_items", config.get("n_items", 10)),
-        "n_max": config.get("n_max", 10),
-        "seed": config.get("seed", 0),
-        "variables": _variables(config.get("variables", {})),
-        "templates": config.get("templates", {}),
-        "few_shot": {"templates": few.get("templates", []), "shots": few.get("shots", [])},
-        "perturbations": config.get("perturbations", {}),
+        "n_items": entry.get("n_items", config["n_items"]),
+        "n_max": config["n_max"],
+        "seed": config["seed"],
+        "variables": _variables(config["variables"]),
+        "templates": config["templates"],
+        "few_shot": {"templates": few["templates"], "shots": few["shots"]},
+        "perturbations": config["perturbations"],
     }
 
 
@@ -104,7 +105,7 @@ def check_settings(settings: dict) -> dict:
 
 def _variables(opts: dict) -> dict:
     """The variable options that decide the samples: the reference model only for occlusion."""
-    opts = {"reduce": "longest", **opts}
+    opts = {"reduce": opts["reduce"], **opts}  # reduce first, as samples files record it
     if opts["reduce"] != "occlusion":
         opts.pop("reference_model", None)
     return opts
@@ -112,6 +113,8 @@ def _variables(opts: dict) -> dict:
 
 def prepare_samples(settings: dict, occlusion: Occlusion | None = None) -> SampleSet:
     """Load, sample, select variables and render every condition (see the module docstring).
+
+    `settings`: `dataset_settings` of a validated config, or `check_settings` of JSON ones.
 
     `occlusion` (an `ips.scoring.Occlusion` of the reference model) is required by the rule
     `occlusion`: an item with more than n_max units is rendered with all its units as
@@ -125,21 +128,19 @@ def prepare_samples(settings: dict, occlusion: Occlusion | None = None) -> Sampl
     few = settings["few_shot"]
     pert = settings["perturbations"]
     if kind == "mcq":
-        names = settings["templates"].get("mcq", ["T1", "T2", "T3", "T4", "T5"])
+        names = settings["templates"]["mcq"]
         shots = list(few["shots"])
         few_templates = list(few["templates"])
         pert_names: list[str] = []
     else:
-        names = settings["templates"].get("instruction", ["A1", "A2", "A3", "A4"])
+        names = settings["templates"]["instruction"]
         shots, few_templates = [], []  # few-shot is an MCQ setting (Appendix E.6)
         pert_names = list(pert.get("names", []))
     conds, groups = conditions(names, few_templates, shots, pert_names)
-    for c in conds:
-        tset[c.template]  # unknown template names fail here, before any item is read
     perturbations = load_perturbations(pert.get("file")) if pert_names else {}
     var_opts = settings["variables"]
     n_max = settings["n_max"]
-    rule = var_opts.get("reduce", "longest")
+    rule = var_opts["reduce"]
     if rule == "occlusion" and occlusion is None:
         raise InputError("variables.reduce is occlusion: give the reference model "
                          "(`ips samples --config ...`, or `--reference-entry` with --settings)")
@@ -155,9 +156,9 @@ def prepare_samples(settings: dict, occlusion: Occlusion | None = None) -> Sampl
         try:
             variables, reduction = select(
                 item,
-                strategy=var_opts.get("strategy", "content"),
+                strategy=var_opts["strategy"],
                 n_max=n_max,
-                merge_phrases=var_opts.get("merge_phrases", True),
+                merge_phrases=var_opts["merge_phrases"],
                 fields=entry.get("fields"),
                 reduce=rule,
                 occlusion=rank,
