@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     log.addHandler(handler)
     log.setLevel(args.log_level)
     try:
+        if getattr(args, "out", None) is not None:  # the destination first, before any work
+            check_output(args.out, directory=args.command == "figures")
         return args.func(args)
     except InputError as e:
         print(f"ips {args.command}: error: {e}", file=sys.stderr)
@@ -128,7 +130,6 @@ def _fit(args: argparse.Namespace) -> int:
     from ips.fit import fit_values
     from ips.io import read_values, write_dataset
 
-    check_output(args.out)
     t0 = time.perf_counter()
     values = read_values(args.input, n_max=args.n_max)
     n_samples, n_cond, _ = values.v.shape
@@ -193,7 +194,6 @@ def _samples(args: argparse.Namespace) -> int:
     from ips.config import load_config
     from ips.samples import check_settings, dataset_settings, prepare_samples, save_samples
 
-    check_output(args.out)
     config = None
     if args.settings is not None:
         settings = check_settings(args.settings)
@@ -328,7 +328,6 @@ def _add_score(sub, common) -> None:
 def _score(args: argparse.Namespace) -> int:
     from ips.io import output_lock
 
-    check_output(args.out)
     # held for the whole run: a second run on the same --out would discard the resume folder
     with output_lock(args.out):
         return _score_locked(args)
@@ -422,7 +421,6 @@ def _metrics(args: argparse.Namespace) -> int:
     from ips.io import write_dataset
     from ips.summary import summarize
 
-    check_output(args.out)
     t0 = time.perf_counter()
     ds = summarize(args.values, args.fits, tau=args.tau, tau_sweep=args.tau_sweep,
                    seed=args.seed, n_boot=args.resamples, level=args.level,
@@ -463,7 +461,6 @@ def _factors(args: argparse.Namespace) -> int:
     from ips.factors import compare
     from ips.io import write_dataset
 
-    check_output(args.out)
     ds = compare(args.metrics, seed=args.seed, n_boot=args.resamples, level=args.level,
                  draws=args.permutations)
     write_dataset(ds, args.out)
@@ -496,7 +493,6 @@ def _add_figures(sub, common) -> None:
 def _figures(args: argparse.Namespace) -> int:
     from ips.figures import make_figures
 
-    check_output(args.out, directory=True)
     t0 = time.perf_counter()
     files = make_figures(args.metrics, args.factors, args.out)
     log.info("wrote %s: %s (%.1f s)", args.out, ", ".join(files), time.perf_counter() - t0)

@@ -341,7 +341,6 @@ def main(args: argparse.Namespace) -> int:
     from ips.figures.case_study import case_study_figure
     from ips.models import load_model
 
-    check_output(args.out)
     if args.json:
         check_output(args.json, option="--json")
     config = _config(args)
