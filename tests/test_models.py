@@ -23,6 +23,7 @@ from ips.models import (
     ModelSource,
     ModelSpec,
     assemble_parts,
+    auto_dtype,
     load_model,
     prepare_model,
     resolve_mask_token,
@@ -184,6 +185,17 @@ def test_load_tiny_llama(tiny_llama_dir):
     with torch.no_grad():
         logits = m.model(torch.tensor([enc.input_ids])).logits
     assert logits.shape == (1, len(enc.input_ids), len(m.tokenizer))
+
+
+@pytest.mark.parametrize("bf16, expected", [(True, torch.bfloat16), (False, torch.float16)])
+def test_auto_dtype(monkeypatch, bf16, expected):
+    """auto: bfloat16 on a CUDA device that supports it, float16 on one that does not, float32
+    on a CPU whatever CUDA says."""
+    calls = []
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: calls.append(1) or bf16)
+    assert auto_dtype("cuda") == auto_dtype(torch.device("cuda", 1)) == expected
+    assert auto_dtype("cpu") == torch.float32
+    assert len(calls) == 2  # asked for the CUDA devices only
 
 
 def test_load_tiny_gemma(tiny_gemma_dir):

@@ -169,18 +169,15 @@ def load_model(
 ) -> LoadedModel:
     """Prepare (see `prepare_model`) and load a model with its tokenizer and mask token.
 
-    `device` defaults to CUDA when visible, else CPU; `dtype: auto` means float32 on CPU and
-    float16 on CUDA. `threads` sets torch's intra-op thread count.
+    `device` defaults to CUDA when visible, else CPU; `dtype: auto` is `auto_dtype(device)`.
+    `threads` sets torch's intra-op thread count.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if threads is not None:
         torch.set_num_threads(threads)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    if spec.dtype == "auto":
-        dtype = torch.float16 if device.type == "cuda" else torch.float32
-    else:
-        dtype = getattr(torch, spec.dtype)
+    dtype = auto_dtype(device) if spec.dtype == "auto" else getattr(torch, spec.dtype)
 
     path = prepare_model(spec, cache_dir)
     try:
@@ -195,6 +192,20 @@ def load_model(
     mask_id, mask_token, source = resolve_mask_token(tokenizer, spec.mask_token, model=spec.name)
     model.to(device).eval()
     return LoadedModel(spec, model, tokenizer, mask_id, mask_token, source, device, dtype, path)
+
+
+def auto_dtype(device: str | torch.device) -> torch.dtype:
+    """The precision of `dtype: auto` on `device`: float32 on a CPU; on CUDA bfloat16 where the
+    device supports it (Ampere and later), else float16.
+
+    bfloat16 has float32's exponent range (max ~3.4e38) and float16 only ±65504: models
+    trained in bfloat16, such as Gemma 3, have activations beyond 65504 that overflow to inf
+    in float16 (v then is not finite, `ips.kernel.finite_values`). float16 keeps 3 more
+    mantissa bits, so it is the fallback only where bfloat16 is not available (V100, T4).
+    """
+    if torch.device(device).type != "cuda":
+        return torch.float32
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
 def resolve_mask_token(
