@@ -23,6 +23,7 @@ from ips.models import (
     ModelSource,
     ModelSpec,
     assemble_parts,
+    auto_dtype,
     load_model,
     prepare_model,
     resolve_mask_token,
@@ -109,6 +110,9 @@ def test_optional_fields():
     [
         ({"type": "chat"}, r"^model m: type: 'chat' is not one of .*; allowed: base, instruct$"),
         ({"architecture": "sparse"}, r"'sparse' is not one of .*; allowed: dense, moe$"),
+        ({"gpus": 2}, r"device_map: None is not of type 'string' \(a model on several GPUs needs"),
+        ({"gpus": 0}, r"gpus: 0 is less than the minimum of 1; allowed: gpus >= 1$"),
+        ({"device_map": "cuda:0"}, r"device_map: 'cuda:0' is not one of .*; allowed: None, auto, "),
         ({"dtype": "fp16"}, r"dtype: 'fp16' is not one of .*; allowed: auto, float32, float16, bf"),
         ({"dtype": None}, r"dtype: None is not of type 'string'; allowed: auto, float32"),
         ({"family": ...}, r"^model m: family: missing$"),
@@ -184,6 +188,42 @@ def test_load_tiny_llama(tiny_llama_dir):
     with torch.no_grad():
         logits = m.model(torch.tensor([enc.input_ids])).logits
     assert logits.shape == (1, len(enc.input_ids), len(m.tokenizer))
+
+
+@pytest.mark.parametrize("bf16, expected", [(True, torch.bfloat16), (False, torch.float16)])
+def test_auto_dtype(monkeypatch, bf16, expected):
+    """auto: bfloat16 on a CUDA device that supports it, float16 on one that does not, float32
+    on a CPU whatever CUDA says."""
+    calls = []
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: calls.append(1) or bf16)
+    assert auto_dtype("cuda") == auto_dtype(torch.device("cuda", 1)) == expected
+    assert auto_dtype("cpu") == torch.float32
+    assert len(calls) == 2  # asked for the CUDA devices only
+
+
+def test_device_map_dispatches_on_cuda_only(tiny_llama_dir, monkeypatch, tmp_path):
+    """An entry's device_map reaches from_pretrained for a CUDA device, not for the CPU; the
+    loaded model's device is then its input embeddings' (a map onto CPU and disk stands in
+    for the GPUs this machine may not have)."""
+    real = transformers.AutoModelForCausalLM.from_pretrained
+    maps = []
+
+    def recording(*args, **kwargs):
+        maps.append(kwargs.get("device_map"))
+        if "device_map" in kwargs:
+            kwargs["device_map"] = {"model.embed_tokens": "cpu", "model.rotary_emb": "cpu",
+                                    "model.layers": "disk", "model.norm": "cpu", "lm_head": "cpu"}
+            kwargs["offload_folder"] = tmp_path
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", recording)
+    spec = path_spec(tiny_llama_dir, dtype="float32", gpus=2, device_map="balanced")
+    assert (spec.gpus, spec.device_map) == (2, "balanced")
+    assert load_model(spec, device="cpu").device == torch.device("cpu")
+    m = load_model(spec, device="cuda")
+    assert maps == [None, "balanced"]
+    assert set(m.model.hf_device_map.values()) == {"cpu", "disk"}
+    assert m.device == torch.device("cpu") and not m.model.training
 
 
 def test_load_tiny_gemma(tiny_gemma_dir):

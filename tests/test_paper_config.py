@@ -82,6 +82,18 @@ def test_fifty_models_that_all_build(raw, specs):
     assert families == {"llama": 10, "mistral": 4, "qwen": 25, "olmo": 9, "internlm": 2}
 
 
+def test_models_larger_than_one_gpu_are_spread_over_several(specs):
+    """float16 weights (2 bytes a parameter) beyond one 80 GB GPU: 2 GPUs and a device_map."""
+    big = {name for name, s in specs.items() if 2 * s.params > 80e9}
+    assert big == {"llama-2-70b", "llama-2-70b-chat", "qwen2-72b-instruct", "qwen2.5-72b-instruct",
+                   "mixtral-8x7b", "mixtral-8x7b-instruct"}
+    for name, s in specs.items():
+        if name in big:
+            assert s.gpus * 80e9 >= 2 * s.params and s.device_map == "auto", name
+        else:
+            assert (s.gpus, s.device_map) == (1, None), name
+
+
 def test_no_duplicate_hub_ids(specs):
     hubs = Counter(s.source.hub for s in specs.values())
     assert [h for h, n in hubs.items() if n > 1] == []

@@ -4,12 +4,20 @@ import numpy as np
 import pytest
 import torch
 import xarray as xr
-from tiny_models import lm_for
+from tiny_models import TINY_ATTRS, lm_for
 
 from ips.datasets import InstructionItem, MCQItem
-from ips.models import load_model
+from ips.models import ModelSpec, load_model
 from ips.samples import Sample, SampleSet
-from ips.kernel import ScoringError, log_odds, masked_inputs, token_owners, v_from_logits
+from ips.kernel import (
+    NonFiniteError,
+    ScoringError,
+    finite_values,
+    log_odds,
+    masked_inputs,
+    token_owners,
+    v_from_logits,
+)
 from ips.scoring import Engine, letter_tokens, score_shard
 from ips.templates import conditions, load_templates, render
 from ips.variables import select_variables
@@ -314,6 +322,46 @@ class _Confident(torch.nn.Module):
         logits = torch.zeros(input_ids.shape[0], logits_to_keep, self.vocab)
         logits[..., 3] = self.margin
         return type("Out", (), {"logits": logits})
+
+
+def overflowing(directory, dtype: str):
+    """The tiny Llama in `dtype` with its output weights scaled by 3e4: logits of ~1e5, beyond
+    float16's 65504 (its weights, up to ~2.4e4, still fit)."""
+    lm = load_model(ModelSpec.from_config("big-logits", {"source": {"path": str(directory)},
+                                                         **TINY_ATTRS, "dtype": dtype}))
+    with torch.no_grad():
+        lm.model.lm_head.weight.mul_(3e4)
+    return lm
+
+
+@pytest.mark.parametrize("scorer", ["plain", "auto"])
+def test_overflow_in_float16_names_the_model_and_the_dtype_to_use(tiny_llama_dir, tmp_path,
+                                                                  scorer, caplog):
+    ss = sample_set(ITEMS[:1], n_max=2)
+    wide = overflowing(tiny_llama_dir, "float32")
+    p = ss.samples[0].prompts["T1"]
+    with torch.no_grad():
+        logits = wide.model(torch.as_tensor(encode(wide, p)[0])[None]).logits
+    assert logits.abs().max() > 65504  # the float32 model's logits are beyond float16's range
+    for dtype in ("float32", "bfloat16"):
+        ds = score_shard(overflowing(tiny_llama_dir, dtype), ss, tmp_path / f"{dtype}.h5",
+                         progress=False, scorer=scorer)
+        assert np.isfinite(ds.v.values).all()
+    half = overflowing(tiny_llama_dir, "float16")
+    with pytest.raises(NonFiniteError) as err:
+        score_shard(half, ss, tmp_path / "float16.h5", progress=False, scorer=scorer)
+    msg = str(err.value)
+    assert "plain scorer" not in caplog.text  # "auto": the trie raised it, it did not fall back
+    assert msg.startswith(f"model big-logits: item {ss.samples[0].item.id!r}, condition T1: v is "
+                          "not finite (inf/nan) in float16 (masks [0, ")
+    assert msg.endswith("; set `dtype: bfloat16` or `float32` in its entry") and "\n" not in msg
+    # the kernel's check alone, for each precision
+    v = np.array([0.5, np.nan, np.inf])
+    with pytest.raises(NonFiniteError, match=r"in bfloat16 \(masks \[1, 2\]\); set `dtype: float32`"):
+        finite_values(v, torch.bfloat16)
+    with pytest.raises(NonFiniteError, match=r"in float32 .*P\(y\*\) is 1 in float64"):
+        finite_values(v, torch.float32)
+    assert finite_values(v[:1], torch.float16) is not None
 
 
 def test_single_token_log_odds_stay_finite_when_p_rounds_to_one():

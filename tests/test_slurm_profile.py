@@ -3,8 +3,9 @@
 The stub (tests/slurm_stub/) answers sbatch, srun, sacct, squeue, scancel, sinfo and sacctmgr
 the way the plugin expects, runs every submitted job for real on this machine and logs each
 sbatch/srun call as a JSON line in $IPS_SLURM_LOG. The test runs a tiny config up to the
-values file of one shard and checks what each rule asked Slurm for: the scoring job a GPU on
-the GPU partition, the other jobs no GPU on the CPU partition, all with the profile's account.
+values file of one shard and checks what each rule asked Slurm for: the scoring job the GPUs
+of its model entry (`gpus`) on the GPU partition, the other jobs no GPU on the CPU partition,
+all with the profile's account.
 """
 
 import json
@@ -25,7 +26,9 @@ PROFILE = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text
 ACCOUNT = PROFILE["default-resources"]["slurm_account"]
 CPU_PARTITION = PROFILE["default-resources"]["slurm_partition"]
 GPU_PARTITION = PROFILE["set-resources"]["score"]["slurm_partition"]
-TARGET = "results/values/tiny/arc-easy/0.h5"
+# the scored model asks for 2 GPUs (the stub runs it on the CPU, where device_map is ignored)
+TARGET = "results/values/tiny-2gpu/arc-easy/0.h5"
+ONE_GPU_TARGET = "results/values/tiny/arc-easy/0.h5"
 # Test-only settings (the plugin's defaults suit a real cluster): poll after 1 s, not 40 s;
 # fail at once instead of retrying or waiting for a shared filesystem; keep the job logs.
 FAST = ["--slurm-init-seconds-before-status-checks", "1", "--retries", "0", "--latency-wait", "3",
@@ -33,13 +36,14 @@ FAST = ["--slurm-init-seconds-before-status-checks", "1", "--retries", "0", "--l
 
 
 def tiny_config(model_dir) -> dict:
+    tiny = {"source": {"path": str(model_dir)}, "family": "tiny", "series": "tiny",
+            "type": "base", "architecture": "dense", "params": 100000}
     return {
         "n_max": 3,
         "shard_size": 1,
         "few_shot": {"shots": []},
         "templates": {"mcq": ["T1", "T2"]},
-        "models": {"tiny": {"source": {"path": str(model_dir)}, "family": "tiny", "series": "tiny",
-                            "type": "base", "architecture": "dense", "params": 100000}},
+        "models": {"tiny": tiny, "tiny-2gpu": {**tiny, "gpus": 2, "device_map": "auto"}},
         "datasets": {"arc-easy": {"format": "arc", "subset": "ARC-Easy", "fields": ["question"],
                                   "n_items": 2}},
     }
@@ -93,13 +97,21 @@ def job_logs(work: Path) -> str:
 @pytest.mark.parametrize("profile", [["--workflow-profile", "profiles/slurm"],
                                      ["--profile", "profiles/slurm", "--workflow-profile", "none"]])
 def test_profile_is_accepted_in_a_dry_run(work, profile):
-    r, calls = snakemake(work, *profile, "-n", TARGET)
+    r, calls = snakemake(work, *profile, "-n", TARGET, ONE_GPU_TARGET)
     assert r.returncode == 0, r.stderr[-4000:]
     assert calls == []  # a dry run submits nothing
     out = r.stdout + r.stderr
     assert "checkpoint prepare_samples:" in out and "rule prepare_model:" in out and "rule score:" in out
-    assert f"slurm_partition={GPU_PARTITION}" in out and "gpu=1" in out
     assert f"slurm_account={ACCOUNT}" in out
+    # each score job's resources: the GPU partition and its entry's gpus (1 by default)
+    jobs = [block for block in out.split("\nrule ")[1:] if block.startswith("score:")]
+    gpus = {}
+    for block in jobs:
+        model = next(line.split("/")[2] for line in block.splitlines() if "output:" in line)
+        resources = next(line for line in block.splitlines() if "resources:" in line)
+        assert f"slurm_partition={GPU_PARTITION}" in resources, block
+        gpus[model] = [r for r in resources.replace(",", " ").split() if r.startswith("gpu=")]
+    assert gpus == {"tiny": ["gpu=1"], "tiny-2gpu": ["gpu=2"]}
 
 
 def test_score_job_gets_a_gpu_the_others_do_not(work):
@@ -123,7 +135,7 @@ def test_score_job_gets_a_gpu_the_others_do_not(work):
         assert "--wrap" in " ".join(call["argv"])  # the job command, which the stub really ran
         if rule == "score":
             assert opts["partition"] == GPU_PARTITION
-            assert opts["gpus"] == "1"  # profile `gpu: 1` -> sbatch --gpus=1
+            assert opts["gpus"] == "2"  # the entry's gpus: 2 -> gpu=2 -> sbatch --gpus=2
             assert opts["cpus-per-task"] == str(PROFILE["set-threads"]["score"])
             assert opts["time"] == "240"  # the rule's runtime, kept
         else:
@@ -132,7 +144,7 @@ def test_score_job_gets_a_gpu_the_others_do_not(work):
             assert opts["cpus-per-task"] == "1", rule
     # inside the job the jobstep plugin starts the rule with srun; only score's asks for the GPU
     srun = {c["jobid"]: c["argv"] for c in calls if c["cmd"] == "srun"}
-    assert "--gpus=1" in srun[sbatch["score"]["jobid"]]
+    assert "--gpus=2" in srun[sbatch["score"]["jobid"]]
     assert not any(a.startswith("--gpus") for a in srun[sbatch["prepare_model"]["jobid"]])
 
 

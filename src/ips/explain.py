@@ -126,6 +126,7 @@ def explain(
     as in the workflow. Raises `ExplainError` for bad templates or an item without variables.
     """
     from ips.interactions import and_or
+    from ips.kernel import naming_model
     from ips.samples import Sample
     from ips.scoring import Engine, _Answers, _argmax, score_sample
     from ips.templates import Condition, render
@@ -139,7 +140,8 @@ def explain(
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     engine = Engine(lm.model, lm.mask_token_id, batch_tokens, lm.device, scorer=scorer)
-    scored = score_sample(engine, _Answers(lm.tokenizer), sample, conds, target)
+    with naming_model(lm.spec.name):
+        scored = score_sample(engine, _Answers(lm.tokenizer), sample, conds, target)
     seconds["score"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     fit = and_or(scored["v"], solver=solver, noise=noise, **(sgd or {}))

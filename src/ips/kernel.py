@@ -15,7 +15,8 @@ A multi-token target (the gold option's text) scores p = Π_j P(y*_j | x_S, y*_<
 
 from __future__ import annotations
 
-from typing import Sequence
+import contextlib
+from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -25,6 +26,10 @@ from ips.io import InputError
 
 class ScoringError(InputError):
     """A prompt or target that cannot be scored (the reason is named in the message)."""
+
+
+class NonFiniteError(ScoringError):
+    """v is not finite (`finite_values`); `naming_model` puts the model's name in front."""
 
 
 def token_owners(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]) -> np.ndarray:
@@ -76,3 +81,43 @@ def v_from_logits(logits: torch.Tensor, target: Sequence[int]) -> np.ndarray:
     logp = torch.log_softmax(logits, dim=-1)
     total = logp[:, torch.arange(k), torch.as_tensor(list(target))].sum(dim=1)
     return log_odds(total.cpu().numpy())
+
+
+def finite_values(v: np.ndarray, dtype: torch.dtype) -> np.ndarray:
+    """`v` of a model computing in `dtype` if every value is finite, else `NonFiniteError`
+    saying which precision to set.
+
+    float16 ends at ±65504: models trained in bfloat16 (Gemma 3) have activations beyond
+    that, which overflow to inf and make the logits, and v, inf or nan. bfloat16 and float32
+    reach ~3.4e38. In float32 or float64 a non-finite v is +inf where P(y*) rounds to 1 in
+    float64 (a multi-token target; one token keeps v finite, `v_from_logits`) or the model
+    itself returned inf/nan logits.
+    """
+    bad = ~np.isfinite(v)
+    if not bad.any():
+        return v
+    if dtype == torch.float16:
+        fix = "set `dtype: bfloat16` or `float32` in its entry"
+    elif dtype == torch.bfloat16:
+        fix = "set `dtype: float32` in its entry"
+    else:
+        fix = "P(y*) is 1 in float64 for a multi-token target, or the logits are not finite"
+    masks = np.flatnonzero(bad)[:5].tolist()
+    name = str(dtype).removeprefix("torch.")
+    raise NonFiniteError(f"v is not finite (inf/nan) in {name} (masks {masks}); {fix}")
+
+
+def model_dtype(model) -> torch.dtype:
+    """The dtype of the model's (first) parameters: the precision it computes in."""
+    p = next(model.parameters(), None) if hasattr(model, "parameters") else None
+    return p.dtype if p is not None else torch.float32
+
+
+@contextlib.contextmanager
+def naming_model(name: str) -> Iterator[None]:
+    """Put "model <name>: " in front of a `NonFiniteError` raised inside (the scorers that
+    raise it do not know the model's configured name)."""
+    try:
+        yield
+    except NonFiniteError as e:
+        raise NonFiniteError(f"model {name}: {e}") from None

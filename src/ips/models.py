@@ -10,7 +10,9 @@ A model entry (one per model under `models:` in the configuration)::
       architecture: dense       # dense | moe
       params: 135e6             # a number, or a string such as "135e6", "135M", "1.7B"
       active_params: 135e6      # optional for dense models (defaults to params)
-      dtype: auto               # auto | float32 | float16 | bfloat16
+      dtype: auto               # auto | float32 | float16 | bfloat16 (`auto_dtype`)
+      gpus: 1                   # GPUs of the scoring job; > 1 needs a device_map
+      device_map: null          # auto | balanced | balanced_low_0 | sequential: dispatched
       mask_token: null          # optional: a token string or id that overrides `resolve_mask_token`
 
 `source` names exactly one of:
@@ -111,6 +113,9 @@ class ModelSpec:
     params: int
     active_params: int
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    # GPUs of the scoring job, and how accelerate spreads the model over them (None: whole)
+    gpus: int = 1
+    device_map: Literal["auto", "balanced", "balanced_low_0", "sequential"] | None = None
     mask_token: str | int | None = None
     # run the model code a hub repository ships (InternLM2, LLaMA-MoE): only when asked for
     trust_remote_code: bool = False
@@ -169,23 +174,27 @@ def load_model(
 ) -> LoadedModel:
     """Prepare (see `prepare_model`) and load a model with its tokenizer and mask token.
 
-    `device` defaults to CUDA when visible, else CPU; `dtype: auto` means float32 on CPU and
-    float16 on CUDA. `threads` sets torch's intra-op thread count.
+    `device` defaults to CUDA when visible, else CPU; `dtype: auto` is `auto_dtype(device)`.
+    `threads` sets torch's intra-op thread count. On CUDA an entry's `device_map` dispatches
+    the model with accelerate over the visible GPUs (transformers' `device_map`: each layer
+    is loaded straight onto its GPU, with hooks that move activations between them);
+    `LoadedModel.device` is then the device of the input embeddings (`input_device`).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if threads is not None:
         torch.set_num_threads(threads)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    if spec.dtype == "auto":
-        dtype = torch.float16 if device.type == "cuda" else torch.float32
-    else:
-        dtype = getattr(torch, spec.dtype)
+    dtype = auto_dtype(device) if spec.dtype == "auto" else getattr(torch, spec.dtype)
 
     path = prepare_model(spec, cache_dir)
+    # one CPU is one device: there is nothing to spread a model over
+    dispatch = spec.device_map is not None and device.type != "cpu"
     try:
         remote = {"trust_remote_code": True} if spec.trust_remote_code else {}
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, **remote)
+        if dispatch:
+            remote["device_map"] = spec.device_map
         model = AutoModelForCausalLM.from_pretrained(
             path, dtype=dtype, local_files_only=True, **remote
         )
@@ -193,8 +202,41 @@ def load_model(
         raise ModelError(f"model {spec.name}: cannot load {path}: {e}") from e
     _check_offsets(spec.name, tokenizer)
     mask_id, mask_token, source = resolve_mask_token(tokenizer, spec.mask_token, model=spec.name)
-    model.to(device).eval()
+    if dispatch:
+        device = input_device(model)
+        log.info("%s: dispatched over %s", spec.name, sorted(
+            {str(d) for d in getattr(model, "hf_device_map", {}).values()}))
+    else:
+        model.to(device)
+    model.eval()
     return LoadedModel(spec, model, tokenizer, mask_id, mask_token, source, device, dtype, path)
+
+
+def input_device(model: torch.nn.Module) -> torch.device:
+    """Where a (possibly dispatched) model's input ids go: the device its input embeddings
+    run on (accelerate's hook names it where the weights are offloaded to CPU or disk)."""
+    emb = model.get_input_embeddings()
+    where = getattr(getattr(emb, "_hf_hook", None), "execution_device", None)
+    if where is None:
+        where = emb.weight.device
+    if isinstance(where, int):  # accelerate names GPUs by index
+        where = torch.device("cuda", where)
+    where = torch.device(where)
+    return torch.device("cpu") if where.type == "meta" else where
+
+
+def auto_dtype(device: str | torch.device) -> torch.dtype:
+    """The precision of `dtype: auto` on `device`: float32 on a CPU; on CUDA bfloat16 where the
+    device supports it (Ampere and later), else float16.
+
+    bfloat16 has float32's exponent range (max ~3.4e38) and float16 only ±65504: models
+    trained in bfloat16, such as Gemma 3, have activations beyond 65504 that overflow to inf
+    in float16 (v then is not finite, `ips.kernel.finite_values`). float16 keeps 3 more
+    mantissa bits, so it is the fallback only where bfloat16 is not available (V100, T4).
+    """
+    if torch.device(device).type != "cuda":
+        return torch.float32
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
 def resolve_mask_token(

@@ -28,7 +28,8 @@ from ips import __version__
 from ips.config import MODEL_ATTRIBUTES, SCORERS, TARGETS
 from ips.datasets import LETTERS, MCQItem
 from ips.io import InputError, atomic_path, labels, output_lock, write_dataset
-from ips.kernel import ScoringError, masked_inputs, token_owners, v_from_logits
+from ips.kernel import (NonFiniteError, ScoringError, finite_values, masked_inputs,
+                        model_dtype, naming_model, token_owners, v_from_logits)
 from ips.trie import TrieScorer, trie_budget
 
 log = logging.getLogger(__name__)
@@ -149,7 +150,7 @@ class Engine:
         for start in range(0, count, per_batch):
             idx = np.arange(start, min(start + per_batch, count))
             out[idx] = self._log_odds(rows(idx), target)
-        return out
+        return finite_values(out, model_dtype(self.model))
 
     @torch.inference_mode()
     def unmasked(self, ids: np.ndarray, letters: Sequence[int] = (),
@@ -232,11 +233,10 @@ def score_sample(engine: Engine, answers: _Answers, sample, conditions, target: 
         ids, owners, letters, options = _encode(answers, item, prompt)
         un = engine.unmasked(ids, letters[0] if letters else (), options or ())
         y, form = _target(answers, item, c.name, prompt.cue, target, letters, options, un.greedy)
-        v = engine.values(ids, owners, n, y)
-        if not np.all(np.isfinite(v)):
-            bad = np.flatnonzero(~np.isfinite(v))[:5].tolist()
-            raise ScoringError(f"item {item.id!r}, condition {c.name}: v is not finite for masks "
-                               f"{bad} (P(y*) is 1 in float64 for a multi-token target)")
+        try:
+            v = engine.values(ids, owners, n, y)
+        except NonFiniteError as e:
+            raise NonFiniteError(f"item {item.id!r}, condition {c.name}: {e}") from None
         var_tokens = np.bincount(owners[owners >= 0], minlength=n)[:n]
         if np.any(var_tokens == 0):
             log.warning("item %r, %s: variable(s) %s own no token (their tokens belong to a "
@@ -291,10 +291,8 @@ class Occlusion:
         ids, owners, letters, options = _encode(answers, item, prompt)
         greedy = engine.unmasked(ids).greedy if target == "greedy" else None
         y, _ = _target(answers, item, condition, prompt.cue, target, letters, options, greedy)
-        v = engine.occlusion(ids, owners, len(prompt.spans), y)
-        if not np.all(np.isfinite(v)):
-            raise ScoringError(f"item {item.id!r}, condition {condition}: the occlusion scores of "
-                               f"{self.model} are not finite (P(y*) is 1 in float64)")
+        with naming_model(self.model):
+            v = engine.occlusion(ids, owners, len(prompt.spans), y)
         return np.abs(v[0] - v[1:])
 
 
@@ -378,7 +376,8 @@ def _score_locked(lm, ss, out: Path, samples, target: str, shard: int, batch_tok
             r = partial.load(i, shape) if i in done else None
             if r is None:
                 t1 = time.perf_counter()
-                r = score_sample(engine, answers, s, ss.conditions, target)
+                with naming_model(lm.spec.name):
+                    r = score_sample(engine, answers, s, ss.conditions, target)
                 partial.save(i, r)
                 bar.update(1)
                 # a line per sample, for logs where the bar is off (not a terminal)

@@ -54,7 +54,14 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ips.kernel import ScoringError, log_odds, masked_inputs, v_from_logits
+from ips.kernel import (
+    ScoringError,
+    finite_values,
+    log_odds,
+    masked_inputs,
+    model_dtype,
+    v_from_logits,
+)
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +168,12 @@ def unsupported_reason(model) -> str | None:
     config = getattr(model, "config", None)
     if config is None or not hasattr(model, "get_decoder"):
         return f"{type(model).__name__} is not a transformers model"
+    # accelerate's map: GPU indices, "cpu", "disk". The trie reads `lm_head.weight` itself
+    # (offloaded weights are on "meta" outside the hooks) and caches masks per level, not
+    # per device, so it runs on one device only
+    devices = {str(d) for d in (getattr(model, "hf_device_map", None) or {}).values()}
+    if len(devices) > 1:
+        return f"the model is dispatched across devices ({', '.join(sorted(devices))})"
     if getattr(config, "is_encoder_decoder", False):
         return "encoder-decoder models are not supported"
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
@@ -357,7 +370,8 @@ class TrieScorer:
         if not self.active:
             return None
         try:
-            v = self._values(ids, owners, n, target)
+            # before the self-check: an overflow is the precision's fault, not the trie's
+            v = finite_values(self._values(ids, owners, n, target), model_dtype(self.model))
             if self.check:
                 self._self_check(ids, owners, n, target, v)
         except TrieUnsupported as e:
@@ -531,7 +545,7 @@ class TrieScorer:
         rows = torch.as_tensor(masked_inputs(seq, own, n, self.mask_id, masks), device=self.device)
         logits = self.model(input_ids=rows, logits_to_keep=len(target), use_cache=False).logits
         plain = v_from_logits(logits, target)
-        dtype = next(self.model.parameters()).dtype
+        dtype = model_dtype(self.model)
         tol = 1e-3 if dtype in (torch.float32, torch.float64) else 0.1
         err = np.abs(plain - v[masks])
         if not np.all(err <= tol * np.maximum(1.0, np.abs(plain))):

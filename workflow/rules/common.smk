@@ -83,6 +83,21 @@ def model_mem_mb(wildcards):
     return mem_mb(wildcards.model)
 
 
+def score_mem_mb(wildcards):
+    """Host memory of a scoring job: `mem_mb`, except for a model with a `device_map`: its
+    layers are loaded straight onto the GPUs, one checkpoint shard (up to ~10 GB) at a time,
+    so the host needs at most 2 GB plus one shard."""
+    if config["models"][wildcards.model].get("device_map"):
+        return min(mem_mb(wildcards.model), 12000)
+    return mem_mb(wildcards.model)
+
+
+def model_gpus(wildcards):
+    """GPUs of a scoring job: the model entry's `gpus` (default 1). A local run does not
+    limit the `gpu` resource unless `--resources gpu=N` is given."""
+    return int(config["models"][wildcards.model].get("gpus", 1))
+
+
 def mem_mb(model):
     """Memory of a job that holds one model: its weights 1.5 times (3 times while a GGUF is
     dequantised) at the configured dtype (float32 unless float16/bfloat16 is set), plus 2 GB."""

@@ -19,9 +19,9 @@ rule score:
         "results/benchmarks/score/{model}/{dataset}/{shard}.tsv"
     threads: 1
     resources:
-        mem_mb=model_mem_mb,
+        mem_mb=score_mem_mb,
         runtime=240,
-        gpu=0,
+        gpu=model_gpus,
     conda:
         "../../envs/ips.yaml"
     shell:
