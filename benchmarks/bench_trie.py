@@ -35,51 +35,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from common import MODELS, arc_easy, item_with, measure, status_mb
+from common import MODELS, Flops, arc_easy, matmul_rate, measure, prompt_case, status_mb
 
 from ips.models import ModelSpec, load_model
-from ips.kernel import token_owners
-from ips.scoring import Engine, letter_tokens
-from ips.templates import load_templates, render
+from ips.scoring import Engine
+from ips.templates import load_templates
 from ips.trie import TrieScorer, trie_budget
-
-def matmul_rate(seconds: float = 1.0, size: int = 2048) -> float:
-    """Best float32 sgemm rate (FLOP/s) of this process's threads over about `seconds`."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    c = torch.empty(size, size)
-    torch.mm(a, b, out=c)
-    best, end = 0.0, time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        t = time.perf_counter()
-        torch.mm(a, b, out=c)
-        best = max(best, 2 * size**3 / (time.perf_counter() - t))
-    return best
-
-
-class Flops:
-    """Useful FLOPs of a model: linear layers per token, attention per pair, head per position."""
-
-    def __init__(self, model):
-        cfg = model.config.get_text_config()
-        layers = model.get_decoder().layers
-        self.per_token = sum(2 * m.in_features * m.out_features
-                             for m in layers.modules() if isinstance(m, torch.nn.Linear))
-        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        self.per_pair = 4 * cfg.num_attention_heads * head_dim  # QK^T and PV, per layer
-        self.per_logit_row = 2 * cfg.hidden_size * model.get_output_embeddings().weight.shape[0]
-        self.layers = cfg.num_hidden_layers
-        window = getattr(cfg, "sliding_window", None)
-        kinds = getattr(cfg, "layer_types", None) or ["full_attention"] * self.layers
-        self.windows = [window if k == "sliding_attention" else None for k in kinds]
-
-    def plain(self, rows: int, length: int, k: int) -> float:
-        pos = np.arange(length)
-        pairs = sum(int(np.minimum(pos + 1, w or length).sum()) for w in self.windows)
-        return rows * (length * self.per_token + pairs * self.per_pair + k * self.per_logit_row)
-
-    def trie(self, st) -> float:
-        return (st.tokens * self.per_token + st.key_pairs * self.per_pair
-                + st.projected * self.per_logit_row)
 
 
 def main() -> None:
@@ -124,14 +85,8 @@ def main() -> None:
         print(f"{'case':<14}{'tokens':>7}{'scorer':>7}{'evals/s':>9}{'x':>7}{'tokens run':>12}"
               f"{'GFLOP/s':>9}{'% mm':>6}{'peak +MB':>9}{'KV MB':>7}{'max|dv|':>10}{'cpu%':>6}")
         for n in ns:
-            item, variables = item_with(items, order, n)
-            pool = [items[i] for i in order if items[i].id != item.id]
             for k in shots:
-                p = render(templates["T1"], item, variables, pool[:k], templates)
-                enc = lm.tokenizer(p.text, return_offsets_mapping=True)
-                ids = np.asarray(enc["input_ids"])
-                owners = token_owners(enc["offset_mapping"], p.spans)
-                target = [letter_tokens(lm.tokenizer, p.cue, "ABCD")[0][item.gold]]
+                _, ids, owners, target = prompt_case(lm.tokenizer, items, order, templates, n, k)
                 plain = Engine(lm.model, lm.mask_token_id, batch_tokens=args.batch_tokens)
                 tries = [TrieScorer(lm.model, lm.mask_token_id, budget, check=False)
                          for _ in range(3)]
@@ -163,15 +118,10 @@ def main() -> None:
         if not args.quick:
             for k in shots:  # memory at n = 12, the trie alone (plain would take ~4x n = 10)
                 try:
-                    item, variables = item_with(items, order, 12)
+                    _, ids, owners, target = prompt_case(lm.tokenizer, items, order, templates,
+                                                         12, k)
                 except SystemExit:
                     break
-                pool = [items[i] for i in order if items[i].id != item.id]
-                p = render(templates["T1"], item, variables, pool[:k], templates)
-                enc = lm.tokenizer(p.text, return_offsets_mapping=True)
-                ids = np.asarray(enc["input_ids"])
-                owners = token_owners(enc["offset_mapping"], p.spans)
-                target = [letter_tokens(lm.tokenizer, p.cue, "ABCD")[0][item.gold]]
                 tr = TrieScorer(lm.model, lm.mask_token_id, budget)
                 _, t, mb, _ = measure(lambda: tr.values(ids, owners, 12, target))
                 st = tr.stats
