@@ -36,51 +36,12 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from common import MODELS, arc_easy, item_with, measure, status_mb
+from common import MODELS, Flops, arc_easy, matmul_rate, measure, prompt_case, status_mb
 
 from ips.models import ModelSpec, load_model
-from ips.kernel import token_owners
-from ips.scoring import Engine, letter_tokens
-from ips.templates import load_templates, render
+from ips.scoring import Engine
+from ips.templates import load_templates
 from ips.trie import TrieScorer, trie_budget
-
-def matmul_rate(seconds: float = 1.0, size: int = 2048) -> float:
-    """Best float32 sgemm rate (FLOP/s) of this process's threads over about `seconds`."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    c = torch.empty(size, size)
-    torch.mm(a, b, out=c)
-    best, end = 0.0, time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        t = time.perf_counter()
-        torch.mm(a, b, out=c)
-        best = max(best, 2 * size**3 / (time.perf_counter() - t))
-    return best
-
-
-class Flops:
-    """Useful FLOPs of a model: linear layers per token, attention per pair, head per position."""
-
-    def __init__(self, model):
-        cfg = model.config.get_text_config()
-        layers = model.get_decoder().layers
-        self.per_token = sum(2 * m.in_features * m.out_features
-                             for m in layers.modules() if isinstance(m, torch.nn.Linear))
-        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        self.per_pair = 4 * cfg.num_attention_heads * head_dim  # QK^T and PV, per layer
-        self.per_logit_row = 2 * cfg.hidden_size * model.get_output_embeddings().weight.shape[0]
-        self.layers = cfg.num_hidden_layers
-        window = getattr(cfg, "sliding_window", None)
-        kinds = getattr(cfg, "layer_types", None) or ["full_attention"] * self.layers
-        self.windows = [window if k == "sliding_attention" else None for k in kinds]
-
-    def plain(self, rows: int, length: int, k: int) -> float:
-        pos = np.arange(length)
-        pairs = sum(int(np.minimum(pos + 1, w or length).sum()) for w in self.windows)
-        return rows * (length * self.per_token + pairs * self.per_pair + k * self.per_logit_row)
-
-    def trie(self, st) -> float:
-        return (st.tokens * self.per_token + st.key_pairs * self.per_pair
-                + st.projected * self.per_logit_row)
 
 
 def parse_args() -> argparse.Namespace:
@@ -114,15 +75,9 @@ class Case(NamedTuple):
 
 
 def prompt(lm, items, order, templates, n: int, k: int) -> Case:
-    """The T1 prompt of the first item with n content variables and the next k items of
-    `order` as solved examples, scored on the gold letter."""
-    item, variables = item_with(items, order, n)
-    pool = [items[i] for i in order if items[i].id != item.id]
-    p = render(templates["T1"], item, variables, pool[:k], templates)
-    enc = lm.tokenizer(p.text, return_offsets_mapping=True)
-    owners = token_owners(enc["offset_mapping"], p.spans)
-    target = [letter_tokens(lm.tokenizer, p.cue, "ABCD")[0][item.gold]]
-    return Case(np.asarray(enc["input_ids"]), owners, target, n, f"{k}-shot n={n}")
+    """The benchmark prompt with n variables and k solved examples (`common.prompt_case`)."""
+    _, ids, owners, target = prompt_case(lm.tokenizer, items, order, templates, n, k)
+    return Case(ids, owners, target, n, f"{k}-shot n={n}")
 
 
 def load(name: str, args):

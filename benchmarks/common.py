@@ -15,6 +15,9 @@ import torch
 
 from ips.datasets import load_items
 from ips.config import load_config
+from ips.kernel import token_owners
+from ips.scoring import letter_tokens
+from ips.templates import render
 from ips.variables import Skip, select_variables
 
 # the embedded default's models, as the repository's config.yaml gives them
@@ -64,3 +67,67 @@ def item_with(items, order, n: int):
         if len(variables) == n:
             return items[i], variables
     raise SystemExit(f"no ARC-Easy item has exactly {n} content variables")
+
+
+def prompt_case(tokenizer, items, order, templates, n: int, k: int, template: str = "T1"):
+    """The benchmark prompt with n variables and k solved examples, tokenized.
+
+    The item is `item_with(items, order, n)`, the shots are the next items of `order`;
+    returns (item, token ids, each token's variable, [target id]) with the target the gold
+    option's letter, as `Engine.values` takes them.
+    """
+    item, variables = item_with(items, order, n)
+    pool = [items[i] for i in order if items[i].id != item.id]
+    p = render(templates[template], item, variables, pool[:k], templates)
+    enc = tokenizer(p.text, return_offsets_mapping=True)
+    ids = np.asarray(enc["input_ids"])
+    owners = token_owners(enc["offset_mapping"], p.spans)
+    target = [letter_tokens(tokenizer, p.cue, "ABCD")[0][item.gold]]
+    return item, ids, owners, target
+
+
+def matmul_rate(seconds: float = 1.0, size: int = 2048, device: str = "cpu",
+                dtype: torch.dtype = torch.float32) -> float:
+    """Best rate (FLOP/s) of a size³ matmul in `dtype` on `device` over about `seconds`.
+
+    2·size³ FLOPs per product; on CUDA each product is timed between synchronisations.
+    """
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
+    c = torch.empty(size, size, device=device, dtype=dtype)
+    sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
+    torch.mm(a, b, out=c)
+    sync()
+    best, end = 0.0, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        t = time.perf_counter()
+        torch.mm(a, b, out=c)
+        sync()
+        best = max(best, 2 * size**3 / (time.perf_counter() - t))
+    return best
+
+
+class Flops:
+    """Useful FLOPs of a model: linear layers per token, attention per pair, head per position."""
+
+    def __init__(self, model):
+        cfg = model.config.get_text_config()
+        layers = model.get_decoder().layers
+        self.per_token = sum(2 * m.in_features * m.out_features
+                             for m in layers.modules() if isinstance(m, torch.nn.Linear))
+        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        self.per_pair = 4 * cfg.num_attention_heads * head_dim  # QK^T and PV, per layer
+        self.per_logit_row = 2 * cfg.hidden_size * model.get_output_embeddings().weight.shape[0]
+        self.layers = cfg.num_hidden_layers
+        window = getattr(cfg, "sliding_window", None)
+        kinds = getattr(cfg, "layer_types", None) or ["full_attention"] * self.layers
+        self.windows = [window if k == "sliding_attention" else None for k in kinds]
+
+    def plain(self, rows: int, length: int, k: int) -> float:
+        pos = np.arange(length)
+        pairs = sum(int(np.minimum(pos + 1, w or length).sum()) for w in self.windows)
+        return rows * (length * self.per_token + pairs * self.per_pair + k * self.per_logit_row)
+
+    def trie(self, st) -> float:
+        return (st.tokens * self.per_token + st.key_pairs * self.per_pair
+                + st.projected * self.per_logit_row)
