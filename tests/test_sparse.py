@@ -69,7 +69,6 @@ def test_sparse_game_recovered_from_a_fraction_of_masks(n, budget):
     assert np.abs(est.predict(np.arange(1 << n)) - v).max() < 1e-7
 
 
-@pytest.mark.slow
 def test_sparse_game_recovered_n12():
     x, y, v = sparse_game(12, 5, (2, 4), seed=12)
     d = sparse.design(12, 256, seed=0)
