@@ -17,7 +17,11 @@ and is compared with the exact fit of the same game:
 - |dIPS_low|, |dIPS_mid|, |dIPS_high|: the same as mean|dIPS| within the order bands (over
   the pairs with a value, i.e. a salient interaction of that band, on both sides);
 - heldout: the estimate's own relative held-out error (`SparseInteractions.heldout_error`,
-  on masks outside the design), mean over games; full: its relative error on all 2^n masks.
+  on masks outside the design), mean over games; full: its relative error on all 2^n masks;
+- floor J, floor dIPS: the noise floor: Jaccard and mean|dIPS| of the *exact* fit of
+  v + Gaussian noise (standard deviation = the case's `full` error times the range of v, seed
+  fixed) against the exact fit of v. No estimator whose values are off by that much can be
+  expected to do better, whatever it does with them.
 
 Every run ends with one line per case:
 `sparse n=<n> budget=<fraction>: mean|dIPS|=<x> jaccard=<y>`.
@@ -63,6 +67,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--cache", type=Path, default=Path("results/bench_sparse"))
     parser.add_argument("--cache-dir", type=Path, default=Path("resources/models"))
     parser.add_argument("--score-only", action="store_true", help="fill the cache and stop")
+    parser.add_argument("--no-floor", dest="floor", action="store_false",
+                        help="skip the noise floor (exact fits of v plus noise)")
     args = parser.parse_args()
     args.ns = args.ns or ([12] if args.quick else [8, 10, 12])
     args.items = args.items or (2 if args.quick else 5)
@@ -191,6 +197,18 @@ def compare(args, n: int, v: np.ndarray, exact: np.ndarray, frac: Fraction) -> d
     row["exact_salient"] = float(np.mean([sparse.salient(e, args.tau).sum()
                                           for ee in ex for e in ee]))
     row["seconds"] = float(np.mean([s.info.get("seconds", np.nan) for s, _ in flat]))
+    if args.floor:
+        rng = np.random.default_rng(args.seed)
+        noisy = v + rng.normal(size=v.shape) * row["full"] * np.ptp(v, axis=-1, keepdims=True)
+        fit = and_or(noisy, solver="auto")
+        nx = [[sparse.from_dense(fit.and_[a, b], fit.or_[a, b]) for b in range(v.shape[1])]
+              for a in range(len(v))]
+        row["floor_j"] = np.mean([jaccard(s, e, args.tau) for ss, ee in zip(nx, ex)
+                                  for s, e in zip(ss, ee)])
+        ips_n = np.array([sparse.pair_ips(*ss, args.tau) for ss in nx])
+        row["floor_dips"] = float(np.nanmean(np.abs(ips_n - ips_x)))
+    else:
+        row["floor_j"] = row["floor_dips"] = float("nan")
     row["ips_exact"] = float(np.nanmean(ips_x))
     row["ips_sparse"] = float(np.nanmean(ips_s))
     return row
@@ -200,9 +218,11 @@ COLUMNS = [("n", "{:>3}"), ("budget", "{:>6}"), ("jaccard", "{:>7.3f}"), ("dips"
            ("spearman", "{:>8.2f}"), ("low", "{:>6.3f}"), ("mid", "{:>6.3f}"),
            ("high", "{:>7.3f}"), ("heldout", "{:>7.4f}"), ("full", "{:>6.4f}"),
            ("entries", "{:>7.0f}"), ("exact_salient", "{:>7.1f}"), ("ips_exact", "{:>6.3f}"),
-           ("ips_sparse", "{:>6.3f}"), ("seconds", "{:>5.1f}")]
+           ("ips_sparse", "{:>6.3f}"), ("floor_j", "{:>7.3f}"), ("floor_dips", "{:>10.3f}"),
+           ("seconds", "{:>5.1f}")]
 HEADS = ["n", "budget", "jaccard", "mean|dIPS|", "spearman", "|dlow|", "|dmid|", "|dhigh|",
-         "heldout", "full", "entries", "salient", "IPS_ex", "IPS_sp", "s/fit"]
+         "heldout", "full", "entries", "salient", "IPS_ex", "IPS_sp", "floor J", "floor dIPS",
+         "s/fit"]
 
 
 def main() -> None:
@@ -226,6 +246,7 @@ def main() -> None:
     for r in rows:
         print(f"sparse n={r['n']} budget={r['budget']}: mean|dIPS|={r['dips']:.3f} "
               f"jaccard={r['jaccard']:.3f}")
+    print("targets (n = 12, budget ≤ 1/4): mean|dIPS| ≤ 0.05 and jaccard ≥ 0.8")
 
 
 if __name__ == "__main__":
