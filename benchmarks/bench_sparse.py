@@ -43,7 +43,7 @@ from common import MODELS, arc_easy
 from ips import sparse
 from ips.interactions import and_or
 from ips.kernel import token_owners
-from ips.metrics import BANDS, DEFAULT_TAU, normalize, salient
+from ips.metrics import BANDS, DEFAULT_TAU
 from ips.models import ModelSpec, load_model
 from ips.scoring import letter_tokens
 from ips.templates import load_templates, render

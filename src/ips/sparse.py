@@ -72,7 +72,8 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "AND", "OR", "FULL_MAX_N", "DENSE_MAX_N", "MAX_N", "SparseInteractions", "design",
-    "candidates", "default_order", "estimate", "to_dense", "UNRELIABLE_HELDOUT", "from_dense", "normalize", "salient", "pair_ips",
+    "candidates", "default_order", "estimate", "to_dense", "UNRELIABLE_HELDOUT", "from_dense",
+    "normalize", "salient", "pair_ips",
     "band_of",
 ]
 
