@@ -25,7 +25,7 @@ and is compared with the exact fit of the same game:
 
 Every run ends with one line per case:
 `sparse n=<n> budget=<fraction>: mean|dIPS|=<x> jaccard=<y>`.
-`--quick`: n = 12, 2 items, budgets 1/8 and 1/4 (the fits are cached next to the games).
+`--quick`: n = 12, 3 items, budgets 1/8 and 1/4 (the fits are cached next to the games).
 """
 
 from __future__ import annotations
@@ -55,11 +55,11 @@ TEMPLATES = ("T1", "T2")
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="n = 12; 2 items; β = 1/8, 1/4")
+    parser.add_argument("--quick", action="store_true", help="n = 12; β = 1/8, 1/4")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--model", default="smollm2-135m-instruct", choices=list(MODELS))
     parser.add_argument("--ns", nargs="*", type=int, default=None)
-    parser.add_argument("--items", type=int, default=None, help="items per n (default 3 quick, 5)")
+    parser.add_argument("--items", type=int, default=None, help="items per n (default 3)")
     parser.add_argument("--budgets", nargs="*", type=Fraction, default=None,
                         help="fractions of 2**n, e.g. 1/8 1/4")
     parser.add_argument("--tau", type=float, default=DEFAULT_TAU)
@@ -71,7 +71,7 @@ def parse_args() -> argparse.Namespace:
                         help="skip the noise floor (exact fits of v plus noise)")
     args = parser.parse_args()
     args.ns = args.ns or ([12] if args.quick else [8, 10, 12])
-    args.items = args.items or (2 if args.quick else 5)
+    args.items = args.items or 3
     args.budgets = args.budgets or ([Fraction(1, 8), Fraction(1, 4)] if args.quick else
                                     [Fraction(1, 2 ** k) for k in (5, 4, 3, 2, 1)])
     return args
