@@ -1,0 +1,253 @@
+"""Benchmark of sparse AND-OR estimation (ips.sparse) against the exact fit on real models.
+
+Run:  .venv/bin/python benchmarks/bench_sparse.py [--quick] [--threads 2] [--cache DIR]
+
+For SmolLM2-135M-Instruct (the embedded default), ARC-Easy items with exactly n content
+variables (the first `--items` of the seeded order of the other benchmarks) are rendered with
+two templates (T1, T2: one template pair per item) and scored on all 2**n masks by the trie
+scorer; the games are cached under `--cache` (default results/bench_sparse/) so that a rerun
+only fits. The exact interactions are `and_or(v, solver="auto")`. For every budget fraction
+β (default 1/32 … 1/2) the sparse estimate sees only the values on `sparse.design(n, β·2^n)`
+and is compared with the exact fit of the same game:
+
+- jaccard: |Ŝ ∩ S| / |Ŝ ∪ S| of the salient sets (|Ĩ| > τ, kind and S) of sparse and exact,
+  mean over (item, template);
+- mean|dIPS|: mean over (item, pair) of |ips_sparse(x,T,T̂) − ips_exact(x,T,T̂)|;
+- spearman: rank correlation over items of the per-sample IPS (needs ≥ 3 items);
+- |dIPS_low|, |dIPS_mid|, |dIPS_high|: the same as mean|dIPS| within the order bands (over
+  the pairs with a value, i.e. a salient interaction of that band, on both sides);
+- heldout: the estimate's own relative held-out error (`SparseInteractions.heldout_error`,
+  on masks outside the design), mean over games; full: its relative error on all 2^n masks;
+- floor J, floor dIPS: the noise floor: Jaccard and mean|dIPS| of the *exact* fit of
+  v + Gaussian noise (standard deviation = the case's `full` error times the range of v, seed
+  fixed) against the exact fit of v. No estimator whose values are off by that much can be
+  expected to do better, whatever it does with them.
+
+Every run ends with one line per case:
+`sparse n=<n> budget=<fraction>: mean|dIPS|=<x> jaccard=<y>`.
+`--quick`: n = 12, 3 items, budgets 1/8 and 1/4 (the fits are cached next to the games).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import scipy.stats
+import torch
+from common import MODELS, arc_easy
+
+from ips import sparse
+from ips.interactions import and_or
+from ips.kernel import token_owners
+from ips.metrics import BANDS, DEFAULT_TAU
+from ips.models import ModelSpec, load_model
+from ips.scoring import letter_tokens
+from ips.templates import load_templates, render
+from ips.trie import TrieScorer, trie_budget
+from ips.variables import Skip, select_variables
+
+TEMPLATES = ("T1", "T2")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="n = 12; β = 1/8, 1/4")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--model", default="smollm2-135m-instruct", choices=list(MODELS))
+    parser.add_argument("--ns", nargs="*", type=int, default=None)
+    parser.add_argument("--items", type=int, default=None, help="items per n (default 3)")
+    parser.add_argument("--budgets", nargs="*", type=Fraction, default=None,
+                        help="fractions of 2**n, e.g. 1/8 1/4")
+    parser.add_argument("--tau", type=float, default=DEFAULT_TAU)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache", type=Path, default=Path("results/bench_sparse"))
+    parser.add_argument("--cache-dir", type=Path, default=Path("resources/models"))
+    parser.add_argument("--score-only", action="store_true", help="fill the cache and stop")
+    parser.add_argument("--no-floor", dest="floor", action="store_false",
+                        help="skip the noise floor (exact fits of v plus noise)")
+    args = parser.parse_args()
+    args.ns = args.ns or ([12] if args.quick else [8, 10, 12])
+    args.items = args.items or 3
+    args.budgets = args.budgets or ([Fraction(1, 8), Fraction(1, 4)] if args.quick else
+                                    [Fraction(1, 2 ** k) for k in (5, 4, 3, 2, 1)])
+    return args
+
+
+def items_with(items, order, n: int, count: int):
+    """The first `count` items in `order` with exactly n content variables, with them."""
+    found = []
+    for i in order:
+        try:
+            variables = select_variables(items[i], n_max=n, reduce="skip")
+        except Skip:
+            continue
+        if len(variables) == n:
+            found.append((items[i], variables))
+            if len(found) == count:
+                return found
+    raise SystemExit(f"only {len(found)} ARC-Easy items have exactly {n} content variables")
+
+
+def games(args) -> dict[int, np.ndarray]:
+    """v of every (item, template) for each n, shape (items, 2, 2**n); each game is scored
+    once and cached as <cache>/<model>/n<n>/<item id>_<template>.npy."""
+    items, order = arc_easy()
+    templates = load_templates()
+    lm = scorer = None
+    out = {}
+    for n in args.ns:
+        t0, fresh = time.perf_counter(), 0
+        v = np.empty((args.items, len(TEMPLATES), 1 << n))
+        for a, (item, variables) in enumerate(items_with(items, order, n, args.items)):
+            for b, name in enumerate(TEMPLATES):
+                path = args.cache / args.model / f"n{n}" / f"{item.id}_{name}.npy"
+                if path.exists():
+                    v[a, b] = np.load(path)
+                    continue
+                if lm is None:
+                    torch.set_num_threads(args.threads)
+                    lm = load_model(ModelSpec.from_config(args.model, MODELS[args.model]),
+                                    cache_dir=args.cache_dir, threads=args.threads)
+                    scorer = TrieScorer(lm.model, lm.mask_token_id, trie_budget(1024),
+                                        check=False)
+                p = render(templates[name], item, variables, (), templates)
+                enc = lm.tokenizer(p.text, return_offsets_mapping=True)
+                owners = token_owners(enc["offset_mapping"], p.spans)
+                target = [letter_tokens(lm.tokenizer, p.cue, "ABCD")[0][item.gold]]
+                v[a, b] = scorer.values(np.asarray(enc["input_ids"]), owners, n, target)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                np.save(path, v[a, b])
+                fresh += 1
+        if fresh:
+            print(f"scored n={n}: {fresh} games in {time.perf_counter() - t0:.0f} s", flush=True)
+        out[n] = v
+    return out
+
+
+def exact_fits(args, n: int, v: np.ndarray) -> np.ndarray:
+    """and_or(v, solver="auto") of every game as (items, 2, 2 kinds, 2**n), cached."""
+    path = args.cache / args.model / f"n{n}" / f"exact_items{len(v)}.npy"
+    if path.exists():
+        return np.load(path)
+    res = and_or(v, solver="auto")
+    out = np.stack([res.and_, res.or_], axis=-2)
+    np.save(path, out)
+    return out
+
+
+def sparse_fit(args, n: int, a: int, b: int, v: np.ndarray, frac: Fraction):
+    """The estimate of game (item a, template b) from the design of budget frac·2**n, cached.
+
+    The budget includes the held-out masks: the fit uses 90 % of the design's middle masks
+    and measures `heldout_error` on the rest (no refit)."""
+    budget = int(frac * (1 << n))
+    path = args.cache / args.model / f"n{n}" / f"sparse_{a}_{b}_{budget}_{args.seed}.npz"
+    if path.exists():
+        z = np.load(path)
+        est = sparse.SparseInteractions(
+            n, z["kinds"], z["masks"], z["values"], float(z["v_empty"]), float(z["objective"]),
+            float(z["heldout"]), float(z["fit"]), int(z["n_fit"]), int(z["n_heldout"]), None,
+            float(z["noise"]), int(z["unobserved"]), int(z["aliased"]),
+            {"seconds": float(z["seconds"])})
+        return est
+    d = sparse.design(n, budget, seed=args.seed)
+    est = sparse.estimate(d, v[d], n, refit=False, seed=args.seed)
+    np.savez(path, kinds=est.kinds, masks=est.masks, values=est.values, v_empty=est.v_empty,
+             objective=est.objective, heldout=est.heldout_error, fit=est.fit_error,
+             n_fit=est.n_fit, n_heldout=est.n_heldout, noise=est.noise,
+             unobserved=est.unobserved, aliased=est.aliased, seconds=est.info["seconds"])
+    return est
+
+
+def jaccard(a: sparse.SparseInteractions, b: sparse.SparseInteractions, tau: float) -> float:
+    sa, sb = (set(zip(e.kinds[m].tolist(), e.masks[m].tolist()))
+              for e, m in ((a, sparse.salient(a, tau)), (b, sparse.salient(b, tau))))
+    return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
+
+
+def compare(args, n: int, v: np.ndarray, exact: np.ndarray, frac: Fraction) -> dict:
+    """The metrics of one (n, budget) case over all items (one template pair per item)."""
+    ex = [[sparse.from_dense(exact[a, b, 0], exact[a, b, 1]) for b in range(v.shape[1])]
+          for a in range(len(v))]
+    sp = [[sparse_fit(args, n, a, b, v[a, b], frac) for b in range(v.shape[1])]
+          for a in range(len(v))]
+    everything = np.arange(1 << n)
+    row = {"jaccard": np.mean([jaccard(s, e, args.tau) for ss, ee in zip(sp, ex)
+                               for s, e in zip(ss, ee)])}
+    ips_x = np.array([sparse.pair_ips(*ee, args.tau) for ee in ex])
+    ips_s = np.array([sparse.pair_ips(*ss, args.tau) for ss in sp])
+    row["dips"] = float(np.nanmean(np.abs(ips_s - ips_x)))
+    row["spearman"] = (float(scipy.stats.spearmanr(ips_s, ips_x).statistic)
+                       if len(v) >= 3 else float("nan"))
+    for band in BANDS:
+        bx = np.array([sparse.pair_ips(*ee, args.tau, band) for ee in ex])
+        bs = np.array([sparse.pair_ips(*ss, args.tau, band) for ss in sp])
+        both = ~np.isnan(bx) & ~np.isnan(bs)  # pairs with a value on both sides
+        diff = np.abs(bs - bx)[both]
+        row[band] = float(diff.mean()) if diff.size else float("nan")
+    flat = [(s, v[a, b]) for a, ss in enumerate(sp) for b, s in enumerate(ss)]
+    row["heldout"] = float(np.mean([s.heldout_error for s, _ in flat]))
+    row["full"] = float(np.mean([np.sqrt(np.mean((s.predict(everything) - w) ** 2)) / np.ptp(w)
+                                 for s, w in flat]))
+    row["entries"] = float(np.mean([len(s) for s, _ in flat]))
+    row["exact_salient"] = float(np.mean([sparse.salient(e, args.tau).sum()
+                                          for ee in ex for e in ee]))
+    row["seconds"] = float(np.mean([s.info.get("seconds", np.nan) for s, _ in flat]))
+    if args.floor:
+        rng = np.random.default_rng(args.seed)
+        noisy = v + rng.normal(size=v.shape) * row["full"] * np.ptp(v, axis=-1, keepdims=True)
+        fit = and_or(noisy, solver="auto")
+        nx = [[sparse.from_dense(fit.and_[a, b], fit.or_[a, b]) for b in range(v.shape[1])]
+              for a in range(len(v))]
+        row["floor_j"] = np.mean([jaccard(s, e, args.tau) for ss, ee in zip(nx, ex)
+                                  for s, e in zip(ss, ee)])
+        ips_n = np.array([sparse.pair_ips(*ss, args.tau) for ss in nx])
+        row["floor_dips"] = float(np.nanmean(np.abs(ips_n - ips_x)))
+    else:
+        row["floor_j"] = row["floor_dips"] = float("nan")
+    row["ips_exact"] = float(np.nanmean(ips_x))
+    row["ips_sparse"] = float(np.nanmean(ips_s))
+    return row
+
+
+COLUMNS = [("n", "{:>3}"), ("budget", "{:>6}"), ("jaccard", "{:>7.3f}"), ("dips", "{:>10.3f}"),
+           ("spearman", "{:>8.2f}"), ("low", "{:>6.3f}"), ("mid", "{:>6.3f}"),
+           ("high", "{:>7.3f}"), ("heldout", "{:>7.4f}"), ("full", "{:>6.4f}"),
+           ("entries", "{:>7.0f}"), ("exact_salient", "{:>7.1f}"), ("ips_exact", "{:>6.3f}"),
+           ("ips_sparse", "{:>6.3f}"), ("floor_j", "{:>7.3f}"), ("floor_dips", "{:>10.3f}"),
+           ("seconds", "{:>5.1f}")]
+HEADS = ["n", "budget", "jaccard", "mean|dIPS|", "spearman", "|dlow|", "|dmid|", "|dhigh|",
+         "heldout", "full", "entries", "salient", "IPS_ex", "IPS_sp", "floor J", "floor dIPS",
+         "s/fit"]
+
+
+def main() -> None:
+    args = parse_args()
+    t0 = time.perf_counter()
+    data = games(args)
+    if args.score_only:
+        return
+    rows = []
+    for n, v in data.items():
+        exact = exact_fits(args, n, v)
+        for frac in args.budgets:
+            rows.append({"n": n, "budget": str(frac), **compare(args, n, v, exact, frac)})
+            print(f"done n={n} budget={frac} after {time.perf_counter() - t0:.0f} s", flush=True)
+    widths = [int(fmt[3:].split(".")[0].rstrip("}")) for _, fmt in COLUMNS]
+    print("\n" + " ".join(f"{h:>{w}}" for h, w in zip(HEADS, widths)))
+    for r in rows:
+        print(" ".join(fmt.format(r[key]) for key, fmt in COLUMNS))
+    print(f"(tau = {args.tau}; {args.items} items x {len(TEMPLATES)} templates; "
+          f"total {time.perf_counter() - t0:.0f} s)")
+    for r in rows:
+        print(f"sparse n={r['n']} budget={r['budget']}: mean|dIPS|={r['dips']:.3f} "
+              f"jaccard={r['jaccard']:.3f}")
+    print("targets (n = 12, budget ≤ 1/4): mean|dIPS| ≤ 0.05 and jaccard ≥ 0.8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,555 @@
+r"""Sparse AND-OR interactions from a budget of masked prompts (beyond 2^n; paper App. J).
+
+The exact fit (:func:`ips.interactions.and_or`, Section 3.1 and Appendix D) needs v on all
+2^n masks. Write b(T) = v(x_T) − v(x_∅). Universal matching (Theorem 3.1) is one linear row
+per mask T,
+
+    b(T) = Σ_{∅≠S⊆T} x(S) + Σ_{S∩T≠∅} y(S),        x = I_AND, y = I_OR,
+
+and Eq. 12 is basis pursuit over all 2^n rows: min ‖x‖₁ + ‖y‖₁ (S ≠ ∅). AND interactions are
+the Möbius transform of v_and; OR interactions that of the dual game of v_or (Appendix C), so
+the paper's sparsity property (Appendix B.2: a few salient interactions explain v) is the
+compressed-sensing assumption: a K-sparse (x, y) is pinned down by far fewer than 2^n rows.
+
+Method (the compressed-sensing form of Eq. 12 restricted to a design D ⊂ 2^N and a candidate
+set C of interactions):
+
+    min Σ_{S∈C} |x(S)| + |y(S)|   s.t.   |b(T) − Σ_{S∈C, S⊆T} x(S) − Σ_{S∈C, S∩T≠∅} y(S)| ≤ ε·|v(N) − v(∅)|
+                                          for every T ∈ D (ε = 0: exact on the design),
+
+solved as the exact fit is: HiGHS's LP for the optimum, then the least-ℓ2 point of its optimal
+face (Clarabel), so ties (AND{i} and OR{i} are the same column; columns that the design does
+not tell apart) are split the canonical way. With D = all masks, C = all sets and ε = 0 it *is*
+Eq. 12 and returns ``and_or(v, solver="exact")``'s canonical optimum.
+
+Design (:func:`design`): every mask of the outer size levels |T| ∈ {0, n, 1, n−1, 2, …} while
+they fill ``extremes`` of the budget (a high-order AND(S) is nonzero only on T ⊇ S, a
+high-order OR(S) is told apart from a constant only on T ⊆ N∖S: only near-full and near-empty
+masks see them), the rest uniformly random masks (each variable kept with probability ½, which
+probes every low-order interaction with 2^{-|S|} of them).
+
+Candidates (``order``): all non-empty S for ``order=None`` (n ≤ ``FULL_MAX_N``), otherwise the
+S with |S| ≤ k or |S| ≥ n − k, for both kinds.
+
+Assumptions: (1) sparsity: v is matched by few interactions (Appendix B.2); (2) for
+``order=k``: no salient interaction of order k < |S| < n − k. Failure modes: a dense game (many
+interactions of similar size, e.g. a flat, noisy v) is not recovered from few rows: the ℓ1
+fit then puts the mass on the interactions the design sees best and the salient set drifts;
+interactions that no design row can tell apart from another candidate (``aliased``) or that
+no row sees (``unobserved``, their value is 0 by the objective) are not determined by the
+data; and with ``order=k`` the interactions outside C are folded into the ones inside.
+``heldout_error`` measures all of these: the fit's error on design masks it did not use (see
+:func:`estimate`), an NRMSE as in :func:`ips.metrics.matching_nrmse`; above
+``UNRELIABLE_HELDOUT`` (1 %) the estimate is flagged (``reliable``).
+
+Measured limits: games generated from ≤ 10 interactions of order ≤ 4 are recovered exactly
+from 64-256 masks at n = 8-12, and low-order ones at n = 20 from 300 masks. Real LLM games
+are not of that kind: SmolLM2's exact fit at n = 8 has ~270 of 510 interactions nonzero, a
+dense tail under a few salient ones, and Eq. 12's salient set is itself fragile (noise of
+0.3 % of the range of v already moves its Jaccard to ~0.8), so the salient set of a sparse
+estimate agrees poorly with the exact one unless the budget approaches 2^n
+(benchmarks/bench_sparse.py).
+
+Sparse-form metrics (:func:`normalize`, :func:`salient`, :func:`pair_ips`) are the Section 3.2
+definitions of ``ips.metrics`` evaluated on the entries alone: an interaction that is not an
+entry is 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from math import comb
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ips.interactions import _face_qp, _regularised_exact
+from ips.metrics import DEFAULT_TAU, ZERO_TOL
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "AND", "OR", "FULL_MAX_N", "DENSE_MAX_N", "MAX_N", "SparseInteractions", "design",
+    "candidates", "default_order", "estimate", "to_dense", "UNRELIABLE_HELDOUT", "from_dense",
+    "normalize", "salient", "pair_ips",
+    "band_of",
+]
+
+AND, OR = 0, 1
+#: ``order=None`` (every S as a candidate) up to this n: the LP then has 4·(2^n − 1) columns
+FULL_MAX_N = 14
+#: :func:`to_dense` up to this n (the dense layout of ``ips.interactions``)
+DENSE_MAX_N = 16
+#: masks are int64 bitmasks
+MAX_N = 62
+#: share of the design's random masks held out by default to measure ``heldout_error``
+HOLDOUT = 0.1
+#: ``heldout_error`` above this marks an estimate unreliable. Measured on SmolLM2 games
+#: (n = 8): the *exact* fit of v plus Gaussian noise of 0.1 / 0.3 / 1 / 3 % of the range of v
+#: keeps a salient-set Jaccard of 0.9-1 / 0.75-0.8 / 0.56 / 0.1-0.4 with the exact fit of v
+#: and moves ips(x,T,T̂) by 0.02 / 0.03 / 0.01 / 0.31: an estimate whose values are off by
+#: more than 1 % of the range cannot pin down IPS, by more than ~0.3 % not the salient set.
+UNRELIABLE_HELDOUT = 0.01
+#: ε tried in turn when the restricted problem has no exact solution on the design
+_LP_METHOD = "highs-ipm"
+_NOISE_STEPS = (0.0, 1e-4, 1e-3, 1e-2, 3e-2, 0.1, 0.3)
+
+
+@dataclass
+class SparseInteractions:
+    """AND-OR interactions of one game as (kind, S, value) entries; all others are 0.
+
+    Attributes
+    ----------
+    n : number of variables.
+    kinds, masks, values : the entries, aligned: kind (``AND`` = 0, ``OR`` = 1), S as a
+        bitmask (bit i set when variable i ∈ S; S ≠ ∅), and I_kind(S). Unique (kind, S).
+    v_empty : v(x_∅) = I_AND(∅).
+    objective : Σ |values| (Eq. 12 without its constant |v(∅)|).
+    heldout_error : RMS over the held-out masks of φ(x_T) − v(x_T), divided by the range
+        max v − min v over the design; NaN when nothing was held out.
+    fit_error : the same over the masks the fit used (0 up to the solver's tolerance when
+        ``noise`` is 0).
+    n_fit, n_heldout : number of design masks fitted and held out.
+    order : candidate order k (None: every S was a candidate).
+    noise : ε of the fit (the first of ``_NOISE_STEPS`` that was feasible, or the one given).
+    unobserved : candidates (kind, S) whose row pattern is constant on the fitted masks:
+        no fitted mask tells them apart from 0 (AND) or from v(∅) (OR); their value is 0.
+    aliased : candidates whose row pattern on the fitted masks equals that of another
+        candidate with a different pattern on all 2^n masks (AND{i} ≡ OR{i} does not count):
+        the data do not separate them; the least-ℓ2 rule splits their sum.
+    info : solver details (seconds, LP size).
+    """
+
+    n: int
+    kinds: NDArray[np.int8]
+    masks: NDArray[np.int64]
+    values: NDArray[np.float64]
+    v_empty: float
+    objective: float
+    heldout_error: float
+    fit_error: float
+    n_fit: int
+    n_heldout: int
+    order: int | None
+    noise: float
+    unobserved: int
+    aliased: int
+    info: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @property
+    def reliable(self) -> bool:
+        """``heldout_error`` ≤ UNRELIABLE_HELDOUT (False when nothing was held out)."""
+        return bool(self.heldout_error <= UNRELIABLE_HELDOUT)
+
+    def predict(self, masks: ArrayLike) -> NDArray[np.float64]:
+        """φ(x_T) = v(∅) + Σ_{AND S⊆T} x(S) + Σ_{OR S∩T≠∅} y(S) for every mask T given."""
+        t = np.asarray(masks, dtype=np.int64).ravel()
+        out = np.full(t.shape, self.v_empty)
+        for lo in range(0, len(t), _CHUNK_ROWS):
+            tt = t[lo:lo + _CHUNK_ROWS, None]
+            on = np.where(self.kinds == AND, (self.masks & ~tt) == 0, (self.masks & tt) != 0)
+            out[lo:lo + _CHUNK_ROWS] += on @ self.values
+        return out
+
+
+_CHUNK_ROWS = 256
+
+
+# ----------------------------------------------------------------------------- design
+
+def _check_n(n, name: str = "n") -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_N:
+        raise ValueError(f"{name}: must be an integer in 1..{MAX_N}, got {n!r}")
+    return int(n)
+
+
+def _popcount(masks: NDArray[np.int64]) -> NDArray[np.int64]:
+    return np.bitwise_count(masks).astype(np.int64)
+
+
+def _level(n: int, size: int) -> NDArray[np.int64]:
+    """All masks with exactly `size` bits of n (combinations in lexicographic order)."""
+    from itertools import combinations
+
+    return np.array([sum(1 << i for i in c) for c in combinations(range(n), size)],
+                    dtype=np.int64).reshape(-1)
+
+
+def design(n: int, budget: int, seed: int = 0, extremes: float = 0.5) -> NDArray[np.int64]:
+    """A design of ``budget`` distinct masks (sorted bitmasks) for a game of n variables.
+
+    Complete size levels from the outside in (|T| = 0 and n, then 1 and n − 1, …; a level
+    pair is taken whole, and only while the levels so far fit in ``extremes``·budget; sizes
+    0 and n always), then uniformly random masks (each variable kept with probability ½,
+    drawn without repetition with ``numpy.random.default_rng(seed)``) up to ``budget``.
+    A budget ≥ 2^n gives all 2^n masks.
+    """
+    n = _check_n(n)
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 2:
+        raise ValueError(f"budget: must be an integer ≥ 2 (masked prompts), got {budget!r}")
+    if not 0.0 <= extremes <= 1.0:
+        raise ValueError(f"extremes: must lie in [0, 1], got {extremes!r}")
+    if n < 63 and budget >= (1 << n):
+        return np.arange(1 << n, dtype=np.int64)
+    chosen = [np.array([0, (1 << n) - 1], dtype=np.int64)]
+    used = 2
+    for size in range(1, n // 2 + 1):
+        pair = comb(n, size) * (1 if 2 * size == n else 2)
+        if used + pair > extremes * budget:
+            break
+        chosen.append(_level(n, size))
+        if 2 * size != n:
+            chosen.append(((1 << n) - 1) ^ chosen[-1])
+        used += pair
+    taken = set(np.concatenate(chosen).tolist())
+    rng = np.random.default_rng(seed)
+    need = budget - len(taken)
+    extra: list[int] = []
+    while need > 0:
+        draw = rng.integers(0, 2, size=(2 * need + 8, n), dtype=np.int64) << np.arange(n)
+        for m in draw.sum(axis=1).tolist():
+            if m not in taken:
+                taken.add(m)
+                extra.append(m)
+                need -= 1
+                if need == 0:
+                    break
+    return np.sort(np.array(sorted(taken), dtype=np.int64))
+
+
+def candidates(n: int, order: int | None) -> NDArray[np.int64]:
+    """Candidate sets S ≠ ∅ (bitmasks) for both kinds: all of them for ``order=None``,
+    else those with |S| ≤ order or |S| ≥ n − order."""
+    n = _check_n(n)
+    if order is None:
+        if n > FULL_MAX_N:
+            raise ValueError(f"order: every S as a candidate needs n ≤ {FULL_MAX_N} "
+                             f"(n = {n}); give an order k (|S| ≤ k or |S| ≥ n − k)")
+        return np.arange(1, 1 << n, dtype=np.int64)
+    if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
+        raise ValueError(f"order: must be None or an integer ≥ 1, got {order!r}")
+    sizes = sorted({s for s in range(1, n + 1) if s <= order or s >= n - order})
+    return np.sort(np.concatenate([_level(n, s) for s in sizes]))
+
+
+def default_order(n: int, budget: int) -> int | None:
+    """None (all S) for n ≤ FULL_MAX_N; beyond, the largest k whose candidates number at
+    most 4·budget per kind (at least 1)."""
+    if n <= FULL_MAX_N:
+        return None
+    k = 1
+    while 2 * (k + 1) < n and sum(comb(n, s) for s in range(1, k + 2)) * 2 <= 4 * budget:
+        k += 1
+    return k
+
+
+# ----------------------------------------------------------------------------- estimate
+
+def _row_matrices(rows: NDArray[np.int64], cand: NDArray[np.int64], full: int):
+    """(A_and, A_out) as CSC: A_and[T, S] = [S ⊆ T] and A_out[T, S] = [S ⊆ N∖T].
+
+    With y(∅) := −Σ_{S≠∅} y(S), the OR part of a row is Σ_{S∩T≠∅} y(S) = −y(∅) − Σ_{∅≠S⊆N∖T}
+    y(S): both matrices are sparse (the OR column of S is −1 only where S misses T), as in
+    the exact fit's equality form.
+    """
+    import scipy.sparse as sp
+
+    r_and, c_and, r_out, c_out = [], [], [], []
+    for lo in range(0, len(rows), _CHUNK_ROWS):
+        t = rows[lo:lo + _CHUNK_ROWS, None]
+        i, j = np.nonzero((cand & ~t) == 0)
+        r_and.append(i + lo)
+        c_and.append(j)
+        i, j = np.nonzero((cand & t) == 0)
+        r_out.append(i + lo)
+        c_out.append(j)
+    shape = (len(rows), len(cand))
+
+    def build(r, c):
+        r, c = np.concatenate(r), np.concatenate(c)
+        return sp.csc_matrix((np.ones(len(r)), (r, c)), shape=shape)
+
+    return build(r_and, c_and), build(r_out, c_out)
+
+
+def _identifiability(a_and, a_out, cand: NDArray[np.int64]) -> tuple[int, int]:
+    """(unobserved, aliased) candidates on the fitted rows (see SparseInteractions)."""
+    n_rows = a_and.shape[0]
+    cols = {}
+    unobserved = aliased = 0
+    singles = _popcount(cand) == 1
+    for kind, mat in ((AND, a_and), (OR, a_out)):
+        nnz = np.diff(mat.indptr)
+        # AND: all-zero column = never on; OR: S ⊆ N∖T on every row = never on
+        unobserved += int(np.sum(nnz == 0 if kind == AND else nnz == n_rows))
+        for j in range(mat.shape[1]):
+            if nnz[j] == (0 if kind == AND else n_rows):
+                continue  # unobserved, counted above
+            rows = mat.indices[mat.indptr[j]:mat.indptr[j + 1]]
+            key = rows.tobytes() if kind == AND else np.setdiff1d(
+                np.arange(n_rows), rows, assume_unique=True).tobytes()
+            if kind == OR and singles[j]:
+                continue  # OR{i} ≡ AND{i} on every mask: not a sampling effect
+            cols.setdefault(key, []).append(j)
+    for group in cols.values():
+        if len(group) > 1:
+            aliased += len(group)
+    return unobserved, aliased
+
+
+def _solve(rows, b, cand, full: int, radius: float, n: int, canonical: bool = True):
+    """Restricted Eq. 12 by LP + optimal-face QP; z = (x⁺, x⁻, y⁺, y⁻, y∅, q) or None when
+    infeasible. Row 0 must be T = ∅ (it defines y(∅); it carries no noise term)."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    a_and, a_out = _row_matrices(rows, cand, full)
+    k = len(cand)
+    ones = sp.csc_matrix(np.ones((len(rows), 1)))
+    a_eq = sp.hstack([a_and, -a_and, -a_out, a_out, -ones]).tocsc()
+    nq = len(rows) - 1 if radius > 0 else 0
+    if nq:
+        a_eq = sp.hstack([a_eq, -sp.eye(len(rows), format="csc")[:, 1:]]).tocsc()
+    cost = np.r_[np.ones(4 * k), 0.0, np.zeros(nq)]
+    bounds = [(0, None)] * (4 * k) + [(None, None)] + [(-radius, radius)] * nq
+    lp = linprog(cost, A_eq=a_eq, b_eq=b, bounds=bounds, method=_LP_METHOD)
+    if lp.status == 2:
+        return None, (a_and, a_out)
+    if lp.status != 0:
+        raise RuntimeError(f"sparse AND-OR fit: HiGHS failed ({lp.message})")
+    f_star = float(lp.fun)
+    if not canonical:
+        return _split_singletons(np.asarray(lp.x), cand), (a_and, a_out)
+    z = _face_qp(a_eq, b, cost, np.asarray(lp.eqlin.marginals), k, nq, radius, f_star)
+    if z is None:
+        log.warning("sparse AND-OR fit: optimal-face QP failed; falling back to regularisation")
+        z = _regularised_exact(a_eq, b, cost, k, nq, radius, f_star, n)
+    return z, (a_and, a_out)
+
+
+def _split_singletons(z: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """AND{i} and OR{i} are one column: give each half of their sum, the least-ℓ2 split."""
+    k = len(cand)
+    one = np.flatnonzero(_popcount(cand) == 1)
+    total = (z[one] - z[k + one]) + (z[2 * k + one] - z[3 * k + one])
+    half = total / 2
+    z = z.copy()
+    for base, sign in ((0, 1), (2 * k, 1)):
+        z[base + one] = np.maximum(half, 0)
+        z[base + k + one] = np.maximum(-half, 0)
+    return z
+
+
+def _nrmse(pred: np.ndarray, v: np.ndarray, span: float) -> float:
+    if len(v) == 0:
+        return float("nan")
+    rms = float(np.sqrt(np.mean((pred - v) ** 2)))
+    return rms / span if span > 0 else 0.0
+
+
+def estimate(masks: ArrayLike, values: ArrayLike, n: int, *, order: int | None | str = "auto",
+             noise: float | None = None, holdout: float = HOLDOUT, refit: bool = True,
+             canonical: bool = True, seed: int = 0) -> SparseInteractions:
+    """Sparse AND-OR interactions of one game from v on the masks of a design.
+
+    Parameters
+    ----------
+    masks : int bitmasks T of the design (distinct; must contain 0, the empty mask).
+    values : v(x_T) for those masks (finite).
+    n : number of variables.
+    order : candidate order (see :func:`candidates`); "auto" = :func:`default_order`.
+    noise : ε of the bounded residual (|q_T| ≤ ε·|v(N) − v(∅)|; v(N) estimated by the largest
+        design mask when N is not in it). None: 0 if the restricted problem is feasible, else
+        the first feasible ε of ``_NOISE_STEPS``.
+    holdout : share of the design's masks with 2 ≤ |T| ≤ n − 2 held out (drawn with ``seed``)
+        to measure ``heldout_error``; 0 holds none out.
+    refit : after measuring the held-out error, fit again on all design masks (the returned
+        interactions then use every mask; the error is that of the held-out fit).
+    """
+    t0 = time.perf_counter()
+    n = _check_n(n)
+    t = np.asarray(masks)
+    v = np.asarray(values, dtype=np.float64)
+    if t.ndim != 1 or not np.issubdtype(t.dtype, np.integer):
+        raise ValueError("masks: expected a 1-D array of integer bitmasks")
+    t = t.astype(np.int64)
+    if v.shape != t.shape:
+        raise ValueError(f"values: shape {v.shape} does not match masks {t.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("values: NaN or inf")
+    full = (1 << n) - 1
+    if np.any((t < 0) | (t > full)):
+        raise ValueError(f"masks: every mask must lie in 0..2**n - 1 = {full}")
+    if len(np.unique(t)) != len(t):
+        raise ValueError("masks: repeated mask")
+    if not np.any(t == 0):
+        raise ValueError("masks: the empty mask 0 (v(x_∅) = I_AND(∅)) must be in the design")
+    if not 0.0 <= holdout < 1.0:
+        raise ValueError(f"holdout: must lie in [0, 1), got {holdout!r}")
+    if order == "auto":
+        order = default_order(n, len(t))
+    cand = candidates(n, order)
+    order_ = np.argsort(t != 0, kind="stable")  # row 0 first: T = ∅
+    t, v = t[order_], v[order_]
+    v0 = float(v[0])
+    top = int(np.argmax(_popcount(t)))
+    span_n = abs(float(v[top]) - v0)
+    span = float(v.max() - v.min())
+    sizes = _popcount(t)
+    pool = np.flatnonzero((sizes >= 2) & (sizes <= n - 2))
+    n_out = int(round(holdout * len(pool)))
+    out = np.random.default_rng(seed).choice(pool, size=n_out, replace=False) if n_out else \
+        np.array([], dtype=np.int64)
+    fit = np.setdiff1d(np.arange(len(t)), out)
+
+    def run(idx):
+        steps = _NOISE_STEPS if noise is None else (noise,)
+        for eps in steps:
+            z, mats = _solve(t[idx], v[idx] - v0, cand, full, eps * span_n, n, canonical)
+            if z is not None:
+                return z, mats, eps
+        raise RuntimeError(f"sparse AND-OR fit: no feasible fit with ε ≤ {steps[-1]} "
+                           f"(order {order}); raise the order or the noise")
+
+    z, mats, eps = run(fit)
+    k = len(cand)
+    res = _entries(n, z, cand, v0)
+    heldout = _nrmse(res.predict(t[out]), v[out], span)
+    if refit and n_out:
+        z, mats, eps = run(np.arange(len(t)))
+        fit = np.arange(len(t))
+        res = _entries(n, z, cand, v0)
+    unobserved, aliased = _identifiability(*mats, cand)
+    res.heldout_error = heldout
+    res.fit_error = _nrmse(res.predict(t[fit]), v[fit], span)
+    res.n_fit, res.n_heldout = len(fit), n_out
+    res.order, res.noise, res.unobserved, res.aliased = order, eps, unobserved, aliased
+    res.info = {"seconds": time.perf_counter() - t0, "candidates": k, "rows": len(fit)}
+    return res
+
+
+def _entries(n: int, z: np.ndarray, cand: np.ndarray, v0: float) -> SparseInteractions:
+    """Entries of the LP solution z: nonzero x, y (|I| > ZERO_TOL·max, as `normalize` does)."""
+    k = len(cand)
+    x = z[:k] - z[k:2 * k]
+    y = z[2 * k:3 * k] - z[3 * k:4 * k]
+    vals = np.r_[x, y]
+    kinds = np.r_[np.full(k, AND, np.int8), np.full(k, OR, np.int8)]
+    sets = np.r_[cand, cand]
+    top = np.abs(vals).max() if len(vals) else 0.0
+    keep = np.abs(vals) > ZERO_TOL * top
+    return SparseInteractions(n, kinds[keep], sets[keep], vals[keep], v0,
+                              float(np.abs(vals[keep]).sum()), float("nan"), float("nan"),
+                              0, 0, None, 0.0, 0, 0)
+
+
+# ----------------------------------------------------------------------------- dense layout
+
+def to_dense(est: SparseInteractions) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(and_, or_) of length 2^n in the layout of ``ips.interactions`` (n ≤ DENSE_MAX_N):
+    ``and_[0] = v(∅)``, ``or_[0] = 0``, every interaction that is not an entry 0."""
+    if est.n > DENSE_MAX_N:
+        raise ValueError(f"n = {est.n}: the dense layout holds n ≤ {DENSE_MAX_N}")
+    dense = np.zeros((2, 1 << est.n))
+    dense[est.kinds.astype(np.int64), est.masks] = est.values
+    dense[AND, 0] = est.v_empty
+    return dense[AND], dense[OR]
+
+
+def from_dense(and_: ArrayLike, or_: ArrayLike) -> SparseInteractions:
+    """Every (kind, S ≠ ∅) of dense interactions as an entry (zeros included), for comparing
+    the sparse-form metrics with ``ips.metrics`` on the same interactions."""
+    a = np.asarray(and_, dtype=np.float64)
+    o = np.asarray(or_, dtype=np.float64)
+    n = len(a).bit_length() - 1
+    if a.shape != o.shape or a.ndim != 1 or len(a) != 1 << n or n < 1:
+        raise ValueError("and_, or_: expected two 1-D arrays of the same length 2**n, n ≥ 1")
+    m = np.arange(1, 1 << n, dtype=np.int64)
+    vals = np.r_[a[1:], o[1:]]
+    return SparseInteractions(n, np.r_[np.zeros(len(m), np.int8), np.ones(len(m), np.int8)],
+                              np.r_[m, m], vals, float(a[0]), float(np.abs(vals).sum()),
+                              float("nan"), 0.0, 1 << n, 0, None, 0.0, 0, 0)
+
+
+# ----------------------------------------------------------------------------- metrics
+
+def normalize(est: SparseInteractions) -> NDArray[np.float64]:
+    """Ĩ of every entry (Section 3.2, as :func:`ips.metrics.normalize` on the dense set).
+
+        Ĩ = sgn(I)·(|I| − Min)/(Max − Min),   Max, Min of |I| over Ω (2·(2^n − 1) values),
+
+    where an interaction that is not an entry is 0: Min = 0 unless the entries cover all of
+    Ω. |I| ≤ ZERO_TOL·Max counts as 0 first; Max == Min gives Ĩ = 0 everywhere.
+    """
+    x = np.asarray(est.values, dtype=np.float64)
+    if len(x) == 0:
+        return x.copy()
+    absx = np.abs(x)
+    hi = absx.max()
+    zero = absx <= ZERO_TOL * hi
+    x = np.where(zero, 0.0, x)
+    absx = np.where(zero, 0.0, absx)
+    complete = len(x) == 2 * ((1 << est.n) - 1)
+    lo = absx.min() if complete else 0.0
+    den = hi - lo
+    if not den > 0:
+        return np.zeros_like(x)
+    return np.sign(x) * (absx - lo) / den
+
+
+def salient(est: SparseInteractions, tau: float = DEFAULT_TAU) -> NDArray[np.bool_]:
+    """|Ĩ| > τ for every entry (Section 4.1); an interaction that is not an entry never is."""
+    return np.abs(normalize(est)) > tau
+
+
+def band_of(sizes: ArrayLike, n: int) -> NDArray[np.int8]:
+    """Order band code of |S| (1 low: |S| ≤ ⌊n/3⌋, 2 mid: ≤ ⌊2n/3⌋, 3 high), as
+    :func:`ips.metrics.order_bands`, without its 2^n array."""
+    s = np.asarray(sizes, dtype=np.int64)
+    return np.where(s <= n // 3, 1, np.where(s <= (2 * n) // 3, 2, 3)).astype(np.int8)
+
+
+_BAND = {"low": 1, "mid": 2, "high": 3}
+
+
+def _keys(est: SparseInteractions) -> NDArray[np.int64]:
+    return est.masks * 2 + est.kinds
+
+
+def pair_ips(a: SparseInteractions, b: SparseInteractions, tau: float = DEFAULT_TAU,
+             band: str | None = None) -> float:
+    """ips(x, T, T̂) of Eq. 3 on entries (:func:`ips.metrics.pair_sensitivity`):
+
+        U = salient(T) ∪ salient(T̂),  ips = (1/|U|) Σ_U |Ĩ_T − Ĩ_T̂| / ((|Ĩ_T| + |Ĩ_T̂|)/2),
+
+    with Ĩ = 0 for an interaction that is not an entry on that side; ``band`` restricts U to
+    an order band. NaN for an empty U.
+    """
+    if a.n != b.n:
+        raise ValueError(f"pair_ips: games of different n ({a.n} and {b.n})")
+    if band is not None and band not in _BAND:
+        raise ValueError(f"band: must be None, 'low', 'mid' or 'high', got {band!r}")
+    na, nb = normalize(a), normalize(b)
+    ka, kb = _keys(a), _keys(b)
+    keys = np.union1d(ka[np.abs(na) > tau], kb[np.abs(nb) > tau])
+    if band is not None:
+        keys = keys[band_of(_popcount(keys >> 1), a.n) == _BAND[band]]
+    if len(keys) == 0:
+        return float("nan")
+
+    def look(k, norm):
+        order = np.argsort(k)
+        pos = np.searchsorted(k[order], keys)
+        pos = np.minimum(pos, len(k) - 1) if len(k) else pos
+        hit = (k[order][pos] == keys) if len(k) else np.zeros(len(keys), bool)
+        return np.where(hit, norm[order][pos] if len(k) else 0.0, 0.0)
+
+    x, y = look(ka, na), look(kb, nb)
+    term = np.abs(x - y) / ((np.abs(x) + np.abs(y)) / 2.0)
+    return float(term.sum() / len(keys))
