@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import scipy.stats
 import torch
-from common import MODELS, arc_easy
+from common import MODELS, arc_easy, items_with
 
 from ips import sparse
 from ips.interactions import and_or
@@ -48,7 +48,6 @@ from ips.models import ModelSpec, load_model
 from ips.scoring import letter_tokens
 from ips.templates import load_templates, render
 from ips.trie import TrieScorer, trie_budget
-from ips.variables import Skip, select_variables
 
 TEMPLATES = ("T1", "T2")
 
@@ -75,21 +74,6 @@ def parse_args() -> argparse.Namespace:
     args.budgets = args.budgets or ([Fraction(1, 8), Fraction(1, 4)] if args.quick else
                                     [Fraction(1, 2 ** k) for k in (5, 4, 3, 2, 1)])
     return args
-
-
-def items_with(items, order, n: int, count: int):
-    """The first `count` items in `order` with exactly n content variables, with them."""
-    found = []
-    for i in order:
-        try:
-            variables = select_variables(items[i], n_max=n, reduce="skip")
-        except Skip:
-            continue
-        if len(variables) == n:
-            found.append((items[i], variables))
-            if len(found) == count:
-                return found
-    raise SystemExit(f"only {len(found)} ARC-Easy items have exactly {n} content variables")
 
 
 def games(args) -> dict[int, np.ndarray]:

@@ -57,16 +57,24 @@ def arc_easy():
     return items, np.random.default_rng(0).permutation(len(items))
 
 
-def item_with(items, order, n: int):
-    """The first item in `order` with exactly n content variables, and those variables."""
+def items_with(items, order, n: int, count: int):
+    """The first `count` items in `order` with exactly n content variables, with them."""
+    found = []
     for i in order:
         try:
             variables = select_variables(items[i], n_max=n, reduce="skip")
         except Skip:
             continue
         if len(variables) == n:
-            return items[i], variables
-    raise SystemExit(f"no ARC-Easy item has exactly {n} content variables")
+            found.append((items[i], variables))
+            if len(found) == count:
+                return found
+    raise SystemExit(f"only {len(found)} ARC-Easy items have exactly {n} content variables")
+
+
+def item_with(items, order, n: int):
+    """The first item in `order` with exactly n content variables, and those variables."""
+    return items_with(items, order, n, 1)[0]
 
 
 def prompt_case(tokenizer, items, order, templates, n: int, k: int, template: str = "T1"):
