@@ -208,35 +208,45 @@ def test_occlusion_gives_the_samples_the_reference_model(finished):
     assert r.returncode != 0 and "variables.reference_model: required when" in r.stdout + r.stderr
 
 
-def test_interrupted_score_resumes_without_redoing_finished_shards(tmp_path, tiny_llama_dir, finished):
-    cfg = tiny_config(tiny_llama_dir)
+def test_interrupted_score_resumes_without_redoing_finished_shards(tmp_path, tiny_llama_dir):
+    # shards of 4 samples, interrupted once the second holds one: 3 samples are left to
+    # score when Ctrl-C lands, so neither the poll nor the signal races the shard's end
+    cfg = tiny_config(tiny_llama_dir, n_items=8, shard_size=4)
     cfg["models"] = {"tiny-a": cfg["models"]["tiny-a"]}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
     out = [tmp_path / f"results/values/tiny-a/arc-easy/{k}.h5" for k in (0, 1)]
+    partial = [o.with_name(o.name + ".partial") for o in out]
     cmd = [str(SNAKEMAKE), "--snakefile", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
            "--cores", "1", *(str(o.relative_to(tmp_path)) for o in out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
 
-    def second_started():  # one shard is finished and registered, the other is being scored
-        return any(out[k].exists() and out[1 - k].with_name(out[1 - k].name + ".partial").exists()
-                   for k in (0, 1))
+    def second_started():  # one shard is finished, the other has finished one sample
+        return any(out[k].exists() and any(partial[1 - k].glob("*.npz")) for k in (0, 1))
 
     deadline = time.monotonic() + 300
     while not second_started() and time.monotonic() < deadline:
-        time.sleep(0.05)
+        time.sleep(0.01)
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: snakemake and its running score job
     proc.wait(timeout=120)
     done = [o for o in out if o.exists()]
     assert len(done) == 1
+    left = out[1 - out.index(done[0])]
+    kept = len(list(left.with_name(left.name + ".partial").glob("*.npz")))
+    assert 1 <= kept < 4
     stamp = done[0].stat().st_mtime_ns
 
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert done[0].stat().st_mtime_ns == stamp  # the finished shard was not scored again
-    for k in (0, 1):  # and every value equals the uninterrupted run's
-        a = xr.open_dataset(finished / f"results/values/tiny-a/arc-easy/{k}.h5", engine="h5netcdf")
-        b = xr.open_dataset(out[k], engine="h5netcdf")
-        assert list(a.sample.values) == list(b.sample.values)
-        np.testing.assert_allclose(b.v.values, a.v.values, rtol=0, atol=1e-6)
-        a.close(), b.close()
+    log = (tmp_path / f"logs/score/tiny-a/arc-easy/{out.index(left)}.log").read_text()
+    assert f"{kept} already done (resuming)" in log
+    resumed = xr.load_dataset(left, engine="h5netcdf")
+    # the same shard scored in one go gives the same values
+    r = subprocess.run([*cmd[:-2], "--force", str(left.relative_to(tmp_path))],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    whole = xr.load_dataset(left, engine="h5netcdf")
+    assert "0 already done" in (tmp_path / f"logs/score/tiny-a/arc-easy/{out.index(left)}.log").read_text()
+    assert list(resumed.sample.values) == list(whole.sample.values)
+    np.testing.assert_allclose(resumed.v.values, whole.v.values, rtol=0, atol=1e-6)
