@@ -187,12 +187,48 @@ def test_fit_missing_or_unreadable_file(tmp_path, capsys):
 
 def test_fit_bad_options_exit_2(tmp_path, capsys):
     src = write_h5(tmp_path / "values.h5", v=values_cube([2]))
-    for args in (["--solver", "simplex"], ["--noise", "-1"], ["--n-max", "17"],
-                 ["--sgd-learning-rate", "0"], ["--sgd-steps", "0"]):
+    for args in (["--solver", "simplex"], ["--noise", "-1"], ["--n-max", "33"],
+                 ["--sgd-learning-rate", "0"], ["--sgd-steps", "0"], ["--budget", "8"],
+                 ["--sampling", "random"]):
         with pytest.raises(SystemExit) as exc:
             main(["fit", str(src), "--out", str(tmp_path / "o.h5"), *args])
         assert exc.value.code == 2, args
         assert args[0] in capsys.readouterr().err
+
+
+def test_fit_sparse_from_an_exhaustive_file_and_from_a_design(tmp_path, capsys):
+    """--sampling sparse --budget B fits the B masks sparse scoring would score; a file with
+    a design (`masks`) is fitted sparsely without flags, and refuses --sampling exhaustive."""
+    from ips import sparse
+
+    v = values_cube([6, 3])
+    src = write_h5(tmp_path / "values.h5", v=v, n_vars=np.array([6, 3]))
+    out = tmp_path / "sparse.h5"
+    assert main(["fit", str(src), "--out", str(out), "--sampling", "sparse", "--budget", "20"]) == 0
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert ds.attrs["sampling"] == "sparse" and ds.attrs["budget"] == 20
+        assert list(ds.complete.values[:, 0]) == [0, 1]  # 2**3 masks fit in the budget
+        g = sparse.from_arrays({k: ds[k].values for k in ds.data_vars}, ds.n_vars.values, 0, 1)
+    design = sparse.design(6, 20, seed=0)
+    np.testing.assert_allclose(g.predict(design), v[0, 1, design], atol=1e-6)
+
+    masks = np.full((2, 20), -1)
+    masks[0], masks[1, :8] = design, np.arange(8)
+    vd = np.full((2, 2, 20), np.nan)
+    vd[0], vd[1, :, :8] = v[0][:, design], v[1, :, :8]
+    designed = write_h5(tmp_path / "designed.h5", v=vd, n_vars=np.array([6, 3]), masks=masks)
+    again = tmp_path / "again.h5"
+    assert main(["fit", str(designed), "--out", str(again)]) == 0
+    with xr.open_dataset(out, engine="h5netcdf") as a, xr.open_dataset(again, engine="h5netcdf") as b:
+        np.testing.assert_allclose(a.entry_value.values, b.entry_value.values, atol=1e-6)
+    capsys.readouterr()
+    for args, message in ((["--sampling", "exhaustive"], "holds a sparse design"),
+                          (["--budget", "20"], None)):
+        target = designed if message else src
+        assert main(["fit", str(target), "--out", str(tmp_path / "x.h5"), *args]) == 2
+        err = capsys.readouterr().err
+        assert (message or "--budget: applies to --sampling sparse only") in err
+        assert err.count("\n") == 1
 
 
 def test_fit_options_rejected_by_and_or_exit_2(tmp_path, capsys):

@@ -40,8 +40,10 @@ def test_missing_keys_get_defaults():
         {"solver": "simplex"},
         {"noise": -0.1},
         {"n_max": 0},
-        {"n_max": 17},
+        {"n_max": 33},
         {"n_max": 2.5},
+        {"sampling": {"mode": "random"}},
+        {"sampling": {"budget": 8}},
         {"seed": "zero"},
     ],
 )
@@ -50,10 +52,22 @@ def test_bad_values_rejected(bad):
         validate(dict(bad), str(SCHEMA))
 
 
+def test_beyond_16_variables_needs_sparse_sampling():
+    from ips.config import ConfigError
+    from ips.config import validate as ips_validate
+
+    base = {"models": {}, "datasets": {}}
+    with pytest.raises(ConfigError, match=r"n_max: 17 needs `sampling: \{mode: sparse\}`"):
+        ips_validate({**base, "n_max": 17})
+    config = ips_validate({**base, "n_max": 32, "sampling": {"mode": "sparse"}})
+    assert config["sampling"] == {"mode": "sparse", "budget": 1024}
+
+
 def test_scorer_and_target_choices_are_the_schemas():
-    from ips.config import SCORERS, TARGETS, schema
+    from ips.config import SAMPLINGS, SCORERS, TARGETS, schema
 
     props = schema()["properties"]
     assert list(SCORERS) == props["scorer"]["enum"]
+    assert list(SAMPLINGS) == props["sampling"]["properties"]["mode"]["enum"]
     targets = schema()["$defs"]["dataset"]["properties"]["target"]["enum"]
     assert [t for ts in TARGETS.values() for t in ts] == targets

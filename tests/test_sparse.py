@@ -174,3 +174,52 @@ def test_band_of_matches_order_bands():
 def test_bad_inputs(kwargs, match):
     with pytest.raises(ValueError, match=match):
         sparse.estimate(**kwargs)
+
+
+# ---------------------------------------------------------------- scoring and fitting a design
+
+
+def test_sparse_scoring_scores_the_design_and_fits_it(llama, tmp_path):
+    """`score_shard(budget=B)` scores exactly the design's masks (the same v as exhaustive
+    scoring there), the file round-trips through `read_values`, and `fit_sparse` of it equals
+    `fit_sparse` of the exhaustive file at the same budget; a sample whose 2**n masks fit in
+    the budget is fitted exactly, as `and_or`."""
+    from test_scoring import sample_set
+
+    from ips.fit import fit_sparse
+    from ips.io import read_values
+    from ips.scoring import score_shard
+
+    from test_scoring import ITEMS
+
+    ss = sample_set(ITEMS[:1], n_max=6)
+    ss.samples += sample_set(ITEMS[1:2], n_max=4).samples  # 16 masks: inside the budget
+    full, part = tmp_path / "full.h5", tmp_path / "part.h5"
+    common = dict(shard=0, shard_size=2, batch_tokens=512, progress=False, scorer="plain")
+    score_shard(llama, ss, full, **common)
+    score_shard(llama, ss, part, budget=24, **common)
+    vf, vp = read_values(full), read_values(part)
+    assert vf.masks is None and vp.masks.shape == (2, 24)
+    assert list(vp.n_vars) == [6, 4]
+    d0 = vp.design(0)
+    assert len(d0) == 24 and np.array_equal(d0, sparse.design(6, 24, seed=0))
+    assert np.array_equal(vp.design(1), np.arange(16)) and np.all(vp.masks[1, 16:] == -1)
+    np.testing.assert_allclose(vp.v[0], vf.v[0][:, d0], atol=1e-6, rtol=0)
+    np.testing.assert_allclose(vp.v[1, :, :16], vf.v[1, :, :16], atol=1e-6, rtol=0)
+    assert np.all(np.isnan(vp.v[1, :, 16:]))
+
+    a, b = fit_sparse(vp), fit_sparse(vf, budget=24)
+    assert a.attrs["sampling"] == "sparse" and b.attrs["budget"] == 24
+    for name in sparse.ENTRY_VARIABLES + sparse.ROW_VARIABLES:
+        np.testing.assert_allclose(a[name].values, b[name].values, atol=1e-5, rtol=0,
+                                   err_msg=name)
+    assert list(a.complete.values[:, 0]) == [0, 1]
+    g = sparse.from_arrays({k: a[k].values for k in a.data_vars}, a.n_vars.values, 1, 0)
+    exact = and_or(vf.v[1, 0, :16])
+    and_, or_ = sparse.to_dense(g)
+    np.testing.assert_allclose(and_, exact.and_, atol=1e-9)
+    np.testing.assert_allclose(or_, exact.or_, atol=1e-9)
+    assert g.reliable and g.complete
+    est = sparse.from_arrays({k: a[k].values for k in a.data_vars}, a.n_vars.values, 0, 1)
+    assert est.n == 6 and not est.complete and est.n_fit == 24 and est.n_heldout > 0
+    np.testing.assert_allclose(est.predict(d0), vp.v[0, 1], atol=1e-6)  # exact on the design

@@ -88,6 +88,9 @@ class CaseStudy:
     label: str = ""  # the pair's Appendix G label (altering / adding / mixed), when known
     prompts: tuple[str, str] = ("", "")  # the two rendered prompts, when known
     seconds: dict[str, float] = field(default_factory=dict)  # time per step, when measured
+    # sparse estimation (`ips.sparse`), empty when every mask was scored: masks scored per
+    # template, held-out error per template, its threshold, and whether both are reliable
+    sparse: dict = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -139,21 +142,48 @@ def case_study(
         raise ValueError(f"words: {len(words)} given, but the interactions have n = {n} variables")
     union = metrics.salient(a, tau) | metrics.salient(b, tau)
     kinds, masks = np.nonzero(union)
-    types = [metrics.INTERACTION_TYPES[c] for c in metrics.type_codes(a, b)[kinds, masks]]
+    return _case(kinds, masks, a[kinds, masks], b[kinds, masks], words, pred_a, pred_b, tau,
+                 float(res.value), model, sample, templates, gold)
+
+
+def sparse_case_study(est_a, est_b, words: Sequence[str], pred_a, pred_b, tau: float, *,
+                      model: str = "", sample: str = "", templates: tuple[str, str] = ("", ""),
+                      gold=None) -> CaseStudy:
+    """The case study from two sparse estimates (`ips.sparse.SparseInteractions`, one per
+    template): U, Ĩ and ips(x, T, T̂) on their entries (`ips.sparse.salient_union`,
+    `ips.sparse.pair_ips`; an interaction that is not an entry is 0), the same rows as
+    `case_study` gives on their dense form."""
+    from ips import sparse
+
+    words = [str(w) for w in words]
+    if len(words) != est_a.n:
+        raise ValueError(f"words: {len(words)} given, but the estimates have n = {est_a.n} "
+                         "variables")
+    kinds, masks, va, vb = sparse.salient_union(est_a, est_b, tau)
+    return _case(kinds, masks, va, vb, words, pred_a, pred_b, tau,
+                 sparse.pair_ips(est_a, est_b, tau), model, sample, templates, gold)
+
+
+def _case(kinds, masks, va, vb, words, pred_a, pred_b, tau, ips_value, model, sample,
+          templates, gold) -> CaseStudy:
+    """The CaseStudy of the union U given as (kind, S, Ĩ_T, Ĩ_T̂) per interaction."""
+    words = [str(w) for w in words]
+    types = [metrics.INTERACTION_TYPES[c]
+             for c in metrics.type_codes(np.asarray(va), np.asarray(vb))]
     rows = []
-    for k, m, t in zip(kinds.tolist(), masks.tolist(), types):
-        va, vb = float(a[k, m]), float(b[k, m])
-        names = [words[i] for i in range(n) if m >> i & 1]
+    for k, m, x, y, t in zip(np.asarray(kinds).tolist(), np.asarray(masks).tolist(),
+                             np.asarray(va, float).tolist(), np.asarray(vb, float).tolist(), types):
+        names = [words[i] for i in range(len(words)) if m >> i & 1]
         rows.append(Interaction(
             kind=metrics.KINDS[k], mask=int(m),
             words=(AND_JOIN if k == 0 else OR_JOIN).join(names),
-            value_a=va, value_b=vb, type=t, change=abs(va - vb),
+            value_a=x, value_b=y, type=t, change=abs(x - y),
         ))
     rows.sort(key=lambda r: (-r.change, r.order, metrics.KINDS.index(r.kind), r.mask))
     return CaseStudy(
         model=str(model), sample=str(sample), templates=(str(templates[0]), str(templates[1])),
         words=words, pred_a=str(pred_a), pred_b=str(pred_b),
-        gold=None if gold is None else str(gold), tau=float(tau), ips=float(res.value),
-        rows=rows, n_union=int(res.n_union),
+        gold=None if gold is None else str(gold), tau=float(tau), ips=float(ips_value),
+        rows=rows, n_union=len(rows),
         type_counts={t: types.count(t) for t in metrics.INTERACTION_TYPES},
     )

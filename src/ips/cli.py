@@ -118,38 +118,81 @@ def _add_fit(sub, common) -> None:
     )
     p.add_argument(
         "--n-max",
-        type=int_between(1, 16),
+        type=int_between(1, 32),
         default=10,
         metavar="N",
         help="largest number of variables accepted per sample (default: %(default)s)",
     )
+    g = p.add_argument_group(
+        "sampling", "A values file with a sparse design (`ips score --sampling sparse`) is "
+        "fitted sparsely (ips.sparse): 'entry_kind', 'entry_set', 'entry_value' per game with "
+        "'heldout_error' and 'reliable'. --sampling sparse --budget B fits an exhaustively "
+        "scored file from the B masks sparse scoring would have scored.")
+    _sampling_args(g, "default: sparse for a file with a design, else exhaustive")
+    g.add_argument("--seed", type=int, default=0,
+                   help="seed of the design and of the held-out masks (default: %(default)s)")
     p.set_defaults(func=_fit)
 
 
+def _sampling_args(g, default: str) -> None:
+    """--sampling and --budget (schema key `sampling`)."""
+    from ips.config import SAMPLINGS
+
+    g.add_argument("--sampling", choices=SAMPLINGS, default=None,
+                   help=f"all 2**n masks, or a design of --budget masks ({default})")
+    g.add_argument("--budget", type=int_between(16, 2**62), default=None, metavar="B",
+                   help="masked prompts per prompt with --sampling sparse (default: the "
+                   "config's sampling.budget, else 1024)")
+
+
+def _budget(args, config: dict | None, sparse_default: bool = False) -> int | None:
+    """The sparse budget the flags and config ask for; None for exhaustive sampling."""
+    sampling = (config or {}).get("sampling", {})
+    mode = args.sampling or ("sparse" if sparse_default else sampling.get("mode", "exhaustive"))
+    if mode == "exhaustive":
+        if args.budget is not None:
+            raise InputError("--budget: applies to --sampling sparse only")
+        return None
+    return args.budget or sampling.get("budget", 1024)
+
+
 def _fit(args: argparse.Namespace) -> int:
-    from ips.fit import fit_values
+    from ips.config import EXHAUSTIVE_MAX_N
+    from ips.fit import fit_sparse, fit_values
     from ips.io import read_values, write_dataset
 
     t0 = time.perf_counter()
     values = read_values(args.input, n_max=args.n_max)
+    designed = values.masks is not None
+    if designed and args.sampling == "exhaustive":
+        raise InputError(f"--sampling: {args.input} holds a sparse design (dataset 'masks'), "
+                         "not every mask; fit it with --sampling sparse")
+    budget = _budget(args, None, sparse_default=designed)
+    sparse = designed or budget is not None
+    if not sparse and values.n_vars.max() > EXHAUSTIVE_MAX_N:
+        raise InputError(f"{args.input}: n = {values.n_vars.max()} variables: the exhaustive "
+                         f"fit takes n <= {EXHAUSTIVE_MAX_N}; use --sampling sparse")
     n_samples, n_cond, _ = values.v.shape
     log.info(
-        "fit %s: %d samples x %d conditions, n in %s, solver %s, noise %g",
-        args.input, n_samples, n_cond, sorted(set(values.n_vars.tolist())), args.solver, args.noise,
+        "fit %s: %d samples x %d conditions, n in %s, %s, solver %s, noise %g",
+        args.input, n_samples, n_cond, sorted(set(values.n_vars.tolist())),
+        "sparse " + ("(the file's design)" if designed else f"(budget {budget})") if sparse
+        else "exhaustive", args.solver, args.noise,
     )
     try:
-        ds = fit_values(values, solver=args.solver, noise=args.noise,
-                        learning_rate=args.sgd_learning_rate, steps=args.sgd_steps)
+        if sparse:
+            ds = fit_sparse(values, budget=None if designed else budget, seed=args.seed,
+                            solver=args.solver, noise=args.noise)
+        else:
+            ds = fit_values(values, solver=args.solver, noise=args.noise,
+                            learning_rate=args.sgd_learning_rate, steps=args.sgd_steps)
     except ValueError as e:  # ips.interactions rejects these values or options
         log.debug("fit failed", exc_info=True)
         raise InputError(f"{args.input}: {e}") from e
     ds.attrs["n_max"] = args.n_max
     ds.attrs["input_file"] = str(args.input)
     write_dataset(ds, args.out)
-    log.info(
-        "wrote %s (solver used: %s) in %.2f s",
-        args.out, ds.attrs["solver_used"], time.perf_counter() - t0,
-    )
+    log.info("wrote %s in %.2f s", args.out, time.perf_counter() - t0)
     return 0
 
 
@@ -321,6 +364,7 @@ def _add_score(sub, common) -> None:
     p.add_argument("--threads", type=int_between(1, 4096), default=None,
                    help="CPU threads for torch (default: torch's choice)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if visible, else cpu)")
+    _sampling_args(p, "default: the config's sampling.mode, else exhaustive")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.h5")
     p.set_defaults(func=_score)
 
@@ -362,14 +406,15 @@ def _score_locked(args: argparse.Namespace) -> int:
     target = args.target or ss.settings.get("entry", {}).get("target")
     batch_tokens = args.batch_tokens or (config["batch_tokens"] if config else 1024)
     scorer = args.scorer or (config["scorer"] if config else "auto")
+    budget = _budget(args, config)
     # cheap checks before a model load that can take minutes
-    check_shard(ss, args.shard, shard_size, target)
+    check_shard(ss, args.shard, shard_size, target, budget)
     t0 = time.perf_counter()
     lm = load_model(spec, cache_dir=args.cache_dir, device=args.device, threads=args.threads)
     log.info("loaded %s on %s (%s, mask token %r id %d from %s) in %.1f s", args.model, lm.device,
              lm.dtype, lm.mask_token, lm.mask_token_id, lm.mask_source, time.perf_counter() - t0)
     score_shard(lm, ss, args.out, shard=args.shard, shard_size=shard_size, target=target,
-                batch_tokens=batch_tokens, scorer=scorer)
+                batch_tokens=batch_tokens, scorer=scorer, budget=budget)
     return 0
 
 

@@ -29,6 +29,10 @@ MODEL_CACHE = Path("resources/models")
 MODEL_ATTRIBUTES = ("family", "series", "type", "architecture", "params", "active_params")
 #: how the 2**n masked prompts are evaluated (`ips.scoring.Engine`; schema key `scorer`)
 SCORERS = ("auto", "trie", "plain")
+#: which masked prompts are scored (`ips.sparse`; schema key `sampling.mode`)
+SAMPLINGS = ("exhaustive", "sparse")
+#: most variables of an exhaustively scored prompt: 2**16 masked prompts per condition
+EXHAUSTIVE_MAX_N = 16
 #: what v scores, per item kind; the first is the default (schema key `target`)
 TARGETS = {"mcq": ("letter", "choice_text"), "instruction": ("response", "greedy")}
 
@@ -90,6 +94,10 @@ def validate(config: dict, source: str = "config") -> dict:
     for name, entry in config["models"].items():
         _param_counts(entry, source, f"models.{name}.")
     _check_reference_model(config, source)
+    if config["sampling"]["mode"] == "exhaustive" and config["n_max"] > EXHAUSTIVE_MAX_N:
+        raise ConfigError(f"{source}: n_max: {config['n_max']} needs `sampling: {{mode: sparse}}`; "
+                          f"exhaustive sampling scores 2**n_max masked prompts per prompt, "
+                          f"n_max <= {EXHAUSTIVE_MAX_N}")
     datasets = config["datasets"]
     _check_templates(config["templates"], config["few_shot"],
                      {ITEM_TYPES[e["format"]].kind for e in datasets.values()}, source)

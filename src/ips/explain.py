@@ -33,9 +33,10 @@ import numpy as np
 
 from ips import metrics
 from ips.io import InputError, check_output, write_bytes
-from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY, MODEL_CACHE, SCORERS, TARGETS
+from ips.config import (DEFAULT_MODEL, DEFAULT_MODEL_ENTRY, EXHAUSTIVE_MAX_N, MODEL_CACHE,
+                        SAMPLINGS, SCORERS, TARGETS)
 from ips.arguments import int_between, json_arg, nonnegative_float, unit
-from ips.case_study import CaseStudy, case_study
+from ips.case_study import CaseStudy, case_study, sparse_case_study
 from ips.interactions import SOLVERS
 
 log = logging.getLogger("ips")
@@ -70,9 +71,11 @@ def format_case(case: CaseStudy, top: int | None = 12) -> str:
     ]
     n_omega = 2 * ((1 << case.n) - 1)
     if math.isnan(case.ips):
+        lines += _sparse_lines(case)
         lines.append(f"IPS       no value: no interaction is salient at τ = {case.tau:g} "
                      f"under either template (|U| = 0 of {n_omega})")
         return "\n".join(lines) + "\n"
+    lines += _sparse_lines(case)
     lines.append(f"IPS       ips(x, {ta}, {tb}) = {case.ips:.4f} at τ = {case.tau:g}, "
                  f"|U| = {case.n_union} of {n_omega} interactions")
     lines.append("types     " + ", ".join(f"{metrics.INTERACTION_TYPE_NAMES[t]} {c}"
@@ -91,6 +94,20 @@ def format_case(case: CaseStudy, top: int | None = 12) -> str:
     if len(shown) < len(case.rows):
         lines.append(f"... {len(case.rows) - len(shown)} more (--top 0 lists all)")
     return "\n".join(lines) + "\n"
+
+
+def _sparse_lines(case: CaseStudy) -> list[str]:
+    """The estimate's reliability (held-out error per template) for a sparse case study."""
+    sp = case.sparse
+    if not sp:
+        return []
+    errors = ", ".join(f"{e:.2%} ({t})" for e, t in zip(sp["heldout_error"], case.templates))
+    order = "all S" if sp["order"] is None else f"|S| <= {sp['order']} or >= {case.n - sp['order']}"
+    verdict = ("reliable" if sp["reliable"] else
+               "UNRELIABLE: the salient set and IPS below are not pinned down by the data")
+    return [f"estimate  sparse: {sp['masks']} of 2**{case.n} masks per template, candidates "
+            f"{order}; held-out error {errors} of the range of v (threshold "
+            f"{sp['threshold']:.0%}): {verdict}"]
 
 
 # ------------------------------------------------------------------------------ end to end
@@ -113,8 +130,14 @@ def explain(
     sgd: dict | None = None,
     batch_tokens: int = 1024,
     scorer: str = "auto",
+    budget: int | None = None,
 ) -> CaseStudy:
     """Score, fit and compare one item under two templates with a loaded model.
+
+    `budget`: None scores all 2**n masks and fits Eq. 12 exactly; a number of masked prompts
+    per template below 2**n scores the design `ips.sparse.scored_masks(n, budget)` and
+    estimates the interactions with `ips.sparse.estimate` (the case's `sparse` then holds
+    the held-out error and whether the estimate is reliable).
 
     `lm`: an `ips.models.LoadedModel`; `item`: an `MCQItem` or `InstructionItem`; `templates`:
     two template names (default `DEFAULT_TEMPLATES[item.kind]`). Variables are selected by
@@ -125,6 +148,7 @@ def explain(
     The prediction is the option letter of highest logit (MCQ) or the greedy token (otherwise),
     as in the workflow. Raises `ExplainError` for bad templates or an item without variables.
     """
+    from ips import sparse
     from ips.interactions import and_or
     from ips.kernel import naming_model
     from ips.samples import Sample
@@ -137,20 +161,26 @@ def explain(
     conds = [Condition(t, t) for t in names]
     sample = Sample(item, variables, {c.name: render(tset[c.template], item, variables)
                                       for c in conds})
+    n = len(variables)
+    design = sparse.scored_masks(n, budget)
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     engine = Engine(lm.model, lm.mask_token_id, batch_tokens, lm.device, scorer=scorer)
     with naming_model(lm.spec.name):
-        scored = score_sample(engine, _Answers(lm.tokenizer), sample, conds, target)
+        scored = score_sample(engine, _Answers(lm.tokenizer), sample, conds, target, design)
     seconds["score"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    fit = and_or(scored["v"], solver=solver, noise=noise, **(sgd or {}))
-    norm = metrics.normalize(fit.and_, fit.or_)
+    if design is None:
+        fit = and_or(scored["v"], solver=solver, noise=noise, **(sgd or {}))
+        norm = metrics.normalize(fit.and_, fit.or_)
+        how = f"fitted ({fit.solver}), max matching error {np.max(fit.matching_error):.2g}"
+    else:
+        ests = [sparse.estimate(design, v, n) for v in scored["v"]]
+        how = ("estimated from a design (ips.sparse), held-out error "
+               + ", ".join(f"{e.heldout_error:.3g}" for e in ests))
     seconds["fit"] = time.perf_counter() - t0
-    log.info("%s, %s: n = %d, %d masked prompts scored in %.1f s, fitted (%s) in %.2f s, "
-             "max matching error %.2g", lm.spec.name, item.id, len(variables),
-             len(conds) << len(variables), seconds["score"], fit.solver, seconds["fit"],
-             float(np.max(fit.matching_error)))
+    log.info("%s, %s: n = %d, %d masked prompts scored in %.1f s, %s in %.2f s", lm.spec.name,
+             item.id, n, scored["v"].size, seconds["score"], how, seconds["fit"])
     if kind == "mcq":
         from ips.datasets import letter
 
@@ -159,8 +189,17 @@ def explain(
     else:
         preds = [repr(lm.tokenizer.decode([int(g)])) for g in scored["greedy"]]
         gold = None
-    case = case_study(norm[0], norm[1], [v.text for v in variables], preds[0], preds[1], tau,
-                      model=lm.spec.name, sample=item.id, templates=names, gold=gold)
+    about = dict(model=lm.spec.name, sample=item.id, templates=names, gold=gold)
+    words = [v.text for v in variables]
+    if design is None:
+        case = case_study(norm[0], norm[1], words, preds[0], preds[1], tau, **about)
+    else:
+        case = sparse_case_study(ests[0], ests[1], words, preds[0], preds[1], tau, **about)
+        case.sparse = {"masks": len(design), "heldout_error": [e.heldout_error for e in ests],
+                       "threshold": sparse.UNRELIABLE_HELDOUT,
+                       "reliable": all(e.reliable for e in ests),
+                       "order": ests[0].order, "unobserved": [e.unobserved for e in ests],
+                       "aliased": [e.aliased for e in ests]}
     case.label = tset.pair_label(*names)
     case.prompts = tuple(sample.prompts[c.name].text for c in conds)
     case.seconds = seconds
@@ -310,7 +349,7 @@ def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.Argument
                      help="the template pair (default: T1 T4 for MCQ, A1 A4 for instructions)")
     how.add_argument("--tau", type=unit, default=None,
                      help="salience threshold in (0, 1) (default: the config's tau, 0.1)")
-    how.add_argument("--n-max", type=int_between(1, 16), default=None, metavar="N",
+    how.add_argument("--n-max", type=int_between(1, 32), default=None, metavar="N",
                      help=f"most variables accepted (default: max({EXPLAIN_N_MAX}, the config's "
                      "n_max))")
     how.add_argument("--target", choices=[t for ts in TARGETS.values() for t in ts],
@@ -320,6 +359,12 @@ def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.Argument
                      "sgd settings)")
     how.add_argument("--noise", type=nonnegative_float, default=None, metavar="EPS",
                      help="noise bound ε of the fit (default: the config's noise)")
+    how.add_argument("--sampling", choices=SAMPLINGS, default=None,
+                     help="all 2**n masks, or a design of --budget masks per template with "
+                     "sparse estimation (default: the config's sampling.mode)")
+    how.add_argument("--budget", type=int_between(16, 2**62), default=None, metavar="B",
+                     help="masked prompts per template with --sampling sparse (default: the "
+                     "config's sampling.budget)")
     how.add_argument("--scorer", choices=SCORERS, default=None,
                      help="masked-prompt scorer (default: the config's scorer)")
     how.add_argument("--batch-tokens", type=int_between(1, 10**9), default=None, metavar="T",
@@ -354,9 +399,18 @@ def main(args: argparse.Namespace) -> int:
     var = config.get("variables", {})
     strategy, merge = var.get("strategy", "content"), var.get("merge_phrases", True)
     template_file = config.get("templates", {}).get("file")
+    sampling = config["sampling"]
+    mode = args.sampling or sampling["mode"]
+    if mode == "exhaustive" and args.budget is not None:
+        raise ExplainError("--budget: applies to --sampling sparse only")
+    budget = (args.budget or sampling["budget"]) if mode == "sparse" else None
     # cheap checks before a model load that can take seconds
     _check_comparison(item, templates, template_file, target)
-    _variables(item, strategy, n_max, merge, fields)
+    n = len(_variables(item, strategy, n_max, merge, fields))
+    if budget is None and n > EXHAUSTIVE_MAX_N:
+        raise ExplainError(f"--sampling: the item has n = {n} variables; scoring all 2**{n} "
+                           f"masks is beyond exhaustive sampling (n <= {EXHAUSTIVE_MAX_N}); "
+                           "use --sampling sparse --budget B")
     t0 = time.perf_counter()
     lm = load_model(spec, cache_dir=args.cache_dir, device=args.device, threads=args.threads)
     log.info("loaded %s on %s (mask token %r id %d) in %.1f s", spec.name, lm.device,
@@ -370,6 +424,7 @@ def main(args: argparse.Namespace) -> int:
         sgd=config["sgd"],
         batch_tokens=args.batch_tokens or int(config["batch_tokens"]),
         scorer=args.scorer or config["scorer"],
+        budget=budget,
     )
     print(format_case(case, args.top), end="")
     files = case_study_figure(case, args.out, top=args.top or 12)

@@ -1,7 +1,10 @@
 """AND-OR interactions for a whole values cube (sample, condition, mask).
 
-Samples are grouped by their number of variables n; each group's rows (sample x condition)
-go to `ips.interactions.and_or` in batches of shape (rows, 2**n).
+Exhaustive sampling (`fit_values`): samples are grouped by their number of variables n;
+each group's rows (sample x condition) go to `ips.interactions.and_or` in batches of shape
+(rows, 2**n). Sparse sampling (`fit_sparse`): each (sample, condition) game is estimated
+from its design's values by `ips.sparse.estimate` (a design of all 2**n masks is fitted
+exactly by `and_or`) and stored as entries (`ips.sparse.to_arrays`).
 """
 
 from __future__ import annotations
@@ -109,3 +112,74 @@ def _optimum(solver: str, learning_rate: float, steps: int) -> str:
         f"momentum 0.9, learning rate {learning_rate:g} decaying to {learning_rate / 10:g}, "
         f"{steps} steps; not the canonical optimum"
     )
+
+
+def fit_sparse(
+    values: Values,
+    *,
+    budget: int | None = None,
+    seed: int = 0,
+    solver: str = "auto",
+    noise: float = 0.0,
+    progress: bool | None = None,
+) -> xr.Dataset:
+    """Sparse AND-OR interactions of every (sample, condition) game of `values`.
+
+    The design of sample s is the file's (`values.masks`), or, for an exhaustively scored
+    file and a `budget`, `ips.sparse.scored_masks(n, budget, seed)` taken from its values
+    (what sparse scoring would have scored). A design of all 2**n masks is fitted exactly
+    (`and_or(solver, noise)`; `complete` 1), any other by `ips.sparse.estimate` (its noise
+    steps; `heldout_error` on held-out design masks, `reliable` 0 above
+    `ips.sparse.UNRELIABLE_HELDOUT`). Returns the arrays of `ips.sparse.to_arrays` with
+    `n_vars`, the file's coordinates and `sampling`/`budget` attributes.
+    """
+    from ips import sparse
+    from ips.interactions import and_or
+
+    if values.masks is None and budget is None:
+        raise ValueError("budget: an exhaustively scored file needs a budget to fit sparsely")
+    n_samples, n_cond = values.v.shape[:2]
+    games, t0 = [], time.perf_counter()
+    disable = None if progress is None else not progress
+    with tqdm(total=n_samples * n_cond, unit="game", desc="fit sparse", disable=disable) as bar:
+        for s in range(n_samples):
+            n = int(values.n_vars[s])
+            if values.masks is None:
+                design = sparse.scored_masks(n, budget, seed)
+                design = np.arange(1 << n) if design is None else design
+                rows = values.v[s][:, design]
+            else:
+                design = values.design(s)
+                rows = values.v[s, :, :len(design)]
+            row = []
+            for c in range(n_cond):
+                if len(design) == 1 << n:
+                    full = np.empty(1 << n)
+                    full[design] = rows[c]
+                    res = and_or(full, solver=solver, noise=noise)
+                    g = sparse.from_dense(res.and_, res.or_)
+                    g.complete = True
+                else:
+                    g = sparse.estimate(design, rows[c], n, seed=seed)
+                row.append(g)
+                bar.update(1)
+            games.append(row)
+            unreliable = sum(not g.reliable for g in row)
+            log.info("sample %d/%d: n = %d, %d of 2**%d masks, held-out error %s%s", s + 1,
+                     n_samples, n, len(design), n,
+                     ", ".join("exact" if g.complete else f"{g.heldout_error:.3g}" for g in row),
+                     f"; {unreliable} unreliable (> {sparse.UNRELIABLE_HELDOUT:g})"
+                     if unreliable else "")
+    arrays = sparse.to_arrays(games)
+    entry_dims = DIMS[:2] + ("entry",)
+    data = {k: (entry_dims if k in sparse.ENTRY_VARIABLES else DIMS[:2], a)
+            for k, a in arrays.items()}
+    data["n_vars"] = (DIMS[:1], values.n_vars)
+    coords = {k: ((k,), a) for k, a in values.coords.items()}
+    attrs = {"sampling": "sparse", "unreliable_heldout": sparse.UNRELIABLE_HELDOUT,
+             "solver_requested": solver, "noise": float(noise), "ips_version": __version__}
+    if values.masks is None:
+        attrs |= {"budget": int(budget), "seed": int(seed)}
+    log.info("fit %d games in %.1f s: %d unreliable", n_samples * n_cond,
+             time.perf_counter() - t0, int((arrays["reliable"] == 0).sum()))
+    return xr.Dataset(data, coords=coords, attrs=attrs)

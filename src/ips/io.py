@@ -7,6 +7,9 @@ Layout of a values file (what `ips score` writes and `ips fit` reads):
   n < n_max variables uses the first 2**n entries of the mask axis; the rest are NaN.
 - `n_vars`: int, dims (sample,): the number of variables of each sample. May be omitted when
   every sample has the same n, the mask axis then has length 2**n and holds no NaN.
+- `masks` (sparse sampling, `ips.sparse`): int64, dims (sample, mask): the bitmask of each
+  scored mask; a sample's design fills the first entries, −1 (and NaN in `v`) pad the rest.
+  Without it the mask axis is the bitmask itself. Needs `n_vars`.
 - `sample`, `condition`: optional 1-D labels, carried over to derived files.
 
 Files are written atomically: to a temporary file in the target's folder, then renamed.
@@ -88,6 +91,14 @@ class Values:
     v: np.ndarray  # (sample, condition, mask) float64
     n_vars: np.ndarray  # (sample,) int64
     coords: dict[str, np.ndarray] = field(default_factory=dict)
+    masks: np.ndarray | None = None  # (sample, mask) int64 bitmasks of a sparse design
+
+    def design(self, s: int) -> np.ndarray:
+        """The bitmasks of sample s's scored masks, in the order of its entries of `v`."""
+        if self.masks is None:
+            return np.arange(1 << int(self.n_vars[s]), dtype=np.int64)
+        m = self.masks[s]
+        return m[m >= 0]
 
 
 def read_values(path: str | os.PathLike, n_max: int | None = None) -> Values:
@@ -117,12 +128,16 @@ def read_values(path: str | os.PathLike, n_max: int | None = None) -> Values:
             v = v[()].astype(np.float64, copy=False)
         with _reading(path, "dataset 'n_vars'"):
             n_vars = f["n_vars"][()] if "n_vars" in f else None
+        with _reading(path, "dataset 'masks'"):
+            masks = f["masks"][()] if "masks" in f else None
         coords = {}
         for name, size in (("sample", v.shape[0]), ("condition", v.shape[1])):
             with _reading(path, f"dataset {name!r}"):
                 if _is_label(f, name, size):
                     coords[name] = _decode(f[name][()])
 
+    if masks is not None:
+        return _sparse_values(path, v, n_vars, masks, coords, n_max)
     width = v.shape[2]
     if width & (width - 1):
         raise InputError(
@@ -168,6 +183,42 @@ def read_values(path: str | os.PathLike, n_max: int | None = None) -> Values:
             f"condition {c}, mask {m}, inside the sample's first 2**{n_vars[s]} entries{hint}"
         )
     return Values(v=v, n_vars=n_vars, coords=coords)
+
+
+def _sparse_values(path: Path, v: np.ndarray, n_vars, masks, coords: dict,
+                   n_max: int | None) -> Values:
+    """`read_values` of a file with `masks` (a sparse design per sample)."""
+    S, _, width = v.shape
+    if n_vars is None:
+        raise InputError(f"{path}: dataset 'masks' needs a dataset 'n_vars'")
+    n_vars, masks = np.asarray(n_vars), np.asarray(masks)
+    if n_vars.shape != (S,) or not np.issubdtype(n_vars.dtype, np.integer):
+        raise InputError(f"{path}: dataset 'n_vars' has shape {n_vars.shape} and dtype "
+                         f"{n_vars.dtype}, expected integers of shape ({S},)")
+    if masks.shape != (S, width) or not np.issubdtype(masks.dtype, np.integer):
+        raise InputError(f"{path}: dataset 'masks' has shape {masks.shape} and dtype "
+                         f"{masks.dtype}, expected integers of shape ({S}, {width})")
+    n_vars, masks = n_vars.astype(np.int64), masks.astype(np.int64)
+    for s in range(S):
+        n, m = int(n_vars[s]), masks[s]
+        used = m >= 0
+        count = int(used.sum())
+        problem = None
+        if not 1 <= n <= 62:
+            problem = f"n_vars is {n}, expected 1..62"
+        elif n_max is not None and n > n_max:
+            problem = f"n = {n} variables, beyond --n-max {n_max}"
+        elif not used[:count].all():
+            problem = "its masks are not a prefix of the mask axis (-1 only at the end)"
+        elif np.any(m[used] >= 1 << n) or len(np.unique(m[used])) != count:
+            problem = f"its masks are not distinct bitmasks of 0..2**{n} - 1"
+        elif not np.any(m[used] == 0):
+            problem = "its design lacks the empty mask 0"
+        elif not np.all(np.isfinite(v[s, :, :count])):
+            problem = "'v' is not finite on its design"
+        if problem:
+            raise InputError(f"{path}: dataset 'masks': sample {s}: {problem}")
+    return Values(v=v, n_vars=n_vars, coords=coords, masks=masks)
 
 
 def _is_label(f: h5py.File, name: str, size: int) -> bool:

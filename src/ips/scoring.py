@@ -25,7 +25,7 @@ import xarray as xr
 from tqdm import tqdm
 
 from ips import __version__
-from ips.config import MODEL_ATTRIBUTES, SCORERS, TARGETS
+from ips.config import EXHAUSTIVE_MAX_N, MODEL_ATTRIBUTES, SCORERS, TARGETS
 from ips.datasets import LETTERS, MCQItem
 from ips.io import InputError, atomic_path, labels, output_lock, write_dataset
 from ips.kernel import (NonFiniteError, ScoringError, finite_values, masked_inputs,
@@ -111,15 +111,19 @@ class Engine:
         logp = torch.log_softmax(logits, dim=-1)
         return float(logp[torch.arange(len(seq)), torch.as_tensor(list(seq))].sum())
 
-    def values(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int]) -> np.ndarray:
-        """v(x_S) for all 2**n masks S of one prompt (`ids` without the target)."""
-        if self.trie is not None:
+    def values(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int],
+               masks: np.ndarray | None = None) -> np.ndarray:
+        """v(x_S) for all 2**n masks S of one prompt (`ids` without the target), or for the
+        bitmasks `masks` only (a sparse design, `ips.sparse`; scored in plain batches: the
+        trie evaluates complete trees)."""
+        if self.trie is not None and masks is None:
             v = self.trie.values(ids, owners, n, target)
             if v is not None:
                 return v
         seq, own = self._with_target(ids, owners, target)
-        return self._batched(lambda masks: masked_inputs(seq, own, n, self.mask_id, masks),
-                             1 << n, len(seq), target)
+        chosen = np.arange(1 << n) if masks is None else np.asarray(masks, dtype=np.int64)
+        return self._batched(lambda idx: masked_inputs(seq, own, n, self.mask_id, chosen[idx]),
+                             len(chosen), len(seq), target)
 
     def occlusion(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int]) -> np.ndarray:
         """v(x_N), then v(x_{N∖{i}}) for i = 0..n−1: n + 1 rows (plain batches, any n).
@@ -223,8 +227,10 @@ def _encode(answers: _Answers, item, prompt):
     return ids, owners, letters, options
 
 
-def score_sample(engine: Engine, answers: _Answers, sample, conditions, target: str) -> dict:
-    """Everything `ips score` stores about one sample, one row per condition."""
+def score_sample(engine: Engine, answers: _Answers, sample, conditions, target: str,
+                 masks: np.ndarray | None = None) -> dict:
+    """Everything `ips score` stores about one sample, one row per condition; v on every
+    mask, or on the bitmasks `masks` (`ips.sparse.scored_masks`) in their order."""
     item, n = sample.item, len(sample.variables)
     mcq = isinstance(item, MCQItem)
     rows = []
@@ -234,7 +240,7 @@ def score_sample(engine: Engine, answers: _Answers, sample, conditions, target: 
         un = engine.unmasked(ids, letters[0] if letters else (), options or ())
         y, form = _target(answers, item, c.name, prompt.cue, target, letters, options, un.greedy)
         try:
-            v = engine.values(ids, owners, n, y)
+            v = engine.values(ids, owners, n, y, masks)
         except NonFiniteError as e:
             raise NonFiniteError(f"item {item.id!r}, condition {c.name}: {e}") from None
         var_tokens = np.bincount(owners[owners >= 0], minlength=n)[:n]
@@ -303,8 +309,10 @@ def _pad(seqs: list[np.ndarray], fill: int = -1) -> np.ndarray:
     return out
 
 
-def check_shard(ss, shard: int, size: int, target: str | None) -> tuple[list, str]:
-    """The samples of shard `shard` and the resolved target; `InputError` if either is wrong."""
+def check_shard(ss, shard: int, size: int, target: str | None,
+                budget: int | None = None) -> tuple[list, str]:
+    """The samples of shard `shard` and the resolved target; `InputError` if either is wrong
+    or a sample has more variables than exhaustive scoring (`budget` None) allows."""
     if shard < 0:
         raise InputError(f"shard must be >= 0, got {shard}")
     samples = ss.shard(shard, size)
@@ -319,6 +327,11 @@ def check_shard(ss, shard: int, size: int, target: str | None) -> tuple[list, st
         if not s.variables:
             raise InputError(f"dataset {ss.dataset!r}: sample {s.item.id!r} has no variables; "
                              "prepare the samples again with `ips samples`")
+        if budget is None and len(s.variables) > EXHAUSTIVE_MAX_N:
+            raise InputError(f"dataset {ss.dataset!r}: sample {s.item.id!r} has "
+                             f"{len(s.variables)} variables, more than exhaustive sampling "
+                             f"scores (2**{EXHAUSTIVE_MAX_N} masked prompts); use sampling "
+                             "sparse with a budget (--sampling sparse --budget B)")
     return samples, target
 
 
@@ -333,8 +346,13 @@ def score_shard(
     batch_tokens: int = 1024,
     progress: bool | None = None,
     scorer: str = "auto",
+    budget: int | None = None,
 ) -> xr.Dataset:
     """Score one shard of a SampleSet with a loaded model and write the values file `out`.
+
+    `budget`: None scores all 2**n masks of every prompt (exhaustive sampling); a number
+    scores `ips.sparse.scored_masks(n, budget, seed)` (the samples' seed), the same design
+    for every condition of a sample, and the file holds them in `masks` (see `ips.io`).
 
     Finished samples are kept in `out.partial/` (one file each, written atomically), so a
     killed run resumes from the last completed sample; the partial folder is removed once
@@ -343,19 +361,24 @@ def score_shard(
     (`ips.io.output_lock`), so a second run on it fails instead of discarding this one's.
     """
     out = Path(out)
-    samples, target = check_shard(ss, shard, shard_size or len(ss.samples), target)
+    samples, target = check_shard(ss, shard, shard_size or len(ss.samples), target, budget)
     with output_lock(out):
-        return _score_locked(lm, ss, out, samples, target, shard, batch_tokens, progress, scorer)
+        return _score_locked(lm, ss, out, samples, target, shard, batch_tokens, progress, scorer,
+                             budget)
 
 
 def _score_locked(lm, ss, out: Path, samples, target: str, shard: int, batch_tokens: int,
-                  progress: bool | None, scorer: str) -> xr.Dataset:
+                  progress: bool | None, scorer: str, budget: int | None) -> xr.Dataset:
     """`score_shard` once `out` is locked."""
+    from ips.sparse import scored_masks
+
     engine = Engine(lm.model, lm.mask_token_id, batch_tokens, lm.device, scorer=scorer)
+    seed = int(ss.settings.get("seed", 0))
+    designs = [scored_masks(len(s.variables), budget, seed) for s in samples]
     fingerprint = {
         "ips_version": __version__, "model": lm.spec.name, "source": lm.spec.source.to_dict(),
         "dtype": str(lm.dtype), "mask_token_id": int(lm.mask_token_id),
-        "dataset": ss.dataset, "shard": shard, "target": target,
+        "dataset": ss.dataset, "shard": shard, "target": target, "budget": budget,
         "samples": [s.item.id for s in samples], "conditions": [c.name for c in ss.conditions],
         "prompts": hashlib.sha256(json.dumps(
             [[s.prompts[c.name].text, s.prompts[c.name].spans] for s in samples for c in ss.conditions]
@@ -371,26 +394,26 @@ def _score_locked(lm, ss, out: Path, samples, target: str, shard: int, batch_tok
     results = []
     with tqdm(total=len(samples), initial=len(done), unit="sample",
               desc=f"score {lm.spec.name}/{ss.dataset}/{shard}", disable=disable) as bar:
-        for i, s in enumerate(samples):
-            shape = (len(ss.conditions), 1 << len(s.variables))
-            r = partial.load(i, shape) if i in done else None
+        for i, (s, masks) in enumerate(zip(samples, designs)):
+            count = 1 << len(s.variables) if masks is None else len(masks)
+            r = partial.load(i, (len(ss.conditions), count)) if i in done else None
             if r is None:
                 t1 = time.perf_counter()
                 with naming_model(lm.spec.name):
-                    r = score_sample(engine, answers, s, ss.conditions, target)
+                    r = score_sample(engine, answers, s, ss.conditions, target, masks)
                 partial.save(i, r)
                 bar.update(1)
                 # a line per sample, for logs where the bar is off (not a terminal)
-                log.info("sample %d/%d %s: n = %d, %d masked inputs in %.1f s", i + 1,
-                         len(samples), s.item.id, len(s.variables),
-                         len(ss.conditions) << len(s.variables), time.perf_counter() - t1)
+                log.info("sample %d/%d %s: n = %d, %d masked inputs%s in %.1f s", i + 1,
+                         len(samples), s.item.id, len(s.variables), len(ss.conditions) * count,
+                         "" if masks is None else f" ({count} of 2**{len(s.variables)} masks)",
+                         time.perf_counter() - t1)
             results.append(r)
-    ds = _assemble(ss, samples, results, lm, target, shard)
+    ds = _assemble(ss, samples, results, lm, target, shard, budget, designs)
     write_dataset(ds, out)
     partial.remove()
     log.info("wrote %s: %d masked evaluations in %.1f s", out,
-             int(sum((1 << len(s.variables)) * len(ss.conditions) for s in samples)),
-             time.perf_counter() - t0)
+             int(sum(r["v"].size for r in results)), time.perf_counter() - t0)
     return ds
 
 
@@ -452,7 +475,8 @@ class _Partial:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
+def _assemble(ss, samples, results, lm, target: str, shard: int, budget: int | None = None,
+              designs=None) -> xr.Dataset:
     """The values file: v (sample, condition, mask) and what explains it (see ips.io)."""
     coords = {
         "sample": labels(s.item.id for s in samples),
@@ -461,34 +485,49 @@ def _assemble(ss, samples, results, lm, target: str, shard: int) -> xr.Dataset:
         "shots": ("condition", np.array([c.shots for c in ss.conditions])),
         "perturbation": ("condition", labels(c.perturbation or "" for c in ss.conditions)),
     }
-    data = {**_variable_arrays(ss, samples, results),
+    data = {**_variable_arrays(ss, samples, results, budget, designs),
             **_prediction_arrays(ss, samples, results, lm)}
-    return xr.Dataset(data, coords=coords, attrs=_provenance(ss, lm, target, shard))
+    attrs = _provenance(ss, lm, target, shard)
+    attrs["sampling"] = "exhaustive" if budget is None else "sparse"
+    if budget is not None:
+        attrs["budget"] = int(budget)
+    return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
-def _variable_arrays(ss, samples, results) -> dict:
-    """v over the 2**n_max masks (NaN beyond a sample's 2**n) and the variables: their text,
-    field, character span and token count in every prompt."""
+def _variable_arrays(ss, samples, results, budget: int | None = None, designs=None) -> dict:
+    """v over the 2**n_max masks (NaN beyond a sample's 2**n), or with a `budget` over the
+    design's masks (`masks`, −1 and NaN beyond each sample's design), and the variables:
+    their text, field, character span and token count in every prompt."""
     n_vars = np.array([len(s.variables) for s in samples])
-    # every shard of a dataset gets the same mask axis, 2**n_max, so that shards concatenate
+    # every shard of a dataset gets the same mask axis (2**n_max, or the largest design the
+    # budget allows), so that shards concatenate
     n_max = max(int(n_vars.max()), ss.settings.get("n_max", 0))
     S, C = len(samples), len(ss.conditions)
-    v = np.full((S, C, 1 << n_max), np.nan)
+    width = 1 << n_max if budget is None else min(budget, 1 << n_max)
+    v = np.full((S, C, width), np.nan)
     spans = np.full((S, C, n_max, 2), -1, dtype=np.int64)
     var_tokens = np.zeros((S, C, n_max), dtype=np.int64)
     var_text = np.full((S, n_max), "", dtype=object)
     var_field = np.full((S, n_max), "", dtype=object)
     for i, (s, r) in enumerate(zip(samples, results)):
         n = n_vars[i]
-        v[i, :, : 1 << n] = r["v"]
+        v[i, :, : r["v"].shape[1]] = r["v"]
         var_tokens[i, :, :n] = r["var_tokens"]
         for j, c in enumerate(ss.conditions):
             spans[i, j, :n] = np.asarray(s.prompts[c.name].spans).reshape(n, 2)
         var_text[i, :n] = [x.text for x in s.variables]
         var_field[i, :n] = [x.field for x in s.variables]
     sc, scv = ("sample", "condition"), ("sample", "condition", "var")
+    design = {}
+    if budget is not None:
+        masks = np.full((S, width), -1, dtype=np.int64)
+        for i, d in enumerate(designs):
+            d = np.arange(1 << n_vars[i]) if d is None else d
+            masks[i, :len(d)] = d
+        design = {"masks": (("sample", "mask"), masks)}
     return {
         "v": (sc + ("mask",), v),
+        **design,
         "n_vars": (("sample",), n_vars),
         "variable": (("sample", "var"), var_text),
         "variable_field": (("sample", "var"), var_field),

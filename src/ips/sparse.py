@@ -72,9 +72,10 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "AND", "OR", "FULL_MAX_N", "DENSE_MAX_N", "MAX_N", "SparseInteractions", "design",
+    "scored_masks",
     "candidates", "default_order", "estimate", "to_dense", "UNRELIABLE_HELDOUT", "from_dense",
     "normalize", "salient", "pair_ips",
-    "band_of",
+    "band_of", "salient_union", "ENTRY_VARIABLES", "ROW_VARIABLES", "to_arrays", "from_arrays",
 ]
 
 AND, OR = 0, 1
@@ -121,6 +122,8 @@ class SparseInteractions:
         candidate with a different pattern on all 2^n masks (AND{i} ≡ OR{i} does not count):
         the data do not separate them; the least-ℓ2 rule splits their sum.
     info : solver details (seconds, LP size).
+    complete : the design held all 2^n masks: the interactions are Eq. 12's exact fit
+        (``from_exact``), reliable whatever ``heldout_error`` (NaN: nothing held out).
     """
 
     n: int
@@ -138,14 +141,16 @@ class SparseInteractions:
     unobserved: int
     aliased: int
     info: dict = field(default_factory=dict)
+    complete: bool = False
 
     def __len__(self) -> int:
         return len(self.values)
 
     @property
     def reliable(self) -> bool:
-        """``heldout_error`` ≤ UNRELIABLE_HELDOUT (False when nothing was held out)."""
-        return bool(self.heldout_error <= UNRELIABLE_HELDOUT)
+        """``complete``, or ``heldout_error`` ≤ UNRELIABLE_HELDOUT (False when nothing was
+        held out)."""
+        return self.complete or bool(self.heldout_error <= UNRELIABLE_HELDOUT)
 
     def predict(self, masks: ArrayLike) -> NDArray[np.float64]:
         """φ(x_T) = v(∅) + Σ_{AND S⊆T} x(S) + Σ_{OR S∩T≠∅} y(S) for every mask T given."""
@@ -221,6 +226,14 @@ def design(n: int, budget: int, seed: int = 0, extremes: float = 0.5) -> NDArray
                 if need == 0:
                     break
     return np.sort(np.array(sorted(taken), dtype=np.int64))
+
+
+def scored_masks(n: int, budget: int | None, seed: int = 0) -> NDArray[np.int64] | None:
+    """The masks scored for a prompt of n variables: None (all 2^n, the exhaustive path) for
+    ``budget=None`` or a budget of at least 2^n, else ``design(n, budget, seed)``."""
+    if budget is None or (n < 63 and budget >= 1 << n):
+        return None
+    return design(n, budget, seed)
 
 
 def candidates(n: int, order: int | None) -> NDArray[np.int64]:
@@ -531,25 +544,78 @@ def pair_ips(a: SparseInteractions, b: SparseInteractions, tau: float = DEFAULT_
     with Ĩ = 0 for an interaction that is not an entry on that side; ``band`` restricts U to
     an order band. NaN for an empty U.
     """
-    if a.n != b.n:
-        raise ValueError(f"pair_ips: games of different n ({a.n} and {b.n})")
     if band is not None and band not in _BAND:
         raise ValueError(f"band: must be None, 'low', 'mid' or 'high', got {band!r}")
+    kinds, masks, x, y = salient_union(a, b, tau)
+    if band is not None:
+        keep = band_of(_popcount(masks), a.n) == _BAND[band]
+        x, y = x[keep], y[keep]
+    if len(x) == 0:
+        return float("nan")
+    term = np.abs(x - y) / ((np.abs(x) + np.abs(y)) / 2.0)
+    return float(term.sum() / len(x))
+
+
+def salient_union(a: SparseInteractions, b: SparseInteractions, tau: float = DEFAULT_TAU):
+    """U = salient(a) ∪ salient(b) as (kinds, masks, Ĩ_a, Ĩ_b), sorted by (S, kind); Ĩ is 0
+    for an interaction that is not an entry on that side."""
+    if a.n != b.n:
+        raise ValueError(f"salient_union: games of different n ({a.n} and {b.n})")
     na, nb = normalize(a), normalize(b)
     ka, kb = _keys(a), _keys(b)
     keys = np.union1d(ka[np.abs(na) > tau], kb[np.abs(nb) > tau])
-    if band is not None:
-        keys = keys[band_of(_popcount(keys >> 1), a.n) == _BAND[band]]
-    if len(keys) == 0:
-        return float("nan")
 
     def look(k, norm):
+        if len(k) == 0:
+            return np.zeros(len(keys))
         order = np.argsort(k)
-        pos = np.searchsorted(k[order], keys)
-        pos = np.minimum(pos, len(k) - 1) if len(k) else pos
-        hit = (k[order][pos] == keys) if len(k) else np.zeros(len(keys), bool)
-        return np.where(hit, norm[order][pos] if len(k) else 0.0, 0.0)
+        pos = np.minimum(np.searchsorted(k[order], keys), len(k) - 1)
+        return np.where(k[order][pos] == keys, norm[order][pos], 0.0)
 
-    x, y = look(ka, na), look(kb, nb)
-    term = np.abs(x - y) / ((np.abs(x) + np.abs(y)) / 2.0)
-    return float(term.sum() / len(keys))
+    return (keys & 1).astype(np.int8), keys >> 1, look(ka, na), look(kb, nb)
+
+
+# ----------------------------------------------------------------------------- file layout
+
+#: the per-entry arrays of a sparse fit file, dims (sample, condition, entry)
+ENTRY_VARIABLES = ("entry_kind", "entry_set", "entry_value")
+#: the per-game arrays, dims (sample, condition); `order` −1 stands for None (every S)
+ROW_VARIABLES = ("v_empty", "objective", "heldout_error", "fit_error", "n_fit", "n_heldout",
+                 "order", "noise", "unobserved", "aliased", "complete", "reliable")
+
+
+def to_arrays(games: list[list[SparseInteractions]]) -> dict[str, np.ndarray]:
+    """The arrays of a sparse fit file from games[sample][condition]: entries padded to the
+    largest count (kind −1, set −1, value NaN), one value per game for `ROW_VARIABLES`."""
+    S, C = len(games), len(games[0])
+    width = max(1, max(len(g) for row in games for g in row))
+    out = {"entry_kind": np.full((S, C, width), -1, np.int8),
+           "entry_set": np.full((S, C, width), -1, np.int64),
+           "entry_value": np.full((S, C, width), np.nan)}
+    out |= {k: np.zeros((S, C)) for k in ROW_VARIABLES}
+    for s, row in enumerate(games):
+        for c, g in enumerate(row):
+            k = len(g)
+            out["entry_kind"][s, c, :k] = g.kinds
+            out["entry_set"][s, c, :k] = g.masks
+            out["entry_value"][s, c, :k] = g.values
+            for name in ROW_VARIABLES:
+                value = getattr(g, name)
+                out[name][s, c] = -1 if value is None else value
+    return out
+
+
+def from_arrays(arrays: dict, n_vars: ArrayLike, s: int, c: int) -> SparseInteractions:
+    """Game (s, c) of the arrays of a sparse fit file (the inverse of :func:`to_arrays`)."""
+    kind = np.asarray(arrays["entry_kind"][s, c])
+    keep = kind >= 0
+    row = {k: float(np.asarray(arrays[k][s, c])) for k in ROW_VARIABLES}
+    order = int(row["order"])
+    return SparseInteractions(
+        int(np.asarray(n_vars)[s]), kind[keep].astype(np.int8),
+        np.asarray(arrays["entry_set"][s, c])[keep].astype(np.int64),
+        np.asarray(arrays["entry_value"][s, c])[keep].astype(np.float64),
+        row["v_empty"], row["objective"], row["heldout_error"], row["fit_error"],
+        int(row["n_fit"]), int(row["n_heldout"]), None if order < 0 else order, row["noise"],
+        int(row["unobserved"]), int(row["aliased"]),
+        complete=bool(row["complete"]))

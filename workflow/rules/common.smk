@@ -79,6 +79,13 @@ def target_flag(wildcards):
     return f"--target {target}" if target else ""
 
 
+def sampling_flags(sampling):
+    """`ips score` flags of the config's `sampling` (the budget only in sparse mode)."""
+    if sampling["mode"] == "exhaustive":
+        return "--sampling exhaustive"
+    return f"--sampling sparse --budget {sampling['budget']}"
+
+
 def model_mem_mb(wildcards):
     return mem_mb(wildcards.model)
 

@@ -13,6 +13,7 @@ rule score:
         batch_tokens=config["batch_tokens"],
         scorer=config["scorer"],
         target=target_flag,
+        sampling=sampling_flags(config["sampling"]),
     log:
         "logs/score/{model}/{dataset}/{shard}.log",
     benchmark:
@@ -28,7 +29,7 @@ rule score:
         "python -m ips score --model {wildcards.model} --entry {params.entry:q} --cache-dir resources/models "
         "--samples {input.samples} --shard {wildcards.shard} --shard-size {params.shard_size} "
         "{params.target} --batch-tokens {params.batch_tokens} --scorer {params.scorer} "
-        "--threads {threads} "
+        "--threads {threads} {params.sampling} "
         "--out {output} 2> {log}"
 
 
