@@ -31,3 +31,10 @@ rule all:
     default_target: True
     input:
         "results/figures",
+
+
+# Scores and interactions only, no metrics: the target of a sparse run with n_max beyond 16
+# (`snakemake interactions`; workflow/configs/sparse.yaml).
+rule interactions:
+    input:
+        all_interactions,

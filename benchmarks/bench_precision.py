@@ -132,6 +132,7 @@ def main() -> None:
                 except NonFiniteError as e:
                     rows.append(f"{name:<24}{dtype:<10}  {e}")
                     summary.append(f"{name} {dtype}: v not finite")
+                    print(rows[-1], flush=True)
                     continue
                 if ref is None:  # float32 comes first
                     ref = r

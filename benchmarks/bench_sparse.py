@@ -1,14 +1,18 @@
 """Benchmark of sparse AND-OR estimation (ips.sparse) against the exact fit on real models.
 
 Run:  .venv/bin/python benchmarks/bench_sparse.py [--quick] [--threads 2] [--cache DIR]
+      [--models M ...] [--datasets D ...] [--ns N ...] [--budgets 1/8 1/4 ...]
 
-For SmolLM2-135M-Instruct (the embedded default), ARC-Easy items with exactly n content
-variables (the first `--items` of the seeded order of the other benchmarks) are rendered with
-two templates (T1, T2: one template pair per item) and scored on all 2**n masks by the trie
-scorer; the games are cached under `--cache` (default results/bench_sparse/) so that a rerun
-only fits. The exact interactions are `and_or(v, solver="auto")`. For every budget fraction
-β (default 1/32 … 1/2) the sparse estimate sees only the values on `sparse.design(n, β·2^n)`
-and is compared with the exact fit of the same game:
+For each model (default: SmolLM2-135M-Instruct and Gemma 3 270M) and dataset of config.yaml
+(default: arc-easy, mmlu, dolly), the first `--items` items of the dataset's seeded order
+with at least n content units (all fields; their n longest kept, as the workflow's
+`reduce: longest`) are rendered with two templates (T1, T2 for MCQ; A1, A2 for instructions:
+one template pair per item) and scored on all 2**n masks by the workflow's own code
+(`ips.scoring.score_sample`, trie scorer, the kind's default target); the games are cached
+under `--cache` (default results/bench_sparse/) so that a rerun only fits. The exact
+interactions are `and_or(v, solver="auto")`. For every budget fraction β (default 1/32 …
+1/2) the sparse estimate sees only the values on `sparse.design(n, β·2^n)` and is compared
+with the exact fit of the same game:
 
 - jaccard: |Ŝ ∩ S| / |Ŝ ∪ S| of the salient sets (|Ĩ| > τ, kind and S) of sparse and exact,
   mean over (item, template);
@@ -24,8 +28,8 @@ and is compared with the exact fit of the same game:
   expected to do better, whatever it does with them.
 
 Every run ends with one line per case:
-`sparse n=<n> budget=<fraction>: mean|dIPS|=<x> jaccard=<y>`.
-`--quick`: n = 12, 3 items, budgets 1/8 and 1/4 (the fits are cached next to the games).
+`sparse n=<n> budget=<fraction>: mean|dIPS|=<x> jaccard=<y>` (one per model and dataset,
+named before it). `--quick`: SmolLM2 on arc-easy, n = 12, 3 items, budgets 1/8 and 1/4.
 """
 
 from __future__ import annotations
@@ -38,25 +42,28 @@ from pathlib import Path
 import numpy as np
 import scipy.stats
 import torch
-from common import MODELS, arc_easy, items_with
+from common import DATASETS, MODELS, dataset_items
 
 from ips import sparse
 from ips.interactions import and_or
-from ips.kernel import token_owners
+from ips.config import TARGETS
 from ips.metrics import BANDS, DEFAULT_TAU
 from ips.models import ModelSpec, load_model
-from ips.scoring import letter_tokens
-from ips.templates import load_templates, render
-from ips.trie import TrieScorer, trie_budget
+from ips.samples import Sample
+from ips.scoring import Engine, _Answers, score_sample
+from ips.templates import Condition, load_templates, render
+from ips.variables import select_variables
 
-TEMPLATES = ("T1", "T2")
+#: the template pair of each item kind
+TEMPLATES = {"mcq": ("T1", "T2"), "instruction": ("A1", "A2")}
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="n = 12; β = 1/8, 1/4")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--model", default="smollm2-135m-instruct", choices=list(MODELS))
+    parser.add_argument("--models", nargs="+", default=None, choices=list(MODELS))
+    parser.add_argument("--datasets", nargs="+", default=None, choices=list(DATASETS))
     parser.add_argument("--ns", nargs="*", type=int, default=None)
     parser.add_argument("--items", type=int, default=None, help="items per n (default 3)")
     parser.add_argument("--budgets", nargs="*", type=Fraction, default=None,
@@ -69,6 +76,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--no-floor", dest="floor", action="store_false",
                         help="skip the noise floor (exact fits of v plus noise)")
     args = parser.parse_args()
+    args.models = args.models or (["smollm2-135m-instruct"] if args.quick else list(MODELS))
+    args.datasets = args.datasets or (["arc-easy"] if args.quick else list(DATASETS))
     args.ns = args.ns or ([12] if args.quick else [8, 10, 12])
     args.items = args.items or 3
     args.budgets = args.budgets or ([Fraction(1, 8), Fraction(1, 4)] if args.quick else
@@ -76,45 +85,59 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def games(args) -> dict[int, np.ndarray]:
+def items_with_units(name: str, n: int, count: int):
+    """The first `count` items of dataset `name` (seeded order) with at least n content units
+    over all fields, each with its n longest (the workflow's `reduce: longest`)."""
+    items, order = dataset_items(name)
+    found = []
+    for i in order:
+        variables = select_variables(items[i], n_max=n)
+        if len(variables) == n:
+            found.append((items[i], variables))
+            if len(found) == count:
+                return found
+    raise SystemExit(f"{name}: only {len(found)} items have {n} content units")
+
+
+def games(args, model: str, dataset: str) -> dict[int, np.ndarray]:
     """v of every (item, template) for each n, shape (items, 2, 2**n); each game is scored
-    once and cached as <cache>/<model>/n<n>/<item id>_<template>.npy."""
-    items, order = arc_easy()
+    once and cached as <cache>/<model>/<dataset>/n<n>/<item id>_<template>.npy."""
     templates = load_templates()
-    lm = scorer = None
+    engine = answers = None
     out = {}
     for n in args.ns:
         t0, fresh = time.perf_counter(), 0
-        v = np.empty((args.items, len(TEMPLATES), 1 << n))
-        for a, (item, variables) in enumerate(items_with(items, order, n, args.items)):
-            for b, name in enumerate(TEMPLATES):
-                path = args.cache / args.model / f"n{n}" / f"{item.id}_{name}.npy"
-                if path.exists():
-                    v[a, b] = np.load(path)
-                    continue
-                if lm is None:
-                    torch.set_num_threads(args.threads)
-                    lm = load_model(ModelSpec.from_config(args.model, MODELS[args.model]),
-                                    cache_dir=args.cache_dir, threads=args.threads)
-                    scorer = TrieScorer(lm.model, lm.mask_token_id, trie_budget(1024),
-                                        check=False)
-                p = render(templates[name], item, variables, (), templates)
-                enc = lm.tokenizer(p.text, return_offsets_mapping=True)
-                owners = token_owners(enc["offset_mapping"], p.spans)
-                target = [letter_tokens(lm.tokenizer, p.cue, "ABCD")[0][item.gold]]
-                v[a, b] = scorer.values(np.asarray(enc["input_ids"]), owners, n, target)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                np.save(path, v[a, b])
-                fresh += 1
+        v = np.empty((args.items, 2, 1 << n))
+        for a, (item, variables) in enumerate(items_with_units(dataset, n, args.items)):
+            names = TEMPLATES[item.kind]
+            paths = [args.cache / model / dataset / f"n{n}" / f"{item.id}_{t}.npy" for t in names]
+            if all(p.exists() for p in paths):
+                v[a] = [np.load(p) for p in paths]
+                continue
+            if engine is None:
+                torch.set_num_threads(args.threads)
+                lm = load_model(ModelSpec.from_config(model, MODELS[model]),
+                                cache_dir=args.cache_dir, threads=args.threads)
+                engine = Engine(lm.model, lm.mask_token_id, 1024, lm.device, scorer="trie")
+                answers = _Answers(lm.tokenizer)
+            conds = [Condition(t, t) for t in names]
+            sample = Sample(item, variables, {t: render(templates[t], item, variables, (),
+                                                         templates) for t in names})
+            v[a] = score_sample(engine, answers, sample, conds, TARGETS[item.kind][0])["v"]
+            for p, row in zip(paths, v[a]):
+                p.parent.mkdir(parents=True, exist_ok=True)
+                np.save(p, row)
+            fresh += 2
         if fresh:
-            print(f"scored n={n}: {fresh} games in {time.perf_counter() - t0:.0f} s", flush=True)
+            print(f"{model} {dataset}: scored n={n}: {fresh} games in "
+                  f"{time.perf_counter() - t0:.0f} s", flush=True)
         out[n] = v
     return out
 
 
-def exact_fits(args, n: int, v: np.ndarray) -> np.ndarray:
+def exact_fits(args, where: Path, v: np.ndarray) -> np.ndarray:
     """and_or(v, solver="auto") of every game as (items, 2, 2 kinds, 2**n), cached."""
-    path = args.cache / args.model / f"n{n}" / f"exact_items{len(v)}.npy"
+    path = where / f"exact_items{len(v)}.npy"
     if path.exists():
         return np.load(path)
     res = and_or(v, solver="auto")
@@ -123,13 +146,13 @@ def exact_fits(args, n: int, v: np.ndarray) -> np.ndarray:
     return out
 
 
-def sparse_fit(args, n: int, a: int, b: int, v: np.ndarray, frac: Fraction):
+def sparse_fit(args, where: Path, n: int, a: int, b: int, v: np.ndarray, frac: Fraction):
     """The estimate of game (item a, template b) from the design of budget frac·2**n, cached.
 
     The budget includes the held-out masks: the fit uses 90 % of the design's middle masks
     and measures `heldout_error` on the rest (no refit)."""
     budget = int(frac * (1 << n))
-    path = args.cache / args.model / f"n{n}" / f"sparse_{a}_{b}_{budget}_{args.seed}.npz"
+    path = where / f"sparse_{a}_{b}_{budget}_{args.seed}.npz"
     if path.exists():
         z = np.load(path)
         est = sparse.SparseInteractions(
@@ -153,11 +176,11 @@ def jaccard(a: sparse.SparseInteractions, b: sparse.SparseInteractions, tau: flo
     return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
 
 
-def compare(args, n: int, v: np.ndarray, exact: np.ndarray, frac: Fraction) -> dict:
+def compare(args, where: Path, n: int, v: np.ndarray, exact: np.ndarray, frac: Fraction) -> dict:
     """The metrics of one (n, budget) case over all items (one template pair per item)."""
     ex = [[sparse.from_dense(exact[a, b, 0], exact[a, b, 1]) for b in range(v.shape[1])]
           for a in range(len(v))]
-    sp = [[sparse_fit(args, n, a, b, v[a, b], frac) for b in range(v.shape[1])]
+    sp = [[sparse_fit(args, where, n, a, b, v[a, b], frac) for b in range(v.shape[1])]
           for a in range(len(v))]
     everything = np.arange(1 << n)
     row = {"jaccard": np.mean([jaccard(s, e, args.tau) for ss, ee in zip(sp, ex)
@@ -212,24 +235,37 @@ HEADS = ["n", "budget", "jaccard", "mean|dIPS|", "spearman", "|dlow|", "|dmid|",
 def main() -> None:
     args = parse_args()
     t0 = time.perf_counter()
-    data = games(args)
-    if args.score_only:
-        return
     rows = []
-    for n, v in data.items():
-        exact = exact_fits(args, n, v)
-        for frac in args.budgets:
-            rows.append({"n": n, "budget": str(frac), **compare(args, n, v, exact, frac)})
-            print(f"done n={n} budget={frac} after {time.perf_counter() - t0:.0f} s", flush=True)
+    for model in args.models:
+        for dataset in args.datasets:
+            data = games(args, model, dataset)
+            if args.score_only:
+                continue
+            for n, v in data.items():
+                where = args.cache / model / dataset / f"n{n}"
+                exact = exact_fits(args, where, v)
+                for frac in args.budgets:
+                    rows.append({"model": model, "dataset": dataset, "n": n, "budget": str(frac),
+                                 **compare(args, where, n, v, exact, frac)})
+                    print(f"done {model} {dataset} n={n} budget={frac} after "
+                          f"{time.perf_counter() - t0:.0f} s", flush=True)
+    if not rows:
+        return
     widths = [int(fmt[3:].split(".")[0].rstrip("}")) for _, fmt in COLUMNS]
-    print("\n" + " ".join(f"{h:>{w}}" for h, w in zip(HEADS, widths)))
-    for r in rows:
-        print(" ".join(fmt.format(r[key]) for key, fmt in COLUMNS))
-    print(f"(tau = {args.tau}; {args.items} items x {len(TEMPLATES)} templates; "
+    for key in dict.fromkeys((r["model"], r["dataset"]) for r in rows):
+        print(f"\n{key[0]} on {key[1]}")
+        print(" ".join(f"{h:>{w}}" for h, w in zip(HEADS, widths)))
+        for r in rows:
+            if (r["model"], r["dataset"]) == key:
+                print(" ".join(fmt.format(r[k]) for k, fmt in COLUMNS))
+    print(f"(tau = {args.tau}; {args.items} items x 2 templates per model, dataset and n; "
           f"total {time.perf_counter() - t0:.0f} s)")
-    for r in rows:
-        print(f"sparse n={r['n']} budget={r['budget']}: mean|dIPS|={r['dips']:.3f} "
-              f"jaccard={r['jaccard']:.3f}")
+    for key in dict.fromkeys((r["model"], r["dataset"]) for r in rows):
+        print(f"{key[0]} on {key[1]}:")
+        for r in rows:
+            if (r["model"], r["dataset"]) == key:
+                print(f"sparse n={r['n']} budget={r['budget']}: mean|dIPS|={r['dips']:.3f} "
+                      f"jaccard={r['jaccard']:.3f}")
     print("targets (n = 12, budget ≤ 1/4): mean|dIPS| ≤ 0.05 and jaccard ≥ 0.8")
 
 

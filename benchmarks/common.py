@@ -20,8 +20,10 @@ from ips.scoring import letter_tokens
 from ips.templates import render
 from ips.variables import Skip, select_variables
 
-# the embedded default's models, as the repository's config.yaml gives them
-MODELS = load_config(Path(__file__).resolve().parents[1] / "config.yaml")["models"]
+# the embedded default's models and datasets, as the repository's config.yaml gives them
+_CONFIG = load_config(Path(__file__).resolve().parents[1] / "config.yaml")
+MODELS = _CONFIG["models"]
+DATASETS = _CONFIG["datasets"]
 
 
 def reset_peak() -> None:
@@ -51,10 +53,16 @@ def measure(fn):
     return out, wall, status_mb("VmHWM") - base, share
 
 
-def arc_easy():
-    """The bundled ARC-Easy items and a seeded order over them (the same in every script)."""
-    items = load_items("arc-easy", {"format": "arc", "subset": "ARC-Easy"}).items
+def dataset_items(name: str):
+    """The items of the config's dataset `name` and a seeded order over them (the same in
+    every script)."""
+    items = load_items(name, DATASETS[name]).items
     return items, np.random.default_rng(0).permutation(len(items))
+
+
+def arc_easy():
+    """The bundled ARC-Easy items and their seeded order (`dataset_items("arc-easy")`)."""
+    return dataset_items("arc-easy")
 
 
 def items_with(items, order, n: int, count: int):

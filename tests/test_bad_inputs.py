@@ -87,7 +87,11 @@ CONFIG_CASES = [
     ("misspelt-entry-key", {"datasets.mine.feilds": ["question"]}, "mine",
      ["datasets.mine.feilds: unknown key", "did you mean fields?"]),
     ("tau", {"tau": 0}, "mine", ["tau: 0", "allowed: 0 < tau < 1"]),
-    ("n-max", {"n_max": 17}, "mine", ["n_max: 17", "allowed: 1 <= n_max <= 16"]),
+    ("n-max", {"n_max": 33}, "mine", ["n_max: 33", "allowed: 1 <= n_max <= 32"]),
+    ("n-max-exhaustive", {"n_max": 17}, "mine",
+     ["n_max: 17 needs `sampling: {mode: sparse}`", "n_max <= 16"]),
+    ("sampling-budget", {"sampling": {"mode": "sparse", "budget": 4}}, "mine",
+     ["sampling.budget: 4", "allowed: sampling.budget >= 16"]),
     ("missing-format", {"datasets.mine.format": None}, "mine",
      ["datasets.mine.format: missing", "allowed: arc, mmlu, mcq, dolly"]),
     # model entries: the schema's $defs/model, as ips.models.ModelSpec.from_config checks them

@@ -9,6 +9,7 @@ from math import comb
 
 import numpy as np
 import pytest
+import xarray as xr
 
 from ips import sparse
 from ips.interactions import and_or, reconstruct
@@ -223,3 +224,39 @@ def test_sparse_scoring_scores_the_design_and_fits_it(llama, tmp_path):
     est = sparse.from_arrays({k: a[k].values for k in a.data_vars}, a.n_vars.values, 0, 1)
     assert est.n == 6 and not est.complete and est.n_fit == 24 and est.n_heldout > 0
     np.testing.assert_allclose(est.predict(d0), vp.v[0, 1], atol=1e-6)  # exact on the design
+
+
+def test_metrics_of_sparse_fits(llama, tmp_path):
+    """`ips metrics` (summarize) on sparse fits: with a budget of all 2**n masks every number
+    equals the exhaustive run's; with a partial design the pair IPS equals `sparse.pair_ips`
+    of the stored games, and the file says which estimates are reliable."""
+    from test_scoring import sample_set
+
+    from ips.fit import fit_sparse, fit_values
+    from ips.io import read_values, write_dataset
+    from ips.scoring import score_shard
+    from ips.summary import summarize
+
+    ss = sample_set(n_max=5)
+    common = dict(shard=0, shard_size=4, batch_tokens=512, progress=False, scorer="plain")
+    files = {}
+    for name, budget in (("exhaustive", None), ("complete", 32), ("partial", 20)):
+        values, fit = tmp_path / f"{name}.h5", tmp_path / f"{name}.fit.h5"
+        score_shard(llama, ss, values, budget=budget, **common)
+        vals = read_values(values)
+        write_dataset(fit_values(vals) if budget is None else fit_sparse(vals), fit)
+        files[name] = summarize([values], [fit], n_boot=100, draws=99)
+    ex, co, pa = files["exhaustive"], files["complete"], files["partial"]
+    assert co.attrs["sampling"] == "sparse" and co.attrs["unreliable_games"] == 0
+    for name in ("ips", "pair_ips", "sample_ips", "matching_nrmse", "sparsity_mean"):
+        np.testing.assert_allclose(co[name].values, ex[name].values, atol=1e-6, err_msg=name)
+
+    fit = xr.load_dataset(tmp_path / "partial.fit.h5", engine="h5netcdf")
+    arrays = {k: fit[k].values for k in fit.data_vars}
+    games = [[sparse.from_arrays(arrays, fit.n_vars.values, s, c) for c in range(2)]
+             for s in range(4)]
+    expect = np.nanmean([sparse.pair_ips(g[0], g[1]) for g in games])
+    assert pa["pair_ips"].sel(band="all").values[0] == pytest.approx(expect, abs=1e-9)
+    assert pa.attrs["games"] == 8 and pa.attrs["budget"] == 20
+    assert pa.attrs["unreliable_games"] == int((pa["reliable"].values == 0).sum())
+    assert np.all(np.isfinite(pa["heldout_error"].values))

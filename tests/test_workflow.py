@@ -250,3 +250,38 @@ def test_interrupted_score_resumes_without_redoing_finished_shards(tmp_path, tin
     assert "0 already done" in (tmp_path / f"logs/score/tiny-a/arc-easy/{out.index(left)}.log").read_text()
     assert list(resumed.sample.values) == list(whole.sample.values)
     np.testing.assert_allclose(resumed.v.values, whole.v.values, rtol=0, atol=1e-6)
+
+
+def test_changing_the_sampling_reruns_the_scores(finished):
+    alt = finished / "config-sparse.yaml"
+    alt.write_text(yaml.safe_dump({"sampling": {"mode": "sparse", "budget": 16}}))
+    r = snakemake(finished, "-n", "--configfile", alt)
+    assert r.returncode == 0, r.stdout[-3000:]
+    ran = jobs(r.stdout + r.stderr)
+    assert ran.get("score") == 6 and ran.get("fit") == 6 and "prepare_samples" not in ran
+
+
+def test_sparse_run_beyond_16_variables(tmp_path, tiny_llama_dir):
+    """A sparse config with n_max 20 scores each prompt on its budget of masks and fits the
+    interactions (`snakemake interactions`); `ips metrics` refuses n_max beyond 16 in one line."""
+    cfg = tiny_config(tiny_llama_dir, n_max=20, n_items=2, shard_size=2,
+                      sampling={"mode": "sparse", "budget": 48},
+                      templates={"mcq": ["T1", "T2"]}, few_shot={"templates": [], "shots": []})
+    cfg["models"] = {"tiny-a": cfg["models"]["tiny-a"]}
+    cfg["datasets"] = {"arc-challenge": {  # question and options: 20 units for most items
+        "format": "arc", "subset": "ARC-Challenge",
+        "fields": ["question", "choice_0", "choice_1", "choice_2", "choice_3"]}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    r = snakemake(tmp_path, "interactions")
+    assert r.returncode == 0, r.stderr[-3000:]
+    results = tmp_path / "results"
+    values = xr.load_dataset(results / "values/tiny-a/arc-challenge/0.h5", engine="h5netcdf")
+    fit = xr.load_dataset(results / "interactions/tiny-a/arc-challenge/0.h5", engine="h5netcdf")
+    assert values.attrs["sampling"] == "sparse" and values.masks.shape == (2, 48)
+    assert values.n_vars.values.max() > 16  # beyond exhaustive scoring
+    assert fit.attrs["sampling"] == "sparse" and fit.reliable.shape == (2, 2)
+    assert np.all(np.isfinite(fit.heldout_error.values))
+    r = snakemake(tmp_path, "results/metrics/tiny-a/arc-challenge.nc")
+    assert r.returncode != 0
+    log = (tmp_path / "logs/metrics/tiny-a/arc-challenge.log").read_text().strip().splitlines()
+    assert len(log) == 1 and "n_max = 20" in log[0] and "n_max <= 16" in log[0]

@@ -454,7 +454,12 @@ def read_dataset(path: str | os.PathLike, what: str, variables: tuple[str, ...] 
         for name, var in ds.variables.items():
             with _reading(path, f"variable {name!r}"):
                 var.load()
+    require(ds, path, variables, command)
+    return ds
+
+
+def require(ds: xr.Dataset, path, variables: tuple[str, ...], command: str = "") -> None:
+    """`InputError` naming the first of `variables` that `ds` (read from `path`) lacks."""
     for name in variables:
         if name not in ds.variables:
             raise InputError(f"{path}: no variable {name!r} (is this a file of `{command}`?)")
-    return ds

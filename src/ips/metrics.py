@@ -859,7 +859,9 @@ def matching_nrmse(v: np.ndarray, and_: np.ndarray, or_: np.ndarray,
     the range max v − min v of the row (0 if v is constant). Returns the mean error per k over
     all rows, and per sample (sample, k: mean over its conditions; NaN for n = 0).
 
-    v, and_, or_: (sample, condition, 2**n_max), NaN-padded; n_vars: (sample,).
+    v, and_, or_: (sample, condition, 2**n_max), NaN-padded; n_vars: (sample,). A NaN of v
+    inside a row's 2**n (a mask a sparse design did not score) is left out of its RMS and
+    range.
     """
     S, C = v.shape[:2]
     errs = np.full((S, C, len(KEEP)), np.nan)
@@ -869,10 +871,10 @@ def matching_nrmse(v: np.ndarray, and_: np.ndarray, or_: np.ndarray,
         idx = np.flatnonzero(n_vars == n)
         size = 1 << n
         vs = v[idx, :, :size]
-        rng = vs.max(axis=-1) - vs.min(axis=-1)
+        rng = np.nanmax(vs, axis=-1) - np.nanmin(vs, axis=-1)
         for j, share in enumerate(KEEP):
             a, o = keep_top(and_[idx, :, :size], or_[idx, :, :size], share)
-            rms = np.sqrt(np.mean((reconstruct(a, o) - vs) ** 2, axis=-1))
+            rms = np.sqrt(np.nanmean((reconstruct(a, o) - vs) ** 2, axis=-1))
             errs[idx, :, j] = np.where(rng > 0, rms / np.where(rng > 0, rng, 1.0), 0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # no sample with n >= 1: NaN

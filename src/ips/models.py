@@ -186,6 +186,11 @@ def load_model(
         torch.set_num_threads(threads)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     dtype = auto_dtype(device) if spec.dtype == "auto" else getattr(torch, spec.dtype)
+    if dtype in (torch.bfloat16, torch.float16):
+        log.warning("%s in %s (dtype: %s): half precision moves IPS (bfloat16: by 0.05 for "
+                    "SmolLM2, 0.47 for Gemma 3 on the CPU, docs/method.md#precision); set "
+                    "`dtype: float32` in its entry for numbers comparable with float32 runs",
+                    spec.name, str(dtype).removeprefix("torch."), spec.dtype)
 
     path = prepare_model(spec, cache_dir)
     # one CPU is one device: there is nothing to spread a model over

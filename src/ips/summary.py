@@ -70,7 +70,7 @@ import xarray as xr
 from ips import __version__, metrics, uncertainty
 from ips.case_study import choose_cell
 from ips.datasets import letter
-from ips.io import InputError, labels, read_dataset
+from ips.io import InputError, labels, read_dataset, require
 from ips.templates import ZERO_SHOT
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,8 @@ PERTURBATION_LABEL = "perturbation"
 
 _CONDITION_COORDS = ("template", "shots", "perturbation")
 # the attributes every shard of one (model, dataset) must agree on
-_SAME_ATTRS = ("model", "model_attributes", "dataset", "kind", "target", "groups")
+_SAME_ATTRS = ("model", "model_attributes", "dataset", "kind", "target", "groups", "sampling",
+               "budget")
 
 
 @dataclass
@@ -106,6 +107,10 @@ class Shard:
     and_: np.ndarray | None = None
     or_: np.ndarray | None = None
     matching_error: np.ndarray | None = None
+    # sparse sampling: the held-out error of every game (NaN for a complete design) and
+    # whether its estimate is reliable (`ips.sparse`); None for exhaustive files
+    heldout_error: np.ndarray | None = None
+    reliable: np.ndarray | None = None
 
 
 @dataclass
@@ -129,6 +134,8 @@ class Merged:
     greedy_text: np.ndarray | None = None
     values_files: list[str] = field(default_factory=list)
     fit_files: list[str] = field(default_factory=list)
+    heldout_error: np.ndarray | None = None
+    reliable: np.ndarray | None = None
 
 
 # ----------------------------------------------------------------------------------- reading
@@ -155,6 +162,7 @@ def read_shard(path: str | os.PathLike) -> Shard:
     attrs.setdefault("kind", "mcq")
     attrs.setdefault("target", "")
     attrs.setdefault("model_attributes", "{}")
+    attrs.setdefault("sampling", "exhaustive")  # files written before sparse sampling
     conditions = {
         "condition": _labels(ds["condition"].values) if "condition" in ds.coords
         else np.array([f"c{i}" for i in range(C)], dtype=object),
@@ -179,13 +187,67 @@ def read_shard(path: str | os.PathLike) -> Shard:
     greedy_text = (_labels_2d(ds["greedy_text"].values)
                    if "greedy_text" in ds.variables and ds["greedy_text"].shape == (S, C)
                    else None)
+    n_vars = np.asarray(ds["n_vars"].values).astype(np.int64)
+    v = np.asarray(ds["v"].values, dtype=np.float64)
+    if "masks" in ds.variables:
+        v = _dense_values(path, v, np.asarray(ds["masks"].values), n_vars, attrs)
     return Shard(
         path=path, fit_path=None, attrs=attrs, samples=samples, conditions=conditions,
-        n_vars=np.asarray(ds["n_vars"].values).astype(np.int64),
-        v=np.asarray(ds["v"].values, dtype=np.float64), pred=pred,
+        n_vars=n_vars, v=v, pred=pred,
         gold=np.asarray(ds["gold"].values), greedy=greedy, hidden=hidden,
         words=words, greedy_text=greedy_text,
     )
+
+
+def _dense_values(path: Path, v: np.ndarray, masks: np.ndarray, n_vars: np.ndarray,
+                  attrs: dict) -> np.ndarray:
+    """v of a sparse design on the 2**n_max mask axis of exhaustive files: NaN where a mask
+    was not scored. The metrics take n_max <= ips.sparse.DENSE_MAX_N."""
+    from ips.sparse import DENSE_MAX_N
+
+    n_max = max(int(n_vars.max()), json.loads(attrs.get("settings", "{}")).get("n_max", 0))
+    if n_max > DENSE_MAX_N:
+        raise InputError(f"{path}: n_max = {n_max}: `ips metrics` computes on the 2**n mask "
+                         f"layout, n_max <= {DENSE_MAX_N}; the sparse interactions of longer "
+                         "prompts are read with ips.sparse (`ips explain` prints them)")
+    dense = np.full(v.shape[:2] + (1 << n_max,), np.nan)
+    for s in range(v.shape[0]):
+        m = masks[s]
+        dense[s][:, m[m >= 0]] = v[s][:, m >= 0]
+    return dense
+
+
+def _attach_sparse_fit(shard: Shard, ds, fit_path: Path, mismatch: str) -> None:
+    """`attach_fit` of a sparse fit: its entries on the mask layout (0 where not an entry),
+    checked against the values on the design (`fit_error` as stored)."""
+    from ips import sparse
+    from ips.interactions import reconstruct
+
+    S, C, M = shard.v.shape
+    arrays = {k: np.asarray(ds[k].values) for k in sparse.ENTRY_VARIABLES + sparse.ROW_VARIABLES}
+    and_, or_ = np.full((S, C, M), np.nan), np.full((S, C, M), np.nan)
+    err = np.zeros((S, C))
+    for s in range(S):
+        size = 1 << int(shard.n_vars[s])
+        for c in range(C):
+            a, o = sparse.to_dense(sparse.from_arrays(arrays, shard.n_vars, s, c))
+            and_[s, c, :size], or_[s, c, :size] = a, o
+            v = shard.v[s, c, :size]
+            on = np.isfinite(v)
+            gap = reconstruct(a, o)[on] - v[on]
+            err[s, c] = np.max(np.abs(gap))
+            span = np.ptp(v[on])
+            nrmse = np.sqrt(np.mean(gap ** 2)) / span if span > 0 else 0.0
+            stored = float(arrays["fit_error"][s, c])
+            if not arrays["complete"][s, c] and not abs(nrmse - stored) <= 1e-6 + 1e-6 * stored:
+                raise InputError(f"{mismatch}: its interactions do not reproduce v on the "
+                                 f"design of sample {shard.samples[s]!s}, condition "
+                                 f"{shard.conditions['condition'][c]!s} (relative error "
+                                 f"{nrmse:.3g}, the fit's {stored:.3g})")
+    shard.fit_path = fit_path
+    shard.and_, shard.or_, shard.matching_error = and_, or_, err
+    shard.heldout_error = arrays["heldout_error"].astype(np.float64)
+    shard.reliable = arrays["reliable"].astype(bool)
 
 
 def _labels_2d(a) -> np.ndarray:
@@ -198,18 +260,24 @@ def attach_fit(shard: Shard, fit_path: str | os.PathLike) -> None:
     from ips.interactions import reconstruct
 
     fit_path = Path(fit_path)
-    ds = read_dataset(fit_path, "fit", ("and", "or", "n_vars", "matching_error"), "ips fit")
     mismatch = f"{fit_path}: does not match values file {shard.path}"
-    and_ = np.asarray(ds["and"].values, dtype=np.float64)
-    or_ = np.asarray(ds["or"].values, dtype=np.float64)
-    if and_.shape != shard.v.shape or or_.shape != shard.v.shape:
-        raise InputError(f"{mismatch}: 'and' has shape {and_.shape}, the values 'v' "
-                         f"{shard.v.shape}")
+    ds = read_dataset(fit_path, "fit", ("n_vars",), "ips fit")
+    sparse_fit = ds.attrs.get("sampling") == "sparse"
+    if sparse_fit != (shard.attrs["sampling"] == "sparse"):
+        raise InputError(f"{mismatch}: one is of sparse sampling, the other not")
     for name, ours in (("sample", shard.samples), ("condition", shard.conditions["condition"])):
         if name in ds.coords and not np.array_equal(_labels(ds[name].values), ours):
             raise InputError(f"{mismatch}: its {name} labels differ")
     if not np.array_equal(np.asarray(ds["n_vars"].values), shard.n_vars):
         raise InputError(f"{mismatch}: 'n_vars' differs")
+    if sparse_fit:
+        return _attach_sparse_fit(shard, ds, fit_path, mismatch)
+    require(ds, fit_path, ("and", "or", "matching_error"), "ips fit")
+    and_ = np.asarray(ds["and"].values, dtype=np.float64)
+    or_ = np.asarray(ds["or"].values, dtype=np.float64)
+    if and_.shape != shard.v.shape or or_.shape != shard.v.shape:
+        raise InputError(f"{mismatch}: 'and' has shape {and_.shape}, the values 'v' "
+                         f"{shard.v.shape}")
     err = np.asarray(ds["matching_error"].values, dtype=np.float64)
     # universal matching against *these* values: a fit of other values (another model,
     # another shard with the same labels) reconstructs something else
@@ -295,6 +363,8 @@ def merge_shards(shards: Sequence[Shard]) -> Merged:
         greedy_text=None if first.greedy_text is None else cat("greedy_text"),
         values_files=[str(sh.path) for sh in shards],
         fit_files=[str(sh.fit_path) for sh in shards],
+        heldout_error=None if first.heldout_error is None else cat("heldout_error"),
+        reliable=None if first.reliable is None else cat("reliable"),
     )
 
 
@@ -682,6 +752,9 @@ def _fit_variables(merged: Merged, norm: np.ndarray, tau: float, order: np.ndarr
                                                  merged.n_vars)
     data["matching_nrmse"] = (("keep",), nrmse)
     data["sample_matching_nrmse"] = (("sample", "keep"), sample_nrmse[order])
+    if merged.reliable is not None:  # sparse sampling: how far each estimate can be trusted
+        data["heldout_error"] = (("sample", "condition"), merged.heldout_error[order])
+        data["reliable"] = (("sample", "condition"), merged.reliable[order].astype(np.int8))
     return data, {"rank": metrics.SPARSITY_RANKS, "keep": np.asarray(metrics.KEEP)}
 
 
@@ -703,6 +776,9 @@ def _attributes(merged: Merged, tau: float, seed: int, n_boot: int, level: float
         "values_files": json.dumps(merged.values_files),
         "fit_files": json.dumps(merged.fit_files),
         "ips_version": __version__,
+        "sampling": a["sampling"],
+        **({"budget": int(a["budget"]), "unreliable_games": int((~merged.reliable).sum()),
+            "games": int(merged.reliable.size)} if merged.reliable is not None else {}),
         "bootstrap": json.dumps({"method": "percentile", "n_boot": int(n_boot),
                                  "level": float(level), "seed": int(seed)}),
         "test": json.dumps({"method": "paired sign-flip permutation",

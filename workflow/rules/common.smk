@@ -38,6 +38,7 @@ REFERENCE_MODEL = (config["variables"]["reference_model"]
 # are not tiny when they load the reference model)
 localrules:
     all,
+    interactions,
 
 
 if REFERENCE_MODEL is None:
@@ -114,9 +115,9 @@ def mem_mb(model):
     return 2000 + int(copies * size * float(entry["params"]) / 1e6)
 
 
-def shards(wildcards):
+def shards(dataset):
     """Shard indices of a dataset, known once its samples are drawn (checkpoint)."""
-    samples = checkpoints.prepare_samples.get(dataset=wildcards.dataset).output[0]
+    samples = checkpoints.prepare_samples.get(dataset=dataset).output[0]
     with open(samples, encoding="utf-8") as f:
         n = len(json.load(f)["samples"])
     return range(math.ceil(n / config["shard_size"]))
@@ -126,9 +127,16 @@ def shard_files(pattern):
     """Input function: every shard's file of {model}/{dataset}."""
 
     def files(wildcards):
-        return expand(pattern, model=wildcards.model, dataset=wildcards.dataset, shard=shards(wildcards))
+        return expand(pattern, model=wildcards.model, dataset=wildcards.dataset,
+                      shard=shards(wildcards.dataset))
 
     return files
+
+
+def all_interactions(wildcards):
+    """Input function: every shard's interactions file of every model and dataset."""
+    return [f for d in DATASETS for f in expand("results/interactions/{model}/{dataset}/{shard}.h5",
+                                                 model=MODELS, dataset=d, shard=shards(d))]
 
 
 def report_category(wildcards):
