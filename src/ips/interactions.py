@@ -278,12 +278,11 @@ def _solve_exact_one(v: np.ndarray, n: int, noise: float):
     Stage 2 restricts to the optimal face: with the LP dual λ, every ℓ1-optimal point has
     z_j = 0 where the reduced cost c_j − (Aᵀλ)_j > 0 (and q_T at its bound where λ_T ≠ 0), and
     every feasible point of that restricted set is optimal (complementary slackness). The least
-    ℓ2 point of the face is a small QP (Clarabel). Should that fail (it has not been observed),
-    the fallback is exact ℓ2 regularisation over the whole feasible set
-    (:func:`_regularised_exact`).
+    ℓ2 point of the face is a small QP (Clarabel). Should that fail (not observed here; once
+    in a sparse fit at n = 20, `ips.sparse`), the fallback is exact ℓ2 regularisation over the
+    whole feasible set (:func:`_regularised_exact`). All rows make the LP feasible (the
+    Harsanyi dividends are a solution).
     """
-    from scipy.optimize import linprog
-
     size = 1 << n
     k = size - 1
     b = v - v[0]
@@ -296,21 +295,40 @@ def _solve_exact_one(v: np.ndarray, n: int, noise: float):
         import scipy.sparse as sp
 
         a_eq = sp.hstack([a_eq, -sp.eye(size, format="csc")[:, 1:]]).tocsc()
-    cost = np.r_[np.ones(4 * k), 0.0, np.zeros(nq)]
-    bounds = [(0, None)] * (4 * k) + [(None, None)] + [(-radius, radius)] * nq
-    lp = linprog(cost, A_eq=a_eq, b_eq=b, bounds=bounds, method="highs-ipm")
-    if lp.status != 0:
-        raise RuntimeError(f"exact AND-OR fit: HiGHS failed ({lp.message})")
-    f_star = float(lp.fun)
-    lam = np.asarray(lp.eqlin.marginals)
-    z = _face_qp(a_eq, b, cost, lam, k, nq, radius, f_star)
-    if z is None:
-        log.warning("exact AND-OR fit: optimal-face QP failed; falling back to regularisation")
-        z = _regularised_exact(a_eq, b, cost, k, nq, radius, f_star, n)
+    z, f_star, lam = l1_optimum(a_eq, b, k, nq, radius, n, "exact AND-OR fit")
     x = np.r_[v[0], z[:k] - z[k:2 * k]]
     y = np.r_[0.0, z[2 * k:3 * k] - z[3 * k:4 * k]]
     q = np.r_[0.0, z[4 * k + 1:]] if nq else np.zeros(size)
     return x, y, f_star, q, lam
+
+
+def l1_optimum(a_eq, b, k: int, nq: int, radius: float, n: int, what: str,
+               canonical: bool = True):
+    """Eq. 12 in equality form, z = (x⁺, x⁻, y⁺, y⁻, y∅, q): minimise Σ of the first 4k
+    entries subject to a_eq z = b, z ≥ 0 but y∅ free and |q_T| ≤ radius (nq of them).
+
+    HiGHS's LP gives the optimum f* and the dual λ; with `canonical` the least-ℓ2 point of
+    the optimal face follows (:func:`_face_qp`, else :func:`_regularised_exact`), otherwise
+    the LP's own vertex. Returns (z, f*, λ), or None when the constraints are infeasible.
+    `what` names the fit in messages.
+    """
+    from scipy.optimize import linprog
+
+    cost = np.r_[np.ones(4 * k), 0.0, np.zeros(nq)]
+    bounds = [(0, None)] * (4 * k) + [(None, None)] + [(-radius, radius)] * nq
+    lp = linprog(cost, A_eq=a_eq, b_eq=b, bounds=bounds, method="highs-ipm")
+    if lp.status == 2:
+        return None
+    if lp.status != 0:
+        raise RuntimeError(f"{what}: HiGHS failed ({lp.message})")
+    f_star, lam = float(lp.fun), np.asarray(lp.eqlin.marginals)
+    if not canonical:
+        return np.asarray(lp.x), f_star, lam
+    z = _face_qp(a_eq, b, cost, lam, k, nq, radius, f_star)
+    if z is None:
+        log.warning("%s: optimal-face QP failed; falling back to regularisation", what)
+        z = _regularised_exact(a_eq, b, cost, k, nq, radius, f_star, n)
+    return z, f_star, lam
 
 
 def _clarabel_settings():

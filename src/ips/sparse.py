@@ -65,7 +65,7 @@ from math import comb
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ips.interactions import _face_qp, _regularised_exact
+from ips.interactions import l1_optimum
 from ips.metrics import DEFAULT_TAU, ZERO_TOL
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,6 @@ HOLDOUT = 0.1
 #: more than 1 % of the range cannot pin down IPS, by more than ~0.3 % not the salient set.
 UNRELIABLE_HELDOUT = 0.01
 #: ε tried in turn when the restricted problem has no exact solution on the design
-_LP_METHOD = "highs-ipm"
 _NOISE_STEPS = (0.0, 1e-4, 1e-3, 1e-2, 3e-2, 0.1, 0.3)
 
 
@@ -317,10 +316,9 @@ def _identifiability(a_and, a_out, cand: NDArray[np.int64]) -> tuple[int, int]:
 
 
 def _solve(rows, b, cand, full: int, radius: float, n: int, canonical: bool = True):
-    """Restricted Eq. 12 by LP + optimal-face QP; z = (x⁺, x⁻, y⁺, y⁻, y∅, q) or None when
-    infeasible. Row 0 must be T = ∅ (it defines y(∅); it carries no noise term)."""
+    """Restricted Eq. 12 (`ips.interactions.l1_optimum`); z = (x⁺, x⁻, y⁺, y⁻, y∅, q) or None
+    when infeasible. Row 0 must be T = ∅ (it defines y(∅); it carries no noise term)."""
     import scipy.sparse as sp
-    from scipy.optimize import linprog
 
     a_and, a_out = _row_matrices(rows, cand, full)
     k = len(cand)
@@ -329,20 +327,10 @@ def _solve(rows, b, cand, full: int, radius: float, n: int, canonical: bool = Tr
     nq = len(rows) - 1 if radius > 0 else 0
     if nq:
         a_eq = sp.hstack([a_eq, -sp.eye(len(rows), format="csc")[:, 1:]]).tocsc()
-    cost = np.r_[np.ones(4 * k), 0.0, np.zeros(nq)]
-    bounds = [(0, None)] * (4 * k) + [(None, None)] + [(-radius, radius)] * nq
-    lp = linprog(cost, A_eq=a_eq, b_eq=b, bounds=bounds, method=_LP_METHOD)
-    if lp.status == 2:
+    got = l1_optimum(a_eq, b, k, nq, radius, n, "sparse AND-OR fit", canonical)
+    if got is None:
         return None, (a_and, a_out)
-    if lp.status != 0:
-        raise RuntimeError(f"sparse AND-OR fit: HiGHS failed ({lp.message})")
-    f_star = float(lp.fun)
-    if not canonical:
-        return _split_singletons(np.asarray(lp.x), cand), (a_and, a_out)
-    z = _face_qp(a_eq, b, cost, np.asarray(lp.eqlin.marginals), k, nq, radius, f_star)
-    if z is None:
-        log.warning("sparse AND-OR fit: optimal-face QP failed; falling back to regularisation")
-        z = _regularised_exact(a_eq, b, cost, k, nq, radius, f_star, n)
+    z = got[0] if canonical else _split_singletons(got[0], cand)
     return z, (a_and, a_out)
 
 
