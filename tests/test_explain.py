@@ -160,6 +160,11 @@ def test_case_study_figure_files(tmp_path):
 
 QUESTION = "Which tool measures the mass of a small stone?"
 CHOICES = ["a balance", "a ruler", "a thermometer", "a magnet"]
+# 28 content units over question and options: beyond exhaustive scoring
+LONG_QUESTION = ("Which of these tools would a careful student most likely use to measure the "
+                 "mass of a small smooth stone found near the river bank during a field trip?")
+LONG_CHOICES = ["a precise balance scale", "a wooden metre ruler", "a glass thermometer",
+                "a strong bar magnet"]
 ITEMS = [
     {"id": "q1", "question": QUESTION, "choices": CHOICES, "gold": "A"},
     {"id": "q2", "question": "What do plants need to make food?",
@@ -248,6 +253,55 @@ def test_explain_question_matches_independent_pipeline(config, tiny_llama_dir, t
     assert f"wrote {out}, {out.with_suffix('.pdf')}, {js}" in text
 
 
+def test_explain_sparse_beyond_16_variables(config, tiny_llama_dir, tmp_path, capsys):
+    """--sampling sparse: n = 28 variables from 64 masks per template; the rows and ips are
+    those of `sparse_case_study` on estimates made independently from the plain Engine's v
+    on the same design, and the output says how reliable the estimate is."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ips import sparse
+    from ips.case_study import sparse_case_study
+    from ips.kernel import token_owners
+    from ips.scoring import Engine, letter_tokens
+    from ips.templates import load_templates, render
+    from ips.variables import select_variables
+
+    question, choices = LONG_QUESTION, LONG_CHOICES
+    js = tmp_path / "case.json"
+    code = run_explain(["--config", config, "--model", "tiny", "--question", question,
+                        "--choices", *choices, "--answer", "A", "--n-max", 32,
+                        "--sampling", "sparse", "--budget", 64, "--threads", 1,
+                        "--out", tmp_path / "case.png", "--json", js])
+    assert code == 0
+    text = capsys.readouterr().out
+    case = json.loads(js.read_text())
+    item = MCQItem("custom", question, tuple(choices), 0)
+    variables = select_variables(item, "content", n_max=32)
+    n = len(variables)
+    assert n == 28 and case["words"] == [v.text for v in variables]
+    tok = AutoTokenizer.from_pretrained(tiny_llama_dir)
+    engine = Engine(AutoModelForCausalLM.from_pretrained(tiny_llama_dir).eval(),
+                    tok.unk_token_id, batch_tokens=1024, scorer="plain")
+    design = sparse.design(n, 64, seed=0)
+    ests = []
+    for t in ("T1", "T4"):
+        prompt = render(load_templates()[t], item, variables)
+        enc = tok(prompt.text, return_offsets_mapping=True)
+        owners = token_owners(enc["offset_mapping"], prompt.spans)
+        letters, _ = letter_tokens(tok, prompt.cue, "ABCD")
+        v = engine.values(np.asarray(enc["input_ids"]), owners, n, [letters[0]], design)
+        ests.append(sparse.estimate(design, v, n))
+    expect = sparse_case_study(*ests, case["words"], "A", "A", 0.1)
+    assert case["ips"] == pytest.approx(expect.ips, abs=1e-6)
+    assert [(r["kind"], r["mask"]) for r in case["rows"]] == [(r.kind, r.mask) for r in expect.rows]
+    sp = case["sparse"]
+    assert sp["masks"] == 64 and sp["heldout_error"] == pytest.approx(
+        [e.heldout_error for e in ests], abs=1e-6)
+    assert sp["reliable"] == all(e.reliable for e in ests)
+    verdict = "reliable" if sp["reliable"] else "UNRELIABLE"
+    assert "estimate  sparse: 64 of 2**28 masks per template" in text and verdict in text
+
+
 def test_explain_dataset_sample(config, tiny_llama_dir, tmp_path, capsys):
     code = run_explain(["--config", config, "--dataset", "local", "--sample", "q2",
                         "--threads", 1, "--tau", 0.15, "--out", tmp_path / "q2.png"])
@@ -313,6 +367,9 @@ ITEM = ["--question", QUESTION, "--choices", *CHOICES, "--answer", "A"]
         (["--dataset", "local"], "--sample: --dataset needs"),
         ([*ITEM, "--dataset", "local", "--sample", "q1"], "--sample: give either"),
         ([], "--question: give an item"),
+        ([*ITEM, "--budget", "64"], "--budget: applies to --sampling sparse only"),
+        (["--question", LONG_QUESTION, "--choices", *LONG_CHOICES, "--answer", "A",
+          "--n-max", "32"], "n = 28 variables; scoring all 2**28 masks is beyond exhaustive"),
     ],
 )
 def test_bad_input_names_the_field(config, tmp_path, args, message):

@@ -3,7 +3,8 @@
 One item under a template pair (T, T̂): for the salient interactions that changed most, two
 horizontal bars side by side, Ĩ under T (solid) and under T̂ (hatched), labelled by the
 interaction's words and coloured by its type (`style.INTERACTION_TYPE_COLORS`); dashed lines
-mark ±τ. The title gives both predictions (and the gold answer), ips(x, T, T̂) and τ.
+mark ±τ. The title gives both predictions (and the gold answer), ips(x, T, T̂) and τ, and
+for a sparse estimate its held-out error with the verdict reliable / UNRELIABLE.
 """
 
 from __future__ import annotations
@@ -25,8 +26,15 @@ def _title(case) -> str:
     gold = f", gold {case.gold}" if case.gold is not None else ""
     head = " · ".join(x for x in (case.model, case.sample) if x)
     value = "no salient interaction" if math.isnan(case.ips) else f"ips = {case.ips:.3f}"
-    return (f"{head}\n{ta}: prediction {case.pred_a}   {tb}: prediction {case.pred_b}{gold}"
-            f"   |   {value} at τ = {case.tau:g}")
+    title = (f"{head}\n{ta}: prediction {case.pred_a}   {tb}: prediction {case.pred_b}{gold}"
+             f"   |   {value} at τ = {case.tau:g}")
+    sp = case.sparse
+    if sp:  # an estimate: say how far it can be trusted
+        errors = " / ".join(f"{e:.1%}" for e in sp["heldout_error"])
+        title += (f"\nsparse estimate from {sp['masks']} of 2^{case.n} masks, held-out error "
+                  f"{errors}: " + ("reliable" if sp["reliable"] else
+                                    f"UNRELIABLE (above {sp['threshold']:.0%})"))
+    return title
 
 
 def _label(row, words) -> str:
