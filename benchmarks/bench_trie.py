@@ -22,7 +22,9 @@ plain, trie, trie: the trie's time is the median of its three runs). Printed per
   says that the case's times are not comparable.
 
 `--quick` runs SmolLM2 at n = 8, 0-shot and 3-shot. The full run adds n = 12 for the trie
-alone (memory). Every run ends with one line per case:
+alone (memory). `--design F` scores a sparse design of F·2^n masks (`ips.sparse.design`)
+instead of all of them, with both scorers: the trie then shares only the tokens before the
+first variable. Every run ends with one line per case:
 `speedup <model> <k>-shot n=<n>: <ratio>x max|dv|=<err>`.
 """
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import gc
 import time
+from fractions import Fraction
 from pathlib import Path
 from typing import NamedTuple
 
@@ -39,6 +42,7 @@ import torch
 from common import MODELS, Flops, arc_easy, matmul_rate, measure, prompt_case, status_mb
 
 from ips.models import ModelSpec, load_model
+from ips.sparse import design
 from ips.scoring import Engine
 from ips.templates import load_templates
 from ips.trie import TrieScorer, trie_budget
@@ -58,6 +62,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true",
                         help="print a torch profile of the trie on the last case")
     parser.add_argument("--cache-dir", type=Path, default=Path("resources/models"))
+    parser.add_argument("--design", type=Fraction, default=None, metavar="F",
+                        help="score a sparse design of F * 2**n masks (e.g. 1/4)")
     args = parser.parse_args()
     args.models = args.models or (["smollm2-135m-instruct"] if args.quick else list(MODELS))
     args.ns = args.ns or ([8] if args.quick else [6, 8, 10])
@@ -97,17 +103,18 @@ def side_by_side(lm, flops, case: Case, args, rate: float):
     """Time plain and trie on one prompt (trie, plain, trie, trie), print their two rows and
     return (speed-up, max |dv|, trie FLOP/s) and the first trie scorer."""
     ids, owners, target, n, label = case
+    masks = design(n, int(args.design * (1 << n))) if args.design else None
     plain = Engine(lm.model, lm.mask_token_id, batch_tokens=args.batch_tokens)
     tries = [TrieScorer(lm.model, lm.mask_token_id, args.budget, check=False) for _ in range(3)]
-    runs = [measure(lambda: tries[0].values(ids, owners, n, target))]
-    v_p, t_p, mb_p, cpu_p = measure(lambda: plain.values(ids, owners, n, target))
-    runs += [measure(lambda t=t: t.values(ids, owners, n, target)) for t in tries[1:]]
+    runs = [measure(lambda: tries[0].values(ids, owners, n, target, masks))]
+    v_p, t_p, mb_p, cpu_p = measure(lambda: plain.values(ids, owners, n, target, masks))
+    runs += [measure(lambda t=t: t.values(ids, owners, n, target, masks)) for t in tries[1:]]
     times = [r[1] for r in runs]
     t_t = float(np.median(times))  # robust to one run slowed by other processes
     mb_t, cpu_t = max(r[2] for r in runs), min(r[3] for r in runs)
     err = max(float(np.abs(r[0] - v_p).max()) for r in runs)
     st = tries[0].stats
-    rows, length = 1 << n, len(ids)
+    rows, length = (1 << n) if masks is None else len(masks), len(ids)
     f_p, f_t = flops.plain(rows, length, 1), flops.trie(st)
     print(f"{label:<14}{length:>7}{'plain':>7}{rows / t_p:>9.1f}{1.0:>7.2f}"
           f"{rows * length:>12}{f_p / t_p / 1e9:>9.1f}{100 * f_p / t_p / rate:>6.0f}"

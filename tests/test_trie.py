@@ -134,6 +134,36 @@ def test_trie_equals_plain_on_rendered_prompts_past_the_sliding_window(which, re
 
 
 @pytest.mark.parametrize("which", ["llama", "gemma"])
+def test_a_design_shares_the_prefix_and_equals_plain(which, request):
+    """A design's masks (any order, with or without the empty and the full mask) get the
+    plain scorer's v, in design order; the tokens before the first variable run once."""
+    lm = request.getfixturevalue(which)
+    rng = np.random.default_rng(3)
+    cases = [(lm_prompt, None) for lm_prompt in (prompt(lm, c, s) for c, s in
+                                                 (("T1", ()), ("T1-1shot", (1,))))]
+    ids, _, _, letters = prompt(lm)
+    bos = int(ids[0] == lm.tokenizer.bos_token_id)
+    cases += [((ids, owners, n, letters), name)
+              for name, (owners, n) in layouts(len(ids), bos).items()]
+    for (ids, owners, n, letters), name in cases:
+        designs = [rng.permutation(1 << n)[: max(2, (1 << n) // 3)],  # no 0 / full, maybe
+                   np.r_[0, (1 << n) - 1, rng.choice(np.arange(1, (1 << n) - 1),
+                                                      min(5, (1 << n) - 2), replace=False)]]
+        for design in designs:
+            for target in ([letters[1]], [letters[2], letters[0]]):
+                expect = plain_v(lm, ids, owners, n, target)[design]
+                for budget in (16, 4096):
+                    scorer = TrieScorer(lm.model, lm.mask_token_id, budget=budget)
+                    got = scorer.values(ids, owners, n, target, design)
+                    np.testing.assert_allclose(got, expect, rtol=0, atol=1e-4,
+                                               err_msg=f"{name} {design} {budget}")
+                    first = int(np.flatnonzero(owners >= 0)[0])
+                    st = scorer.stats
+                    assert st.masks == len(design)
+                    assert st.tokens == st.plain_tokens - (len(design) - 1) * first
+
+
+@pytest.mark.parametrize("which", ["llama", "gemma"])
 def test_trie_is_exact_in_float64(which, tiny_llama_dir, tiny_gemma_dir):
     lm = lm_for(tiny_llama_dir if which == "llama" else tiny_gemma_dir)
     lm.model.double()

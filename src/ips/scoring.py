@@ -114,10 +114,10 @@ class Engine:
     def values(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int],
                masks: np.ndarray | None = None) -> np.ndarray:
         """v(x_S) for all 2**n masks S of one prompt (`ids` without the target), or for the
-        bitmasks `masks` only (a sparse design, `ips.sparse`; scored in plain batches: the
-        trie evaluates complete trees)."""
-        if self.trie is not None and masks is None:
-            v = self.trie.values(ids, owners, n, target)
+        bitmasks `masks` only, in their order (a sparse design, `ips.sparse`; the trie then
+        shares the tokens before the first variable)."""
+        if self.trie is not None:
+            v = self.trie.values(ids, owners, n, target, masks)
             if v is not None:
                 return v
         seq, own = self._with_target(ids, owners, target)

@@ -155,6 +155,11 @@ def plan_levels(firsts: Sequence[int], length: int, budget: int,
     return levels
 
 
+#: the "variables fixed" of a design's leaf level: larger than any node index's bit length,
+#: so that every leaf row's ancestor at level 0 is the one prefix node (`_Tree.attend`)
+_DESIGN_BITS = 62
+
+
 def _pow2_floor(x: int) -> int:
     return 1 << (max(1, int(x)).bit_length() - 1)
 
@@ -363,24 +368,29 @@ class TrieScorer:
 
     # ------------------------------------------------------------------ evaluation
 
-    def values(self, ids: np.ndarray, owners: np.ndarray, n: int,
-               target: Sequence[int]) -> np.ndarray | None:
-        """v(x_S) for all 2**n masks S, as `Engine.values`; None where `mode` is "auto" and
-        the model cannot be evaluated as a trie (the reason is logged once)."""
+    def values(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int],
+               masks: np.ndarray | None = None) -> np.ndarray | None:
+        """v(x_S) for all 2**n masks S, or for the bitmasks `masks` (a design, in its order),
+        as `Engine.values`; None where `mode` is "auto" and the model cannot be evaluated as
+        a trie (the reason is logged once).
+
+        A design is a two-level trie: the tokens before the first variable run once, and
+        every design mask runs the rest attending to them (the masks of a design share no
+        longer prefix in general)."""
         if not self.active:
             return None
         try:
             # before the self-check: an overflow is the precision's fault, not the trie's
-            v = finite_values(self._values(ids, owners, n, target), model_dtype(self.model))
+            v = finite_values(self._values(ids, owners, n, target, masks), model_dtype(self.model))
             if self.check:
-                self._self_check(ids, owners, n, target, v)
+                self._self_check(ids, owners, n, target, v, masks)
         except TrieUnsupported as e:
             self._unsupported(str(e))
             return None
         return v
 
     @torch.inference_mode()
-    def _values(self, ids, owners, n, target) -> np.ndarray:
+    def _values(self, ids, owners, n, target, design=None) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.int64)
         owners = np.asarray(owners, dtype=np.int64)
         target = [int(t) for t in target]
@@ -393,10 +403,15 @@ class TrieScorer:
                 firsts[int(o)] = pos
         order = sorted(firsts, key=firsts.get)
         m = len(order)
-        levels = plan_levels([firsts[o] for o in order], len(seq), self.budget, self.forward_cost)
+        if design is None:
+            levels = plan_levels([firsts[o] for o in order], len(seq), self.budget,
+                                 self.forward_cost)
+        else:  # the prefix, then every design mask as a child of it (see `values`)
+            start = firsts[order[0]] if order else len(seq)
+            levels = [(0, start, 0), (start, len(seq), _DESIGN_BITS)]
         self._seq, self._own, self._n, self._order = seq, own, n, np.asarray(order, dtype=np.int64)
         self._target = target
-        self._leaf = np.empty(1 << m, dtype=np.float64)
+        self._leaf = np.empty(1 << m if design is None else len(design), dtype=np.float64)
         tree = _Tree(levels, self.n_layers)
         self._tree = tree
         configs = self._configs
@@ -405,18 +420,25 @@ class TrieScorer:
             try:
                 for c in configs:
                     c._attn_implementation_internal = ATTENTION
-                self._run(0, 0, 1)
+                if design is None:
+                    self._run(0, 0, 1)
+                else:
+                    self._run_design(np.asarray(design, dtype=np.int64))
             finally:
                 for c, a in zip(configs, saved):
                     c._attn_implementation_internal = a
                 self._tree = None
+        st = self.stats
+        st.prompts += 1
+        if design is not None:
+            st.masks += len(design)
+            st.plain_tokens += len(design) * len(seq)
+            return self._leaf.copy()
         # every mask S: its leaf is the node that keeps exactly the ordered variables in S
         masks = np.arange(1 << n, dtype=np.int64)
         leaf = np.zeros(1 << n, dtype=np.int64)
         for j, o in enumerate(order):
             leaf |= ((masks >> o) & 1) << (m - 1 - j)
-        st = self.stats
-        st.prompts += 1
         st.masks += 1 << n
         st.plain_tokens += (1 << n) * len(seq)
         return self._leaf[leaf]
@@ -448,14 +470,27 @@ class TrieScorer:
             self._run(level + 1, c, c + step)
         tree.kv[level] = None  # the subtree is done: free this level's chunk
 
-    def _forward(self, level: int, lo: int, hi: int, last: int) -> None:
+    def _run_design(self, design: np.ndarray) -> None:
+        """The two levels of a design: the prefix (if any), then the design's masks in
+        chunks of the token budget, each chunk's rows being leaves lo..hi−1."""
+        tree = self._tree
+        if tree.lengths[0] > 0:
+            self._forward(0, 0, 1, 1)
+        step = self._rows(1)
+        for lo in range(0, len(design), step):
+            self._forward(1, lo, min(lo + step, len(design)), 1, design[lo:lo + step])
+
+    def _forward(self, level: int, lo: int, hi: int, last: int, masks=None) -> None:
+        """Run nodes lo..hi−1 of `level`; their masks follow from the node index (bit
+        (fixed−1−j) keeps the j-th variable in order) unless given (a design's leaves)."""
         tree = self._tree
         a, s = tree.starts[level], tree.lengths[level]
-        nodes = np.arange(lo, hi, dtype=np.int64)
-        masks = np.zeros(len(nodes), dtype=np.int64)
-        fixed = tree.bits[level]
-        for j in range(fixed):  # bit (fixed−1−j) of a node keeps the j-th variable in order
-            masks |= ((nodes >> (fixed - 1 - j)) & 1) << self._order[j]
+        if masks is None:
+            nodes = np.arange(lo, hi, dtype=np.int64)
+            masks = np.zeros(len(nodes), dtype=np.int64)
+            fixed = tree.bits[level]
+            for j in range(fixed):
+                masks |= ((nodes >> (fixed - 1 - j)) & 1) << self._order[j]
         rows = masked_inputs(self._seq[a:a + s], self._own[a:a + s], self._n, self.mask_id, masks)
         input_ids = torch.as_tensor(rows, device=self.device)
         position_ids = torch.arange(a, a + s, device=self.device)[None]
@@ -536,18 +571,27 @@ class TrieScorer:
         return out
 
     @torch.inference_mode()
-    def _self_check(self, ids, owners, n, target, v) -> None:
-        """Compare with the plain scorer on masks "all kept" and "none kept", once."""
+    def _self_check(self, ids, owners, n, target, v, design=None) -> None:
+        """Compare with the plain scorer on masks "all kept" and "none kept" (those of them
+        in `design`, whose v is in design order), once."""
         self.check = False
         seq = np.concatenate([np.asarray(ids), np.asarray(target[:-1], dtype=np.int64)])
         own = np.concatenate([np.asarray(owners), np.full(len(target) - 1, -1, dtype=np.int64)])
         masks = np.array(sorted({0, (1 << n) - 1}))
+        at = masks
+        if design is not None:
+            design = np.asarray(design)
+            masks = masks[np.isin(masks, design)]
+            at = np.array([int(np.flatnonzero(design == m)[0]) for m in masks], dtype=np.int64)
+            if len(masks) == 0:
+                self.check = True  # nothing to compare here; check the next prompt
+                return
         rows = torch.as_tensor(masked_inputs(seq, own, n, self.mask_id, masks), device=self.device)
         logits = self.model(input_ids=rows, logits_to_keep=len(target), use_cache=False).logits
         plain = v_from_logits(logits, target)
         dtype = model_dtype(self.model)
         tol = 1e-3 if dtype in (torch.float32, torch.float64) else 0.1
-        err = np.abs(plain - v[masks])
+        err = np.abs(plain - v[at])
         if not np.all(err <= tol * np.maximum(1.0, np.abs(plain))):
             raise TrieUnsupported(f"the trie's v differs from the plain scorer's by "
                                   f"{err.max():.3g} (masks {masks.tolist()})")
