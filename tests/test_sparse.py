@@ -260,3 +260,14 @@ def test_metrics_of_sparse_fits(llama, tmp_path):
     assert pa.attrs["games"] == 8 and pa.attrs["budget"] == 20
     assert pa.attrs["unreliable_games"] == int((pa["reliable"].values == 0).sum())
     assert np.all(np.isfinite(pa["heldout_error"].values))
+
+    # a fit of other values, or of another sampling, is refused in one line
+    from ips.io import InputError
+
+    other = xr.load_dataset(tmp_path / "partial.h5", engine="h5netcdf")
+    other["v"] = other["v"] + 0.5 * (other["masks"] > 0).astype(float)
+    write_dataset(other, tmp_path / "other.h5")
+    with pytest.raises(InputError, match="do not reproduce v on the design of sample"):
+        summarize([tmp_path / "other.h5"], [tmp_path / "partial.fit.h5"])
+    with pytest.raises(InputError, match="one is of sparse sampling, the other not"):
+        summarize([tmp_path / "exhaustive.h5"], [tmp_path / "complete.fit.h5"])

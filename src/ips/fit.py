@@ -159,6 +159,7 @@ def fit_sparse(
                     res = and_or(full, solver=solver, noise=noise)
                     g = sparse.from_dense(res.and_, res.or_)
                     g.complete = True
+                    g.fit_error = g.relative_error(design, rows[c])  # > 0 only with noise
                 else:
                     g = sparse.estimate(design, rows[c], n, seed=seed)
                 row.append(g)

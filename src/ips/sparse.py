@@ -151,6 +151,12 @@ class SparseInteractions:
         held out)."""
         return self.complete or bool(self.heldout_error <= UNRELIABLE_HELDOUT)
 
+    def relative_error(self, masks: ArrayLike, values: ArrayLike) -> float:
+        """RMS of φ(x_T) − v(x_T) over the masks given, divided by the range of their v (0
+        for a constant v): ``fit_error`` when they are the whole design."""
+        v = np.asarray(values, dtype=np.float64)
+        return _nrmse(self.predict(masks), v, float(np.ptp(v)))
+
     def predict(self, masks: ArrayLike) -> NDArray[np.float64]:
         """φ(x_T) = v(∅) + Σ_{AND S⊆T} x(S) + Σ_{OR S∩T≠∅} y(S) for every mask T given."""
         t = np.asarray(masks, dtype=np.int64).ravel()
