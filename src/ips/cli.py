@@ -128,21 +128,23 @@ def _add_fit(sub, common) -> None:
         "fitted sparsely (ips.sparse): 'entry_kind', 'entry_set', 'entry_value' per game with "
         "'heldout_error' and 'reliable'. --sampling sparse --budget B fits an exhaustively "
         "scored file from the B masks sparse scoring would have scored.")
-    _sampling_args(g, "default: sparse for a file with a design, else exhaustive")
+    _sampling_args(g, "default: sparse for a file with a design, else exhaustive",
+                   "default: 1024")
     g.add_argument("--seed", type=int, default=0,
                    help="seed of the design and of the held-out masks (default: %(default)s)")
     p.set_defaults(func=_fit)
 
 
-def _sampling_args(g, default: str) -> None:
+def _sampling_args(g, default: str,
+                   budget_default: str = "default: the config's sampling.budget, else 1024"
+                   ) -> None:
     """--sampling and --budget (schema key `sampling`)."""
     from ips.config import SAMPLINGS
 
     g.add_argument("--sampling", choices=SAMPLINGS, default=None,
                    help=f"all 2**n masks, or a design of --budget masks ({default})")
     g.add_argument("--budget", type=int_between(16, 2**62), default=None, metavar="B",
-                   help="masked prompts per prompt with --sampling sparse (default: the "
-                   "config's sampling.budget, else 1024)")
+                   help=f"masked prompts per prompt with --sampling sparse ({budget_default})")
 
 
 def _budget(args, config: dict | None, sparse_default: bool = False) -> int | None:
