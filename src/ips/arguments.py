@@ -1,11 +1,15 @@
 """Argument types of the `ips` command line: each parses one option's text or raises
-`argparse.ArgumentTypeError` with the reason (shown by argparse next to the option)."""
+`argparse.ArgumentTypeError` with the reason (shown by argparse next to the option); and the
+sampling options that `ips score`, `ips fit` and `ips explain` share."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import math
+
+from ips.config import SAMPLINGS
+from ips.io import InputError
 
 
 def json_arg(text: str):
@@ -54,3 +58,22 @@ def unit(text: str) -> float:
     if not (math.isfinite(x) and 0 < x < 1):
         raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text}")
     return x
+
+
+def add_sampling(group, mode_default: str, budget_default: str) -> None:
+    """--sampling and --budget (schema key `sampling`); the defaults are named in the help."""
+    group.add_argument("--sampling", choices=SAMPLINGS, default=None,
+                       help=f"all 2**n masks, or a design of --budget masks ({mode_default})")
+    group.add_argument("--budget", type=int_between(16, 2**62), default=None, metavar="B",
+                       help=f"masked prompts per prompt with --sampling sparse ({budget_default})")
+
+
+def sampling_budget(args: argparse.Namespace, sampling: dict, error=InputError) -> int | None:
+    """The budget that --sampling/--budget ask for, `sampling` ({mode, budget}) giving what
+    a flag leaves out; None for exhaustive sampling. `error` is raised for --budget without
+    sparse sampling."""
+    if (args.sampling or sampling["mode"]) == "exhaustive":
+        if args.budget is not None:
+            raise error("--budget: applies to --sampling sparse only")
+        return None
+    return args.budget or sampling["budget"]

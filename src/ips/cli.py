@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from ips import __version__, explain
-from ips.arguments import int_between, json_arg, nonnegative_float, positive_float, unit
+from ips.arguments import (add_sampling, int_between, json_arg, nonnegative_float,
+                           positive_float, sampling_budget, unit)
 from ips.config import MODEL_CACHE, SCORERS, TARGETS
 from ips.interactions import SGD_LEARNING_RATE, SGD_STEPS, SOLVERS
 from ips.io import InputError, check_output
@@ -128,38 +129,15 @@ def _add_fit(sub, common) -> None:
         "fitted sparsely (ips.sparse): 'entry_kind', 'entry_set', 'entry_value' per game with "
         "'heldout_error' and 'reliable'. --sampling sparse --budget B fits an exhaustively "
         "scored file from the B masks sparse scoring would have scored.")
-    _sampling_args(g, "default: sparse for a file with a design, else exhaustive",
-                   "default: 1024")
+    add_sampling(g, "default: sparse for a file with a design, else exhaustive",
+                 "default: 1024")
     g.add_argument("--seed", type=int, default=0,
                    help="seed of the design and of the held-out masks (default: %(default)s)")
     p.set_defaults(func=_fit)
 
 
-def _sampling_args(g, default: str,
-                   budget_default: str = "default: the config's sampling.budget, else 1024"
-                   ) -> None:
-    """--sampling and --budget (schema key `sampling`)."""
-    from ips.config import SAMPLINGS
-
-    g.add_argument("--sampling", choices=SAMPLINGS, default=None,
-                   help=f"all 2**n masks, or a design of --budget masks ({default})")
-    g.add_argument("--budget", type=int_between(16, 2**62), default=None, metavar="B",
-                   help=f"masked prompts per prompt with --sampling sparse ({budget_default})")
-
-
-def _budget(args, config: dict | None, sparse_default: bool = False) -> int | None:
-    """The sparse budget the flags and config ask for; None for exhaustive sampling."""
-    sampling = (config or {}).get("sampling", {})
-    mode = args.sampling or ("sparse" if sparse_default else sampling.get("mode", "exhaustive"))
-    if mode == "exhaustive":
-        if args.budget is not None:
-            raise InputError("--budget: applies to --sampling sparse only")
-        return None
-    return args.budget or sampling.get("budget", 1024)
-
-
 def _fit(args: argparse.Namespace) -> int:
-    from ips.config import EXHAUSTIVE_MAX_N
+    from ips.config import EXHAUSTIVE_MAX_N, default_sampling
     from ips.fit import fit_sparse, fit_values
     from ips.io import read_values, write_dataset
 
@@ -169,7 +147,8 @@ def _fit(args: argparse.Namespace) -> int:
     if designed and args.sampling == "exhaustive":
         raise InputError(f"--sampling: {args.input} holds a sparse design (dataset 'masks'), "
                          "not every mask; fit it with --sampling sparse")
-    budget = _budget(args, None, sparse_default=designed)
+    budget = sampling_budget(args, {**default_sampling(),
+                                    "mode": "sparse" if designed else "exhaustive"})
     sparse = designed or budget is not None
     if not sparse and values.n_vars.max() > EXHAUSTIVE_MAX_N:
         raise InputError(f"{args.input}: n = {values.n_vars.max()} variables: the exhaustive "
@@ -366,7 +345,8 @@ def _add_score(sub, common) -> None:
     p.add_argument("--threads", type=int_between(1, 4096), default=None,
                    help="CPU threads for torch (default: torch's choice)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if visible, else cpu)")
-    _sampling_args(p, "default: the config's sampling.mode, else exhaustive")
+    add_sampling(p, "default: the config's sampling.mode, else exhaustive",
+                 "default: the config's sampling.budget, else 1024")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.h5")
     p.set_defaults(func=_score)
 
@@ -380,7 +360,7 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _score_locked(args: argparse.Namespace) -> int:
-    from ips.config import load_config
+    from ips.config import default_sampling, load_config
     from ips.models import load_model
     from ips.samples import dataset_settings, load_samples, prepare_samples
     from ips.scoring import check_shard, score_shard
@@ -408,7 +388,7 @@ def _score_locked(args: argparse.Namespace) -> int:
     target = args.target or ss.settings.get("entry", {}).get("target")
     batch_tokens = args.batch_tokens or (config["batch_tokens"] if config else 1024)
     scorer = args.scorer or (config["scorer"] if config else "auto")
-    budget = _budget(args, config)
+    budget = sampling_budget(args, config["sampling"] if config else default_sampling())
     # cheap checks before a model load that can take minutes
     check_shard(ss, args.shard, shard_size, target, budget)
     t0 = time.perf_counter()

@@ -128,6 +128,11 @@ def settings_schema() -> dict:
     }
 
 
+def default_sampling() -> dict:
+    """The schema's defaults of `sampling`: {mode, budget}."""
+    return {k: p["default"] for k, p in schema()["properties"]["sampling"]["properties"].items()}
+
+
 def validate_settings(settings: dict, source: str = "settings") -> dict:
     """Validate one dataset's settings like a config (defaults filled in); raise `ConfigError`."""
     _check_schema(settings, settings_schema(), source)

@@ -34,8 +34,9 @@ import numpy as np
 from ips import metrics
 from ips.io import InputError, check_output, write_bytes
 from ips.config import (DEFAULT_MODEL, DEFAULT_MODEL_ENTRY, EXHAUSTIVE_MAX_N, MODEL_CACHE,
-                        SAMPLINGS, SCORERS, TARGETS)
-from ips.arguments import int_between, json_arg, nonnegative_float, unit
+                        SCORERS, TARGETS)
+from ips.arguments import (add_sampling, int_between, json_arg, nonnegative_float,
+                           sampling_budget, unit)
 from ips.case_study import CaseStudy, case_study, sparse_case_study
 from ips.interactions import SOLVERS
 
@@ -359,12 +360,8 @@ def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.Argument
                      "sgd settings)")
     how.add_argument("--noise", type=nonnegative_float, default=None, metavar="EPS",
                      help="noise bound ε of the fit (default: the config's noise)")
-    how.add_argument("--sampling", choices=SAMPLINGS, default=None,
-                     help="all 2**n masks, or a design of --budget masks per template with "
-                     "sparse estimation (default: the config's sampling.mode)")
-    how.add_argument("--budget", type=int_between(16, 2**62), default=None, metavar="B",
-                     help="masked prompts per template with --sampling sparse (default: the "
-                     "config's sampling.budget)")
+    add_sampling(how, "default: the config's sampling.mode",
+                 "default: the config's sampling.budget")
     how.add_argument("--scorer", choices=SCORERS, default=None,
                      help="masked-prompt scorer (default: the config's scorer)")
     how.add_argument("--batch-tokens", type=int_between(1, 10**9), default=None, metavar="T",
@@ -399,11 +396,7 @@ def main(args: argparse.Namespace) -> int:
     var = config.get("variables", {})
     strategy, merge = var.get("strategy", "content"), var.get("merge_phrases", True)
     template_file = config.get("templates", {}).get("file")
-    sampling = config["sampling"]
-    mode = args.sampling or sampling["mode"]
-    if mode == "exhaustive" and args.budget is not None:
-        raise ExplainError("--budget: applies to --sampling sparse only")
-    budget = (args.budget or sampling["budget"]) if mode == "sparse" else None
+    budget = sampling_budget(args, config["sampling"], ExplainError)
     # cheap checks before a model load that can take seconds
     _check_comparison(item, templates, template_file, target)
     n = len(_variables(item, strategy, n_max, merge, fields))
