@@ -152,21 +152,15 @@ def sparse_fit(args, where: Path, n: int, a: int, b: int, v: np.ndarray, frac: F
     The budget includes the held-out masks: the fit uses 90 % of the design's middle masks
     and measures `heldout_error` on the rest (no refit)."""
     budget = int(frac * (1 << n))
-    path = where / f"sparse_{a}_{b}_{budget}_{args.seed}.npz"
+    path = where / f"estimate_{a}_{b}_{budget}_{args.seed}.npz"
     if path.exists():
-        z = np.load(path)
-        est = sparse.SparseInteractions(
-            n, z["kinds"], z["masks"], z["values"], float(z["v_empty"]), float(z["objective"]),
-            float(z["heldout"]), float(z["fit"]), int(z["n_fit"]), int(z["n_heldout"]), None,
-            float(z["noise"]), int(z["unobserved"]), int(z["aliased"]),
-            {"seconds": float(z["seconds"])})
+        with np.load(path) as z:
+            est = sparse.from_arrays(z, [n], 0, 0)
+            est.info["seconds"] = float(z["seconds"])
         return est
     d = sparse.design(n, budget, seed=args.seed)
     est = sparse.estimate(d, v[d], n, refit=False, seed=args.seed)
-    np.savez(path, kinds=est.kinds, masks=est.masks, values=est.values, v_empty=est.v_empty,
-             objective=est.objective, heldout=est.heldout_error, fit=est.fit_error,
-             n_fit=est.n_fit, n_heldout=est.n_heldout, noise=est.noise,
-             unobserved=est.unobserved, aliased=est.aliased, seconds=est.info["seconds"])
+    np.savez(path, **sparse.to_arrays([[est]]), seconds=est.info["seconds"])
     return est
 
 

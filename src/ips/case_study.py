@@ -155,7 +155,6 @@ def sparse_case_study(est_a, est_b, words: Sequence[str], pred_a, pred_b, tau: f
     `case_study` gives on their dense form."""
     from ips import sparse
 
-    words = [str(w) for w in words]
     if len(words) != est_a.n:
         raise ValueError(f"words: {len(words)} given, but the estimates have n = {est_a.n} "
                          "variables")
