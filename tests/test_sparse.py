@@ -13,7 +13,9 @@ import xarray as xr
 
 from ips import sparse
 from ips.interactions import and_or, reconstruct
-from ips.metrics import normalize, order_bands, pair_sensitivity, salient
+from ips.metrics import (band_of, interaction_type_shares, normalize, order_bands,
+                         pair_sensitivity, salient, sparsity)
+from ips.metrics import ips as ips_of
 
 
 def sparse_game(n: int, k: int, orders: tuple[int, int], seed: int):
@@ -161,7 +163,7 @@ def test_sparse_metrics_of_an_estimate_match_its_dense_form():
 def test_band_of_matches_order_bands():
     for n in (3, 7, 12):
         masks = np.arange(1, 1 << n)
-        assert np.array_equal(sparse.band_of(np.bitwise_count(masks), n), order_bands(n)[1:])
+        assert np.array_equal(band_of(np.bitwise_count(masks), n), order_bands(n)[1:])
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -248,15 +250,38 @@ def test_metrics_of_sparse_fits(llama, tmp_path):
         files[name] = summarize([values], [fit], n_boot=100, draws=99)
     ex, co, pa = files["exhaustive"], files["complete"], files["partial"]
     assert co.attrs["sampling"] == "sparse" and co.attrs["unreliable_games"] == 0
-    for name in ("ips", "pair_ips", "sample_ips", "matching_nrmse", "sparsity_mean"):
+    # every number on the entries' sets equals the exhaustive one on the 2**n axis
+    for name in set(ex.data_vars) - {"case_norm", "case_words"}:
+        assert ex[name].dims == co[name].dims, name
         np.testing.assert_allclose(co[name].values, ex[name].values, atol=1e-6, err_msg=name)
+    assert ex.attrs["case_sample"] and ex.attrs["case_ips"] == pytest.approx(co.attrs["case_ips"])
+    sets = co["case_set"].values
+    np.testing.assert_allclose(co["case_norm"].values, ex["case_norm"].values[..., sets],
+                               atol=1e-6)
+    assert np.all(co["case_mask"].values == ex["case_mask"].values)
 
     fit = xr.load_dataset(tmp_path / "partial.fit.h5", engine="h5netcdf")
     arrays = {k: fit[k].values for k in fit.data_vars}
     games = [[sparse.from_arrays(arrays, fit.n_vars.values, s, c) for c in range(2)]
              for s in range(4)]
-    expect = np.nanmean([sparse.pair_ips(g[0], g[1]) for g in games])
-    assert pa["pair_ips"].sel(band="all").values[0] == pytest.approx(expect, abs=1e-9)
+    # a partial design: the metrics on the entries' sets equal ips.metrics on the games'
+    # dense form (every interaction that is not an entry 0)
+    dense = np.array([[np.stack(sparse.to_dense(g)) for g in row] for row in games])
+    norm = normalize(dense[:, :, 0], dense[:, :, 1])
+    for band in ("all", "low", "mid", "high"):
+        want = ips_of(norm, tau=0.1, band=None if band == "all" else band).value
+        np.testing.assert_allclose(pa["ips"].sel(band=band).values, want, atol=1e-9,
+                                   err_msg=band)
+    pred = xr.load_dataset(tmp_path / "partial.h5", engine="h5netcdf")["pred"].values
+    types = interaction_type_shares(norm, pred, tau=0.1)
+    np.testing.assert_array_equal(pa["type_count"].sel(changed="yes").values[0],
+                                  types.counts_changed)
+    np.testing.assert_array_equal(pa["type_count"].sel(changed="no").values[0],
+                                  types.counts_unchanged)
+    want_sparsity, _ = sparsity(norm, 0.1)
+    for name in ("sparsity_mean", "salient_share"):
+        np.testing.assert_allclose(pa[name].values, want_sparsity[name][1], atol=1e-9)
+    assert 0 < pa.attrs["case_ips"] and pa["case_set"].size < 32
     assert pa.attrs["games"] == 8 and pa.attrs["budget"] == 20
     assert pa.attrs["unreliable_games"] == int((pa["reliable"].values == 0).sum())
     assert np.all(np.isfinite(pa["heldout_error"].values))

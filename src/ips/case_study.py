@@ -122,27 +122,33 @@ def case_study(
     sample: str = "",
     templates: tuple[str, str] = ("", ""),
     gold=None,
+    sets=None,
 ) -> CaseStudy:
     """The case study of one sample from its normalised interactions under T and T̂.
 
     `norm_a`, `norm_b`: shape (2, 2**n) (axis 0 AND, 1 OR) as `ips.metrics.normalize` returns
-    for one sample (a NaN-padded (2, 2**n_max) row works too); `words` the n variable texts in
-    bit order. U, the type of each interaction and ips come from `ips.metrics` (`salient`,
-    `type_codes`, `pair_sensitivity`). Raises `ValueError` for inconsistent inputs.
+    for one sample (a NaN-padded (2, 2**n_max) row works too), or shape (2, M) on the bitmasks
+    `sets` (∅ first, as `ips.sparse.entry_grid`'s columns of the sample; every interaction
+    off them is 0); `words` the n variable texts in bit order. U, the type of each
+    interaction and ips come from `ips.metrics` (`salient`, `type_codes`,
+    `pair_sensitivity`). Raises `ValueError` for inconsistent inputs.
     """
     a = np.asarray(norm_a, dtype=np.float64)
     b = np.asarray(norm_b, dtype=np.float64)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"norm_a and norm_b must be one sample's normalised interactions of "
                          f"shape (2, 2**n); got shapes {a.shape} and {b.shape}")
-    res = metrics.pair_sensitivity(a, b, tau)  # checks shapes, Ω, range and τ
-    n = int(metrics.infer_n_vars(a, "norm_a"))
     words = [str(w) for w in words]
+    layout = None if sets is None else metrics.SetLayout(np.asarray(sets, np.int64),
+                                                         np.int64(len(words)))
+    res = metrics.pair_sensitivity(a, b, tau, layout=layout)  # checks shapes, Ω, range and τ
+    n = len(words) if layout is not None else int(metrics.infer_n_vars(a, "norm_a"))
     if len(words) != n:
         raise ValueError(f"words: {len(words)} given, but the interactions have n = {n} variables")
     union = metrics.salient(a, tau) | metrics.salient(b, tau)
-    kinds, masks = np.nonzero(union)
-    return _case(kinds, masks, a[kinds, masks], b[kinds, masks], words, pred_a, pred_b, tau,
+    kinds, cols = np.nonzero(union)
+    masks = cols if layout is None else layout.sets[cols]
+    return _case(kinds, masks, a[kinds, cols], b[kinds, cols], words, pred_a, pred_b, tau,
                  float(res.value), model, sample, templates, gold)
 
 
@@ -150,17 +156,16 @@ def sparse_case_study(est_a, est_b, words: Sequence[str], pred_a, pred_b, tau: f
                       model: str = "", sample: str = "", templates: tuple[str, str] = ("", ""),
                       gold=None) -> CaseStudy:
     """The case study from two sparse estimates (`ips.sparse.SparseInteractions`, one per
-    template): U, Ĩ and ips(x, T, T̂) on their entries (`ips.sparse.salient_union`,
-    `ips.sparse.pair_ips`; an interaction that is not an entry is 0), the same rows as
-    `case_study` gives on their dense form."""
+    template): `case_study` on their `ips.sparse.entry_grid` (an interaction that is not an
+    entry is 0), the same rows as `case_study` gives on their dense form."""
     from ips import sparse
 
     if len(words) != est_a.n:
         raise ValueError(f"words: {len(words)} given, but the estimates have n = {est_a.n} "
                          "variables")
-    kinds, masks, va, vb = sparse.salient_union(est_a, est_b, tau)
-    return _case(kinds, masks, va, vb, words, pred_a, pred_b, tau,
-                 sparse.pair_ips(est_a, est_b, tau), model, sample, templates, gold)
+    norm, layout = sparse.entry_grid([[est_a, est_b]])
+    return case_study(norm[0, 0], norm[0, 1], words, pred_a, pred_b, tau, model=model,
+                      sample=sample, templates=templates, gold=gold, sets=layout.sets[0])
 
 
 def _case(kinds, masks, va, vb, words, pred_a, pred_b, tau, ips_value, model, sample,

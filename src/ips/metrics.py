@@ -59,6 +59,8 @@ __all__ = [
     "infer_n_vars",
     "salient",
     "order_bands",
+    "band_of",
+    "SetLayout",
     "PairSensitivity",
     "pair_sensitivity",
     "all_pairs",
@@ -195,15 +197,21 @@ def _check_band(band: str | None) -> int:
 
 
 def _check_pair_inputs(
-    norm_a: ArrayLike, norm_b: ArrayLike
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
+    norm_a: ArrayLike, norm_b: ArrayLike, layout: SetLayout | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], SetLayout]:
+    """(a, b, the layout of their columns: the bitmasks 0..M-1 unless ``layout`` is given)."""
     a = _as_float(norm_a, "norm_a")
     b = _as_float(norm_b, "norm_b")
-    _check_norm_shape(a, "norm_a")
-    _check_norm_shape(b, "norm_b")
+    if layout is None:
+        _check_norm_shape(a, "norm_a")
+        _check_norm_shape(b, "norm_b")
+    elif a.ndim < 2 or a.shape[-2] != 2:
+        raise ValueError(f"norm_a must have shape (..., 2, M) (kind axis 0 = AND, 1 = OR); "
+                         f"got shape {a.shape}")
     if a.shape != b.shape:
         raise ValueError(f"norm_a and norm_b must have the same shape; got {a.shape} and {b.shape}")
-    n = infer_n_vars(a, "norm_a")
+    if layout is None:
+        layout = SetLayout(np.arange(a.shape[-1], dtype=np.int64), infer_n_vars(a, "norm_a"))
     if not np.array_equal(np.isnan(a[..., 1:]), np.isnan(b[..., 1:])):
         raise ValueError(
             "norm_a and norm_b must have the same Ω (same n, same NaN padding) in every row"
@@ -213,7 +221,7 @@ def _check_pair_inputs(
             raise ValueError(
                 f"{nm} must hold normalised interactions Ĩ in [-1, 1] (the output of normalize())"
             )
-    return a, b, n
+    return a, b, layout
 
 
 def _check_pairs(pairs: ArrayLike, n_conditions: int) -> NDArray[np.int64]:
@@ -362,14 +370,54 @@ def order_bands(n: ArrayLike, n_max: int | None = None) -> NDArray[np.int8]:
     return _band_codes(na.astype(np.int64), 1 << n_max)
 
 
+def band_of(sizes: ArrayLike, n: ArrayLike) -> NDArray[np.int8]:
+    """Order band code (1 low, 2 mid, 3 high; :func:`order_bands`) of sets of the given sizes
+    |S| ≥ 1 among n variables (``sizes`` and ``n`` broadcast together)."""
+    s, nn = np.asarray(sizes, dtype=np.int64), np.asarray(n, dtype=np.int64)
+    return np.where(s <= nn // 3, 1, np.where(s <= (2 * nn) // 3, 2, 3)).astype(np.int8)
+
+
 def _band_codes(n: NDArray[np.int64], M: int) -> NDArray[np.int8]:
     masks = np.arange(M, dtype=np.int64)
-    size = np.bitwise_count(masks).astype(np.int64)
     nn = n[..., None]
-    lo, hi = nn // 3, (2 * nn) // 3
-    code = np.where(size <= lo, 1, np.where(size <= hi, 2, 3)).astype(np.int8)
-    code = np.where((masks >= 1) & (masks < (np.int64(1) << nn)), code, 0).astype(np.int8)
-    return code
+    code = band_of(np.bitwise_count(masks), nn)
+    return np.where((masks >= 1) & (masks < (np.int64(1) << nn)), code, 0).astype(np.int8)
+
+
+@dataclass(frozen=True)
+class SetLayout:
+    """The last axis of normalised interactions as listed sets instead of all 2^n bitmasks.
+
+    For n beyond what a 2^n axis holds, ``ips.sparse.entry_grid`` puts a sample's
+    interactions on the sets that are an entry of any of its games: column j of a row is the
+    set with bitmask ``sets[..., j]``, column 0 is ∅ (never in Ω) and −1 pads a row (NaN in
+    the grid). An interaction of Ω outside the listed sets is 0. Every function that takes a
+    ``layout`` computes on such a grid exactly what it computes on the 2^n axis.
+
+    sets : int64 (..., M), the bitmask of every column, broadcastable to the grid's rows.
+    n : int64 (...), the number of variables of every row.
+    """
+
+    sets: NDArray[np.int64]
+    n: NDArray[np.int64]
+
+    def bands(self) -> NDArray[np.int8]:
+        """Order band code of every column (0 for ∅ and padding)."""
+        sets = np.asarray(self.sets, dtype=np.int64)
+        code = band_of(np.bitwise_count(np.maximum(sets, 0)), np.asarray(self.n)[..., None])
+        return np.where(sets > 0, code, 0).astype(np.int8)
+
+    @property
+    def omega(self) -> NDArray[np.float64]:
+        """|Ω| = 2·(2^n − 1) of every row (a float: 2^n overflows nothing up to n = 62)."""
+        return 2.0 * (np.exp2(np.asarray(self.n, dtype=np.float64)) - 1.0)
+
+    def rows(self, axes: int) -> "SetLayout":
+        """The layout of a grid with ``axes`` more row axes after the sample axis (e.g. the
+        (sample, pair) rows of a pair comparison)."""
+        sets, n = np.asarray(self.sets), np.asarray(self.n)
+        return SetLayout(sets.reshape(sets.shape[:1] + (1,) * axes + sets.shape[1:]),
+                         n.reshape(n.shape + (1,) * axes))
 
 
 # --------------------------------------------------------------------------------------------
@@ -412,7 +460,7 @@ def type_codes(norm_a: ArrayLike, norm_b: ArrayLike) -> NDArray[np.int64]:
 
 
 def _union_grid(
-    a: NDArray[np.float64], b: NDArray[np.float64], n: NDArray[np.int64],
+    a: NDArray[np.float64], b: NDArray[np.float64], layout: SetLayout,
     tau: ArrayLike, band: str | None, types: bool,
 ) -> tuple[NDArray, NDArray, bool]:
     """Shared core: (Σ_U term or per-type counts, |U|) over leading τ axis."""
@@ -431,7 +479,7 @@ def _union_grid(
     keep = ~np.isnan(m)
     keep[..., 0] = False  # mask 0 is not in Ω
     if code:
-        keep &= (_band_codes(n, M) == code)[..., None, :]
+        keep &= (layout.bands() == code)[..., None, :]
     m = np.where(keep, m, 0.0)  # 0 is below every τ > 0
     k = np.searchsorted(ts, m.reshape(R, 2 * M), side="left").astype(np.int64)
 
@@ -461,7 +509,8 @@ class PairSensitivity(NamedTuple):
 
 
 def pair_sensitivity(
-    norm_a: ArrayLike, norm_b: ArrayLike, tau: ArrayLike = DEFAULT_TAU, band: str | None = None
+    norm_a: ArrayLike, norm_b: ArrayLike, tau: ArrayLike = DEFAULT_TAU, band: str | None = None,
+    layout: SetLayout | None = None,
 ) -> PairSensitivity:
     """Prompt sensitivity of one template pair per row (Eq. 3, inner term).
 
@@ -478,14 +527,16 @@ def pair_sensitivity(
         under templates T and T̂, shape (..., 2, 2**n_max), same shape and same Ω per row.
     tau : scalar or 1-D array in (0, 1); a 1-D array adds a leading τ axis to both outputs.
     band : None (all of U) or "low" / "mid" / "high".
+    layout : the sets of the last axis (:class:`SetLayout`, arrays broadcastable to the rows)
+        when it is not the 2**n_max bitmasks.
 
     Returns
     -------
     PairSensitivity(value, n_union), each of shape ``[len(tau),] + norm_a.shape[:-2]``;
     ``value`` is NaN where U is empty.
     """
-    a, b, n = _check_pair_inputs(norm_a, norm_b)
-    sums, cnt, scalar = _union_grid(a, b, n, tau, band, types=False)
+    a, b, layout = _check_pair_inputs(norm_a, norm_b, layout)
+    sums, cnt, scalar = _union_grid(a, b, layout, tau, band, types=False)
     with np.errstate(invalid="ignore", divide="ignore"):
         value = np.where(cnt > 0, sums / np.where(cnt > 0, cnt, 1), np.nan)
     if scalar:
@@ -530,6 +581,7 @@ def ips(
     pairs: ArrayLike | None = None,
     tau: ArrayLike = DEFAULT_TAU,
     band: str | None = None,
+    layout: SetLayout | None = None,
 ) -> IPSResult:
     """Interaction-based Prompt Sensitivity (Eq. 3) and IPS^low/mid/high (Section 4.3).
 
@@ -545,17 +597,21 @@ def ips(
     pairs : (n_pairs, 2) int condition indices; default :func:`all_pairs` of all conditions.
     tau : scalar or 1-D array in (0, 1) (1-D → leading τ axis in the result).
     band : None, "low", "mid" or "high".
+    layout : :class:`SetLayout` of the last axis (sets (sample, M), n (sample,)) when it is
+        not the 2**n_max bitmasks.
     """
     x = _as_float(norm, "norm")
     if x.ndim != 4:
         raise ValueError(
             f"norm must have shape (sample, condition, 2, 2**n_max); got shape {x.shape}"
         )
-    _check_norm_shape(x, "norm")
+    if layout is None:
+        _check_norm_shape(x, "norm")
     p = all_pairs(x.shape[1]) if pairs is None else _check_pairs(pairs, x.shape[1])
     a, b = x[:, p[:, 0]], x[:, p[:, 1]]  # (S, P, 2, M)
     t, scalar = _check_tau(tau)
-    res = pair_sensitivity(a, b, t, band)  # always with τ axis here: (T, S, P)
+    # always with τ axis here: (T, S, P)
+    res = pair_sensitivity(a, b, t, band, None if layout is None else layout.rows(1))
     per_pair, n_union = res.value, res.n_union
     valued = ~np.isnan(per_pair)
     n_val = valued.sum(axis=-1)
@@ -587,7 +643,8 @@ def ips(
 # interaction types (Section 3.3)
 # --------------------------------------------------------------------------------------------
 def interaction_types(
-    norm_a: ArrayLike, norm_b: ArrayLike, tau: ArrayLike = DEFAULT_TAU, band: str | None = None
+    norm_a: ArrayLike, norm_b: ArrayLike, tau: ArrayLike = DEFAULT_TAU, band: str | None = None,
+    layout: SetLayout | None = None,
 ) -> NDArray[np.int64]:
     """Count the interactions of U of every row by type (Section 3.3).
 
@@ -604,8 +661,8 @@ def interaction_types(
     int array of shape ``[len(tau),] + norm_a.shape[:-2] + (3,)``, last axis in the order of
     :data:`INTERACTION_TYPES`; it sums to |U| over the last axis.
     """
-    a, b, n = _check_pair_inputs(norm_a, norm_b)
-    counts, _, scalar = _union_grid(a, b, n, tau, band, types=True)
+    a, b, layout = _check_pair_inputs(norm_a, norm_b, layout)
+    counts, _, scalar = _union_grid(a, b, layout, tau, band, types=True)
     return counts[0] if scalar else counts
 
 
@@ -635,6 +692,7 @@ def interaction_type_shares(
     pairs: ArrayLike | None = None,
     tau: ArrayLike = DEFAULT_TAU,
     band: str | None = None,
+    layout: SetLayout | None = None,
 ) -> TypeShares:
     """Shares of the three interaction types, split by whether the prediction changed (Fig. 3b).
 
@@ -647,6 +705,7 @@ def interaction_type_shares(
     norm : (sample, condition, 2, 2**n_max) normalised interactions.
     pred : (sample, condition) predictions (any comparable labels).
     pairs : (n_pairs, 2) condition pairs; default all unordered pairs.
+    layout : as in :func:`ips`.
     """
     x = _as_float(norm, "norm")
     if x.ndim != 4:
@@ -659,7 +718,8 @@ def interaction_type_shares(
             f"pred must have shape (sample, condition) = {x.shape[:2]}; got {pr.shape}"
         )
     p = all_pairs(x.shape[1]) if pairs is None else _check_pairs(pairs, x.shape[1])
-    counts = interaction_types(x[:, p[:, 0]], x[:, p[:, 1]], tau, band)  # ([T,] S, P, 3)
+    counts = interaction_types(x[:, p[:, 0]], x[:, p[:, 1]], tau, band,
+                               None if layout is None else layout.rows(1))  # ([T,] S, P, 3)
     changed = pr[:, p[:, 0]] != pr[:, p[:, 1]]  # (S, P)
     s_ch = np.where(changed[..., None], counts, 0).sum(axis=-2)  # ([T,] S, 3)
     s_un = np.where(changed[..., None], 0, counts).sum(axis=-2)
@@ -803,7 +863,8 @@ KEEP = (0.03, 0.05, 1.0)
 """Shares of the largest interactions kept in the universal-matching check (Fig. 2b)."""
 
 
-def sparsity(norm: np.ndarray, tau: float) -> tuple[dict, np.ndarray]:
+def sparsity(norm: np.ndarray, tau: float,
+             omega: np.ndarray | None = None) -> tuple[dict, np.ndarray]:
     """Sorted |Ĩ| of every (sample, condition), on relative ranks (paper Fig. 2a).
 
     Each row's 2·(2^n − 1) values of |Ĩ| over Ω, sorted in descending order, are read at
@@ -811,21 +872,27 @@ def sparsity(norm: np.ndarray, tau: float) -> tuple[dict, np.ndarray]:
     smallest), so rows with different n share one axis. Returns the data `sparsity_mean`,
     `sparsity_median` (rank) over all rows and `salient_share` (share of Ω above τ, mean over
     rows), and the share of every sample (mean over its conditions; NaN without a value).
+
+    ``omega``: |Ω| of every sample when ``norm`` is on a `SetLayout` (its values are then Ω's
+    nonzero ones and the rest of Ω is 0); by default a row's non-NaN values are all of Ω.
     """
     S, C = norm.shape[:2]
     flat = np.abs(norm.reshape(S * C, -1))
+    finite = np.isfinite(flat)
+    m = (finite.sum(axis=1) if omega is None
+         else np.repeat(np.asarray(omega, dtype=np.float64), C) * finite.any(axis=1))
+    # descending, NaN (no value) as 0: beyond a layout's columns Ω holds zeros
+    vals = -np.sort(-np.where(finite, flat, 0.0), axis=1)
     curves = np.full((S * C, SPARSITY_RANKS.size), np.nan)
     share = np.full(S * C, np.nan)
-    m = np.isfinite(flat).sum(axis=1)
     for size in np.unique(m[m > 0]).tolist():
         rows = np.flatnonzero(m == size)
-        vals = -np.sort(-np.where(np.isfinite(flat[rows]), flat[rows], -np.inf), axis=1)[:, :size]
         pos = SPARSITY_RANKS * (size - 1)
-        lo = np.floor(pos).astype(int)
-        hi = np.minimum(lo + 1, size - 1)
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, size - 1).astype(np.int64)
         frac = pos - lo
-        curves[rows] = vals[:, lo] * (1 - frac) + vals[:, hi] * frac
-        share[rows] = (vals > tau).mean(axis=1)
+        curves[rows] = _ranked(vals[rows], lo) * (1 - frac) + _ranked(vals[rows], hi) * frac
+        share[rows] = (vals[rows] > tau).sum(axis=1) / size
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return {
@@ -834,6 +901,11 @@ def sparsity(norm: np.ndarray, tau: float) -> tuple[dict, np.ndarray]:
             "salient_share": ((), float(np.nanmean(share)) if np.isfinite(share).any()
                               else float("nan")),
         }, np.nanmean(share.reshape(S, C), axis=1)
+
+
+def _ranked(vals: np.ndarray, i: np.ndarray) -> np.ndarray:
+    """Column i of rows sorted in descending order, 0 beyond their stored columns."""
+    return np.where(i < vals.shape[1], vals[:, np.minimum(i, vals.shape[1] - 1)], 0.0)
 
 
 def keep_top(and_: np.ndarray, or_: np.ndarray, share: float) -> tuple[np.ndarray, np.ndarray]:
@@ -859,9 +931,8 @@ def matching_nrmse(v: np.ndarray, and_: np.ndarray, or_: np.ndarray,
     the range max v − min v of the row (0 if v is constant). Returns the mean error per k over
     all rows, and per sample (sample, k: mean over its conditions; NaN for n = 0).
 
-    v, and_, or_: (sample, condition, 2**n_max), NaN-padded; n_vars: (sample,). A NaN of v
-    inside a row's 2**n (a mask a sparse design did not score) is left out of its RMS and
-    range.
+    v, and_, or_: (sample, condition, 2**n_max), NaN-padded; n_vars: (sample,). (Sparse fits:
+    ``ips.sparse.keep_top`` on their design's masks.)
     """
     S, C = v.shape[:2]
     errs = np.full((S, C, len(KEEP)), np.nan)
@@ -871,10 +942,10 @@ def matching_nrmse(v: np.ndarray, and_: np.ndarray, or_: np.ndarray,
         idx = np.flatnonzero(n_vars == n)
         size = 1 << n
         vs = v[idx, :, :size]
-        rng = np.nanmax(vs, axis=-1) - np.nanmin(vs, axis=-1)
+        rng = np.ptp(vs, axis=-1)
         for j, share in enumerate(KEEP):
             a, o = keep_top(and_[idx, :, :size], or_[idx, :, :size], share)
-            rms = np.sqrt(np.nanmean((reconstruct(a, o) - vs) ** 2, axis=-1))
+            rms = np.sqrt(np.mean((reconstruct(a, o) - vs) ** 2, axis=-1))
             errs[idx, :, j] = np.where(rng > 0, rms / np.where(rng > 0, rng, 1.0), 0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # no sample with n >= 1: NaN

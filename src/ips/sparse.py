@@ -50,23 +50,26 @@ dense tail under a few salient ones, and Eq. 12's salient set is itself fragile 
 estimate agrees poorly with the exact one unless the budget approaches 2^n
 (benchmarks/bench_sparse.py).
 
-Sparse-form metrics (:func:`normalize`, :func:`salient`, :func:`pair_ips`) are the Section 3.2
-definitions of ``ips.metrics`` evaluated on the entries alone: an interaction that is not an
-entry is 0.
+Sparse-form metrics: :func:`normalize` and :func:`salient` are the Section 3.2 definitions on
+the entries alone (an interaction that is not an entry is 0); :func:`entry_grid` lays the
+games of many samples on the sets of their entries, where every function of ``ips.metrics``
+that takes a ``layout`` (IPS and its bands, types, sparsity) computes what it computes on
+the 2^n axis, for any n (``ips metrics`` of sparse fits; :func:`pair_ips`, :func:`keep_top`).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from math import comb
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ips.interactions import l1_optimum
-from ips.metrics import DEFAULT_TAU, ZERO_TOL
+from ips.metrics import DEFAULT_TAU, ZERO_TOL, SetLayout, pair_sensitivity
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +77,8 @@ __all__ = [
     "AND", "OR", "FULL_MAX_N", "DENSE_MAX_N", "MAX_N", "SparseInteractions", "design",
     "scored_masks",
     "candidates", "default_order", "estimate", "to_dense", "UNRELIABLE_HELDOUT", "from_dense",
-    "normalize", "salient", "pair_ips",
-    "band_of", "salient_union", "ENTRY_VARIABLES", "ROW_VARIABLES", "to_arrays", "from_arrays",
+    "normalize", "salient", "pair_ips", "entry_grid", "keep_top",
+    "ENTRY_VARIABLES", "ROW_VARIABLES", "to_arrays", "from_arrays",
 ]
 
 AND, OR = 0, 1
@@ -515,58 +518,52 @@ def salient(est: SparseInteractions, tau: float = DEFAULT_TAU) -> NDArray[np.boo
     return np.abs(normalize(est)) > tau
 
 
-def band_of(sizes: ArrayLike, n: int) -> NDArray[np.int8]:
-    """Order band code of |S| (1 low: |S| ≤ ⌊n/3⌋, 2 mid: ≤ ⌊2n/3⌋, 3 high), as
-    :func:`ips.metrics.order_bands`, without its 2^n array."""
-    s = np.asarray(sizes, dtype=np.int64)
-    return np.where(s <= n // 3, 1, np.where(s <= (2 * n) // 3, 2, 3)).astype(np.int8)
+def entry_grid(games: Sequence[Sequence[SparseInteractions]]
+               ) -> tuple[NDArray[np.float64], SetLayout]:
+    """Ĩ (:func:`normalize`) of games[sample][condition] on one grid for ``ips.metrics``.
 
-
-_BAND = {"low": 1, "mid": 2, "high": 3}
-
-
-def _keys(est: SparseInteractions) -> NDArray[np.int64]:
-    return est.masks * 2 + est.kinds
+    The columns of sample s are ∅ and the sets that are an entry of any of its games (sorted
+    bitmasks; −1 pads to the largest count): ``norm`` (sample, condition, 2, M) holds Ĩ of
+    every (kind, S) there, 0 where (kind, S) is not an entry of that game, NaN at ∅ and in
+    the padding. With the returned :class:`ips.metrics.SetLayout`, ``ips.metrics`` computes
+    on it what it computes on the 2^n axis (every interaction off the grid is 0).
+    """
+    per = []
+    for s, row in enumerate(games):
+        if len({g.n for g in row}) != 1:
+            raise ValueError(f"entry_grid: sample {s}: games of different n")
+        per.append(np.unique(np.concatenate([g.masks for g in row])) if len(row) else
+                   np.zeros(0, np.int64))
+    S, C = len(games), max((len(row) for row in games), default=0)
+    M = 1 + max((len(u) for u in per), default=0)
+    sets = np.full((S, M), -1, np.int64)
+    sets[:, 0] = 0
+    norm = np.full((S, C, 2, M), np.nan)
+    for s, (row, u) in enumerate(zip(games, per)):
+        sets[s, 1:1 + len(u)] = u
+        norm[s, :, :, 1:1 + len(u)] = 0.0
+        for c, g in enumerate(row):
+            norm[s, c, g.kinds.astype(np.int64), 1 + np.searchsorted(u, g.masks)] = normalize(g)
+    n = np.array([row[0].n if len(row) else 0 for row in games], np.int64)
+    return norm, SetLayout(sets, n)
 
 
 def pair_ips(a: SparseInteractions, b: SparseInteractions, tau: float = DEFAULT_TAU,
              band: str | None = None) -> float:
-    """ips(x, T, T̂) of Eq. 3 on entries (:func:`ips.metrics.pair_sensitivity`):
-
-        U = salient(T) ∪ salient(T̂),  ips = (1/|U|) Σ_U |Ĩ_T − Ĩ_T̂| / ((|Ĩ_T| + |Ĩ_T̂|)/2),
-
-    with Ĩ = 0 for an interaction that is not an entry on that side; ``band`` restricts U to
-    an order band. NaN for an empty U.
-    """
-    if band is not None and band not in _BAND:
-        raise ValueError(f"band: must be None, 'low', 'mid' or 'high', got {band!r}")
-    kinds, masks, x, y = salient_union(a, b, tau)
-    if band is not None:
-        keep = band_of(_popcount(masks), a.n) == _BAND[band]
-        x, y = x[keep], y[keep]
-    if len(x) == 0:
-        return float("nan")
-    term = np.abs(x - y) / ((np.abs(x) + np.abs(y)) / 2.0)
-    return float(term.sum() / len(x))
+    """ips(x, T, T̂) of Eq. 3 on entries: :func:`ips.metrics.pair_sensitivity` on their
+    :func:`entry_grid` (Ĩ = 0 for an interaction that is not an entry on that side;
+    ``band`` restricts U to an order band). NaN for an empty U."""
+    norm, layout = entry_grid([[a, b]])
+    one = SetLayout(layout.sets[0], layout.n[0])
+    return float(pair_sensitivity(norm[0, 0], norm[0, 1], tau, band, one).value)
 
 
-def salient_union(a: SparseInteractions, b: SparseInteractions, tau: float = DEFAULT_TAU):
-    """U = salient(a) ∪ salient(b) as (kinds, masks, Ĩ_a, Ĩ_b), sorted by (S, kind); Ĩ is 0
-    for an interaction that is not an entry on that side."""
-    if a.n != b.n:
-        raise ValueError(f"salient_union: games of different n ({a.n} and {b.n})")
-    na, nb = normalize(a), normalize(b)
-    ka, kb = _keys(a), _keys(b)
-    keys = np.union1d(ka[np.abs(na) > tau], kb[np.abs(nb) > tau])
-
-    def look(k, norm):
-        if len(k) == 0:
-            return np.zeros(len(keys))
-        order = np.argsort(k)
-        pos = np.minimum(np.searchsorted(k[order], keys), len(k) - 1)
-        return np.where(k[order][pos] == keys, norm[order][pos], 0.0)
-
-    return (keys & 1).astype(np.int8), keys >> 1, look(ka, na), look(kb, nb)
+def keep_top(est: SparseInteractions, share: float) -> SparseInteractions:
+    """The game with only its ⌈share·|Ω|⌉ (at least 1) largest |I| (ties: the earlier entry),
+    as :func:`ips.metrics.keep_top` on the dense form (paper Fig. 2b)."""
+    k = max(1, int(np.ceil(share * 2 * ((1 << est.n) - 1) - 1e-9)))
+    keep = np.sort(np.argsort(-np.abs(est.values), kind="stable")[:k])
+    return replace(est, kinds=est.kinds[keep], masks=est.masks[keep], values=est.values[keep])
 
 
 # ----------------------------------------------------------------------------- file layout

@@ -104,25 +104,26 @@ class Shard:
     hidden: np.ndarray | None
     words: np.ndarray | None = None  # (sample, var) variable strings, "" beyond n
     greedy_text: np.ndarray | None = None  # (sample, condition) decoded greedy token
+    masks: np.ndarray | None = None  # sparse sampling: (sample, mask) bitmasks of `v`, −1 pads
     and_: np.ndarray | None = None
     or_: np.ndarray | None = None
+    games: list | None = None  # sparse fits: games[sample][condition] (ips.sparse)
     matching_error: np.ndarray | None = None
-    # sparse sampling: the held-out error of every game (NaN for a complete design) and
-    # whether its estimate is reliable (`ips.sparse`); None for exhaustive files
-    heldout_error: np.ndarray | None = None
-    reliable: np.ndarray | None = None
 
 
 @dataclass
 class Merged:
-    """All shards of one (model, dataset), concatenated along sample."""
+    """All shards of one (model, dataset), concatenated along sample. Exhaustive files give
+    `and_`, `or_` on the 2**n_max mask axis; sparse ones `games` and the design `masks`."""
 
     attrs: dict
     conditions: dict[str, np.ndarray]
     groups: dict[str, list[str]]
     n_vars: np.ndarray
-    and_: np.ndarray
-    or_: np.ndarray
+    and_: np.ndarray | None
+    or_: np.ndarray | None
+    games: list | None
+    masks: np.ndarray | None
     matching_error: np.ndarray
     pred: np.ndarray
     gold: np.ndarray
@@ -134,8 +135,10 @@ class Merged:
     greedy_text: np.ndarray | None = None
     values_files: list[str] = field(default_factory=list)
     fit_files: list[str] = field(default_factory=list)
-    heldout_error: np.ndarray | None = None
-    reliable: np.ndarray | None = None
+
+    def game_values(self, name: str) -> np.ndarray:
+        """(sample, condition) attribute `name` of every sparse game (`heldout_error`, …)."""
+        return np.array([[getattr(g, name) for g in row] for row in self.games])
 
 
 # ----------------------------------------------------------------------------------- reading
@@ -188,66 +191,45 @@ def read_shard(path: str | os.PathLike) -> Shard:
                    if "greedy_text" in ds.variables and ds["greedy_text"].shape == (S, C)
                    else None)
     n_vars = np.asarray(ds["n_vars"].values).astype(np.int64)
-    v = np.asarray(ds["v"].values, dtype=np.float64)
-    if "masks" in ds.variables:
-        v = _dense_values(path, v, np.asarray(ds["masks"].values), n_vars, attrs)
     return Shard(
         path=path, fit_path=None, attrs=attrs, samples=samples, conditions=conditions,
-        n_vars=n_vars, v=v, pred=pred,
+        n_vars=n_vars, v=np.asarray(ds["v"].values, dtype=np.float64), pred=pred,
         gold=np.asarray(ds["gold"].values), greedy=greedy, hidden=hidden,
         words=words, greedy_text=greedy_text,
+        masks=np.asarray(ds["masks"].values, np.int64) if "masks" in ds.variables else None,
     )
 
 
-def _dense_values(path: Path, v: np.ndarray, masks: np.ndarray, n_vars: np.ndarray,
-                  attrs: dict) -> np.ndarray:
-    """v of a sparse design on the 2**n_max mask axis of exhaustive files: NaN where a mask
-    was not scored. The metrics take n_max <= ips.sparse.DENSE_MAX_N."""
-    from ips.sparse import DENSE_MAX_N
-
-    n_max = max(int(n_vars.max()), json.loads(attrs.get("settings", "{}")).get("n_max", 0))
-    if n_max > DENSE_MAX_N:
-        raise InputError(f"{path}: n_max = {n_max}: `ips metrics` computes on the 2**n mask "
-                         f"layout, n_max <= {DENSE_MAX_N}; the sparse interactions of longer "
-                         "prompts are read with ips.sparse (`ips explain` prints them)")
-    dense = np.full(v.shape[:2] + (1 << n_max,), np.nan)
-    for s in range(v.shape[0]):
-        m = masks[s]
-        dense[s][:, m[m >= 0]] = v[s][:, m >= 0]
-    return dense
+def _design(masks: np.ndarray, s: int) -> np.ndarray:
+    """The scored bitmasks of sample s of a sparse values file (its row of `masks` up to the
+    −1 padding), in the order of its entries of `v`."""
+    return masks[s][masks[s] >= 0]
 
 
 def _attach_sparse_fit(shard: Shard, ds, fit_path: Path, mismatch: str) -> None:
-    """`attach_fit` of a sparse fit: its entries on the mask layout (0 where not an entry),
-    checked against the values on the design (`fit_error` as stored)."""
+    """`attach_fit` of a sparse fit: its games, checked against the values on the design
+    (`fit_error` as stored)."""
     from ips import sparse
-    from ips.interactions import reconstruct
 
-    S, C, M = shard.v.shape
+    if shard.masks is None:
+        raise InputError(f"{shard.path}: a values file of sparse sampling needs 'masks'")
+    S, C, _ = shard.v.shape
     arrays = {k: np.asarray(ds[k].values) for k in sparse.ENTRY_VARIABLES + sparse.ROW_VARIABLES}
-    and_, or_ = np.full((S, C, M), np.nan), np.full((S, C, M), np.nan)
+    games = [[sparse.from_arrays(arrays, shard.n_vars, s, c) for c in range(C)]
+             for s in range(S)]
     err = np.zeros((S, C))
     for s in range(S):
-        size = 1 << int(shard.n_vars[s])
-        for c in range(C):
-            a, o = sparse.to_dense(sparse.from_arrays(arrays, shard.n_vars, s, c))
-            and_[s, c, :size], or_[s, c, :size] = a, o
-            v = shard.v[s, c, :size]
-            on = np.isfinite(v)
-            gap = reconstruct(a, o)[on] - v[on]
-            err[s, c] = np.max(np.abs(gap))
-            span = np.ptp(v[on])
-            nrmse = np.sqrt(np.mean(gap ** 2)) / span if span > 0 else 0.0
-            stored = float(arrays["fit_error"][s, c])
+        design = _design(shard.masks, s)
+        for c, g in enumerate(games[s]):
+            v = shard.v[s, c, :len(design)]
+            err[s, c] = np.max(np.abs(g.predict(design) - v))
+            nrmse, stored = g.relative_error(design, v), g.fit_error
             if not abs(nrmse - stored) <= 1e-6 + 1e-6 * stored:
                 raise InputError(f"{mismatch}: its interactions do not reproduce v on the "
                                  f"design of sample {shard.samples[s]!s}, condition "
                                  f"{shard.conditions['condition'][c]!s} (relative error "
                                  f"{nrmse:.3g}, the fit's {stored:.3g})")
-    shard.fit_path = fit_path
-    shard.and_, shard.or_, shard.matching_error = and_, or_, err
-    shard.heldout_error = arrays["heldout_error"].astype(np.float64)
-    shard.reliable = arrays["reliable"].astype(bool)
+    shard.fit_path, shard.games, shard.matching_error = fit_path, games, err
 
 
 def _labels_2d(a) -> np.ndarray:
@@ -334,7 +316,7 @@ def merge_shards(shards: Sequence[Shard]) -> Merged:
                 raise InputError(f"{sh.path}: sample {s!s} is also in {seen[s]} (a shard given "
                                  "twice?)")
             seen[s] = sh.path
-        if sh.and_ is None:
+        if sh.matching_error is None:
             raise InputError(f"{sh.path}: no fit file attached")
 
     try:
@@ -352,9 +334,13 @@ def merge_shards(shards: Sequence[Shard]) -> Merged:
                              f"are not in the file (conditions: {sorted(known)})")
 
     cat = lambda name: np.concatenate([getattr(sh, name) for sh in shards])  # noqa: E731
+    sparse_fit = first.games is not None
     return Merged(
         attrs=first.attrs, conditions=first.conditions, groups=groups,
-        n_vars=cat("n_vars"), and_=cat("and_"), or_=cat("or_"),
+        n_vars=cat("n_vars"), and_=None if sparse_fit else cat("and_"),
+        or_=None if sparse_fit else cat("or_"),
+        games=[row for sh in shards for row in sh.games] if sparse_fit else None,
+        masks=cat("masks") if sparse_fit else None,
         matching_error=cat("matching_error"), pred=cat("pred"), gold=cat("gold"),
         greedy=None if first.greedy is None else cat("greedy"),
         hidden=None if first.hidden is None else cat("hidden"),
@@ -363,8 +349,6 @@ def merge_shards(shards: Sequence[Shard]) -> Merged:
         greedy_text=None if first.greedy_text is None else cat("greedy_text"),
         values_files=[str(sh.path) for sh in shards],
         fit_files=[str(sh.fit_path) for sh in shards],
-        heldout_error=None if first.heldout_error is None else cat("heldout_error"),
-        reliable=None if first.reliable is None else cat("reliable"),
     )
 
 
@@ -431,8 +415,8 @@ def _pred_text(merged: Merged, pred: np.ndarray, s: int, c: int) -> str:
     return str(pred[s, c])
 
 
-def case_study_data(merged: Merged, norm: np.ndarray, pred: np.ndarray, groups: list[str],
-                    tau: float) -> tuple[dict, dict, dict]:
+def case_study_data(merged: Merged, norm: np.ndarray, layout: metrics.SetLayout | None,
+                    pred: np.ndarray, groups: list[str], tau: float) -> tuple[dict, dict, dict]:
     """The sample and template pair drawn in the case study (paper Fig. 3a / Fig. 19).
 
     Choice (deterministic): in the group `0shot` (else the first group with two conditions),
@@ -440,13 +424,17 @@ def case_study_data(merged: Merged, norm: np.ndarray, pred: np.ndarray, groups: 
     whose prediction changed, if any; pairs in `all_pairs` order).
 
     Returns (data, coords, attrs) for the metrics file: `case_norm` (case_side, kind,
-    case_mask) the normalised interactions Ĩ of that sample under both conditions, `case_v`
-    (case_side, case_mask) its scored v, `case_words` (case_var) its variables in bit order,
-    `case_rec` (keep, case_side, case_mask) the surrogate keeping the largest interactions
-    (`metrics.KEEP`, Fig. 2b); attributes `case_sample`, `case_group`, `case_condition_a/_b`,
-    `case_template_a/_b`, `case_pred_a/_b`, `case_gold`, `case_ips`, `case_changed`.
-    Without any valued cell: no data, `case_sample` = "".
+    case_mask) the normalised interactions Ĩ of that sample under both conditions — on
+    `case_set` (∅ and the sets of its games' entries, coordinate: their bitmasks) instead of
+    case_mask for sparse fits —, `case_v` (case_side, case_mask) its scored v (coordinate
+    `case_mask`: the bitmasks, all 2**n or the design's), `case_words` (case_var) its
+    variables in bit order, `case_rec` (keep, case_side, case_mask) the surrogate keeping
+    the largest interactions (`metrics.KEEP`, Fig. 2b); attributes `case_sample`,
+    `case_group`, `case_condition_a/_b`, `case_template_a/_b`, `case_pred_a/_b`,
+    `case_gold`, `case_ips`, `case_changed`. Without any valued cell: no data,
+    `case_sample` = "".
     """
+    from ips import sparse
     from ips.interactions import reconstruct
 
     empty = {"case_sample": ""}
@@ -457,7 +445,7 @@ def case_study_data(merged: Merged, norm: np.ndarray, pred: np.ndarray, groups: 
         return {}, {}, empty
     idx = np.array([names.index(c) for c in merged.groups[group]], dtype=np.int64)
     local = metrics.all_pairs(idx.size)
-    per_pair = metrics.ips(norm[:, idx], local, tau).per_pair  # (S, P)
+    per_pair = metrics.ips(norm[:, idx], local, tau, layout=layout).per_pair  # (S, P)
     changed = pred[:, idx[local[:, 0]]] != pred[:, idx[local[:, 1]]]
     ids = merged.samples.astype(str)
     cell = choose_cell(per_pair, changed, ids)
@@ -467,20 +455,30 @@ def case_study_data(merged: Merged, norm: np.ndarray, pred: np.ndarray, groups: 
     sid, value, ch = ids[s], float(per_pair[s, p]), bool(changed[s, p])
     i, j = idx[local[p]].tolist()
     n = int(merged.n_vars[s])
-    size = 1 << n
     words = ([str(w) for w in merged.words[s, :n]] if merged.words is not None
              else [f"x{k + 1}" for k in range(n)])
+    coords = {"case_side": labels("ab"), "kind": labels(metrics.KINDS),
+              "case_var": np.arange(n)}
+    if layout is None:
+        masks = np.arange(1 << n)
+        case_norm = (("case_side", "kind", "case_mask"), norm[s, [i, j], :, :masks.size])
+        rec = [reconstruct(*metrics.keep_top(merged.and_[s, [i, j], :masks.size],
+                                             merged.or_[s, [i, j], :masks.size], k))
+               for k in metrics.KEEP]
+    else:
+        masks = _design(merged.masks, s)
+        cols = np.flatnonzero(layout.sets[s] >= 0)
+        case_norm = (("case_side", "kind", "case_set"), norm[s, [i, j]][..., cols])
+        coords["case_set"] = layout.sets[s, cols]
+        rec = [[sparse.keep_top(merged.games[s][c], k).predict(masks) for c in (i, j)]
+               for k in metrics.KEEP]
+    coords["case_mask"] = masks
     data = {
-        "case_norm": (("case_side", "kind", "case_mask"), norm[s, [i, j], :, :size]),
+        "case_norm": case_norm,
         "case_words": (("case_var",), labels(words)),
+        "case_v": (("case_side", "case_mask"), merged.v[s, [i, j], :masks.size]),
+        "case_rec": (("keep", "case_side", "case_mask"), np.array(rec)),
     }
-    data["case_v"] = (("case_side", "case_mask"), merged.v[s, [i, j], :size])
-    rec = [reconstruct(*metrics.keep_top(merged.and_[s, [i, j], :size],
-                                  merged.or_[s, [i, j], :size], k)) for k in metrics.KEEP]
-    data["case_rec"] = (("keep", "case_side", "case_mask"), np.array(rec))
-    coords = {"case_side": labels("ab"),
-              "kind": labels(metrics.KINDS),
-              "case_mask": np.arange(size), "case_var": np.arange(n)}
     gold = int(merged.gold[s]) if merged.attrs.get("kind", "mcq") == "mcq" else -1
     attrs = {
         "case_sample": str(sid), "case_group": str(group),
@@ -532,20 +530,26 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
     samples are resampled and tested in the order of their sorted ids, so neither depends
     on how the samples were sharded).
     """
+    from ips import sparse
+
     tau, sweep = _checked_taus(tau, tau_sweep)
-    norm = metrics.normalize(merged.and_, merged.or_, merged.n_vars[:, None])
+    if merged.games is None:
+        norm, layout = metrics.normalize(merged.and_, merged.or_, merged.n_vars[:, None]), None
+    else:  # on the sets of the games' entries: any n, the same numbers (ips.sparse)
+        norm, layout = sparse.entry_grid(merged.games)
     pred = _predictions(merged)
     groups = list(merged.groups)
-    per_group = [_group_metrics(merged, g, norm, pred, tau, sweep) for g in groups]
+    per_group = [_group_metrics(merged, g, norm, layout, pred, tau, sweep) for g in groups]
     order = np.argsort(merged.samples.astype(str), kind="stable")
-    case_data, case_coords, case_attrs = case_study_data(merged, norm, pred, groups, tau)
+    case_data, case_coords, case_attrs = case_study_data(merged, norm, layout, pred, groups,
+                                                         tau)
     data, coords = {}, {}
     for d, c in (
         _group_variables(groups, per_group, sweep),
         _condition_variables(merged),
         _pair_variables(merged, groups, per_group, pred),
         _sample_variables(merged, per_group, order, seed, n_boot, level, draws),
-        _fit_variables(merged, norm, tau, order),
+        _fit_variables(merged, norm, layout, tau, order),
         (case_data, case_coords),
     ):
         data.update(d)
@@ -580,7 +584,8 @@ def _predictions(merged: Merged) -> np.ndarray:
     return merged.greedy
 
 
-def _group_metrics(merged: Merged, name: str, norm: np.ndarray, pred: np.ndarray, tau: float,
+def _group_metrics(merged: Merged, name: str, norm: np.ndarray,
+                   layout: metrics.SetLayout | None, pred: np.ndarray, tau: float,
                    sweep: np.ndarray) -> dict[str, np.ndarray]:
     """Every quantity of one condition group over its unordered condition pairs: `ips`,
     `n_valued`, `n_empty` (band), `sweep`, `sweep_n` (tau), `sample_ips` (sample, band),
@@ -605,13 +610,13 @@ def _group_metrics(merged: Merged, name: str, norm: np.ndarray, pred: np.ndarray
                 "sample_count": np.zeros((S, Y, 2), np.int64),
                 "cells": np.zeros(2, np.int64), "consistency": np.nan}
     sub, local = norm[:, idx], metrics.all_pairs(idx.size)
-    bands = [metrics.ips(sub, local, tau, None if b == "all" else b) for b in BANDS]
+    bands = [metrics.ips(sub, local, tau, None if b == "all" else b, layout) for b in BANDS]
     sample_pair = np.stack([r.per_pair for r in bands], axis=-1)
     valued = ~np.isnan(sample_pair)
     pair_n = valued.sum(axis=0)
     total = np.where(valued, sample_pair, 0.0).sum(axis=0)
-    swept = metrics.ips(sub, local, sweep)
-    ts = metrics.interaction_type_shares(sub, pred[:, idx], local, tau)
+    swept = metrics.ips(sub, local, sweep, layout=layout)
+    ts = metrics.interaction_type_shares(sub, pred[:, idx], local, tau, layout=layout)
     return {
         "ips": np.array([r.value for r in bands]),
         "n_valued": np.array([r.n_valued_samples for r in bands], np.int64),
@@ -737,25 +742,46 @@ def _sample_variables(merged: Merged, per_group: list[dict], order: np.ndarray, 
     return data, coords
 
 
-def _fit_variables(merged: Merged, norm: np.ndarray, tau: float, order: np.ndarray):
+def _fit_variables(merged: Merged, norm: np.ndarray, layout: metrics.SetLayout | None,
+                   tau: float, order: np.ndarray):
     """How well the interactions explain v: the fit's matching error, sparsity (Fig. 2a) and
-    universal matching keeping the largest interactions (Fig. 2b)."""
+    universal matching keeping the largest interactions (Fig. 2b); for sparse fits also the
+    held-out error of every game and whether it is reliable."""
     data = {
         "matching_error_max": ((), float(np.nanmax(merged.matching_error))),
         "n_samples": ((), np.int64(merged.n_vars.size)),
         "n_vars_mean": ((), float(np.mean(merged.n_vars))),
     }
-    sparse, sample_share = metrics.sparsity(norm, tau)
-    data.update(sparse)
+    share_sparse, sample_share = metrics.sparsity(norm, tau,
+                                                  None if layout is None else layout.omega)
+    data.update(share_sparse)
     data["sample_salient_share"] = (("sample",), sample_share[order])
-    nrmse, sample_nrmse = metrics.matching_nrmse(merged.v, merged.and_, merged.or_,
-                                                 merged.n_vars)
+    if layout is None:
+        nrmse, sample_nrmse = metrics.matching_nrmse(merged.v, merged.and_, merged.or_,
+                                                     merged.n_vars)
+    else:
+        nrmse, sample_nrmse = _sparse_matching_nrmse(merged)
+        data["heldout_error"] = (("sample", "condition"),
+                                 merged.game_values("heldout_error")[order])
+        data["reliable"] = (("sample", "condition"),
+                            merged.game_values("reliable")[order].astype(np.int8))
     data["matching_nrmse"] = (("keep",), nrmse)
     data["sample_matching_nrmse"] = (("sample", "keep"), sample_nrmse[order])
-    if merged.reliable is not None:  # sparse sampling: how far each estimate can be trusted
-        data["heldout_error"] = (("sample", "condition"), merged.heldout_error[order])
-        data["reliable"] = (("sample", "condition"), merged.reliable[order].astype(np.int8))
     return data, {"rank": metrics.SPARSITY_RANKS, "keep": np.asarray(metrics.KEEP)}
+
+
+def _sparse_matching_nrmse(merged: Merged) -> tuple[np.ndarray, np.ndarray]:
+    """`metrics.matching_nrmse` of sparse games, on the masks of their design: the relative
+    RMS error of `ips.sparse.keep_top` of every game (mean over all games, and per sample)."""
+    from ips import sparse
+
+    errs = np.zeros((len(merged.games), len(merged.conditions["condition"]), len(metrics.KEEP)))
+    for s, row in enumerate(merged.games):
+        design = _design(merged.masks, s)
+        for c, g in enumerate(row):
+            v = merged.v[s, c, :design.size]
+            errs[s, c] = [sparse.keep_top(g, k).relative_error(design, v) for k in metrics.KEEP]
+    return errs.mean(axis=(0, 1)), errs.mean(axis=1)
 
 
 def _attributes(merged: Merged, tau: float, seed: int, n_boot: int, level: float,
@@ -777,8 +803,10 @@ def _attributes(merged: Merged, tau: float, seed: int, n_boot: int, level: float
         "fit_files": json.dumps(merged.fit_files),
         "ips_version": __version__,
         "sampling": a["sampling"],
-        **({"budget": int(a["budget"]), "unreliable_games": int((~merged.reliable).sum()),
-            "games": int(merged.reliable.size)} if merged.reliable is not None else {}),
+        **({"budget": int(a["budget"]),
+            "unreliable_games": int((~merged.game_values("reliable")).sum()),
+            "games": int(merged.game_values("reliable").size)}
+           if merged.games is not None else {}),
         "bootstrap": json.dumps({"method": "percentile", "n_boot": int(n_boot),
                                  "level": float(level), "seed": int(seed)}),
         "test": json.dumps({"method": "paired sign-flip permutation",

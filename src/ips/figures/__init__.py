@@ -45,6 +45,7 @@ from ips.figures.sparsity import matching_figure, sparsity_figure
 from ips.figures.style import DPI, MIN_WIDTH  # noqa: F401  (re-exported)
 from ips.figures.types import types_figure
 from ips.io import InputError, atomic_dir, read_dataset
+from ips.sparse import UNRELIABLE_HELDOUT
 from ips.summary import BANDS
 from ips.uncertainty import DRAWS, EXACT_MAX, MIN_RELIABLE_N, sign_flip_label
 
@@ -192,7 +193,15 @@ def case_study_figures(entries: list[Entry], tau: float, out: Path) -> list[str]
             model=e.model, sample=str(a["case_sample"]),
             templates=(str(a["case_condition_a"]), str(a["case_condition_b"])),
             gold=a.get("case_gold") or None,
+            sets=ds["case_set"].values if "case_set" in ds.dims else None,
         )
+        if "heldout_error" in ds and ds["case_mask"].size < 1 << case.n:  # an estimate
+            games = dict(sample=a["case_sample"],
+                         condition=[a["case_condition_a"], a["case_condition_b"]])
+            case.sparse = {"masks": int(ds["case_mask"].size),
+                           "heldout_error": ds["heldout_error"].sel(**games).values.tolist(),
+                           "threshold": UNRELIABLE_HELDOUT,
+                           "reliable": bool(ds["reliable"].sel(**games).all())}
         name = case_study_name(e.model, e.dataset)
         for p in case_study_figure(case, out / f"{name}.png"):
             names.append(Path(p).name)
@@ -234,6 +243,7 @@ def readme(entries: list[Entry], factors: xr.Dataset, tau: float,
         lines.append(f"- `{CASE_STUDY}.png`: not drawn in this run (no case or no drawing "
                      "code).")
     lines += [f"- `{name}`: {c.text}." for name, c in TABLES.items()]
+    lines += sparse_section(entries)
     lines += ["", "## Factors", ""]
     for f, text in zip(factors["factor"].values, factors["factor_note"].values):
         lines.append(f"- {FACTOR_TITLES.get(str(f), str(f))} (`{f}`): {text}")
@@ -251,6 +261,32 @@ def readme(entries: list[Entry], factors: xr.Dataset, tau: float,
     lines += claims_section(rows)
     lines += ["", "Metrics files: " + ", ".join(f"`{e.path}`" for e in entries), ""]
     return "\n".join(lines)
+
+
+def sparse_section(entries: list[Entry]) -> list[str]:
+    """How far the numbers of sparsely sampled metrics files can be trusted (`ips.sparse`)."""
+    lines = []
+    for e in entries:
+        a = e.ds.attrs
+        if a.get("sampling") != "sparse":
+            continue
+        errors = e.ds["heldout_error"].values
+        measured = errors[np.isfinite(errors)]
+        spread = (f" (median {np.median(measured):.1%}, max "
+                  f"{measured.max():.1%})" if measured.size else "")
+        lines.append(
+            f"- {e.model} on {e.dataset}: {a['budget']} masks per prompt, mean n = "
+            f"{float(e.ds['n_vars_mean']):.1f}; {a['unreliable_games']} of {a['games']} games "
+            f"UNRELIABLE, held-out error above {UNRELIABLE_HELDOUT:.0%}{spread}.")
+    if not lines:
+        return []
+    return ["", "## Sparse estimates", "",
+            "These metrics come from sparse sampling: the interactions of a prompt whose 2^n "
+            "masks exceed the budget are estimated from a design of masks, not fitted to all "
+            "of them (docs/method.md#sparse-estimation). A game whose held-out error is above "
+            "the threshold has an IPS, bands, types and case study that are estimates of "
+            "unknown accuracy; the measured accuracy on real games is in "
+            "docs/benchmarks.md#sparse-estimation.", "", *lines]
 
 
 def claims_section(rows: Sequence[claims.Claim]) -> list[str]:
