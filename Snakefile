@@ -33,8 +33,8 @@ rule all:
         "results/figures",
 
 
-# Scores and interactions only, no metrics: the target of a sparse run with n_max beyond 16
-# (`snakemake interactions`; workflow/configs/sparse.yaml).
+# Scores and interactions only, no metrics (`snakemake interactions`), e.g. to fit a long
+# sparse run (workflow/configs/sparse.yaml) before looking at its numbers.
 rule interactions:
     input:
         all_interactions,

@@ -287,6 +287,8 @@ def test_sparse_run_beyond_16_variables(tmp_path, tiny_llama_dir):
     assert m.attrs["sampling"] == "sparse" and m.attrs["games"] == 4
     assert m["case_set"].size > 1 and m["case_mask"].size == 48
     assert np.isfinite(m["ips"].sel(band="all").values).all()
+    log = (tmp_path / "logs/metrics/tiny-a/arc-challenge.log").read_text()
+    assert f"sparse estimate: {m.attrs['unreliable_games']} of 4 games UNRELIABLE" in log
     readme = (results / "figures/README.md").read_text()
     assert "## Sparse estimates" in readme
     assert f"{m.attrs['unreliable_games']} of 4 games UNRELIABLE" in readme

@@ -454,9 +454,12 @@ def _metrics(args: argparse.Namespace) -> int:
                    draws=args.permutations)
     write_dataset(ds, args.out)
     ips0 = ds["ips"].sel(band="all").values
-    log.info("wrote %s: %s on %s, %d samples, IPS at τ=%g %s (%.2f s)", args.out,
-             ds.attrs["model"], ds.attrs["dataset"], int(ds["n_samples"]), args.tau,
-             ", ".join(f"{g} {x:.4f}" for g, x in zip(ds["group"].values, ips0)),
+    a = ds.attrs
+    estimate = (f"; sparse estimate: {a['unreliable_games']} of {a['games']} games UNRELIABLE"
+                if a["sampling"] == "sparse" else "")
+    log.info("wrote %s: %s on %s, %d samples, IPS at τ=%g %s%s (%.2f s)", args.out,
+             a["model"], a["dataset"], int(ds["n_samples"]), args.tau,
+             ", ".join(f"{g} {x:.4f}" for g, x in zip(ds["group"].values, ips0)), estimate,
              time.perf_counter() - t0)
     return 0
 

@@ -32,6 +32,13 @@ Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf
 | `matching_nrmse` | keep | universal matching keeping only the largest 3 % / 5 % / all interactions: mean over (sample, condition) of RMS(φ_k − v) / (max v − min v) (Fig. 2b) |
 | `sample_salient_share`, `sample_matching_nrmse` | sample[, keep] | the same two per sample (mean over its conditions), for intervals over samples |
 | `case_norm`, `case_v`, `case_rec`, `case_words` | case_side, kind, case_mask / case_var | the case-study sample (`case_study_data`): Ĩ under both conditions (side `a`, `b`; kind `AND`, `OR`), v, the surrogate with the largest interactions, its variables |
+| `heldout_error`, `reliable` | sample, condition | sparse fits only: each game's held-out reconstruction error (NaN for a complete design) and whether it is at most `ips.sparse.UNRELIABLE_HELDOUT` |
+
+Sparse fits (`sampling: sparse`, any n): the interactions are their games' entries, laid on
+the sets that are an entry of any game of the sample (`ips.sparse.entry_grid`, with which
+`ips.metrics` computes what it computes on the 2^n axis); `case_norm` is then on
+`case_set` (the bitmasks of ∅ and those sets), `case_v` and `case_rec` on the design's masks
+(`case_mask`: bitmask coordinate), and `matching_nrmse` measures the error on those masks.
 
 Coordinates: `group` (in the order of the values files' `groups`), `band` (`all`, `low`,
 `mid`, `high`), `tau` (the sweep), `condition` with `template`, `shots`, `perturbation`,
@@ -43,7 +50,8 @@ Appendix G; `perturbation` when either condition is a reworded prompt), `type`
 Attributes: `model`, `model_attributes` (JSON), `dataset`, `kind`, `target`, `tau`, `groups`
 (JSON), `prediction` (`pred`, the letter argmax, for MCQ; `greedy_token` for instruction
 datasets, whose `pred` is −1), `template_file`, `values_files`, `fit_files` (JSON lists),
-`ips_version`, `bootstrap` (JSON: method, n_boot, level, seed), `test` (JSON: method,
+`ips_version`, `sampling`, for sparse fits `budget`, `games` and `unreliable_games`,
+`bootstrap` (JSON: method, n_boot, level, seed), `test` (JSON: method,
 exact_max, draws, seed, multiplicity), and the case study's
 `case_sample` ("" when there is none), `case_group`, `case_condition_a/_b`,
 `case_template_a/_b`, `case_pred_a/_b`, `case_gold`, `case_ips`, `case_changed`.
