@@ -272,6 +272,21 @@ def test_exact_fallback_regularisation_gives_the_same_canonical_point(monkeypatc
     assert np.allclose(stacked(res), ref, atol=1e-5 * np.abs(ref).max())
 
 
+def test_optimal_face_keeps_the_columns_of_the_lp_solution(monkeypatch):
+    """The face QP keeps the columns the LP's solution uses even where the dual's rounding
+    puts their reduced cost above the tolerance (here a tolerance no column meets): the QP
+    stays feasible and returns an ℓ1-optimal point, no fallback (a sparse fit at n = 28 on
+    SmolLM2 failed so with a reduced cost of 1.4e-9 on its support)."""
+    monkeypatch.setattr(interactions, "_FACE_TOL", -1.0)
+    fallback = []
+    monkeypatch.setattr(interactions, "_regularised_exact", lambda *a: fallback.append(a))
+    v = np.random.default_rng(12).normal(size=1 << 5)
+    res = and_or(v, solver="exact")
+    assert not fallback
+    assert res.objective == pytest.approx(lp_optimum(v), rel=1e-9)
+    np.testing.assert_allclose(reconstruct(res.and_, res.or_), v, atol=1e-9)
+
+
 @pytest.mark.parametrize("n", [3, 5, 7])
 def test_dual_bound_is_a_valid_lower_bound_for_any_lambda(n):
     """Weak duality: _dual_bound(v, λ) ≤ the LP optimum for arbitrary λ (random, scaled)."""

@@ -160,6 +160,51 @@ def test_sparse_metrics_of_an_estimate_match_its_dense_form():
     assert np.allclose(ests[0].predict(np.arange(256)), reconstruct(*dense[0]), atol=1e-12)
 
 
+def random_game(n: int, k: int, rng) -> sparse.SparseInteractions:
+    """k random (kind, S) entries of a game of n variables (ties and exact zeros included)."""
+    keys = rng.choice(2 * ((1 << n) - 1), size=k, replace=False)
+    values = np.round(rng.normal(size=k) * rng.exponential(size=k), 1)  # ties, some 0.0
+    return sparse.SparseInteractions(n, (keys % 2).astype(np.int8), keys // 2 + 1, values,
+                                     0.3, 0.0, np.nan, 0.0, 0, 0, None, 0.0, 0, 0)
+
+
+def test_metrics_on_the_entry_grid_equal_the_dense_axis():
+    """`entry_grid` + `SetLayout`: IPS with its bands and τ sweep, types, sparsity and the
+    kept-top surrogate on samples of different n equal `ips.metrics` on the padded 2^n_max
+    axis of the games' dense form."""
+    from ips import metrics
+
+    rng = np.random.default_rng(3)
+    games = [[random_game(n, k, rng) for k in (12, 30, 5)] for n in (5, 7, 6)]
+    norm, layout = sparse.entry_grid(games)
+    dense = np.full((3, 3, 2, 1 << 7), np.nan)
+    for s, row in enumerate(games):
+        for c, g in enumerate(row):
+            dense[s, c, :, :1 << g.n] = sparse.to_dense(g)
+    ref = normalize(dense[:, :, 0], dense[:, :, 1])
+    taus = np.array([0.05, 0.1, 0.3])
+    for band in (None, "low", "mid", "high"):
+        got, want = (metrics.ips(x, tau=taus, band=band, layout=lay)
+                     for x, lay in ((norm, layout), (ref, None)))
+        np.testing.assert_allclose(got.per_pair, want.per_pair, rtol=1e-12, err_msg=band)
+        np.testing.assert_array_equal(got.n_union, want.n_union)
+    pred = rng.integers(0, 2, size=(3, 3))
+    got, want = (metrics.interaction_type_shares(x, pred, tau=taus, layout=lay)
+                 for x, lay in ((norm, layout), (ref, None)))
+    np.testing.assert_array_equal(got.sample_counts_changed, want.sample_counts_changed)
+    np.testing.assert_array_equal(got.sample_counts_unchanged, want.sample_counts_unchanged)
+    (got, got_share), (want, want_share) = (metrics.sparsity(norm, 0.1, layout.omega),
+                                            metrics.sparsity(ref, 0.1))
+    for name in got:
+        np.testing.assert_allclose(got[name][1], want[name][1], rtol=1e-12, err_msg=name)
+    np.testing.assert_allclose(got_share, want_share, rtol=1e-12)
+    for share in metrics.KEEP:
+        g = games[1][1]
+        a, o = metrics.keep_top(*sparse.to_dense(g), share)
+        np.testing.assert_allclose(sparse.keep_top(g, share).predict(np.arange(1 << g.n)),
+                                   reconstruct(a, o), atol=1e-12)
+
+
 def test_band_of_matches_order_bands():
     for n in (3, 7, 12):
         masks = np.arange(1, 1 << n)

@@ -324,7 +324,7 @@ def l1_optimum(a_eq, b, k: int, nq: int, radius: float, n: int, what: str,
     f_star, lam = float(lp.fun), np.asarray(lp.eqlin.marginals)
     if not canonical:
         return np.asarray(lp.x), f_star, lam
-    z = _face_qp(a_eq, b, cost, lam, k, nq, radius, f_star)
+    z = _face_qp(a_eq, b, cost, lam, k, nq, radius, f_star, np.asarray(lp.x))
     if z is None:
         log.warning("%s: optimal-face QP failed; falling back to regularisation", what)
         z = _regularised_exact(a_eq, b, cost, k, nq, radius, f_star, n)
@@ -345,10 +345,15 @@ def _clarabel_settings():
 _FACE_TOL = 1e-9
 
 
-def _face_qp(a_eq, b, cost, lam, k: int, nq: int, radius: float, f_star: float):
+def _face_qp(a_eq, b, cost, lam, k: int, nq: int, radius: float, f_star: float,
+             x: np.ndarray):
     """Least-ℓ2 point of the LP's optimal face, or None when the QP does not solve cleanly.
 
     Columns: 4k split interactions (≥ 0, cost 1), the free y(∅), nq noise terms in [−r, r].
+    The face: the columns of zero reduced cost, and those the LP's solution ``x`` uses (by
+    complementary slackness they have zero reduced cost; the dual's rounding can put theirs
+    just above the tolerance, which made the face infeasible on some games at n ≥ 20), so
+    that ``x`` itself is a feasible point of the QP.
     """
     import clarabel
     import scipy.sparse as sp
@@ -357,12 +362,13 @@ def _face_qp(a_eq, b, cost, lam, k: int, nq: int, radius: float, f_star: float):
     nvar = a_eq.shape[1]
     fixed = np.zeros(nvar)
     keep = np.ones(nvar, dtype=bool)
-    keep[: 4 * k] = red[: 4 * k] <= _FACE_TOL
+    keep[: 4 * k] = (red[: 4 * k] <= _FACE_TOL) | (x[: 4 * k] > 0)
     if nq:
         qr = red[4 * k + 1:]
+        free = (np.abs(qr) <= _FACE_TOL) | (np.abs(x[4 * k + 1:]) < radius)
         at_bound = np.where(qr < -_FACE_TOL, radius, 0.0)
-        fixed[4 * k + 1:] = np.where(qr > _FACE_TOL, -radius, at_bound)
-        keep[4 * k + 1:] = np.abs(qr) <= _FACE_TOL
+        fixed[4 * k + 1:] = np.where(free, 0.0, np.where(qr > _FACE_TOL, -radius, at_bound))
+        keep[4 * k + 1:] = free
     cols = np.flatnonzero(keep)
     split = cols < 4 * k
     noise = cols > 4 * k

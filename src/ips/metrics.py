@@ -18,6 +18,11 @@ entries.  Any number of leading (batch) axes is allowed.
 Normalised interactions (the output of :func:`normalize`) have shape ``(..., 2, 2**n_max)``,
 kind axis ``0 = AND, 1 = OR``, and hold NaN exactly outside Ω (mask 0 and the padding).
 
+Beyond 2^n arrays (sparse fits, ``ips.sparse.entry_grid``) the last axis may instead list
+sets: a :class:`SetLayout` gives each column's bitmask, and the functions that take a
+``layout`` (IPS, bands, types; :func:`sparsity` takes |Ω|) compute the same numbers, every
+interaction off the listed sets being 0.
+
 Conventions chosen here (where the paper is silent)
 -------------------------------------------
 * **Max == Min**: when every |I| in Ω is equal, nothing stands out, and the whole row is
@@ -655,6 +660,8 @@ def interaction_types(
       also when one side is exactly 0 and the other salient (its magnitude changed by more
       than 2×, the sign did not flip);
     * ``same_sign_similar_effect``:    Ĩ_T · Ĩ_T̂ > 0 and 1/2 ≤ |Ĩ_T|/|Ĩ_T̂| ≤ 2.
+
+    ``layout`` as in :func:`pair_sensitivity`.
 
     Returns
     -------

@@ -559,10 +559,10 @@ def pair_ips(a: SparseInteractions, b: SparseInteractions, tau: float = DEFAULT_
 
 
 def keep_top(est: SparseInteractions, share: float) -> SparseInteractions:
-    """The game with only its ⌈share·|Ω|⌉ (at least 1) largest |I| (ties: the earlier entry),
-    as :func:`ips.metrics.keep_top` on the dense form (paper Fig. 2b)."""
+    """The game with only its ⌈share·|Ω|⌉ (at least 1) largest |I|, as
+    :func:`ips.metrics.keep_top` on the dense form (paper Fig. 2b; ties by kind, then S)."""
     k = max(1, int(np.ceil(share * 2 * ((1 << est.n) - 1) - 1e-9)))
-    keep = np.sort(np.argsort(-np.abs(est.values), kind="stable")[:k])
+    keep = np.sort(np.lexsort((est.masks, est.kinds, -np.abs(est.values)))[:k])
     return replace(est, kinds=est.kinds[keep], masks=est.masks[keep], values=est.values[keep])
 
 
