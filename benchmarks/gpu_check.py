@@ -23,9 +23,9 @@ and Gemma 3 270M), loaded by `ips.models.load_model` in the dtype it picks:
    (the peak used is that measured rate, not a data-sheet figure; on the CPU, float32);
 3. a last line `PASS`, or `FAIL: <reasons>`.
 
-On CUDA every model runs twice: in float32 (TF32 off), which must reproduce the reference
-within `TOLERANCE` with both scorers — a check of the GPU code path, not of precision — and
-in the dtype `load_model` picks (bfloat16 where supported), whose differences from the
+On CUDA every model runs twice: in float32 (TF32 off), whose v must reproduce the reference
+within `TOLERANCE` with both scorers (|ΔIPS| is printed) — a check of the GPU code path, not
+of precision — and in the dtype `load_model` picks (bfloat16 where supported), whose differences from the
 reference are printed as what that precision costs (no tolerance: half precision moves v by
 tenths and IPS by up to ~0.1 on the CPU, see docs/method.md#precision); it fails only where
 v is not finite. The speed table is measured in the picked dtype.
@@ -71,11 +71,13 @@ SCORERS = ("plain", "trie")
 CASES = [(8, 0), (8, 3), (10, 0), (10, 3)]  # (n, shots) of the speed table
 
 
-TOLERANCE = {"v": 1e-3, "ips": 1e-2}
-"""Largest accepted differences of a float32 run against the float32 reference: v within
-1e-3, the tolerance of the trie's own self-check in float32 (measured on the CPU: the trie
-2.6e-5, the plain scorer within 1e-5; a GPU's kernels sum in other orders), and the IPS of
-the pair within 1e-2 (IPS moves only where a normalised interaction crosses tau)."""
+TOLERANCE = {"v": 1e-3}
+"""Largest accepted difference of a float32 run against the float32 reference: v within
+1e-3, the tolerance of the trie's own self-check in float32 (a GPU's kernels sum in other
+orders; measured on the CPUs here: the plain scorer 1e-5 on the machine that wrote the
+reference, 2.5e-5 on a later one, the trie 2.6e-5 / 2.8e-5). |dIPS| is printed, not judged:
+Eq. 12's salient set moves under differences of that size (the trie's 2.8e-5 moved the IPS
+of the pair by 0.02), so IPS cannot tell a sound code path from a broken one; v can."""
 
 
 def check_samples(count: int):
@@ -314,7 +316,7 @@ def compare(name, values, ref, digest, count, config, judged: bool) -> list[str]
     if v_ref.shape[-1] != 1 << N:
         return [f"{name}: the reference holds v of another n"]
     failures = []
-    tol = TOLERANCE if judged else {"v": np.inf, "ips": np.inf}
+    tol = TOLERANCE if judged else {"v": np.inf}
     ips_ref = ips_of(v_ref, config)
     for scorer, v in values.items():
         dv = np.abs(v - v_ref)
@@ -326,8 +328,6 @@ def compare(name, values, ref, digest, count, config, judged: bool) -> list[str]
               f"(largest per sample {d_pair:.4f})")
         if not dv.max() <= tol["v"]:
             failures.append(f"{name} {scorer}: max|dv| {dv.max():.2e} > {tol['v']:g}")
-        if not d_ips <= tol["ips"]:
-            failures.append(f"{name} {scorer}: |dIPS| {d_ips:.4f} > {tol['ips']:g}")
     if len(values) == 2:
         gap = float(np.abs(values["trie"] - values["plain"]).max())
         print(f"  trie vs plain: max|dv| {gap:.2e}")

@@ -50,7 +50,9 @@ def test_reference_file_matches_the_fixed_samples(gpu_check):
 
 @pytest.mark.slow
 def test_cpu_float32_reproduces_the_reference(gpu_check):
-    """SmolLM2 in float32 on the CPU, the first sample under T1, plain scorer: the committed v."""
+    """SmolLM2 in float32 on the CPU, the first sample under T1, plain scorer: the committed v
+    within 1e-4 (float32 kernels differ between CPUs: 1e-5 on the machine that wrote the
+    reference, 2.5e-5 on a later one; a scoring change moves v by far more)."""
     cache = ROOT / "resources" / "models"
     if not (cache / MODEL / "model.safetensors").exists():
         pytest.skip(f"{MODEL} is not converted in {cache} (python -m ips prepare-model)")
@@ -62,7 +64,7 @@ def test_cpu_float32_reproduces_the_reference(gpu_check):
     ref = json.loads(gpu_check.REFERENCE.read_text())["models"][MODEL]
     assert gpu_check.prompts_digest(lm.tokenizer, ss, samples) == ref["prompts_sha256"][:1]
     v, _ = gpu_check.score_all(lm, ss.conditions[:1], samples, "plain", config["batch_tokens"])
-    np.testing.assert_allclose(v[0, 0], np.asarray(ref["v"])[0, 0], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(v[0, 0], np.asarray(ref["v"])[0, 0], rtol=0, atol=1e-4)
 
 
 def test_compare_holds_float32_to_the_tolerance_and_only_reports_half_precision(gpu_check,
