@@ -171,13 +171,16 @@ def random_game(n: int, k: int, rng) -> sparse.SparseInteractions:
 def test_metrics_on_the_entry_grid_equal_the_dense_axis():
     """`entry_grid` + `SetLayout`: IPS with its bands and τ sweep, types, sparsity and the
     kept-top surrogate on samples of different n equal `ips.metrics` on the padded 2^n_max
-    axis of the games' dense form."""
+    axis of the games' dense form; among them a complete game (Min > 0), a sample whose
+    games have no entry (constant v) and entries of value 0 and tied values."""
     from ips import metrics
 
     rng = np.random.default_rng(3)
     games = [[random_game(n, k, rng) for k in (12, 30, 5)] for n in (5, 7, 6)]
+    games[0][1] = sparse.from_dense(*rng.normal(size=(2, 1 << 5)))  # every (kind, S)
+    games.append([random_game(4, 0, rng) for _ in range(3)])
     norm, layout = sparse.entry_grid(games)
-    dense = np.full((3, 3, 2, 1 << 7), np.nan)
+    dense = np.full((4, 3, 2, 1 << 7), np.nan)
     for s, row in enumerate(games):
         for c, g in enumerate(row):
             dense[s, c, :, :1 << g.n] = sparse.to_dense(g)
@@ -188,7 +191,7 @@ def test_metrics_on_the_entry_grid_equal_the_dense_axis():
                      for x, lay in ((norm, layout), (ref, None)))
         np.testing.assert_allclose(got.per_pair, want.per_pair, rtol=1e-12, err_msg=band)
         np.testing.assert_array_equal(got.n_union, want.n_union)
-    pred = rng.integers(0, 2, size=(3, 3))
+    pred = rng.integers(0, 2, size=(4, 3))
     got, want = (metrics.interaction_type_shares(x, pred, tau=taus, layout=lay)
                  for x, lay in ((norm, layout), (ref, None)))
     np.testing.assert_array_equal(got.sample_counts_changed, want.sample_counts_changed)
@@ -198,11 +201,12 @@ def test_metrics_on_the_entry_grid_equal_the_dense_axis():
     for name in got:
         np.testing.assert_allclose(got[name][1], want[name][1], rtol=1e-12, err_msg=name)
     np.testing.assert_allclose(got_share, want_share, rtol=1e-12)
-    for share in metrics.KEEP:
-        g = games[1][1]
-        a, o = metrics.keep_top(*sparse.to_dense(g), share)
-        np.testing.assert_allclose(sparse.keep_top(g, share).predict(np.arange(1 << g.n)),
-                                   reconstruct(a, o), atol=1e-12)
+    assert np.isfinite(got_share).all()  # the empty sample too: Ĩ = 0 on all of Ω
+    for g in (games[1][1], games[0][1]):
+        for share in metrics.KEEP:
+            a, o = metrics.keep_top(*sparse.to_dense(g), share)
+            np.testing.assert_allclose(sparse.keep_top(g, share).predict(np.arange(1 << g.n)),
+                                       reconstruct(a, o), atol=1e-12)
 
 
 def test_band_of_matches_order_bands():

@@ -142,9 +142,14 @@ def case_study(
     layout = None if sets is None else metrics.SetLayout(np.asarray(sets, np.int64),
                                                          np.int64(len(words)))
     res = metrics.pair_sensitivity(a, b, tau, layout=layout)  # checks shapes, Ω, range and τ
-    n = len(words) if layout is not None else int(metrics.infer_n_vars(a, "norm_a"))
-    if len(words) != n:
-        raise ValueError(f"words: {len(words)} given, but the interactions have n = {n} variables")
+    if layout is None:
+        n = int(metrics.infer_n_vars(a, "norm_a"))
+        if len(words) != n:
+            raise ValueError(f"words: {len(words)} given, but the interactions have n = {n} "
+                             "variables")
+    elif int(layout.sets.max(initial=0)) >> len(words):
+        raise ValueError(f"words: {len(words)} given, but sets holds variable "
+                         f"{int(layout.sets.max()).bit_length()} (bit order)")
     union = metrics.salient(a, tau) | metrics.salient(b, tau)
     kinds, cols = np.nonzero(union)
     masks = cols if layout is None else layout.sets[cols]

@@ -365,7 +365,7 @@ def _face_qp(a_eq, b, cost, lam, k: int, nq: int, radius: float, f_star: float,
     keep[: 4 * k] = (red[: 4 * k] <= _FACE_TOL) | (x[: 4 * k] > 0)
     if nq:
         qr = red[4 * k + 1:]
-        free = (np.abs(qr) <= _FACE_TOL) | (np.abs(x[4 * k + 1:]) < radius)
+        free = (np.abs(qr) <= _FACE_TOL) | (np.abs(x[4 * k + 1:]) < radius * (1 - 1e-9))
         at_bound = np.where(qr < -_FACE_TOL, radius, 0.0)
         fixed[4 * k + 1:] = np.where(free, 0.0, np.where(qr > _FACE_TOL, -radius, at_bound))
         keep[4 * k + 1:] = free

@@ -97,8 +97,13 @@ class Values:
         """The bitmasks of sample s's scored masks, in the order of its entries of `v`."""
         if self.masks is None:
             return np.arange(1 << int(self.n_vars[s]), dtype=np.int64)
-        m = self.masks[s]
-        return m[m >= 0]
+        return design_row(self.masks[s])
+
+
+def design_row(masks: np.ndarray) -> np.ndarray:
+    """The scored bitmasks of one sample's row of `masks` (−1 pads it), in the order of its
+    entries of `v`."""
+    return masks[masks >= 0]
 
 
 def read_values(path: str | os.PathLike, n_max: int | None = None) -> Values:

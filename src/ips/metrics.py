@@ -399,8 +399,9 @@ class SetLayout:
     the grid). An interaction of Ω outside the listed sets is 0. Every function that takes a
     ``layout`` computes on such a grid exactly what it computes on the 2^n axis.
 
-    sets : int64 (..., M), the bitmask of every column, broadcastable to the grid's rows.
-    n : int64 (...), the number of variables of every row.
+    sets : int64 (sample, M), the bitmask of every column of a sample's rows (for
+        :func:`pair_sensitivity` and :func:`interaction_types`: broadcastable to the rows).
+    n : int64 (sample,), the number of variables (likewise).
     """
 
     sets: NDArray[np.int64]
@@ -886,8 +887,7 @@ def sparsity(norm: np.ndarray, tau: float,
     S, C = norm.shape[:2]
     flat = np.abs(norm.reshape(S * C, -1))
     finite = np.isfinite(flat)
-    m = (finite.sum(axis=1) if omega is None
-         else np.repeat(np.asarray(omega, dtype=np.float64), C) * finite.any(axis=1))
+    m = finite.sum(axis=1) if omega is None else np.repeat(np.asarray(omega, np.float64), C)
     # descending, NaN (no value) as 0: beyond a layout's columns Ω holds zeros
     vals = -np.sort(-np.where(finite, flat, 0.0), axis=1)
     curves = np.full((S * C, SPARSITY_RANKS.size), np.nan)

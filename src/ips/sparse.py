@@ -530,11 +530,13 @@ def entry_grid(games: Sequence[Sequence[SparseInteractions]]
     """
     per = []
     for s, row in enumerate(games):
+        if len(row) != len(games[0]) or not len(row):
+            raise ValueError(f"entry_grid: sample {s} has {len(row)} games, sample 0 "
+                             f"{len(games[0])}: every sample needs one per condition")
         if len({g.n for g in row}) != 1:
             raise ValueError(f"entry_grid: sample {s}: games of different n")
-        per.append(np.unique(np.concatenate([g.masks for g in row])) if len(row) else
-                   np.zeros(0, np.int64))
-    S, C = len(games), max((len(row) for row in games), default=0)
+        per.append(np.unique(np.concatenate([g.masks for g in row])))
+    S, C = len(games), len(games[0]) if games else 0
     M = 1 + max((len(u) for u in per), default=0)
     sets = np.full((S, M), -1, np.int64)
     sets[:, 0] = 0
@@ -544,7 +546,7 @@ def entry_grid(games: Sequence[Sequence[SparseInteractions]]
         norm[s, :, :, 1:1 + len(u)] = 0.0
         for c, g in enumerate(row):
             norm[s, c, g.kinds.astype(np.int64), 1 + np.searchsorted(u, g.masks)] = normalize(g)
-    n = np.array([row[0].n if len(row) else 0 for row in games], np.int64)
+    n = np.array([row[0].n for row in games], np.int64)
     return norm, SetLayout(sets, n)
 
 

@@ -78,7 +78,7 @@ import xarray as xr
 from ips import __version__, metrics, uncertainty
 from ips.case_study import choose_cell
 from ips.datasets import letter
-from ips.io import InputError, labels, read_dataset, require
+from ips.io import InputError, design_row, labels, read_dataset, require
 from ips.templates import ZERO_SHOT
 
 log = logging.getLogger(__name__)
@@ -208,12 +208,6 @@ def read_shard(path: str | os.PathLike) -> Shard:
     )
 
 
-def _design(masks: np.ndarray, s: int) -> np.ndarray:
-    """The scored bitmasks of sample s of a sparse values file (its row of `masks` up to the
-    −1 padding), in the order of its entries of `v`."""
-    return masks[s][masks[s] >= 0]
-
-
 def _attach_sparse_fit(shard: Shard, ds, fit_path: Path, mismatch: str) -> None:
     """`attach_fit` of a sparse fit: its games, checked against the values on the design
     (`fit_error` as stored)."""
@@ -227,7 +221,7 @@ def _attach_sparse_fit(shard: Shard, ds, fit_path: Path, mismatch: str) -> None:
              for s in range(S)]
     err = np.zeros((S, C))
     for s in range(S):
-        design = _design(shard.masks, s)
+        design = design_row(shard.masks[s])
         for c, g in enumerate(games[s]):
             v = shard.v[s, c, :len(design)]
             err[s, c] = np.max(np.abs(g.predict(design) - v))
@@ -474,7 +468,7 @@ def case_study_data(merged: Merged, norm: np.ndarray, layout: metrics.SetLayout 
                                              merged.or_[s, [i, j], :masks.size], k))
                for k in metrics.KEEP]
     else:
-        masks = _design(merged.masks, s)
+        masks = design_row(merged.masks[s])
         cols = np.flatnonzero(layout.sets[s] >= 0)
         case_norm = (("case_side", "kind", "case_set"), norm[s, [i, j]][..., cols])
         coords["case_set"] = layout.sets[s, cols]
@@ -785,7 +779,7 @@ def _sparse_matching_nrmse(merged: Merged) -> tuple[np.ndarray, np.ndarray]:
 
     errs = np.zeros((len(merged.games), len(merged.conditions["condition"]), len(metrics.KEEP)))
     for s, row in enumerate(merged.games):
-        design = _design(merged.masks, s)
+        design = design_row(merged.masks[s])
         for c, g in enumerate(row):
             v = merged.v[s, c, :design.size]
             errs[s, c] = [sparse.keep_top(g, k).relative_error(design, v) for k in metrics.KEEP]
@@ -811,10 +805,7 @@ def _attributes(merged: Merged, tau: float, seed: int, n_boot: int, level: float
         "fit_files": json.dumps(merged.fit_files),
         "ips_version": __version__,
         "sampling": a["sampling"],
-        **({"budget": int(a["budget"]),
-            "unreliable_games": int((~merged.game_values("reliable")).sum()),
-            "games": int(merged.game_values("reliable").size)}
-           if merged.games is not None else {}),
+        **(_sparse_attributes(merged) if merged.games is not None else {}),
         "bootstrap": json.dumps({"method": "percentile", "n_boot": int(n_boot),
                                  "level": float(level), "seed": int(seed)}),
         "test": json.dumps({"method": "paired sign-flip permutation",
@@ -823,6 +814,12 @@ def _attributes(merged: Merged, tau: float, seed: int, n_boot: int, level: float
                             "seed": int(seed), "multiplicity": "Holm over the 3 band pairs "
                             "of one group"}),
     }
+
+
+def _sparse_attributes(merged: Merged) -> dict:
+    reliable = merged.game_values("reliable")
+    return {"budget": int(merged.attrs["budget"]), "games": int(reliable.size),
+            "unreliable_games": int((~reliable).sum())}
 
 
 def summarize(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathLike],
