@@ -95,6 +95,8 @@ HOLDOUT = 0.1
 #: keeps a salient-set Jaccard of 0.9-1 / 0.75-0.8 / 0.56 / 0.1-0.4 with the exact fit of v
 #: and moves ips(x,T,T̂) by 0.02 / 0.03 / 0.01 / 0.31: an estimate whose values are off by
 #: more than 1 % of the range cannot pin down IPS, by more than ~0.3 % not the salient set.
+#: Necessary, not sufficient: Gemma 3 estimates at n = 12 below it (0.7 %) still had
+#: Jaccard 0.29-0.46 and |dIPS| 0.14-0.21 (bench_sparse; docs/method.md#sparse-estimation).
 UNRELIABLE_HELDOUT = 0.01
 #: ε tried in turn when the restricted problem has no exact solution on the design
 _NOISE_STEPS = (0.0, 1e-4, 1e-3, 1e-2, 3e-2, 0.1, 0.3)
