@@ -25,10 +25,10 @@ and Gemma 3 270M), loaded by `ips.models.load_model` in the dtype it picks:
 
 On CUDA every model runs twice: in float32 (TF32 off), whose v must reproduce the reference
 within `TOLERANCE` with both scorers (|ΔIPS| is printed) — a check of the GPU code path, not
-of precision — and in the dtype `load_model` picks (bfloat16 where supported), whose differences from the
-reference are printed as what that precision costs (no tolerance: half precision moves v by
-tenths and IPS by up to ~0.1 on the CPU, see docs/method.md#precision); it fails only where
-v is not finite. The speed table is measured in the picked dtype.
+of precision — and in the dtype `load_model` picks (bfloat16 where supported), whose
+differences from the reference are printed as what that precision costs (no tolerance: half
+precision moves v by tenths and IPS by up to ~0.1 on the CPU, see docs/method.md#precision);
+it fails only where v is not finite. The speed table is measured in the picked dtype.
 
 Without CUDA it says so and exits 0. `--device cpu` runs the same check on the CPU in
 float32 (by default one sample, the first model, n = 8 0-shot speed only: about 3 minutes on

@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ips import metrics
+from ips import metrics, sparse
 
 AND_JOIN, OR_JOIN = " ∧ ", " ∨ "
 
@@ -163,8 +163,6 @@ def sparse_case_study(est_a, est_b, words: Sequence[str], pred_a, pred_b, tau: f
     """The case study from two sparse estimates (`ips.sparse.SparseInteractions`, one per
     template): `case_study` on their `ips.sparse.entry_grid` (an interaction that is not an
     entry is 0), the same rows as `case_study` gives on their dense form."""
-    from ips import sparse
-
     if len(words) != est_a.n:
         raise ValueError(f"words: {len(words)} given, but the estimates have n = {est_a.n} "
                          "variables")

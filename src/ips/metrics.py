@@ -372,7 +372,10 @@ def order_bands(n: ArrayLike, n_max: int | None = None) -> NDArray[np.int8]:
         n_max = top
     if n_max < top:
         raise ValueError(f"n_max = {n_max} is smaller than the largest n = {top}")
-    return _band_codes(na.astype(np.int64), 1 << n_max)
+    masks = np.arange(1 << n_max, dtype=np.int64)
+    nn = na.astype(np.int64)
+    code = SetLayout(masks, nn).bands()
+    return np.where(masks < (np.int64(1) << nn)[..., None], code, 0).astype(np.int8)
 
 
 def band_of(sizes: ArrayLike, n: ArrayLike) -> NDArray[np.int8]:
@@ -380,13 +383,6 @@ def band_of(sizes: ArrayLike, n: ArrayLike) -> NDArray[np.int8]:
     |S| ≥ 1 among n variables (``sizes`` and ``n`` broadcast together)."""
     s, nn = np.asarray(sizes, dtype=np.int64), np.asarray(n, dtype=np.int64)
     return np.where(s <= nn // 3, 1, np.where(s <= (2 * nn) // 3, 2, 3)).astype(np.int8)
-
-
-def _band_codes(n: NDArray[np.int64], M: int) -> NDArray[np.int8]:
-    masks = np.arange(M, dtype=np.int64)
-    nn = n[..., None]
-    code = band_of(np.bitwise_count(masks), nn)
-    return np.where((masks >= 1) & (masks < (np.int64(1) << nn)), code, 0).astype(np.int8)
 
 
 @dataclass(frozen=True)
@@ -898,8 +894,9 @@ def sparsity(norm: np.ndarray, tau: float,
         lo = np.floor(pos).astype(np.int64)
         hi = np.minimum(lo + 1, size - 1).astype(np.int64)
         frac = pos - lo
-        curves[rows] = _ranked(vals[rows], lo) * (1 - frac) + _ranked(vals[rows], hi) * frac
-        share[rows] = (vals[rows] > tau).sum(axis=1) / size
+        sorted_rows = vals[rows]
+        curves[rows] = _ranked(sorted_rows, lo) * (1 - frac) + _ranked(sorted_rows, hi) * frac
+        share[rows] = (sorted_rows > tau).sum(axis=1) / size
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return {

@@ -75,7 +75,7 @@ from typing import Sequence
 import numpy as np
 import xarray as xr
 
-from ips import __version__, metrics, uncertainty
+from ips import __version__, metrics, sparse, uncertainty
 from ips.case_study import choose_cell
 from ips.datasets import letter
 from ips.io import InputError, design_row, labels, read_dataset, require
@@ -211,8 +211,6 @@ def read_shard(path: str | os.PathLike) -> Shard:
 def _attach_sparse_fit(shard: Shard, ds, fit_path: Path, mismatch: str) -> None:
     """`attach_fit` of a sparse fit: its games, checked against the values on the design
     (`fit_error` as stored)."""
-    from ips import sparse
-
     if shard.masks is None:
         raise InputError(f"{shard.path}: a values file of sparse sampling needs 'masks'")
     S, C, _ = shard.v.shape
@@ -436,7 +434,6 @@ def case_study_data(merged: Merged, norm: np.ndarray, layout: metrics.SetLayout 
     `case_gold`, `case_ips`, `case_changed`. Without any valued cell: no data,
     `case_sample` = "".
     """
-    from ips import sparse
     from ips.interactions import reconstruct
 
     empty = {"case_sample": ""}
@@ -532,8 +529,6 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
     samples are resampled and tested in the order of their sorted ids, so neither depends
     on how the samples were sharded).
     """
-    from ips import sparse
-
     tau, sweep = _checked_taus(tau, tau_sweep)
     if merged.games is None:
         norm, layout = metrics.normalize(merged.and_, merged.or_, merged.n_vars[:, None]), None
@@ -775,8 +770,6 @@ def _fit_variables(merged: Merged, norm: np.ndarray, layout: metrics.SetLayout |
 def _sparse_matching_nrmse(merged: Merged) -> tuple[np.ndarray, np.ndarray]:
     """`metrics.matching_nrmse` of sparse games, on the masks of their design: the relative
     RMS error of `ips.sparse.keep_top` of every game (mean over all games, and per sample)."""
-    from ips import sparse
-
     errs = np.zeros((len(merged.games), len(merged.conditions["condition"]), len(metrics.KEEP)))
     for s, row in enumerate(merged.games):
         design = design_row(merged.masks[s])
