@@ -15,13 +15,20 @@ STAMP  := $(VENV)/.ips-installed
 TORCH_SPEC  ?= torch==2.13.0+cpu
 TORCH_INDEX ?=
 
-.PHONY: figures test install clean-venv
+.PHONY: figures test explore install clean-venv
 
 figures: $(STAMP)
 	$(BIN)/snakemake --cores all results/figures
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# Property tests with fresh random examples, ROUNDS times (`make test` runs them derandomised,
+# so that a commit always gets the same verdict); a failure prints how to reproduce it.
+ROUNDS ?= 10
+explore: $(STAMP)
+	for i in $$(seq $(ROUNDS)); do \
+	  $(BIN)/python -m pytest -q -m property --hypothesis-profile=explore || exit 1; done
 
 install: $(STAMP)
 

@@ -8,10 +8,25 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from tiny_models import lm_for, make_tiny_gemma, make_tiny_llama
 
 from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
 from ips.models import ModelSpec, prepare_model
+
+# Property tests give one verdict per commit: by default Hypothesis draws its examples from a
+# seed derived from each test and keeps no example database. `make explore` runs them with
+# fresh random draws instead (the "explore" profile, docs/workflow.md#property-tests).
+settings.register_profile("derandomized", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile("derandomized")
+
+
+def pytest_collection_modifyitems(items):
+    """Every Hypothesis test carries the `property` mark, so `make explore` can select them."""
+    for item in items:
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.property)
 
 
 @pytest.fixture(scope="session")

@@ -100,7 +100,8 @@ def _add_fit(sub, common) -> None:
         type=positive_float,
         default=SGD_LEARNING_RATE,
         metavar="LR",
-        help="sgd: initial learning rate, decaying log-linearly to LR/10 (default: %(default)s)",
+        help="sgd: initial learning rate relative to the game's range max|v - v(empty)|, decaying "
+        "log-linearly to LR/10 (default: %(default)s)",
     )
     p.add_argument(
         "--sgd-steps",

@@ -68,7 +68,7 @@ from math import comb
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ips.interactions import l1_optimum
+from ips.interactions import l1_optimum, unit_scale
 from ips.metrics import DEFAULT_TAU, ZERO_TOL, SetLayout, pair_sensitivity
 
 log = logging.getLogger(__name__)
@@ -410,8 +410,10 @@ def estimate(masks: ArrayLike, values: ArrayLike, n: int, *, order: int | None |
     order_ = np.argsort(t != 0, kind="stable")  # row 0 first: T = ∅
     t, v = t[order_], v[order_]
     v0 = float(v[0])
+    unit, scale = unit_scale(v - v0)  # the LP runs on unit scale (Eq. 12 is homogeneous)
+    scale = float(scale[0])
     top = int(np.argmax(_popcount(t)))
-    span_n = abs(float(v[top]) - v0)
+    span_n = abs(float(unit[top]))
     span = float(v.max() - v.min())
     sizes = _popcount(t)
     pool = np.flatnonzero((sizes >= 2) & (sizes <= n - 2))
@@ -423,9 +425,9 @@ def estimate(masks: ArrayLike, values: ArrayLike, n: int, *, order: int | None |
     def run(idx):
         steps = _NOISE_STEPS if noise is None else (noise,)
         for eps in steps:
-            z, mats = _solve(t[idx], v[idx] - v0, cand, full, eps * span_n, n, canonical)
+            z, mats = _solve(t[idx], unit[idx], cand, full, eps * span_n, n, canonical)
             if z is not None:
-                return z, mats, eps
+                return z * scale, mats, eps
         raise RuntimeError(f"sparse AND-OR fit: no feasible fit with ε ≤ {steps[-1]} "
                            f"(order {order}); raise the order or the noise")
 
