@@ -16,7 +16,7 @@ from pathlib import Path
 from ips import __version__, explain
 from ips.arguments import (add_sampling, int_between, json_arg, nonnegative_float,
                            positive_float, sampling_budget, unit)
-from ips.config import MODEL_CACHE, SCORERS, TARGETS
+from ips.config import MODEL_CACHE, SCORERS, TARGETS, default_nulls
 from ips.interactions import SGD_LEARNING_RATE, SGD_STEPS, SOLVERS
 from ips.io import InputError, check_output
 
@@ -441,18 +441,30 @@ def _add_metrics(sub, common) -> None:
     p.add_argument("--tau-sweep", type=unit, nargs="+", default=None, metavar="TAU",
                    help="thresholds of the τ sweep (default: 0.05 0.06 ... 0.20)")
     _add_uncertainty(p)
+    nulls = default_nulls()
+    p.add_argument("--null-levels", type=unit, nargs="+", default=nulls["levels"], metavar="C",
+                   help="Gaussian null levels: noise of C times the range of v on every value "
+                   "of a game, refitted and scored against its fit (default: %(default)s)")
+    p.add_argument("--null-draws", type=int_between(0, 1000), default=nulls["draws"],
+                   metavar="K", help="noise draws per game and level (and per side of a pair "
+                   "for the matched-size null); 0 computes no null (default: %(default)s)")
+    p.add_argument("--no-matched-null", dest="matched_null", action="store_false",
+                   default=nulls["matched"],
+                   help="skip the matched-size null of every template pair")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
     p.set_defaults(func=_metrics)
 
 
 def _metrics(args: argparse.Namespace) -> int:
     from ips.io import write_dataset
+    from ips.nulls import Settings
     from ips.summary import summarize
 
     t0 = time.perf_counter()
+    null = Settings(tuple(args.null_levels), args.null_draws, args.matched_null, args.seed)
     ds = summarize(args.values, args.fits, tau=args.tau, tau_sweep=args.tau_sweep,
                    seed=args.seed, n_boot=args.resamples, level=args.level,
-                   draws=args.permutations)
+                   draws=args.permutations, null=null)
     write_dataset(ds, args.out)
     ips0 = ds["ips"].sel(band="all").values
     a = ds.attrs

@@ -133,6 +133,11 @@ def default_sampling() -> dict:
     return {k: p["default"] for k, p in schema()["properties"]["sampling"]["properties"].items()}
 
 
+def default_nulls() -> dict:
+    """The schema's defaults of `nulls`: {levels, draws, matched}."""
+    return {k: p["default"] for k, p in schema()["properties"]["nulls"]["properties"].items()}
+
+
 def validate_settings(settings: dict, source: str = "settings") -> dict:
     """Validate one dataset's settings like a config (defaults filled in); raise `ConfigError`."""
     _check_schema(settings, settings_schema(), source)

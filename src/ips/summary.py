@@ -68,6 +68,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -75,7 +76,7 @@ from typing import Sequence
 import numpy as np
 import xarray as xr
 
-from ips import __version__, metrics, sparse, uncertainty
+from ips import __version__, metrics, nulls, sparse, uncertainty
 from ips.case_study import choose_cell
 from ips.datasets import letter
 from ips.io import InputError, design_row, labels, read_dataset, require
@@ -117,6 +118,7 @@ class Shard:
     or_: np.ndarray | None = None
     games: list | None = None  # sparse fits: games[sample][condition] (ips.sparse)
     matching_error: np.ndarray | None = None
+    fit_attrs: dict = field(default_factory=dict)  # how the fit was made (solver, settings)
 
 
 @dataclass
@@ -143,6 +145,7 @@ class Merged:
     greedy_text: np.ndarray | None = None
     values_files: list[str] = field(default_factory=list)
     fit_files: list[str] = field(default_factory=list)
+    fit_attrs: dict = field(default_factory=dict)
 
     def game_values(self, name: str) -> np.ndarray:
         """(sample, condition) attribute `name` of every sparse game (`heldout_error`, …)."""
@@ -280,6 +283,7 @@ def attach_fit(shard: Shard, fit_path: str | os.PathLike) -> None:
             )
     shard.fit_path = fit_path
     shard.and_, shard.or_, shard.matching_error = and_, or_, err
+    shard.fit_attrs = dict(ds.attrs)
 
 
 def merge_shards(shards: Sequence[Shard]) -> Merged:
@@ -349,6 +353,7 @@ def merge_shards(shards: Sequence[Shard]) -> Merged:
         greedy_text=None if first.greedy_text is None else cat("greedy_text"),
         values_files=[str(sh.path) for sh in shards],
         fit_files=[str(sh.fit_path) for sh in shards],
+        fit_attrs=first.fit_attrs,
     )
 
 
@@ -521,14 +526,16 @@ def band_tests(sample_ips: np.ndarray, draws: int = uncertainty.DRAWS,
 def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
             tau_sweep: Sequence[float] | None = None, seed: int = 0,
             n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
-            draws: int = uncertainty.DRAWS) -> xr.Dataset:
+            draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None) -> xr.Dataset:
     """The metrics of one (model, dataset); see the module docstring for the layout.
 
     ``seed``, ``n_boot`` and ``level`` set the bootstrap of the confidence intervals,
     ``seed`` and ``draws`` the sign-flip tests of the order bands (`ips.uncertainty`;
     samples are resampled and tested in the order of their sorted ids, so neither depends
-    on how the samples were sharded).
+    on how the samples were sharded). ``null``: the null IPS to compute (`ips.nulls`;
+    None: none).
     """
+    null = nulls.Settings((), 0) if null is None else null
     tau, sweep = _checked_taus(tau, tau_sweep)
     if merged.games is None:
         norm, layout = metrics.normalize(merged.and_, merged.or_, merged.n_vars[:, None]), None
@@ -547,11 +554,14 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         _pair_variables(merged, groups, per_group, pred),
         _sample_variables(merged, per_group, order, seed, n_boot, level, draws),
         _fit_variables(merged, norm, layout, tau, order),
+        _null_variables(merged, norm, groups, per_group, tau, sweep, null, order,
+                        uncertainty.resample_counts(len(order), n_boot, seed), level),
         (case_data, case_coords),
     ):
         data.update(d)
         coords.update(c)
-    attrs = {**_attributes(merged, tau, seed, n_boot, level, draws), **case_attrs}
+    attrs = {**_attributes(merged, tau, seed, n_boot, level, draws), **case_attrs,
+             "null": _null_attribute(merged, null)}
     ds = xr.Dataset(data, coords=coords, attrs=attrs)
     ds["ips"].attrs["description"] = "IPS (band all) and IPS^low/mid/high at tau"
     ds["pair_ips"].attrs["description"] = (
@@ -767,6 +777,104 @@ def _fit_variables(merged: Merged, norm: np.ndarray, layout: metrics.SetLayout |
     return data, {"rank": metrics.SPARSITY_RANKS, "keep": np.asarray(metrics.KEEP)}
 
 
+def _null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_group: list[dict],
+                    tau: float, sweep: np.ndarray, null: nulls.Settings, order: np.ndarray,
+                    counts: np.ndarray, level: float):
+    """The null IPS beside IPS (`ips.nulls`): the Gaussian null per sample, group, level and
+    band (with intervals over samples, n and the τ sweep), the matched-size null per sample
+    and pair, the size of every pair's change, and the range of every game."""
+    if null.draws == 0:
+        return {}, {}
+    if merged.games is not None:
+        log.warning("%s: null IPS not computed (sparse fits: only exhaustive fits have one)",
+                    merged.values_files[0])
+        return {}, {}
+    t0 = time.perf_counter()
+    fit = nulls.fitter(merged.fit_attrs)
+    v, n_vars, samples = merged.v, merged.n_vars, merged.samples
+    S, C, M = v.shape
+    ranges = nulls.game_range(v, n_vars[:, None])
+    data = {"sample_v_range": (("sample", "condition"), ranges[order])}
+    coords = {"null_level": np.asarray(null.levels, np.float64)}
+    game, game_sweep = [], []
+    for c in null.levels:
+        runs = [nulls.gaussian_null(v, n_vars, norm, fit, c,
+                                    nulls.standard_noise(samples, (C, M), null.seed, 1,
+                                                         round(c * 1e9), d), tau, sweep)
+                for d in range(null.draws)]
+        game.append(nulls.nan_mean(np.stack([r.bands for r in runs]), 0))  # (S, C, B)
+        game_sweep.append(nulls.nan_mean(np.stack([r.sweep for r in runs]), 0))
+    game, game_sweep = np.stack(game, 2), np.stack(game_sweep, 2)  # (S, C, L, B|T)
+    index = {str(c): i for i, c in enumerate(merged.conditions["condition"])}
+    members = [[index[c] for c in merged.groups[g]] for g in groups]
+    sample_null = np.stack([nulls.nan_mean(game[:, m], 1) for m in members], 1)[order]
+    sample_sweep = np.stack([nulls.nan_mean(game_sweep[:, m], 1) for m in members], 1)[order]
+    data |= _over_samples("null", sample_null, ("group", "null_level", "band"), counts, level)
+    data["null_ips_sweep"] = (("tau", "group", "null_level"),
+                              np.moveaxis(nulls.nan_mean(sample_sweep, 0), -1, 0))
+    if null.matched:
+        data |= _matched_variables(merged, norm, per_group, tau, sweep, null, fit, order,
+                                   counts, level, ranges)
+    log.info("null IPS: %d games x %d levels x %d draws%s, %.1f s", S * C, len(null.levels),
+             null.draws, ", matched-size null of every pair" if null.matched else "",
+             time.perf_counter() - t0)
+    return data, coords
+
+
+def _over_samples(name: str, per_sample: np.ndarray, dims: tuple[str, ...],
+                  counts: np.ndarray, level: float) -> dict:
+    """`sample_{name}_ips` (sample, *dims), its mean over samples `{name}_ips`, the bootstrap
+    interval `{name}_ips_ci` and the samples valued `{name}_n_valued`."""
+    est, ci = uncertainty.bootstrap_ci(per_sample[:, None], level=level, counts=counts)
+    return {f"sample_{name}_ips": (("sample", *dims), per_sample),
+            f"{name}_ips": (dims, np.asarray(est, np.float64).reshape(per_sample.shape[1:])),
+            f"{name}_ips_ci": ((*dims, "bound"), ci.reshape(*per_sample.shape[1:], 2)),
+            f"{name}_n_valued": (dims, np.isfinite(per_sample).sum(0).astype(np.int64))}
+
+
+def _matched_variables(merged: Merged, norm: np.ndarray, per_group: list[dict], tau: float,
+                       sweep: np.ndarray, null: nulls.Settings, fit, order: np.ndarray,
+                       counts: np.ndarray, level: float, ranges: np.ndarray) -> dict:
+    """The matched-size null of every pair (sample, pair, band), per group and sample, and
+    the size of each pair's change, absolute and relative to the mean range of its games."""
+    pairs = np.concatenate([g["pairs"] for g in per_group]).reshape(-1, 2)
+    S, _, M = merged.v.shape
+    runs, sigma = [], np.zeros((S, len(pairs)))
+    for d in range(null.draws):
+        eps = nulls.standard_noise(merged.samples, (2, len(pairs), M), null.seed, 2, d)
+        got, sigma = nulls.matched_null(merged.v, merged.n_vars, norm, pairs, fit, eps, tau,
+                                        sweep)
+        runs.append(got.bands)
+    pair_null = nulls.nan_mean(np.stack(runs), 0)[order]  # (S, P, B)
+    bounds = np.cumsum([0] + [len(g["pairs"]) for g in per_group])
+    sample_matched = np.stack([nulls.nan_mean(pair_null[:, a:b], 1)
+                               for a, b in zip(bounds[:-1], bounds[1:])], 1)
+    mean_range = 0.5 * (ranges[:, pairs[:, 0]] + ranges[:, pairs[:, 1]])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        relative = np.where(mean_range > 0, sigma / mean_range, np.nan)
+    return {
+        **_over_samples("matched_null", sample_matched, ("group", "band"), counts, level),
+        "sample_pair_matched_null": (("sample", "pair", "band"), pair_null),
+        "pair_matched_null": (("pair", "band"), nulls.nan_mean(pair_null, 0)),
+        "sample_pair_change": (("sample", "pair"), sigma[order]),
+        "sample_pair_change_rel": (("sample", "pair"), relative[order]),
+    }
+
+
+def _null_attribute(merged: Merged, null: nulls.Settings) -> str:
+    """How the null IPS was made (JSON): the perturbation models, levels, draws, seed, fit."""
+    if null.draws == 0 or merged.games is not None:
+        return json.dumps({"computed": False})
+    return json.dumps({
+        "computed": True,
+        "gaussian": "v + level * (max v - min v) * N(0, 1) on every mask, fitted like v and "
+                    "scored against v's fit as a template pair (ips.nulls)",
+        "matched": ("each side of a pair + sd(v_b - v_a) * N(0, 1), fitted and scored against "
+                    "its own fit; mean of the two sides") if null.matched else "",
+        "levels": list(null.levels), "draws": int(null.draws), "seed": int(null.seed),
+        "fit": merged.fit_attrs.get("solver_requested", "auto")})
+
+
 def _sparse_matching_nrmse(merged: Merged) -> tuple[np.ndarray, np.ndarray]:
     """`metrics.matching_nrmse` of sparse games, on the masks of their design: the relative
     RMS error of `ips.sparse.keep_top` of every game (mean over all games, and per sample)."""
@@ -819,7 +927,7 @@ def summarize(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathL
               tau: float = metrics.DEFAULT_TAU,
               tau_sweep: Sequence[float] | None = None, seed: int = 0,
               n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
-              draws: int = uncertainty.DRAWS) -> xr.Dataset:
+              draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None) -> xr.Dataset:
     """Read, check and merge the shards, then compute the metrics (what `ips metrics` does)."""
     return compute(load(values, fits), tau, tau_sweep, seed=seed, n_boot=n_boot, level=level,
-                   draws=draws)
+                   draws=draws, null=null)

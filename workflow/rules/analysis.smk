@@ -19,14 +19,21 @@ rule metrics:
         resamples=config["bootstrap"]["resamples"],
         level=config["bootstrap"]["level"],
         permutations=config["permutation"]["draws"],
+        null_levels=" ".join(map(str, config["nulls"]["levels"])),
+        null_draws=config["nulls"]["draws"],
+        matched_null="" if config["nulls"]["matched"] else "--no-matched-null",
     log:
         "logs/metrics/{model}/{dataset}.log",
+    benchmark:
+        "results/benchmarks/metrics/{model}/{dataset}.tsv"
     conda:
         "../../envs/ips.yaml"
     shell:
         "python -m ips metrics --values {input.values} --fits {input.fits} --tau {params.tau} "
         "--tau-sweep {params.tau_sweep} --seed {params.seed} --resamples {params.resamples} "
-        "--level {params.level} --permutations {params.permutations} --out {output} 2> {log}"
+        "--level {params.level} --permutations {params.permutations} "
+        "--null-levels {params.null_levels} --null-draws {params.null_draws} "
+        "{params.matched_null} --out {output} 2> {log}"
 
 
 rule factors:

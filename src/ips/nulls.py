@@ -1,0 +1,190 @@
+r"""Null IPS: what IPS reports when nothing but unstructured change separates two games
+(beyond the paper; docs/method.md#nulls).
+
+IPS compares the salient interactions of two templates (Section 4.1). Any change of v moves
+them, so an IPS is read against what noise alone gives. Two perturbation models:
+
+*Gaussian null* at level c (a share of the game's range). Every value of the game moves,
+
+    v'(x_T) = v(x_T) + σ·ε_T,   ε_T iid N(0, 1) for every T ⊆ N (∅ and N included),
+    σ = c·(max_T v(x_T) − min_T v(x_T)),
+
+v' is fitted like v (same solver and settings), and the pair (v, v') is scored as a template
+pair: the game's null IPS is ips(x, v, v') (Eq. 3's inner term), per order band and τ. A
+sample's null IPS in a condition group is the mean over the group's conditions (and draws),
+and the group's null IPS the mean over samples, as for IPS. It models rounding of v as
+independent noise; the precision null measures rounding itself.
+
+*Matched-size null* of a template pair (T, T̂) of one sample. The size of the pair's change
+is the standard deviation of Δv = v_T̂ − v_T over the 2^n masks (population sd: the mean
+change, which only moves I_AND(∅) outside Ω, does not count),
+
+    σ_TT̂ = sd_T(Δv),
+
+and each side gets unstructured noise of that size: the matched null is the mean of
+ips(x, v_T, v_T + σε) and ips(x, v_T̂, v_T̂ + σε'), symmetric in the two templates. Template
+IPS above it says that the template moved the interactions more than unstructured change of
+the same size would; below it, that the template's change is structured (it moves v in ways
+the interactions absorb).
+
+What a null cannot show: it is a reference for the size of IPS, not a test that the model
+is insensitive; a game's null depends on its own interactions (a flat game, whose Ĩ are all
+near τ, is disturbed more by the same noise).
+"""
+
+from __future__ import annotations
+
+import warnings
+import zlib
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ips import metrics
+
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What `ips metrics` computes: Gaussian nulls at ``levels`` with ``draws`` draws per game
+    and level (0: no null at all), the matched-size null of every pair when ``matched``, all
+    drawn from ``seed``. The defaults are the config schema's (`nulls`)."""
+
+    levels: tuple[float, ...]
+    draws: int
+    matched: bool = True
+    seed: int = 0
+
+
+#: fits games of one n: rows (k, 2**n) → (and_, or_) of the same shape
+Fitter = Callable[[NDArray[np.float64]], tuple[NDArray[np.float64], NDArray[np.float64]]]
+
+
+def _masked(v: NDArray[np.float64], n_vars: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """True on the first 2**n entries of every game (v: (..., 2**n_max), n_vars: v.shape[:-1])."""
+    return np.arange(v.shape[-1]) < (np.int64(1) << np.asarray(n_vars))[..., None]
+
+
+def game_range(v: NDArray[np.float64], n_vars: NDArray[np.int64]) -> NDArray[np.float64]:
+    """max_T v(x_T) − min_T v(x_T) of every game, over its 2**n masks."""
+    inside = _masked(v, n_vars)
+    return (np.max(np.where(inside, v, -np.inf), -1) - np.min(np.where(inside, v, np.inf), -1))
+
+
+def change_size(v_a: NDArray[np.float64], v_b: NDArray[np.float64],
+                n_vars: NDArray[np.int64]) -> NDArray[np.float64]:
+    """σ = sd_T(v_b − v_a) over each game's 2**n masks (population sd)."""
+    inside = _masked(v_a, n_vars)
+    d = np.where(inside, v_b - v_a, 0.0)
+    size = inside.sum(-1)
+    mean = d.sum(-1) / size
+    return np.sqrt(np.where(inside, (d - mean[..., None]) ** 2, 0.0).sum(-1) / size)
+
+
+def standard_noise(samples, shape: tuple[int, ...], seed: int, *stream: int
+                   ) -> NDArray[np.float64]:
+    """ε iid N(0, 1) of shape (sample, *shape), each sample's drawn from its own generator
+    seeded by (seed, *stream, CRC-32 of its id): the same sample gets the same noise whatever
+    the shard it is in and whatever other samples are there (as the bootstrap's sorted ids)."""
+    return np.stack([np.random.default_rng([seed, *stream, zlib.crc32(str(s).encode())])
+                     .standard_normal(shape) for s in samples]) if len(samples) else \
+        np.zeros((0, *shape))
+
+
+def perturb(v: NDArray[np.float64], n_vars: NDArray[np.int64], sigma: NDArray[np.float64],
+            eps: NDArray[np.float64]) -> NDArray[np.float64]:
+    """v + σ·ε on each game's 2**n masks (ε of v's shape); the padding is left as it is."""
+    return np.where(_masked(v, n_vars), v + np.asarray(sigma)[..., None] * eps, v)
+
+
+def fit_games(v: NDArray[np.float64], n_vars: NDArray[np.int64],
+              fit: Fitter) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(and_, or_) of every game of v (..., 2**n_max), NaN beyond 2**n, grouped by n."""
+    flat = v.reshape(-1, v.shape[-1])
+    nv = np.broadcast_to(np.asarray(n_vars), v.shape[:-1]).reshape(-1)
+    and_, or_ = np.full(flat.shape, np.nan), np.full(flat.shape, np.nan)
+    for n in np.unique(nv).tolist():
+        idx = np.flatnonzero(nv == n)
+        and_[idx, : 1 << n], or_[idx, : 1 << n] = fit(flat[idx, : 1 << n])
+    return and_.reshape(v.shape), or_.reshape(v.shape)
+
+
+@dataclass(frozen=True)
+class GameNull:
+    """ips(x, v, v') of every game against its perturbed fit: ``bands`` (..., band) over
+    ("all", "low", "mid", "high"), ``sweep`` (..., tau); NaN where U is empty."""
+
+    bands: NDArray[np.float64]
+    sweep: NDArray[np.float64]
+
+
+def score_against(norm: NDArray[np.float64], norm_null: NDArray[np.float64], tau: float,
+                  sweep: NDArray[np.float64]) -> GameNull:
+    """Score each game's normalised interactions (..., 2, M) against their null (same shape)
+    as a template pair, in every band at ``tau`` and over ``sweep`` (band all)."""
+    bands = [metrics.pair_sensitivity(norm, norm_null, tau, band).value
+             for band in (None, *metrics.BANDS)]
+    swept = metrics.pair_sensitivity(norm, norm_null, np.asarray(sweep, float)).value
+    return GameNull(np.stack(bands, -1), np.moveaxis(swept, 0, -1))
+
+
+def gaussian_null(v: NDArray[np.float64], n_vars: NDArray[np.int64],
+                  norm: NDArray[np.float64], fit: Fitter, level: float,
+                  eps: NDArray[np.float64], tau: float, sweep: NDArray[np.float64]) -> GameNull:
+    """The Gaussian null of every game of v (sample, condition, 2**n_max) at one level for
+    one draw of ε (v's shape): v + level·range(v)·ε fitted by ``fit`` and scored against
+    ``norm`` (the normalised interactions of v's own fit, (sample, condition, 2, 2**n_max))."""
+    noisy = perturb(v, n_vars[:, None], level * game_range(v, n_vars[:, None]), eps)
+    return _null_of(noisy, n_vars[:, None], norm, fit, tau, sweep)
+
+
+def matched_null(v: NDArray[np.float64], n_vars: NDArray[np.int64],
+                 norm: NDArray[np.float64], pairs: NDArray[np.int64], fit: Fitter,
+                 eps: NDArray[np.float64], tau: float,
+                 sweep: NDArray[np.float64]) -> tuple[GameNull, NDArray[np.float64]]:
+    """The matched-size null of every (sample, pair) of condition indices ``pairs`` (P, 2)
+    for one draw ε (sample, 2, P, 2**n_max: side T, side T̂), and the change size σ
+    (sample, pair). The null is the mean of the two sides (nan-mean: a side with an empty U
+    does not count)."""
+    nv = n_vars[:, None]
+    sigma = change_size(v[:, pairs[:, 0]], v[:, pairs[:, 1]], nv)
+    sides = []
+    for side in (0, 1):
+        noisy = perturb(v[:, pairs[:, side]], nv, sigma, eps[:, side])
+        sides.append(_null_of(noisy, nv, norm[:, pairs[:, side]], fit, tau, sweep))
+    mean = GameNull(nan_mean(np.stack([s.bands for s in sides]), 0),
+                    nan_mean(np.stack([s.sweep for s in sides]), 0))
+    return mean, sigma
+
+
+def nan_mean(x: NDArray[np.float64], axis) -> NDArray[np.float64]:
+    """Mean over ``axis`` ignoring NaN; NaN (silently) where every value is NaN."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(x, axis=axis)
+
+
+def _null_of(noisy, n_vars, norm, fit, tau, sweep) -> GameNull:
+    and_, or_ = fit_games(noisy, np.broadcast_to(n_vars, noisy.shape[:-1]), fit)
+    norm_null = metrics.normalize(and_, or_, np.broadcast_to(n_vars, noisy.shape[:-1]))
+    return score_against(norm, norm_null, tau, sweep)
+
+
+def fitter(fit_attrs: dict) -> Fitter:
+    """The fit that made a fit file (its attributes `solver_requested`, `noise`, and sgd's
+    `sgd_learning_rate`, `sgd_steps`), so that a null is fitted as its reference was."""
+    from ips.interactions import and_or
+
+    solver = str(fit_attrs.get("solver_requested", "auto"))
+    options = {"noise": float(fit_attrs.get("noise", 0.0))}
+    if solver == "sgd":
+        options |= {"learning_rate": float(fit_attrs["sgd_learning_rate"]),
+                    "steps": int(fit_attrs["sgd_steps"])}
+
+    def fit(rows):
+        res = and_or(rows, solver=solver, **options)
+        return res.and_, res.or_
+
+    return fit
