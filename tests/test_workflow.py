@@ -47,6 +47,7 @@ def tiny_config(model_dir, **overrides):
         "templates": {"mcq": ["T1", "T2", "T4"]},
         "few_shot": {"templates": ["T1", "T4"], "shots": [1]},
         "permutation": {"draws": 199},
+        "nulls": {"levels": [0.01, 0.05], "draws": 1},
         "models": {
             "tiny-a": {"source": {"path": str(model_dir)}, "family": "tiny", "series": "tiny",
                        "type": "base", "architecture": "dense", "params": 1000},
@@ -106,6 +107,11 @@ def test_whole_dag_produces_tables_and_figures(finished):
         assert lo <= float(m["ips"].sel(group="0shot", band="all")) <= hi
         assert m["band_p_holm"].dims == ("group", "band_pair")
         assert json.loads(m.attrs["test"])["draws"] == 199  # permutation.draws via params
+        # the nulls of config `nulls` (via params): per sample, group, level and band
+        assert list(m["null_level"].values) == [0.01, 0.05]
+        assert m["sample_null_ips"].dims == ("sample", "group", "null_level", "band")
+        assert m["sample_pair_matched_null"].sizes["pair"] == m.sizes["pair"]
+        assert json.loads(m.attrs["null"])["levels"] == [0.01, 0.05]
     with xr.open_dataset(finished / "results/factors/factors.nc", engine="h5netcdf") as f:
         assert "p_value" in f and "delta_ips_ci" in f
         assert json.loads(f.attrs["test"])["draws"] == 199
@@ -143,7 +149,8 @@ def test_whole_dag_produces_tables_and_figures(finished):
     assert {r["verdict"] for r in rows} <= {"supported", "contradicted", "undecided",
                                            "untestable"}
     assert {"order_low_below_mid", "types_changed_opposite", "factor_instruct_vs_base",
-            "ips_vs_consistency"} <= {r["claim"] for r in rows}
+            "ips_vs_consistency", "template_below_matched_null",
+            "template_above_gaussian_null"} <= {r["claim"] for r in rows}
     for r in rows:
         assert r["verdict"] == "untestable" or int(r["n"]) > 0, r
     assert "## The paper's claims on these models" in (
@@ -175,6 +182,18 @@ def test_changing_tau_reruns_only_the_analysis(finished):
     r = snakemake(finished, "-n", "--config", "tau=0.15")
     assert r.returncode == 0, r.stderr
     assert jobs(r.stdout + r.stderr) == {"metrics": 4, "factors": 1, "figures": 1, "all": 1}
+
+
+def test_changing_a_null_level_reruns_only_the_analysis(finished):
+    alt = finished / "config-null.yaml"
+    alt.write_text(yaml.safe_dump({"nulls": {"levels": [0.02]}}))
+    r = snakemake(finished, "-n", "--configfile", alt)
+    assert r.returncode == 0, r.stderr
+    assert jobs(r.stdout + r.stderr) == {"metrics": 4, "factors": 1, "figures": 1, "all": 1}
+    alt.write_text(yaml.safe_dump({"nulls": {"levels": [0.0]}}))
+    r = snakemake(finished, "-n", "--configfile", alt)
+    assert r.returncode != 0
+    assert "nulls.levels.0: 0.0 is less than or equal to the minimum of 0" in r.stdout + r.stderr
 
 
 def test_changing_n_items_or_a_model_reruns_what_it_must(finished):

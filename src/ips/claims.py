@@ -26,6 +26,7 @@ rests on fewer than ``ips.uncertainty.MIN_RELIABLE_N`` samples say so in ``note`
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, fields
 from itertools import permutations
@@ -121,8 +122,6 @@ def _scope(*parts: str) -> str:
 
 def _settings(e: Entry) -> tuple[int, int, float]:
     """(seed, n_boot, level) recorded in a metrics file, so intervals match its tables."""
-    import json
-
     b = json.loads(e.ds.attrs.get("bootstrap", "{}") or "{}")
     return (int(b.get("seed", 0)), int(b.get("n_boot", uncertainty.N_BOOT)),
             float(b.get("level", uncertainty.LEVEL)))
@@ -296,6 +295,76 @@ def few_shot_curve_claim(e: Entry, permutations_: int, seed: int) -> Claim:
                              _few(int(t.n))))
 
 
+# ------------------------------------------------------------- against the nulls (ips.nulls)
+
+NULL_CLAIMS = {
+    "template_below_matched_null": (
+        "(not in the paper) template changes disturb the interactions less than unstructured "
+        "change of the same size (the matched-size null)"),
+    "template_above_gaussian_null": (
+        "(not in the paper; the paper assumes it) the template IPS exceeds the IPS of Gaussian "
+        "noise on v"),
+    "ips_falls_with_range": (
+        "(not in the paper) samples whose v spans a wider range (a more decided model) have "
+        "lower IPS"),
+}
+
+
+def _paired_row(e: Entry, claim: str, d: np.ndarray, sign: int, what: str, draws: int,
+                seed: int, where: str = "") -> Claim:
+    """A directional row on per-sample differences d (S,): their mean with a bootstrap
+    interval over samples, and the two-sided paired sign-flip p."""
+    boot_seed, n_boot, level = _settings(e)
+    t = uncertainty.sign_flip_test(d, draws=draws, seed=seed)
+    n = int(t.n)
+    _, ci = (uncertainty.bootstrap_ci(d, n_boot=n_boot, level=level, seed=boot_seed) if n
+             else (None, np.full(2, np.nan)))
+    est = float(t.mean_difference)
+    return Claim(claim, _scope(e.model, e.dataset, MAIN_GROUP, where), NULL_CLAIMS[claim], est,
+                 float(ci[0]), float(ci[1]), n,
+                 f"paired sign-flip ({t.method}) on per-sample {what}; interval: bootstrap",
+                 float(t.p_value), directional(est, float(t.p_value), sign),
+                 _notes(f"estimate: mean per-sample {what}", _few(n)))
+
+
+def null_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
+    """Each (model, dataset)'s IPS read against its nulls (main group, band all): below the
+    matched-size null, above the Gaussian null at every level, and its association with the
+    range of v over samples."""
+    ds = e.ds
+    scope = _scope(e.model, e.dataset, MAIN_GROUP)
+    if "sample_null_ips" not in ds or MAIN_GROUP not in ds["group"].values:
+        return [Claim(c, scope, p, note="metrics file has no null IPS (nulls.draws = 0, a "
+                      "sparse fit, or an older file); rerun ips metrics")
+                for c, p in NULL_CLAIMS.items()]
+    ips = ds["sample_ips"].sel(group=MAIN_GROUP, band="all").values.astype(float)
+    out = []
+    if "sample_matched_null_ips" in ds:
+        matched = ds["sample_matched_null_ips"].sel(group=MAIN_GROUP, band="all").values
+        out.append(_paired_row(e, "template_below_matched_null", ips - matched, -1,
+                               "IPS − matched-size null IPS", draws, seed))
+    for c in ds["null_level"].values:
+        null = ds["sample_null_ips"].sel(group=MAIN_GROUP, null_level=c, band="all").values
+        out.append(_paired_row(e, "template_above_gaussian_null", ips - null, +1,
+                               "IPS − Gaussian null IPS", draws, seed,
+                               f"noise {float(c):.3g} × range of v"))
+    members = list(json.loads(ds.attrs["groups"])[MAIN_GROUP])
+    spread = ds["sample_v_range"].sel(condition=members).values.mean(axis=1)
+    ok = np.isfinite(ips) & np.isfinite(spread)
+    n = int(ok.sum())
+    if n < 3:
+        out.append(Claim("ips_falls_with_range", scope, NULL_CLAIMS["ips_falls_with_range"], n=n,
+                         note=f"{n} sample(s); a rank correlation needs at least 3"))
+    else:
+        r, p = spearman_permutation(spread[ok], ips[ok], draws, seed)
+        out.append(Claim("ips_falls_with_range", scope, NULL_CLAIMS["ips_falls_with_range"], r,
+                         n=n, test="Spearman ρ over samples of per-sample IPS and the mean "
+                         "range of v over the group's conditions, permutation p", p_value=p,
+                         verdict=directional(r, p, -1),
+                         note=_notes("n counts samples", _few(n))))
+    return out
+
+
 # ------------------------------------------------------------------ claims across models
 
 
@@ -379,8 +448,6 @@ FACTOR_CLAIMS = {
 
 def factor_claims(factors: xr.Dataset) -> list[Claim]:
     """One row per factor comparison (A has the factor; the paper: IPS_A < IPS_B)."""
-    import json
-
     out = []
     absent = json.loads(factors.attrs.get("absent", "{}") or "{}")
     comp_factor = factors["comparison_factor"].values.astype(str)
@@ -422,6 +489,7 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999,
         out += sparsity_claims(e)
         out += type_claims(e)
         out += order_claims(e)
+        out += null_claims(e, draws, seed)
     out += factor_claims(factors)
     out += [few_shot_curve_claim(e, draws, seed) for e in entries if e.ds.attrs.get("kind",
                                                                                  "mcq") == "mcq"]

@@ -32,6 +32,12 @@ Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf
 | `matching_nrmse` | keep | universal matching keeping only the largest 3 % / 5 % / all interactions: mean over (sample, condition) of RMS(φ_k − v) / (max v − min v) (Fig. 2b) |
 | `sample_salient_share`, `sample_matching_nrmse` | sample[, keep] | the same two per sample (mean over its conditions), for intervals over samples |
 | `case_norm`, `case_v`, `case_rec`, `case_words` | case_side, kind, case_mask / case_var | the case-study sample (`case_study_data`): Ĩ under both conditions (side `a`, `b`; kind `AND`, `OR`), v, the surrogate with the largest interactions, its variables |
+| `null_ips`, `null_ips_ci`, `null_n_valued` | group, null_level, band[, bound] | Gaussian null IPS (`ips.nulls`): mean over samples of each sample's mean over the group's conditions of ips(x, v, v') with v' = v + level·range(v)·N(0, 1) refitted; its bootstrap interval and samples |
+| `sample_null_ips`, `null_ips_sweep` | sample, group, null_level, band / tau, group, null_level | the same per sample, and over the τ sweep (band all) |
+| `matched_null_ips`, `matched_null_ips_ci`, `matched_null_n_valued`, `sample_matched_null_ips` | group, band (sample, …) | matched-size null: per sample the mean over the group's pairs of the pair's null (both sides + noise of sd(v_b − v_a), mean of the two sides) |
+| `sample_pair_matched_null`, `pair_matched_null` | sample, pair, band / pair, band | the matched-size null of every pair, and its mean over samples |
+| `sample_pair_change`, `sample_pair_change_rel` | sample, pair | size of each pair's change sd(v_b − v_a), and that over the mean range of the two games |
+| `sample_v_range` | sample, condition | max v − min v of every game |
 | `heldout_error`, `reliable` | sample, condition | sparse fits only: each game's held-out reconstruction error (NaN for a complete design) and whether it is at most `ips.sparse.UNRELIABLE_HELDOUT` |
 
 Sparse fits (`sampling: sparse`, any n): the interactions are their games' entries, laid on
@@ -51,7 +57,8 @@ Attributes: `model`, `model_attributes` (JSON), `dataset`, `kind`, `target`, `ta
 (JSON), `prediction` (`pred`, the letter argmax, for MCQ; `greedy_token` for instruction
 datasets, whose `pred` is −1), `template_file`, `values_files`, `fit_files` (JSON lists),
 `ips_version`, `sampling`, for sparse fits `budget`, `games` and `unreliable_games`,
-`bootstrap` (JSON: method, n_boot, level, seed), `test` (JSON: method,
+`bootstrap` (JSON: method, n_boot, level, seed), `null` (JSON: how the nulls were made, or
+`{"computed": false}`), `test` (JSON: method,
 exact_max, draws, seed, multiplicity), and the case study's
 `case_sample` ("" when there is none), `case_group`, `case_condition_a/_b`,
 `case_template_a/_b`, `case_pred_a/_b`, `case_gold`, `case_ips`, `case_changed`.

@@ -4,7 +4,7 @@ Reads the metrics files of `ips metrics` (one per model and dataset) and the fac
 `ips factors`, and writes a directory: every figure as PNG and PDF (`style.save`), the tables
 and a README. What each file shows is its caption in `ips.figures.captions`; each figure
 family is drawn by a module of its own (`sparsity`, `case_study`, `types`, `ranking`,
-`factors`, `order`, `robustness`, `perturbation`, `representation`).
+`factors`, `order`, `robustness`, `perturbation`, `representation`, `nulls`).
 
 The case-study figures need `ips.case_study` and `ips.figures.case_study`; they are drawn for
 every metrics file that holds a case (`case_sample` attribute, see `ips.summary`). The
@@ -36,6 +36,7 @@ from ips.figures.captions import (CASE_STUDY, CASE_STUDY_CAPTION, FIGURES, TABLE
 from ips.figures.common import (FACTOR_TITLES, MAIN_GROUP, absent_factors, datasets_of,
                                 robustness_text)
 from ips.figures.factors import factor_figure, factors_figure
+from ips.figures.nulls import nulls_figure
 from ips.figures.order import order_figure
 from ips.figures.perturbation import perturbation_figure
 from ips.figures.ranking import consistency_figure, ranking_figure
@@ -65,8 +66,11 @@ def figure_files() -> list[str]:
 
 
 TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_ci_low", "ips_ci_high",
-                 "n_valued_samples", "n_empty_pairs", "output_consistency", "n_samples", "tau",
-                 *MODEL_ATTRIBUTES, "few_samples")
+                 "n_valued_samples", "n_empty_pairs", "matched_null_ips", "matched_null_ci_low",
+                 "matched_null_ci_high", "ips_minus_matched_null", "output_consistency",
+                 "n_samples", "tau", *MODEL_ATTRIBUTES, "few_samples")
+NULL_COLUMNS = ("model", "dataset", "group", "band", "null", "level", "null_ips", "ci_low",
+                "ci_high", "n_valued_samples", "ips", "ips_minus_null", "n_paired", "tau")
 FACTOR_COLUMNS = ("factor", "dataset", "group", "model_a", "model_b", "setting_a", "setting_b",
                   "templates", "band", "ips_a", "ips_a_ci_low", "ips_a_ci_high", "ips_b",
                   "ips_b_ci_low", "ips_b_ci_high", "delta_ips", "delta_ips_ci_low",
@@ -83,12 +87,18 @@ def table_rows(entries: list[Entry]) -> list[dict]:
                 ci = (ds["ips_ci"].sel(group=g, band=b).values.astype(float)
                       if "ips_ci" in ds else (np.nan, np.nan))
                 n = int(ds["n_valued_samples"].sel(group=g, band=b))
+                matched = (_null_cells(ds, "matched_null", dict(group=g, band=b))
+                           if "matched_null_ips" in ds else {})
                 rows.append({
                     "model": e.model, "dataset": e.dataset, "group": str(g), "band": b,
                     "ips": float(ds["ips"].sel(group=g, band=b)),
                     "ips_ci_low": float(ci[0]), "ips_ci_high": float(ci[1]),
                     "n_valued_samples": n,
                     "n_empty_pairs": int(ds["n_empty_pairs"].sel(group=g, band=b)),
+                    "matched_null_ips": matched.get("null_ips", np.nan),
+                    "matched_null_ci_low": matched.get("ci_low", np.nan),
+                    "matched_null_ci_high": matched.get("ci_high", np.nan),
+                    "ips_minus_matched_null": matched.get("ips_minus_null", np.nan),
                     "output_consistency": float(ds["output_consistency"].sel(group=g))
                     if "output_consistency" in ds else float("nan"),
                     "n_samples": int(ds["n_samples"]) if "n_samples" in ds else "",
@@ -96,6 +106,41 @@ def table_rows(entries: list[Entry]) -> list[dict]:
                     **{k: _attr_text(e.attrs.get(k)) for k in MODEL_ATTRIBUTES},
                     "few_samples": n < MIN_RELIABLE_N,
                 })
+    return rows
+
+
+def _null_cells(ds: xr.Dataset, name: str, where: dict) -> dict:
+    """A null of one (group, band[, level]): its IPS, interval and samples, and the mean
+    per-sample IPS minus it over the samples valued in both (and how many)."""
+    ci = ds[f"{name}_ips_ci"].sel(**where).values.astype(float)
+    d = (ds["sample_ips"].sel(group=where["group"], band=where["band"])
+         - ds[f"sample_{name}_ips"].sel(**where)).values.astype(float)
+    ok = np.isfinite(d)
+    return {"null_ips": float(ds[f"{name}_ips"].sel(**where)), "ci_low": float(ci[0]),
+            "ci_high": float(ci[1]), "n_valued_samples": int(ds[f"{name}_n_valued"].sel(**where)),
+            "ips_minus_null": float(d[ok].mean()) if ok.any() else np.nan,
+            "n_paired": int(ok.sum())}
+
+
+def null_rows(entries: list[Entry]) -> list[dict]:
+    """Every null beside IPS: one row per model, dataset, group, band and null (the Gaussian
+    null at each level, the matched-size null)."""
+    rows = []
+    for e in entries:
+        ds = e.ds
+        if "null_ips" not in ds:
+            continue
+        for g in ds["group"].values:
+            for b in BANDS:
+                base = {"model": e.model, "dataset": e.dataset, "group": str(g), "band": b,
+                        "ips": float(ds["ips"].sel(group=g, band=b)),
+                        "tau": float(ds.attrs["tau"])}
+                for c in ds["null_level"].values:
+                    rows.append({**base, "null": "gaussian", "level": float(c),
+                                 **_null_cells(ds, "null", dict(group=g, band=b, null_level=c))})
+                if "matched_null_ips" in ds:
+                    rows.append({**base, "null": "matched", "level": "",
+                                 **_null_cells(ds, "matched_null", dict(group=g, band=b))})
     return rows
 
 
@@ -244,6 +289,7 @@ def readme(entries: list[Entry], factors: xr.Dataset, tau: float,
                      "code).")
     lines += [f"- `{name}`: {c.text}." for name, c in TABLES.items()]
     lines += sparse_section(entries)
+    lines += null_section(entries)
     lines += ["", "## Factors", ""]
     for f, text in zip(factors["factor"].values, factors["factor_note"].values):
         lines.append(f"- {FACTOR_TITLES.get(str(f), str(f))} (`{f}`): {text}")
@@ -261,6 +307,37 @@ def readme(entries: list[Entry], factors: xr.Dataset, tau: float,
     lines += claims_section(rows)
     lines += ["", "Metrics files: " + ", ".join(f"`{e.path}`" for e in entries), ""]
     return "\n".join(lines)
+
+
+def null_section(entries: list[Entry]) -> list[str]:
+    """IPS beside its nulls per model and dataset (main group, band all; `ips.nulls`)."""
+    rows = [r for r in null_rows(entries) if r["group"] == MAIN_GROUP and r["band"] == "all"]
+    if not rows:
+        return []
+
+    def num(x) -> str:
+        return "–" if not np.isfinite(x) else f"{x:.3f}"
+
+    levels = sorted({r["level"] for r in rows if r["null"] == "gaussian"})
+    lines = ["", "## IPS beside its nulls", "",
+             f"{MAIN_GROUP}, band all. Gaussian null at c: IPS of each game against its own fit "
+             "after noise of c × (max v − min v) on every value; matched-size null: IPS of "
+             "noise of the size of each template pair's own change (docs/method.md#nulls in "
+             "the project). An IPS near its matched-size null says no more than how much the "
+             "template changed v.", "",
+             "| model | dataset | IPS | " + " | ".join(f"null c = {c:g}" for c in levels)
+             + " | matched-size null | IPS − matched (n) |",
+             "|---|---|---|" + "---|" * len(levels) + "---|---|"]
+    for (model, dataset) in dict.fromkeys((r["model"], r["dataset"]) for r in rows):
+        mine = [r for r in rows if (r["model"], r["dataset"]) == (model, dataset)]
+        gauss = {r["level"]: r["null_ips"] for r in mine if r["null"] == "gaussian"}
+        matched = next((r for r in mine if r["null"] == "matched"), None)
+        diff = (f"{num(matched['ips_minus_null'])} ({matched['n_paired']})" if matched
+                else "–")
+        lines.append(f"| {model} | {dataset} | {num(mine[0]['ips'])} | "
+                     + " | ".join(num(gauss.get(c, np.nan)) for c in levels)
+                     + f" | {num(matched['null_ips']) if matched else '–'} | {diff} |")
+    return lines
 
 
 def sparse_section(entries: list[Entry]) -> list[str]:
@@ -328,8 +405,10 @@ def draw_all(entries: list[Entry], factors: xr.Dataset, tau: float, out: Path) -
     tau_figure(entries, factors, tau, out / "tau_robustness.png")
     perturbation_figure(entries, tau, out / "perturbation_types.png")
     representation_figure(entries, tau, out / "representation_baseline.png")
+    nulls_figure(entries, tau, out / "nulls.png")
     cases = case_study_figures(entries, tau, out)
     write_table(entries, out / "ips_table.csv")
+    write_csv(null_rows(entries), NULL_COLUMNS, out / "null_table.csv")
     write_csv(factor_rows(factors), FACTOR_COLUMNS, out / "factors_table.csv")
     write_csv(tau_rows(factors), TAU_COLUMNS, out / "tau_robustness.csv")
     test = json.loads(factors.attrs.get("test", "{}") or "{}")
@@ -360,6 +439,6 @@ def make_figures(metrics_paths: Sequence[str | os.PathLike], factors_path: str |
     return names
 
 
-__all__ = ["FIGURES", "TABLES", "FILES", "CASE_STUDY", "MAIN_GROUP", "TABLE_COLUMNS",
+__all__ = ["FIGURES", "TABLES", "FILES", "CASE_STUDY", "MAIN_GROUP", "TABLE_COLUMNS", "NULL_COLUMNS",
            "FACTOR_COLUMNS", "TAU_COLUMNS", "make_figures", "draw_all", "figure_files",
            "case_study_name"]

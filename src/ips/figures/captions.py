@@ -100,6 +100,13 @@ FIGURES = {
         "against the IPS of the pair, one point per model and 0-shot pair, with Pearson / "
         "Spearman r (Appendix H)",
         ROBUSTNESS),
+    "nulls": Caption(
+        "IPS beside its nulls (beyond the paper)",
+        "per model and dataset, the Gaussian null IPS over the noise level (noise of c × range "
+        "of v on every value of a game, refitted) against the 0-shot template IPS, and the IPS "
+        "of every (sample, 0-shot pair) against the size of its change beside its "
+        "matched-size null (noise of that size); docs/method.md#nulls",
+        MODELS),
 }
 """The figures every run draws (PNG and PDF), by file stem."""
 
@@ -116,7 +123,9 @@ TABLES = {
     "ips_table.csv": Caption(
         "IPS table",
         "one row per model, dataset, condition group and band: IPS with its 95% bootstrap "
-        "interval, samples averaged, empty pairs, output consistency, the model attributes "
+        "interval, samples averaged, empty pairs, the matched-size null IPS (noise of each "
+        "pair's own size of change) with its interval and the mean per-sample IPS minus it, "
+        "output consistency, the model attributes "
         f"and `few_samples` (true: the interval rests on fewer than {MIN_RELIABLE_N} "
         "samples; an empty cell has no value)",
         TABLE_SECTION),
@@ -127,6 +136,15 @@ TABLES = {
         f"differences (`test`: exact up to {EXACT_MAX} samples, else Monte Carlo), the "
         f"samples tested (`n_tested`), the paired samples and `few_samples` (n_tested < "
         f"{MIN_RELIABLE_N})",
+        TABLE_SECTION),
+    "null_table.csv": Caption(
+        "Null IPS table",
+        "one row per model, dataset, condition group, band and null: the Gaussian null at each "
+        "level (noise of that share of the range of v on every value of a game, refitted and "
+        "scored against the game's fit) and the matched-size null (noise of each template "
+        "pair's own size of change), with 95% bootstrap intervals, samples valued, IPS, and "
+        "the mean per-sample IPS minus the null over the `n_paired` samples valued in both "
+        "(docs/method.md#nulls; `ips.nulls`)",
         TABLE_SECTION),
     "tau_robustness.csv": Caption(
         "τ robustness table",

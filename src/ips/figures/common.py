@@ -46,6 +46,32 @@ def ips_ci(e: Entry, group: str = MAIN_GROUP, band: str = "all") -> tuple[float,
     return float(lo), float(hi)
 
 
+#: how the nulls are marked beside IPS (ips.nulls): the matched-size null and the Gaussian null
+NULL_MARKS = {"matched": dict(marker="D", color="#e6ab02", mfc="none", ms=6, ls=""),
+              "gaussian": dict(marker="|", color="#222222", ms=9, mew=1.5, ls="")}
+
+
+def null_values(e: Entry, group: str = MAIN_GROUP, band: str = "all") -> dict[str, np.ndarray]:
+    """The nulls of a group and band to mark beside its IPS: `matched` (one value) and
+    `gaussian` (one per level); empty where the metrics file has none."""
+    ds, out = e.ds, {}
+    if group not in ds["group"].values:
+        return out
+    if "matched_null_ips" in ds:
+        out["matched"] = np.atleast_1d(float(ds["matched_null_ips"].sel(group=group, band=band)))
+    if "null_ips" in ds:
+        out["gaussian"] = ds["null_ips"].sel(group=group, band=band).values.astype(float)
+    return out
+
+
+def null_legend() -> list:
+    """Legend entries of `NULL_MARKS`."""
+    from matplotlib.lines import Line2D
+
+    return [Line2D([], [], label="matched-size null", **NULL_MARKS["matched"]),
+            Line2D([], [], label="Gaussian null (each level)", **NULL_MARKS["gaussian"])]
+
+
 def n_valued(e: Entry, group: str = MAIN_GROUP, band: str = "all") -> int:
     """Samples behind IPS and its interval (0 without that group)."""
     if group not in e.ds["group"].values:

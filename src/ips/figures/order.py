@@ -9,8 +9,9 @@ import numpy as np
 
 from ips.metrics_file import Entry
 from ips.metrics import BANDS
-from ips.figures.common import (band_test_text, by_dataset, datasets_of, few_hatch, few_note,
-                                ips_ci, ips_value, legend_below, n_valued, patch, whiskers)
+from ips.figures.common import (NULL_MARKS, band_test_text, by_dataset, datasets_of, few_hatch,
+                                few_note, ips_ci, ips_value, legend_below, n_valued,
+                                null_legend, null_values, patch, whiskers)
 from ips.figures.style import BAND_COLORS, band_label, panels, save
 
 
@@ -22,8 +23,8 @@ def order_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     n_models = max(len(by_dataset(entries, d)) for d in datasets)
     fig, axes = panels(len(datasets), 5.2, 2.2 + 0.5 * n_models,
                        f"IPS by interaction order, τ = {tau:g} (0-shot templates; "
-                       "whiskers: 95% CI)\nunder each model: Holm-adjusted paired sign-flip p "
-                       f"of low-mid / mid-high / low-high\n{few_note()}")
+                       "whiskers: 95% CI; marks: nulls)\nunder each model: Holm-adjusted "
+                       f"paired sign-flip p of low-mid / mid-high / low-high\n{few_note()}")
     h = 0.26
     for ax, d in zip(axes, datasets):
         rows = by_dataset(entries, d)
@@ -35,13 +36,17 @@ def order_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
                     label=band_label(band), xerr=whiskers(np.nan_to_num(vals), cis),
                     hatch=[few_hatch(n_valued(e, band=band)) for e in rows],
                     error_kw={"elinewidth": 0.8, "capsize": 2})
-            for yi, v in zip(y, vals):
+            for yi, v, e in zip(y, vals, rows):
                 if np.isnan(v):
                     ax.text(0.02, yi + (k - 1) * h, "no value", va="center", fontsize=7)
+                for kind, xs in null_values(e, band=band).items():
+                    ax.plot(xs, np.full(len(xs), yi + (k - 1) * h), zorder=3,
+                            **NULL_MARKS[kind])
         ax.set_yticks(y, [f"{e.model}\n{band_test_text(e)}" for e in rows], fontsize=7)
         ax.invert_yaxis()
         ax.set_xlim(0, 2.1)
         ax.set_xlabel("IPS within the order band")
         ax.set_title(d, fontsize=10)
-    legend_below(fig, [patch(BAND_COLORS[b], band_label(b)) for b in BANDS], ncols=3)
+    legend_below(fig, [patch(BAND_COLORS[b], band_label(b)) for b in BANDS] + null_legend(),
+                 ncols=5)
     return save(fig, path)

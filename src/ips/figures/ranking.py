@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 
 from ips.metrics_file import Entry
-from ips.figures.common import (MAIN_GROUP, by_dataset, correlation_text, datasets_of, few,
-                                few_note, ips_ci, ips_value, legend_below, marker, model_colors,
-                                n_valued, whiskers)
+from ips.figures.common import (MAIN_GROUP, NULL_MARKS, by_dataset, correlation_text,
+                                datasets_of, few, few_note, ips_ci, ips_value, legend_below,
+                                marker, model_colors, n_valued, null_legend, null_values,
+                                whiskers)
 from ips.uncertainty import MIN_RELIABLE_N
 from ips.figures.style import TYPE_COLORS, panels, save
 
@@ -23,20 +24,27 @@ def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     datasets = datasets_of(entries)
     n_models = max(len(by_dataset(entries, d)) for d in datasets)
     fig, axes = panels(len(datasets), 5.2, 1.7 + 0.32 * n_models,
-                       f"IPS ranking at τ = {tau:g} (0-shot templates; whiskers: 95% CI)\n"
-                       + few_note("open marker", "interval"))
+                       f"IPS ranking at τ = {tau:g} (0-shot templates; whiskers: 95% CI; "
+                       "beside it, its nulls)\n" + few_note("open marker", "interval"))
     for ax, d in zip(axes, datasets):
         rows = by_dataset(entries, d)
         vals = np.array([ips_value(e) for e in rows])
         cis = np.array([ips_ci(e) for e in rows]).reshape(-1, 2)
         y = np.arange(len(rows))
-        finite = np.concatenate([vals[np.isfinite(vals)], cis[np.isfinite(cis)]])
+        nulls = [null_values(e) for e in rows]
+        marks = np.concatenate([np.concatenate(list(m.values())) for m in nulls if m] or
+                               [np.zeros(0)])
+        finite = np.concatenate([vals[np.isfinite(vals)], cis[np.isfinite(cis)],
+                                 marks[np.isfinite(marks)]])
         lo, hi = (finite.min(), finite.max()) if finite.size else (0.0, 2.0)
         pad = max(0.05, 0.15 * (hi - lo))
         ax.set_xlim(max(0.0, lo - pad), min(2.0, hi + pad) + 0.6 * pad)
         x0 = ax.get_xlim()[0]
         ax.hlines(y, x0, np.where(np.isfinite(vals), vals, x0), color="#dddddd", linewidth=1,
                   zorder=1)
+        for yi, m in zip(y, nulls):
+            for kind, xs in m.items():
+                ax.plot(xs, np.full(len(xs), yi), zorder=3, **NULL_MARKS[kind])
         for yi, v, ci, e in zip(y, vals, cis, rows):
             if np.isnan(v):
                 ax.text(x0, yi, " no value", va="center", fontsize=8)
@@ -51,7 +59,7 @@ def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
         ax.set_ylim(len(rows) - 0.5, -0.5)
         ax.set_xlabel("IPS (lower = less sensitive)")
         ax.set_title(d, fontsize=10)
-    legend_below(fig, [marker(c, t) for t, c in TYPE_COLORS.items()])
+    legend_below(fig, [marker(c, t) for t, c in TYPE_COLORS.items()] + null_legend())
     return save(fig, path)
 
 
