@@ -1,5 +1,6 @@
 """`ips samples`, `ips prepare-model` and `ips score` as the workflow calls them."""
 
+import json
 import subprocess
 import sys
 
@@ -65,12 +66,36 @@ def test_samples_then_score_every_shard(config, tmp_path):
         (["--model", "nope", "--dataset", "arc-easy"], "no model 'nope' under 'models'"),
         (["--model", "tiny", "--dataset", "nope"], "no dataset 'nope' under 'datasets'"),
         (["--model", "tiny", "--dataset", "arc-easy", "--shard", "9"], "shard 9 is empty"),
+        (["--model", "tiny", "--dataset", "arc-easy", "--conditions", "T1", "T3"],
+         "dataset 'arc-easy': no condition 'T3' (its conditions: T1, T2, T4, T1-1shot, T4-1shot)"),
     ],
 )
 def test_score_bad_names_exit_2(config, tmp_path, capsys, args, message):
     code = main(["score", "--config", str(config), *args, "--out", str(tmp_path / "v.h5")])
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_chosen_conditions_in_another_precision(config, tmp_path):
+    """The precision null's run (`--dtype --conditions`): only those conditions and their
+    groups, computed in that dtype, recorded in the file; v close to float32's (a random
+    tiny model: bfloat16 keeps about 3 significant digits)."""
+    common = ["--config", config, "--model", "tiny", "--dataset", "arc-easy", "--threads", 1]
+    r = run_ips("score", *common, "--out", tmp_path / "f32.h5")
+    assert r.returncode == 0, r.stderr
+    r = run_ips("score", *common, "--dtype", "bfloat16", "--conditions", "T4", "T1",
+                "--out", tmp_path / "bf16.h5")
+    assert r.returncode == 0, r.stderr
+    assert "tiny in bfloat16: half precision alone moves IPS" in r.stderr
+    with xr.open_dataset(tmp_path / "f32.h5", engine="h5netcdf") as full, \
+            xr.open_dataset(tmp_path / "bf16.h5", engine="h5netcdf") as half:
+        assert list(half["condition"].values) == ["T1", "T4"]
+        assert json.loads(half.attrs["groups"]) == {"0shot": ["T1", "T4"]}  # 1shot: none left
+        assert (full.attrs["dtype"], half.attrs["dtype"]) == ("float32", "bfloat16")
+        a = full["v"].sel(condition=["T1", "T4"]).values
+        b = half["v"].values
+        assert np.array_equal(np.isnan(a), np.isnan(b))
+        assert 0 < np.nanmax(np.abs(a - b)) < 0.1 * np.nanmax(np.abs(a))
 
 
 def test_negative_shard_is_refused(config, tmp_path, capsys):

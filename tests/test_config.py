@@ -64,10 +64,43 @@ def test_beyond_16_variables_needs_sparse_sampling():
 
 
 def test_scorer_and_target_choices_are_the_schemas():
-    from ips.config import SAMPLINGS, SCORERS, TARGETS, schema
+    from ips.config import DTYPES, SAMPLINGS, SCORERS, TARGETS, schema
 
     props = schema()["properties"]
     assert list(SCORERS) == props["scorer"]["enum"]
+    assert list(DTYPES) == schema()["$defs"]["dtype"]["enum"]
     assert list(SAMPLINGS) == props["sampling"]["properties"]["mode"]["enum"]
     targets = schema()["$defs"]["dataset"]["properties"]["target"]["enum"]
     assert [t for ts in TARGETS.values() for t in ts] == targets
+
+
+def test_precision_null_names_configured_models_and_conditions():
+    """`precision_null`: per_model names a model, a listed condition exists in a dataset;
+    each dataset re-scores the listed conditions it has ([]: its first template); a model's
+    own dtype is never its second precision."""
+    from ips.config import ConfigError, precision_conditions, precision_dtypes
+    from ips.config import validate as ips_validate
+
+    model = {"source": {"hub": "org/m"}, "family": "f", "series": "s", "type": "base",
+             "architecture": "dense", "params": 10}
+    base = {"models": {"m": model, "h": {**model, "dtype": "bfloat16"}},
+            "datasets": {"arc": {"format": "arc"}, "dolly": {"format": "dolly"}},
+            "precision_null": {"dtypes": ["bfloat16"]}}
+    config = ips_validate(yaml.safe_load(yaml.safe_dump(base)))
+    assert [precision_conditions(config, d) for d in ("arc", "dolly")] == [["T1"], ["A1"]]
+    assert precision_dtypes(config, "m") == ["bfloat16"] and precision_dtypes(config, "h") == []
+    config = ips_validate({**yaml.safe_load(yaml.safe_dump(base)), "precision_null": {
+        "dtypes": ["bfloat16"], "per_model": {"h": ["float32", "bfloat16"]},
+        "conditions": ["T2", "T1-1shot"]}})
+    assert precision_conditions(config, "arc") == ["T2", "T1-1shot"]
+    assert precision_conditions(config, "dolly") == []
+    assert precision_dtypes(config, "h") == ["float32"]
+    for pn, message in (
+        ({"per_model": {"x": ["float16"]}}, r"precision_null\.per_model\.x: not under models "
+                                            r"\(configured: h, m\)"),
+        ({"dtypes": ["float16"], "conditions": ["T1", "T9"]},
+         r"precision_null\.conditions\.1: 'T9' is a condition of no configured dataset"),
+        ({"dtypes": ["half"]}, r"precision_null\.dtypes\.0: 'half' is not one of"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            ips_validate({**yaml.safe_load(yaml.safe_dump(base)), "precision_null": pn})

@@ -23,7 +23,6 @@ from ips.models import (
     ModelSource,
     ModelSpec,
     assemble_parts,
-    auto_dtype,
     load_model,
     prepare_model,
     resolve_mask_token,
@@ -71,7 +70,7 @@ def test_spec_from_config():
     assert (s.family, s.series) == ("smollm2", "smollm2")
     assert (s.type, s.architecture) == ("instruct", "dense")
     assert s.params == s.active_params == 135_000_000
-    assert s.dtype == "auto" and s.mask_token is None
+    assert s.dtype == "float32" and s.mask_token is None
     hash(s)  # frozen and hashable: usable as a dict key
 
     g = ModelSpec.from_config("gemma3-270m", GEMMA)
@@ -102,7 +101,7 @@ def test_optional_fields():
     assert (s.dtype, s.mask_token) == ("bfloat16", "<unk>")
     assert (s.source.kind, s.source.hub, s.source.revision) == ("hub", "org/x", "v1")
     assert spec(mask_token=0).mask_token == 0
-    assert spec(dtype=...).dtype == "auto"
+    assert spec(dtype=...).dtype == "float32"
 
 
 @pytest.mark.parametrize(
@@ -113,8 +112,8 @@ def test_optional_fields():
         ({"gpus": 2}, r"device_map: None is not of type 'string' \(a model on several GPUs needs"),
         ({"gpus": 0}, r"gpus: 0 is less than the minimum of 1; allowed: gpus >= 1$"),
         ({"device_map": "cuda:0"}, r"device_map: 'cuda:0' is not one of .*; allowed: None, auto, "),
-        ({"dtype": "fp16"}, r"dtype: 'fp16' is not one of .*; allowed: auto, float32, float16, bf"),
-        ({"dtype": None}, r"dtype: None is not of type 'string'; allowed: auto, float32"),
+        ({"dtype": "fp16"}, r"dtype: 'fp16' is not one of .*; allowed: float32, float16, bfloat16$"),
+        ({"dtype": None}, r"dtype: None is not of type 'string'; allowed: float32, float16"),
         ({"family": ...}, r"^model m: family: missing$"),
         ({"source": ...}, r"source: missing \(Where the weights come from; exactly one of hub"),
         ({"family": ""}, r"family: '' should be non-empty"),
@@ -190,15 +189,27 @@ def test_load_tiny_llama(tiny_llama_dir):
     assert logits.shape == (1, len(enc.input_ids), len(m.tokenizer))
 
 
-@pytest.mark.parametrize("bf16, expected", [(True, torch.bfloat16), (False, torch.float16)])
-def test_auto_dtype(monkeypatch, bf16, expected):
-    """auto: bfloat16 on a CUDA device that supports it, float16 on one that does not, float32
-    on a CPU whatever CUDA says."""
-    calls = []
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: calls.append(1) or bf16)
-    assert auto_dtype("cuda") == auto_dtype(torch.device("cuda", 1)) == expected
-    assert auto_dtype("cpu") == torch.float32
-    assert len(calls) == 2  # asked for the CUDA devices only
+def test_float32_unless_asked_and_half_precision_quotes_its_null(tiny_llama_dir, monkeypatch,
+                                                                  caplog):
+    """The default dtype is float32 on every device (no silent half precision); a half
+    precision load warns with the model's measured precision null where one is recorded."""
+    assert spec().dtype == "float32"
+    with caplog.at_level("WARNING", logger="ips.models"):
+        m = load_model(path_spec(tiny_llama_dir))
+    assert m.dtype == torch.float32 and not caplog.records
+    with caplog.at_level("WARNING", logger="ips.models"):
+        m = load_model(path_spec(tiny_llama_dir, dtype="bfloat16"))
+    assert m.dtype == torch.bfloat16
+    assert "precision null, is not measured for this model" in caplog.text
+    from ips import models
+
+    key = str(tiny_llama_dir)
+    monkeypatch.setattr(models, "_precision_nulls", lambda: {key: {"bfloat16": {
+        "null_ips": 1.52, "template_ips": 1.24, "setup": "3 samples"}}})
+    note = models.half_precision_note(path_spec(tiny_llama_dir, dtype="bfloat16"))
+    assert "measured 1.52 against a template IPS of 1.24: 3 samples" in note
+    assert "not measured" in models.half_precision_note(path_spec(tiny_llama_dir,
+                                                                  dtype="float16"))
 
 
 def test_device_map_dispatches_on_cuda_only(tiny_llama_dir, monkeypatch, tmp_path):

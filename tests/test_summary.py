@@ -460,3 +460,67 @@ def test_permutations_reach_the_file_and_are_bounded(shards, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         run_metrics(out, [paths[0][0]], [paths[0][1]], "--permutations", "50")
     assert e.value.code == 2 and "--permutations" in capsys.readouterr().err
+
+
+def precision_run(full, tmp_path, name, noise, **attrs):
+    """A second-precision run of samples item1, item2 under T1, T2 (as `ips score --dtype
+    bfloat16 --conditions T1 T2` writes it): v moved by `noise` (same shape)."""
+    run = full.isel(sample=[1, 2], condition=[0, 1]).copy(deep=True)
+    run["v"] = run["v"] + noise
+    run = run.assign_attrs(groups=json.dumps({"0shot": ["T1", "T2"]}), **attrs)
+    return write_pair(tmp_path, name, run)
+
+
+def test_precision_null_against_the_pair_ips_of_each_game(shards, tmp_path):
+    """The precision null of a re-scored sample is the mean over its re-scored conditions of
+    ips(x, v, v') between the fits of the two precisions (here: metrics.ips of the two fits
+    as a two-condition sample); samples not re-scored have none; identical values give 0,
+    a salient-set Jaccard of 1 and |Δv| = 0."""
+    full, paths, _ = shards
+    values, fits = [paths[0][0], paths[1][0]], [paths[0][1], paths[1][1]]
+    noise = 0.3 * np.random.default_rng(5).normal(size=(2, 2, full.sizes["mask"]))
+    pv, pf = precision_run(full, tmp_path, "bf16", noise, dtype="bfloat16")
+    out = tmp_path / "m.nc"
+    assert run_metrics(out, values, fits, "--tau", 0.1, "--precision-values", pv,
+                       "--precision-fits", pf) == 0
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert list(ds["precision"].values) == ["bfloat16"]
+        got = ds["sample_precision_null_ips"].sel(precision="bfloat16", band="all")
+        assert np.isnan(got.sel(sample=["item0", "item3", "item6"]).values).all()
+        assert int(ds["precision_null_n_valued"].sel(precision="bfloat16", band="all")) == 2
+        assert int(ds["precision_games"].sel(precision="bfloat16")) == 4
+        main_fit, run_fit = make_fit(full.isel(sample=[1, 2], condition=[0, 1])), xr.open_dataset(
+            pf, engine="h5netcdf")
+        n = full["n_vars"].values[[1, 2]]
+        for s, sid in enumerate(["item1", "item2"]):
+            per_condition = []
+            for c in range(2):
+                and_ = np.stack([main_fit["and"].values[s, c], run_fit["and"].values[s, c]])
+                or_ = np.stack([main_fit["or"].values[s, c], run_fit["or"].values[s, c]])
+                norm = metrics.normalize(and_[None], or_[None], n[s])
+                per_condition.append(metrics.ips(norm, tau=0.1).value)
+            assert float(got.sel(sample=sid)) == pytest.approx(np.mean(per_condition), abs=1e-12)
+        run_fit.close()
+        inside = np.isfinite(full["v"].values[[1, 2]][:, [0, 1]])
+        assert float(ds["precision_max_abs_dv"].sel(precision="bfloat16")) == pytest.approx(np.abs(noise[inside]).max())
+        assert json.loads(ds.attrs["precision"])["runs"]["bfloat16"] == {
+            "conditions": ["T1", "T2"], "samples": 2}
+    same_v, same_f = precision_run(full, tmp_path, "same", 0.0, dtype="float16")
+    ds = summarize(values, fits, precision_values=[same_v], precision_fits=[same_f])
+    assert np.nanmax(np.abs(ds["sample_precision_null_ips"].values)) == 0.0
+    assert ds["precision_jaccard"].values.tolist() == [1.0]
+    assert ds["precision_max_abs_dv"].values.tolist() == [0.0]
+
+
+def test_a_precision_run_of_other_games_names_its_file(shards, tmp_path):
+    full, paths, _ = shards
+    values, fits = [paths[0][0]], [paths[0][1]]
+    own_v, own_f = precision_run(full, tmp_path, "own", 0.0)  # no dtype attribute: the same
+    with pytest.raises(InputError, match=f"{own_v}: dtype None is the values files' own"):
+        summarize(values, fits, precision_values=[own_v], precision_fits=[own_f])
+    other_v, other_f = precision_run(full.assign_coords(sample=[f"x{i}" for i in range(7)]),
+                                     tmp_path, "other", 0.0, dtype="bfloat16")
+    with pytest.raises(InputError, match=f"{other_v}: sample or condition 'x1' is not in"):
+        summarize(values, fits, precision_values=[other_v], precision_fits=[other_f])
+    with pytest.raises(InputError, match="1 precision values files but 0 precision fit"):
+        summarize(values, fits, precision_values=[other_v], precision_fits=[])

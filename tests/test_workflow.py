@@ -48,6 +48,7 @@ def tiny_config(model_dir, **overrides):
         "few_shot": {"templates": ["T1", "T4"], "shots": [1]},
         "permutation": {"draws": 199},
         "nulls": {"levels": [0.01, 0.05], "draws": 1},
+        "precision_null": {"dtypes": ["bfloat16"], "shards": 1},
         "models": {
             "tiny-a": {"source": {"path": str(model_dir)}, "family": "tiny", "series": "tiny",
                        "type": "base", "architecture": "dense", "params": 1000},
@@ -112,6 +113,11 @@ def test_whole_dag_produces_tables_and_figures(finished):
         assert m["sample_null_ips"].dims == ("sample", "group", "null_level", "band")
         assert m["sample_pair_matched_null"].sizes["pair"] == m.sizes["pair"]
         assert json.loads(m.attrs["null"])["levels"] == [0.01, 0.05]
+        # the precision null of config `precision_null`: T1 of the first shard (2 samples)
+        assert list(m["precision"].values) == ["bfloat16"]
+        assert int(m["precision_games"].sel(precision="bfloat16")) == 2
+        assert int(m["precision_null_n_valued"].sel(precision="bfloat16", band="all")) <= 2
+        assert json.loads(m.attrs["precision"])["runs"]["bfloat16"]["conditions"] == ["T1"]
     with xr.open_dataset(finished / "results/factors/factors.nc", engine="h5netcdf") as f:
         assert "p_value" in f and "delta_ips_ci" in f
         assert json.loads(f.attrs["test"])["draws"] == 199
@@ -184,12 +190,17 @@ def test_changing_tau_reruns_only_the_analysis(finished):
     assert jobs(r.stdout + r.stderr) == {"metrics": 4, "factors": 1, "figures": 1, "all": 1}
 
 
-def test_changing_a_null_level_reruns_only_the_analysis(finished):
+def test_changing_a_null_reruns_only_what_it_needs(finished):
     alt = finished / "config-null.yaml"
     alt.write_text(yaml.safe_dump({"nulls": {"levels": [0.02]}}))
     r = snakemake(finished, "-n", "--configfile", alt)
     assert r.returncode == 0, r.stderr
     assert jobs(r.stdout + r.stderr) == {"metrics": 4, "factors": 1, "figures": 1, "all": 1}
+    alt.write_text(yaml.safe_dump({"precision_null": {"dtypes": ["float16"]}}))
+    r = snakemake(finished, "-n", "--configfile", alt)
+    assert r.returncode == 0, r.stderr
+    assert jobs(r.stdout + r.stderr) == {"score_precision": 4, "fit_precision": 4, "metrics": 4,
+                                         "factors": 1, "figures": 1, "all": 1}
     alt.write_text(yaml.safe_dump({"nulls": {"levels": [0.0]}}))
     r = snakemake(finished, "-n", "--configfile", alt)
     assert r.returncode != 0

@@ -304,6 +304,9 @@ NULL_CLAIMS = {
     "template_above_gaussian_null": (
         "(not in the paper; the paper assumes it) the template IPS exceeds the IPS of Gaussian "
         "noise on v"),
+    "template_above_precision_null": (
+        "(not in the paper; the paper assumes it) the template IPS exceeds the IPS that "
+        "rounding alone gives (the precision null: the same prompts in another precision)"),
     "ips_falls_with_range": (
         "(not in the paper) samples whose v spans a wider range (a more decided model) have "
         "lower IPS"),
@@ -362,6 +365,24 @@ def null_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
                          "range of v over the group's conditions, permutation p", p_value=p,
                          verdict=directional(r, p, -1),
                          note=_notes("n counts samples", _few(n))))
+    return out
+
+
+def precision_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
+    """Per second precision and band: is the template IPS above the precision null, on the
+    samples that were scored again (paired over samples)?"""
+    ds = e.ds
+    if "sample_precision_null_ips" not in ds:
+        return []
+    own = json.loads(ds.attrs.get("precision", "{}") or "{}").get("dtype", "?")
+    out = []
+    for dtype in ds["precision"].values:
+        for band in ds["band"].values:
+            ips = ds["sample_ips"].sel(group=MAIN_GROUP, band=band).values.astype(float)
+            null = ds["sample_precision_null_ips"].sel(precision=dtype, band=band).values
+            out.append(_paired_row(e, "template_above_precision_null", ips - null, +1,
+                                   "IPS − precision null IPS", draws, seed,
+                                   f"{own} vs {dtype}, band {band}"))
     return out
 
 
@@ -490,6 +511,7 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999,
         out += type_claims(e)
         out += order_claims(e)
         out += null_claims(e, draws, seed)
+        out += precision_claims(e, draws, seed)
     out += factor_claims(factors)
     out += [few_shot_curve_claim(e, draws, seed) for e in entries if e.ds.attrs.get("kind",
                                                                                  "mcq") == "mcq"]

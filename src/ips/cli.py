@@ -8,6 +8,7 @@ raise `ips.io.InputError`, reported in one line with exit code 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 from ips import __version__, explain
 from ips.arguments import (add_sampling, int_between, json_arg, nonnegative_float,
                            positive_float, sampling_budget, unit)
-from ips.config import MODEL_CACHE, SCORERS, TARGETS, default_nulls
+from ips.config import DTYPES, MODEL_CACHE, SCORERS, TARGETS, default_nulls
 from ips.interactions import SGD_LEARNING_RATE, SGD_STEPS, SOLVERS
 from ips.io import InputError, check_output
 
@@ -346,6 +347,11 @@ def _add_score(sub, common) -> None:
     p.add_argument("--threads", type=int_between(1, 4096), default=None,
                    help="CPU threads for torch (default: torch's choice)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if visible, else cpu)")
+    p.add_argument("--dtype", choices=DTYPES,
+                   help="compute in this precision instead of the entry's dtype (the precision "
+                   "null: docs/method.md#precision)")
+    p.add_argument("--conditions", nargs="+", metavar="NAME",
+                   help="score only these conditions (default: every condition of the samples)")
     add_sampling(p, "default: the config's sampling.mode, else exhaustive",
                  "default: the config's sampling.budget, else 1024")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.h5")
@@ -385,6 +391,10 @@ def _score_locked(args: argparse.Namespace) -> int:
                         "`ips samples` again to use the current ones", args.samples, args.config)
     else:
         ss = prepare_samples(settings, _occlusion(args, settings, config))
+    if args.conditions:
+        ss = ss.with_conditions(args.conditions)
+    if args.dtype:
+        spec = dataclasses.replace(spec, dtype=args.dtype)
     shard_size = args.shard_size or (config["shard_size"] if config else len(ss.samples))
     target = args.target or ss.settings.get("entry", {}).get("target")
     batch_tokens = args.batch_tokens or (config["batch_tokens"] if config else 1024)
@@ -451,6 +461,11 @@ def _add_metrics(sub, common) -> None:
     p.add_argument("--no-matched-null", dest="matched_null", action="store_false",
                    default=nulls["matched"],
                    help="skip the matched-size null of every template pair")
+    p.add_argument("--precision-values", type=Path, nargs="*", default=[], metavar="V.h5",
+                   help="values files of some of the same games scored in another precision "
+                   "(ips score --dtype --conditions): the precision null, per dtype")
+    p.add_argument("--precision-fits", type=Path, nargs="*", default=[], metavar="F.h5",
+                   help="their fit files, in the same order")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
     p.set_defaults(func=_metrics)
 
@@ -464,7 +479,8 @@ def _metrics(args: argparse.Namespace) -> int:
     null = Settings(tuple(args.null_levels), args.null_draws, args.matched_null, args.seed)
     ds = summarize(args.values, args.fits, tau=args.tau, tau_sweep=args.tau_sweep,
                    seed=args.seed, n_boot=args.resamples, level=args.level,
-                   draws=args.permutations, null=null)
+                   draws=args.permutations, null=null,
+                   precision_values=args.precision_values, precision_fits=args.precision_fits)
     write_dataset(ds, args.out)
     ips0 = ds["ips"].sel(band="all").values
     a = ds.attrs

@@ -31,6 +31,8 @@ MODEL_ATTRIBUTES = ("family", "series", "type", "architecture", "params", "activ
 SCORERS = ("auto", "trie", "plain")
 #: which masked prompts are scored (`ips.sparse`; schema key `sampling.mode`)
 SAMPLINGS = ("exhaustive", "sparse")
+#: the precisions a model computes in (schema key `dtype` of a model entry); float32 first
+DTYPES = ("float32", "float16", "bfloat16")
 #: most variables of an exhaustively scored prompt: 2**16 masked prompts per condition
 EXHAUSTIVE_MAX_N = 16
 #: what v scores, per item kind; the first is the default (schema key `target`)
@@ -103,6 +105,7 @@ def validate(config: dict, source: str = "config") -> dict:
                      {ITEM_TYPES[e["format"]].kind for e in datasets.values()}, source)
     for name, entry in datasets.items():
         _check_dataset(name, entry, f"datasets.{name}", source)
+    _check_precision_null(config, source)
     return config
 
 
@@ -282,6 +285,44 @@ def _check_dataset(name: str, entry: dict, field: str, source: str) -> None:
         raise ConfigError(f"{source}: {field}.source: dataset {name!r}: {path} does not exist; "
                           f"give an existing {'/'.join(LOCAL_SUFFIXES)} file or save_to_disk "
                           "folder, a hub id, or 'bundled'")
+
+
+def precision_dtypes(config: dict, model: str) -> list[str]:
+    """The second precisions `model` is scored in for the precision null (`precision_null`:
+    its `per_model` list, else `dtypes`), less the model's own dtype."""
+    pn = config["precision_null"]
+    own = config["models"][model]["dtype"]
+    return [d for d in pn["per_model"].get(model, pn["dtypes"]) if d != own]
+
+
+def precision_conditions(config: dict, dataset: str) -> list[str]:
+    """The conditions of `dataset` scored again for the precision null: those of
+    `precision_null.conditions` that the dataset has ([]: its first template, 0-shot)."""
+    from ips.templates import dataset_conditions
+
+    kind = ITEM_TYPES[config["datasets"][dataset]["format"]].kind
+    conds, _ = dataset_conditions(kind, config["templates"], config["few_shot"],
+                                  config["perturbations"])
+    chosen = config["precision_null"]["conditions"]
+    return [c.name for c in conds if c.name in chosen] if chosen else [conds[0].name]
+
+
+def _check_precision_null(config: dict, source: str) -> None:
+    """`precision_null.per_model` names configured models, and every condition it re-scores
+    is a condition of some dataset."""
+    pn, models = config["precision_null"], config["models"]
+    for name in pn["per_model"]:
+        if name not in models:
+            raise ConfigError(f"{source}: precision_null.per_model.{name}: not under models "
+                              f"(configured: {', '.join(models) or 'none'})")
+    if not any(pn["per_model"].get(m, pn["dtypes"]) for m in models) or not config["datasets"]:
+        return
+    found = {c for d in config["datasets"] for c in precision_conditions(config, d)}
+    for i, c in enumerate(pn["conditions"]):
+        if c not in found:
+            raise ConfigError(f"{source}: precision_null.conditions.{i}: {c!r} is a condition of "
+                              "no configured dataset; name a template (its 0-shot condition) or "
+                              "a few-shot condition such as T1-1shot")
 
 
 def _check_reference_model(config: dict, source: str) -> None:

@@ -10,7 +10,7 @@ A model entry (one per model under `models:` in the configuration)::
       architecture: dense       # dense | moe
       params: 135e6             # a number, or a string such as "135e6", "135M", "1.7B"
       active_params: 135e6      # optional for dense models (defaults to params)
-      dtype: auto               # auto | float32 | float16 | bfloat16 (`auto_dtype`)
+      dtype: float32            # float32 | float16 | bfloat16 (half precision only by choice)
       gpus: 1                   # GPUs of the scoring job; > 1 needs a device_map
       device_map: null          # auto | balanced | balanced_low_0 | sequential: dispatched
       mask_token: null          # optional: a token string or id that overrides `resolve_mask_token`
@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -54,10 +55,12 @@ import shutil
 import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 import torch
+import yaml
 
 from ips.config import MODEL_CACHE, ConfigError, validate_model
 from ips.io import InputError, check_output
@@ -112,7 +115,7 @@ class ModelSpec:
     architecture: Literal["dense", "moe"]
     params: int
     active_params: int
-    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    dtype: Literal["float32", "float16", "bfloat16"] = "float32"
     # GPUs of the scoring job, and how accelerate spreads the model over them (None: whole)
     gpus: int = 1
     device_map: Literal["auto", "balanced", "balanced_low_0", "sequential"] | None = None
@@ -174,7 +177,8 @@ def load_model(
 ) -> LoadedModel:
     """Prepare (see `prepare_model`) and load a model with its tokenizer and mask token.
 
-    `device` defaults to CUDA when visible, else CPU; `dtype: auto` is `auto_dtype(device)`.
+    `device` defaults to CUDA when visible, else CPU; the model computes in the entry's
+    `dtype` on every device (float32 unless half precision is asked for: `half_precision_note`).
     `threads` sets torch's intra-op thread count. On CUDA an entry's `device_map` dispatches
     the model with accelerate over the visible GPUs (transformers' `device_map`: each layer
     is loaded straight onto its GPU, with hooks that move activations between them);
@@ -185,12 +189,9 @@ def load_model(
     if threads is not None:
         torch.set_num_threads(threads)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    dtype = auto_dtype(device) if spec.dtype == "auto" else getattr(torch, spec.dtype)
-    if dtype in (torch.bfloat16, torch.float16):
-        log.warning("%s in %s (dtype: %s): half precision moves IPS (bfloat16: by 0.05 for "
-                    "SmolLM2, 0.47 for Gemma 3 on the CPU, docs/method.md#precision); set "
-                    "`dtype: float32` in its entry for numbers comparable with float32 runs",
-                    spec.name, str(dtype).removeprefix("torch."), spec.dtype)
+    dtype = getattr(torch, spec.dtype)
+    if dtype != torch.float32:
+        log.warning(half_precision_note(spec))
 
     path = prepare_model(spec, cache_dir)
     # one CPU is one device: there is nothing to spread a model over
@@ -230,18 +231,27 @@ def input_device(model: torch.nn.Module) -> torch.device:
     return torch.device("cpu") if where.type == "meta" else where
 
 
-def auto_dtype(device: str | torch.device) -> torch.dtype:
-    """The precision of `dtype: auto` on `device`: float32 on a CPU; on CUDA bfloat16 where the
-    device supports it (Ampere and later), else float16.
+def half_precision_note(spec: ModelSpec) -> str:
+    """What a half-precision run of `spec` must be read against: the model's measured
+    precision null (`data/precision_nulls.yaml`, docs/method.md#precision), else how to
+    measure it."""
+    key = spec.source.gguf_package or spec.source.hub or spec.source.path
+    measured = _precision_nulls().get(key, {}).get(spec.dtype)
+    head = (f"{spec.name} in {spec.dtype}: half precision alone moves IPS (the IPS of one "
+            "template between float32 and half precision, the precision null")
+    if measured is None:
+        return (f"{head}, is not measured for this model; `precision_null` in the config "
+                "measures it, docs/method.md#precision); set `dtype: float32` for IPS "
+                "comparable with float32 runs")
+    return (f"{head}, measured {measured['null_ips']:.2f} against a template IPS of "
+            f"{measured['template_ips']:.2f}: {measured['setup']}, docs/method.md#precision); "
+            "set `dtype: float32` for IPS comparable with float32 runs")
 
-    bfloat16 has float32's exponent range (max ~3.4e38) and float16 only ±65504: models
-    trained in bfloat16, such as Gemma 3, have activations beyond 65504 that overflow to inf
-    in float16 (v then is not finite, `ips.kernel.finite_values`). float16 keeps 3 more
-    mantissa bits, so it is the fallback only where bfloat16 is not available (V100, T4).
-    """
-    if torch.device(device).type != "cuda":
-        return torch.float32
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+@functools.cache
+def _precision_nulls() -> dict:
+    return yaml.safe_load((resources.files("ips") / "data" / "precision_nulls.yaml")
+                          .read_text(encoding="utf-8")) or {}
 
 
 def resolve_mask_token(

@@ -27,6 +27,11 @@ IPS above it says that the template moved the interactions more than unstructure
 the same size would; below it, that the template's change is structured (it moves v in ways
 the interactions absorb).
 
+*Precision null* of a game: the same prompt scored again in half precision (`ips score
+--dtype`), fitted alike, and the two fits scored as a template pair, ips(x, v_float32,
+v_half). It measures the rounding of the forward pass itself, correlated across masks as
+Gaussian noise is not (`precision_null`).
+
 What a null cannot show: it is a reference for the size of IPS, not a test that the model
 is insensitive; a game's null depends on its own interactions (a flat game, whose Ĩ are all
 near τ, is disturbed more by the same noise).
@@ -159,11 +164,47 @@ def matched_null(v: NDArray[np.float64], n_vars: NDArray[np.int64],
     return mean, sigma
 
 
+@dataclass(frozen=True)
+class PrecisionNull:
+    """Two precisions of the same games (sample, condition): ``game`` their ips(x, v, v'),
+    ``jaccard`` |U ∩ U'| / |U ∪ U'| of their salient sets at τ (NaN where both are empty),
+    ``abs_dv`` |v' − v| on every mask of every game, ``dv_rel`` sd_T(v' − v) / range of v per
+    game."""
+
+    game: GameNull
+    jaccard: NDArray[np.float64]
+    abs_dv: NDArray[np.float64]
+    dv_rel: NDArray[np.float64]
+
+
+def precision_null(v: NDArray[np.float64], v_half: NDArray[np.float64],
+                   n_vars: NDArray[np.int64], norm: NDArray[np.float64],
+                   norm_half: NDArray[np.float64], tau: float,
+                   sweep: NDArray[np.float64]) -> PrecisionNull:
+    """The precision null of games (sample, condition, 2**n_max) scored in two precisions,
+    from their values and normalised fits (sample, condition, 2, 2**n_max)."""
+    nv = np.broadcast_to(n_vars[:, None], v.shape[:-1])
+    a, b = metrics.salient(norm, tau), metrics.salient(norm_half, tau)
+    union = (a | b).sum((-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        jaccard = np.where(union > 0, (a & b).sum((-2, -1)) / union, np.nan)
+        dv_rel = change_size(v, v_half, nv) / game_range(v, nv)
+    return PrecisionNull(score_against(norm, norm_half, tau, sweep), jaccard,
+                         np.abs(v_half - v)[_masked(v, nv)], dv_rel)
+
+
 def nan_mean(x: NDArray[np.float64], axis) -> NDArray[np.float64]:
     """Mean over ``axis`` ignoring NaN; NaN (silently) where every value is NaN."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanmean(x, axis=axis)
+
+
+def nan_median(x: NDArray[np.float64]) -> float:
+    """Median of the finite entries of x; NaN where there is none."""
+    x = np.asarray(x, np.float64)
+    x = x[np.isfinite(x)]
+    return float(np.median(x)) if x.size else float("nan")
 
 
 def _null_of(noisy, n_vars, norm, fit, tau, sweep) -> GameNull:

@@ -17,7 +17,7 @@ import logging
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from ips import __version__
 from ips.config import validate_settings
@@ -26,7 +26,7 @@ from ips.io import InputError, atomic_path
 from ips.templates import (
     Condition,
     Prompt,
-    conditions,
+    dataset_conditions,
     load_perturbations,
     load_templates,
     perturb,
@@ -70,6 +70,18 @@ class SampleSet:
 
     def n_shards(self, size: int) -> int:
         return max(1, -(-len(self.samples) // size))
+
+    def with_conditions(self, names: Sequence[str]) -> SampleSet:
+        """This set with only the named conditions (and groups cut to them); `InputError`
+        naming the known conditions if one is not among them."""
+        known = [c.name for c in self.conditions]
+        for name in names:
+            if name not in known:
+                raise InputError(f"dataset {self.dataset!r}: no condition {name!r} "
+                                 f"(its conditions: {', '.join(known)})")
+        groups = {g: [c for c in members if c in names] for g, members in self.groups.items()}
+        return replace(self, conditions=[c for c in self.conditions if c.name in names],
+                       groups={g: m for g, m in groups.items() if m})
 
 
 def dataset_settings(config: dict, dataset: str) -> dict:
@@ -125,18 +137,9 @@ def prepare_samples(settings: dict, occlusion: Occlusion | None = None) -> Sampl
     items = loaded.items
     kind = "mcq" if items and isinstance(items[0], MCQItem) else "instruction"
     tset = load_templates(settings["templates"].get("file"))
-    few = settings["few_shot"]
     pert = settings["perturbations"]
-    if kind == "mcq":
-        names = settings["templates"]["mcq"]
-        shots = list(few["shots"])
-        few_templates = list(few["templates"])
-        pert_names: list[str] = []
-    else:
-        names = settings["templates"]["instruction"]
-        shots, few_templates = [], []  # few-shot is an MCQ setting (Appendix E.6)
-        pert_names = list(pert.get("names", []))
-    conds, groups = conditions(names, few_templates, shots, pert_names)
+    conds, groups = dataset_conditions(kind, settings["templates"], settings["few_shot"], pert)
+    pert_names = [c.perturbation for c in conds if c.perturbation]
     perturbations = load_perturbations(pert.get("file")) if pert_names else {}
     var_opts = settings["variables"]
     n_max = settings["n_max"]
@@ -184,7 +187,7 @@ def prepare_samples(settings: dict, occlusion: Occlusion | None = None) -> Sampl
         items,
         n_items=settings["n_items"],
         seed=settings["seed"],
-        n_shots=max(shots, default=0),
+        n_shots=max((c.shots for c in conds), default=0),
         shot_items=load_shot_items(name, entry),
         qualifies=qualifies,
     )

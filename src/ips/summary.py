@@ -38,6 +38,9 @@ Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf
 | `sample_pair_matched_null`, `pair_matched_null` | sample, pair, band / pair, band | the matched-size null of every pair, and its mean over samples |
 | `sample_pair_change`, `sample_pair_change_rel` | sample, pair | size of each pair's change sd(v_b − v_a), and that over the mean range of the two games |
 | `sample_v_range` | sample, condition | max v − min v of every game |
+| `precision_null_ips`, `precision_null_ips_ci`, `precision_null_n_valued`, `sample_precision_null_ips` | precision, band (sample, …) | precision null (`ips.nulls.precision_null`): per sample the mean over its re-scored conditions of ips(x, v, v') between this run's fit and the fit of the same prompt scored in `precision`; NaN for samples not re-scored |
+| `precision_null_ips_sweep` | tau, precision | the same over the τ sweep (band all) |
+| `precision_max_abs_dv`, `precision_median_abs_dv`, `precision_dv_rel`, `precision_jaccard`, `precision_games` | precision | max and median |v' − v| over every mask of the re-scored games, their median sd(v' − v) / range of v, mean salient-set Jaccard at τ, and how many games |
 | `heldout_error`, `reliable` | sample, condition | sparse fits only: each game's held-out reconstruction error (NaN for a complete design) and whether it is at most `ips.sparse.UNRELIABLE_HELDOUT` |
 
 Sparse fits (`sampling: sparse`, any n): the interactions are their games' entries, laid on
@@ -58,7 +61,8 @@ Attributes: `model`, `model_attributes` (JSON), `dataset`, `kind`, `target`, `ta
 datasets, whose `pred` is −1), `template_file`, `values_files`, `fit_files` (JSON lists),
 `ips_version`, `sampling`, for sparse fits `budget`, `games` and `unreliable_games`,
 `bootstrap` (JSON: method, n_boot, level, seed), `null` (JSON: how the nulls were made, or
-`{"computed": false}`), `test` (JSON: method,
+`{"computed": false}`), `precision` (JSON: this run's dtype, and each precision run's
+conditions and samples), `test` (JSON: method,
 exact_max, draws, seed, multiplicity), and the case study's
 `case_sample` ("" when there is none), `case_group`, `case_condition_a/_b`,
 `case_template_a/_b`, `case_pred_a/_b`, `case_gold`, `case_ips`, `case_changed`.
@@ -377,6 +381,20 @@ def load(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathLike])
     return merge_shards(shards)
 
 
+def load_precision(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathLike]
+                   ) -> list[Merged]:
+    """The second-precision runs of the precision null (`ips score --dtype`), one Merged per
+    dtype (read from each values file's `dtype` attribute), in the order first given."""
+    if len(values) != len(fits):
+        raise InputError(f"{len(values)} precision values files but {len(fits)} precision fit "
+                         "files; give one fit file per values file, in the same order")
+    by_dtype: dict[str, list[tuple]] = {}
+    for vpath, fpath in zip(values, fits):
+        dtype = str(read_shard(vpath).attrs.get("dtype", ""))
+        by_dtype.setdefault(dtype, []).append((vpath, fpath))
+    return [load(*zip(*files)) for files in by_dtype.values()]
+
+
 # ----------------------------------------------------------------------------------- metrics
 
 
@@ -533,14 +551,16 @@ def band_tests(sample_ips: np.ndarray, draws: int = uncertainty.DRAWS,
 def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
             tau_sweep: Sequence[float] | None = None, seed: int = 0,
             n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
-            draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None) -> xr.Dataset:
+            draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None,
+            precision: Sequence[Merged] = ()) -> xr.Dataset:
     """The metrics of one (model, dataset); see the module docstring for the layout.
 
     ``seed``, ``n_boot`` and ``level`` set the bootstrap of the confidence intervals,
     ``seed`` and ``draws`` the sign-flip tests of the order bands (`ips.uncertainty`;
     samples are resampled and tested in the order of their sorted ids, so neither depends
     on how the samples were sharded). ``null``: the null IPS to compute (`ips.nulls`;
-    None: none).
+    None: none). ``precision``: runs of some of the same games in other precisions
+    (`load_precision`), each scored against this run as its precision null.
     """
     null = nulls.Settings((), 0) if null is None else null
     tau, sweep = _checked_taus(tau, tau_sweep)
@@ -563,12 +583,17 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         _fit_variables(merged, norm, layout, tau, order),
         _null_variables(merged, norm, groups, per_group, tau, sweep, null, order,
                         uncertainty.resample_counts(len(order), n_boot, seed), level),
+        _precision_variables(merged, norm, precision, tau, sweep, order,
+                             uncertainty.resample_counts(len(order), n_boot, seed), level),
         (case_data, case_coords),
     ):
         data.update(d)
         coords.update(c)
     attrs = {**_attributes(merged, tau, seed, n_boot, level, draws), **case_attrs,
-             "null": _null_attribute(merged, null)}
+             "null": _null_attribute(merged, null),
+             "precision": json.dumps({"dtype": merged.attrs.get("dtype", ""), "runs": {
+                 p.attrs.get("dtype", ""): {"conditions": list(p.conditions["condition"]),
+                                            "samples": len(p.samples)} for p in precision}})}
     ds = xr.Dataset(data, coords=coords, attrs=attrs)
     ds["ips"].attrs["description"] = "IPS (band all) and IPS^low/mid/high at tau"
     ds["pair_ips"].attrs["description"] = (
@@ -828,6 +853,72 @@ def _null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_gro
     return data, coords
 
 
+def _precision_variables(merged: Merged, norm: np.ndarray, precision: Sequence[Merged],
+                         tau: float, sweep: np.ndarray, order: np.ndarray, counts: np.ndarray,
+                         level: float):
+    """The precision null (`ips.nulls.precision_null`) of every second-precision run: per
+    sample (mean over its re-scored conditions; NaN for a sample not re-scored), precision
+    and band with intervals, n and the τ sweep, and how far v moved (max and median |Δv|,
+    median sd(Δv)/range of v, mean salient-set Jaccard, games compared)."""
+    if not precision:
+        return {}, {}
+    S, B = len(merged.samples), len(BANDS)
+    per_sample = np.full((S, len(precision), B), np.nan)
+    per_sweep = np.full((S, len(precision), len(sweep)), np.nan)
+    stats = {k: np.full(len(precision), np.nan)
+             for k in ("max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")}
+    for k, p in enumerate(precision):
+        si, ci = _precision_index(merged, p)
+        got = nulls.precision_null(merged.v[si][:, ci], p.v, p.n_vars, norm[si][:, ci],
+                                   metrics.normalize(p.and_, p.or_, p.n_vars[:, None]), tau,
+                                   sweep)
+        per_sample[si, k] = nulls.nan_mean(got.game.bands, 1)
+        per_sweep[si, k] = nulls.nan_mean(got.game.sweep, 1)
+        stats["max_abs_dv"][k] = got.abs_dv.max(initial=0.0)
+        stats["median_abs_dv"][k] = np.median(got.abs_dv) if got.abs_dv.size else np.nan
+        stats["dv_rel"][k] = nulls.nan_median(got.dv_rel)
+        stats["jaccard"][k] = nulls.nan_mean(got.jaccard, None)
+        stats["games"][k] = got.jaccard.size
+        log.info("precision null %s vs %s: %d games, IPS %.3f, max |dv| %.3g",
+                 p.attrs.get("dtype"), merged.attrs.get("dtype", "?"), got.jaccard.size,
+                 float(nulls.nan_mean(per_sample[si, k, 0], None)), stats["max_abs_dv"][k])
+    data = _over_samples("precision_null", per_sample[order], ("precision", "band"), counts,
+                         level)
+    data["precision_null_ips_sweep"] = (("tau", "precision"),
+                                        nulls.nan_mean(per_sweep, 0).T)
+    data |= {f"precision_{k}": (("precision",), v) for k, v in stats.items()}
+    return data, {"precision": np.array([str(p.attrs.get("dtype", "")) for p in precision],
+                                        dtype=object)}
+
+
+def _precision_index(merged: Merged, p: Merged) -> tuple[np.ndarray, np.ndarray]:
+    """Where the samples and conditions of a second-precision run `p` are in `merged`;
+    `InputError` naming its file if it is not a run of the same games."""
+    where = p.values_files[0]
+    for name in ("model", "dataset", "target"):
+        if p.attrs.get(name) != merged.attrs.get(name):
+            raise InputError(f"{where}: {name} {p.attrs.get(name)!r}, but the values files "
+                             f"have {merged.attrs.get(name)!r}; a precision run re-scores "
+                             "the same model and dataset")
+    if p.attrs.get("dtype") == merged.attrs.get("dtype"):
+        raise InputError(f"{where}: dtype {p.attrs.get('dtype')!r} is the values files' own; "
+                         "a precision run is scored in another dtype (ips score --dtype)")
+    if p.games is not None or merged.games is not None:
+        raise InputError(f"{where}: the precision null needs exhaustive fits on both sides")
+    samples = {s: i for i, s in enumerate(merged.samples)}
+    conds = {c: i for i, c in enumerate(merged.conditions["condition"])}
+    missing = ([s for s in p.samples if s not in samples]
+               + [c for c in p.conditions["condition"] if c not in conds])
+    if missing:
+        raise InputError(f"{where}: sample or condition {missing[0]!r} is not in the values "
+                         "files; a precision run re-scores some of their games")
+    si = np.array([samples[s] for s in p.samples], dtype=np.int64)
+    ci = np.array([conds[c] for c in p.conditions["condition"]], dtype=np.int64)
+    if not np.array_equal(merged.n_vars[si], p.n_vars) or p.v.shape[2] != merged.v.shape[2]:
+        raise InputError(f"{where}: its samples have other variables than in the values files")
+    return si, ci
+
+
 def _over_samples(name: str, per_sample: np.ndarray, dims: tuple[str, ...],
                   counts: np.ndarray, level: float) -> dict:
     """`sample_{name}_ips` (sample, *dims), its mean over samples `{name}_ips`, the bootstrap
@@ -934,7 +1025,11 @@ def summarize(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathL
               tau: float = metrics.DEFAULT_TAU,
               tau_sweep: Sequence[float] | None = None, seed: int = 0,
               n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
-              draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None) -> xr.Dataset:
-    """Read, check and merge the shards, then compute the metrics (what `ips metrics` does)."""
+              draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None,
+              precision_values: Sequence[str | os.PathLike] = (),
+              precision_fits: Sequence[str | os.PathLike] = ()) -> xr.Dataset:
+    """Read, check and merge the shards (and the precision runs), then compute the metrics
+    (what `ips metrics` does)."""
     return compute(load(values, fits), tau, tau_sweep, seed=seed, n_boot=n_boot, level=level,
-                   draws=draws, null=null)
+                   draws=draws, null=null,
+                   precision=load_precision(precision_values, precision_fits))

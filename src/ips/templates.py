@@ -381,3 +381,13 @@ def conditions(
         out += [Condition(n, base, 0, p) for n, p in zip(names, perturbations)]
         groups["perturbation"] = [base, *names]
     return out, groups
+
+
+def dataset_conditions(kind: str, templates: Mapping, few_shot: Mapping,
+                       perturbations: Mapping) -> tuple[list[Condition], dict[str, list[str]]]:
+    """`conditions` of a dataset of `kind` ("mcq" | "instruction") under the config's
+    `templates`, `few_shot` and `perturbations`: few-shot is an MCQ setting (Appendix E.6),
+    perturbations an instruction one (Appendix L)."""
+    if kind == "mcq":
+        return conditions(templates["mcq"], few_shot["templates"], few_shot["shots"])
+    return conditions(templates["instruction"], perturbations=perturbations.get("names", []))

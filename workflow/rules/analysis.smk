@@ -10,6 +10,10 @@ rule metrics:
     input:
         values=shard_files("results/values/{model}/{dataset}/{shard}.h5"),
         fits=shard_files("results/interactions/{model}/{dataset}/{shard}.h5"),
+        precision_values=precision_files(
+            "results/precision/{dtype}/values/{model}/{dataset}/{shard}.h5"),
+        precision_fits=precision_files(
+            "results/precision/{dtype}/interactions/{model}/{dataset}/{shard}.h5"),
     output:
         "results/metrics/{model}/{dataset}.nc",
     params:
@@ -33,7 +37,8 @@ rule metrics:
         "--tau-sweep {params.tau_sweep} --seed {params.seed} --resamples {params.resamples} "
         "--level {params.level} --permutations {params.permutations} "
         "--null-levels {params.null_levels} --null-draws {params.null_draws} "
-        "{params.matched_null} --out {output} 2> {log}"
+        "{params.matched_null} --precision-values {input.precision_values} "
+        "--precision-fits {input.precision_fits} --out {output} 2> {log}"
 
 
 rule factors:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
+from ips.config import precision_conditions, precision_dtypes
 from ips.figures.captions import report_captions, report_section
 from ips.samples import dataset_settings
 
@@ -25,6 +26,7 @@ wildcard_constraints:
     model=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     dataset=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     shard=r"\d+",
+    dtype=r"float32|float16|bfloat16",
 
 
 MODELS = list(config["models"])
@@ -129,6 +131,28 @@ def shard_files(pattern):
     def files(wildcards):
         return expand(pattern, model=wildcards.model, dataset=wildcards.dataset,
                       shard=shards(wildcards.dataset))
+
+    return files
+
+
+def precision_flags(wildcards):
+    """`ips score` flags of a precision-null run: its dtype and the conditions scored again."""
+    names = " ".join(precision_conditions(config, wildcards.dataset))
+    return f"--dtype {wildcards.dtype} --conditions {names}"
+
+
+def precision_files(pattern):
+    """Input function: the precision-null runs' files of {model}/{dataset} (every second
+    dtype of the model, the first `precision_null.shards` shards; none without a dtype or
+    without a condition to score again)."""
+
+    def files(wildcards):
+        if not precision_conditions(config, wildcards.dataset):
+            return []
+        first = config["precision_null"]["shards"] or None
+        return expand(pattern, dtype=precision_dtypes(config, wildcards.model),
+                      model=wildcards.model, dataset=wildcards.dataset,
+                      shard=list(shards(wildcards.dataset))[:first])
 
     return files
 

@@ -14,6 +14,7 @@ rule score:
         scorer=config["scorer"],
         target=target_flag,
         sampling=sampling_flags(config["sampling"]),
+        precision="",
     log:
         "logs/score/{model}/{dataset}/{shard}.log",
     benchmark:
@@ -29,7 +30,7 @@ rule score:
         "python -m ips score --model {wildcards.model} --entry {params.entry:q} --cache-dir resources/models "
         "--samples {input.samples} --shard {wildcards.shard} --shard-size {params.shard_size} "
         "{params.target} --batch-tokens {params.batch_tokens} --scorer {params.scorer} "
-        "--threads {threads} {params.sampling} "
+        "--threads {threads} {params.sampling} {params.precision} "
         "--out {output} 2> {log}"
 
 
@@ -57,3 +58,29 @@ rule fit:
         "python -m ips fit {input} --out {output} --solver {params.solver} --noise {params.noise} "
         "--sgd-learning-rate {params.sgd_learning_rate} --sgd-steps {params.sgd_steps} "
         "--n-max {params.n_max} 2> {log}"
+
+
+# The precision null (docs/method.md#precision): the chosen conditions of the first shards
+# scored again in a second precision (`precision_null`) and fitted alike.
+
+
+use rule score as score_precision with:
+    output:
+        "results/precision/{dtype}/values/{model}/{dataset}/{shard}.h5",
+    params:
+        precision=precision_flags,
+    log:
+        "logs/precision/{dtype}/score/{model}/{dataset}/{shard}.log",
+    benchmark:
+        "results/benchmarks/precision/{dtype}/score/{model}/{dataset}/{shard}.tsv"
+
+
+use rule fit as fit_precision with:
+    input:
+        "results/precision/{dtype}/values/{model}/{dataset}/{shard}.h5",
+    output:
+        "results/precision/{dtype}/interactions/{model}/{dataset}/{shard}.h5",
+    log:
+        "logs/precision/{dtype}/fit/{model}/{dataset}/{shard}.log",
+    benchmark:
+        "results/benchmarks/precision/{dtype}/fit/{model}/{dataset}/{shard}.tsv"

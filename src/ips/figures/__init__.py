@@ -70,7 +70,10 @@ TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_ci_low", "ips_
                  "matched_null_ci_high", "ips_minus_matched_null", "output_consistency",
                  "n_samples", "tau", *MODEL_ATTRIBUTES, "few_samples")
 NULL_COLUMNS = ("model", "dataset", "group", "band", "null", "level", "null_ips", "ci_low",
-                "ci_high", "n_valued_samples", "ips", "ips_minus_null", "n_paired", "tau")
+                "ci_high", "n_valued_samples", "ips", "ips_minus_null", "n_paired", "tau",
+                "max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")
+#: what a precision null row adds (`ips.summary`: precision_{name} per precision)
+PRECISION_STATS = ("max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")
 FACTOR_COLUMNS = ("factor", "dataset", "group", "model_a", "model_b", "setting_a", "setting_b",
                   "templates", "band", "ips_a", "ips_a_ci_low", "ips_a_ci_high", "ips_b",
                   "ips_b_ci_low", "ips_b_ci_high", "delta_ips", "delta_ips_ci_low",
@@ -87,7 +90,7 @@ def table_rows(entries: list[Entry]) -> list[dict]:
                 ci = (ds["ips_ci"].sel(group=g, band=b).values.astype(float)
                       if "ips_ci" in ds else (np.nan, np.nan))
                 n = int(ds["n_valued_samples"].sel(group=g, band=b))
-                matched = (_null_cells(ds, "matched_null", dict(group=g, band=b))
+                matched = (_null_cells(ds, "matched_null", g, dict(group=g, band=b))
                            if "matched_null_ips" in ds else {})
                 rows.append({
                     "model": e.model, "dataset": e.dataset, "group": str(g), "band": b,
@@ -109,11 +112,12 @@ def table_rows(entries: list[Entry]) -> list[dict]:
     return rows
 
 
-def _null_cells(ds: xr.Dataset, name: str, where: dict) -> dict:
-    """A null of one (group, band[, level]): its IPS, interval and samples, and the mean
-    per-sample IPS minus it over the samples valued in both (and how many)."""
+def _null_cells(ds: xr.Dataset, name: str, group: str, where: dict) -> dict:
+    """A null at `where` (band and its own coordinates): its IPS, interval and samples, and
+    the mean per-sample IPS of `group` minus it over the samples valued in both (and how
+    many)."""
     ci = ds[f"{name}_ips_ci"].sel(**where).values.astype(float)
-    d = (ds["sample_ips"].sel(group=where["group"], band=where["band"])
+    d = (ds["sample_ips"].sel(group=group, band=where["band"])
          - ds[f"sample_{name}_ips"].sel(**where)).values.astype(float)
     ok = np.isfinite(d)
     return {"null_ips": float(ds[f"{name}_ips"].sel(**where)), "ci_low": float(ci[0]),
@@ -124,23 +128,32 @@ def _null_cells(ds: xr.Dataset, name: str, where: dict) -> dict:
 
 def null_rows(entries: list[Entry]) -> list[dict]:
     """Every null beside IPS: one row per model, dataset, group, band and null (the Gaussian
-    null at each level, the matched-size null)."""
+    null at each level, the matched-size null; the precision null of each second dtype,
+    main group only, with how far v moved)."""
     rows = []
     for e in entries:
         ds = e.ds
-        if "null_ips" not in ds:
-            continue
         for g in ds["group"].values:
             for b in BANDS:
                 base = {"model": e.model, "dataset": e.dataset, "group": str(g), "band": b,
                         "ips": float(ds["ips"].sel(group=g, band=b)),
                         "tau": float(ds.attrs["tau"])}
-                for c in ds["null_level"].values:
+                for c in ds["null_level"].values if "null_ips" in ds else ():
                     rows.append({**base, "null": "gaussian", "level": float(c),
-                                 **_null_cells(ds, "null", dict(group=g, band=b, null_level=c))})
+                                 **_null_cells(ds, "null", g,
+                                               dict(group=g, band=b, null_level=c))})
                 if "matched_null_ips" in ds:
                     rows.append({**base, "null": "matched", "level": "",
-                                 **_null_cells(ds, "matched_null", dict(group=g, band=b))})
+                                 **_null_cells(ds, "matched_null", g, dict(group=g, band=b))})
+                if "precision_null_ips" not in ds or g != MAIN_GROUP:
+                    continue
+                for d in ds["precision"].values:
+                    stats = {k: float(ds[f"precision_{k}"].sel(precision=d))
+                             for k in PRECISION_STATS}
+                    rows.append({**base, "null": "precision", "level": str(d), **stats,
+                                 "games": int(stats["games"]),
+                                 **_null_cells(ds, "precision_null", g,
+                                               dict(precision=d, band=b))})
     return rows
 
 
@@ -328,7 +341,8 @@ def null_section(entries: list[Entry]) -> list[str]:
              "| model | dataset | IPS | " + " | ".join(f"null c = {c:g}" for c in levels)
              + " | matched-size null | IPS − matched (n) |",
              "|---|---|---|" + "---|" * len(levels) + "---|---|"]
-    for (model, dataset) in dict.fromkeys((r["model"], r["dataset"]) for r in rows):
+    for (model, dataset) in dict.fromkeys((r["model"], r["dataset"]) for r in rows
+                                          if r["null"] != "precision"):
         mine = [r for r in rows if (r["model"], r["dataset"]) == (model, dataset)]
         gauss = {r["level"]: r["null_ips"] for r in mine if r["null"] == "gaussian"}
         matched = next((r for r in mine if r["null"] == "matched"), None)
@@ -337,6 +351,33 @@ def null_section(entries: list[Entry]) -> list[str]:
         lines.append(f"| {model} | {dataset} | {num(mine[0]['ips'])} | "
                      + " | ".join(num(gauss.get(c, np.nan)) for c in levels)
                      + f" | {num(matched['null_ips']) if matched else '–'} | {diff} |")
+    return lines + precision_section(rows)
+
+
+def precision_section(rows: list[dict]) -> list[str]:
+    """The precision null per model, dataset and second dtype (main group, band all)."""
+    rows = [r for r in rows if r["null"] == "precision"]
+    if not rows:
+        return []
+
+    def num(x, fmt=".3f") -> str:
+        return "–" if not np.isfinite(x) else format(x, fmt)
+
+    lines = ["", "### Precision null", "",
+             "The same prompts scored again in another precision, each game's two fits scored "
+             "as a template pair (docs/method.md#precision in the project): what rounding "
+             "alone gives. Δv: the second precision's v minus this run's, over every mask of "
+             "the games scored again.", "",
+             "| model | dataset | dtype | games | max \\|Δv\\| (median) | sd(Δv) / range, "
+             "median | salient-set Jaccard | precision null [95% CI] (n) | IPS | "
+             "IPS − null (n) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['model']} | {r['dataset']} | {r['level']} | {r['games']} | "
+            f"{num(r['max_abs_dv'], '.3g')} ({num(r['median_abs_dv'], '.2g')}) | "
+            f"{num(r['dv_rel'], '.1%')} | {num(r['jaccard'], '.2f')} | {num(r['null_ips'])} "
+            f"[{num(r['ci_low'])}, {num(r['ci_high'])}] ({r['n_valued_samples']}) | "
+            f"{num(r['ips'])} | {num(r['ips_minus_null'])} ({r['n_paired']}) |")
     return lines
 
 

@@ -105,7 +105,8 @@ FIGURES = {
         "per model and dataset, the Gaussian null IPS over the noise level (noise of c × range "
         "of v on every value of a game, refitted) against the 0-shot template IPS, and the IPS "
         "of every (sample, 0-shot pair) against the size of its change beside its "
-        "matched-size null (noise of that size); docs/method.md#nulls",
+        "matched-size null (noise of that size); stars: the precision null of each second "
+        "dtype at its median sd(Δv) / range of v; docs/method.md#nulls",
         MODELS),
 }
 """The figures every run draws (PNG and PDF), by file stem."""
@@ -143,8 +144,10 @@ TABLES = {
         "level (noise of that share of the range of v on every value of a game, refitted and "
         "scored against the game's fit) and the matched-size null (noise of each template "
         "pair's own size of change), with 95% bootstrap intervals, samples valued, IPS, and "
-        "the mean per-sample IPS minus the null over the `n_paired` samples valued in both "
-        "(docs/method.md#nulls; `ips.nulls`)",
+        "the mean per-sample IPS minus the null over the `n_paired` samples valued in both; "
+        "precision rows (level: the second dtype, main group) add max and median |Δv|, the "
+        "median sd(Δv) / range of v, the mean salient-set Jaccard and the games compared "
+        "(docs/method.md#nulls, docs/method.md#precision; `ips.nulls`)",
         TABLE_SECTION),
     "tau_robustness.csv": Caption(
         "τ robustness table",

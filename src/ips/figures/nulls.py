@@ -14,12 +14,14 @@ from ips.figures.style import save
 from ips.metrics_file import Entry
 
 NULL_COLOR, MATCHED_COLOR, PAIR_COLOR = "#7f7f7f", "#e6ab02", "#1f78b4"
+PRECISION_COLOR = "#d95f02"
 
 
 def nulls_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     """One row per (model, dataset) with a null: left, the Gaussian null IPS (0-shot, band
     all, 95% CI) over the noise level with the template IPS as a line (and its CI as a
-    band); right, every (sample, 0-shot pair): its IPS and its matched-size null against the
+    band), and each precision null at its median sd(Δv) / range of v (the level of Gaussian
+    noise of the same size); right, every (sample, 0-shot pair): its IPS and its matched-size null against the
     size of the change, sd(Δv) / range of v."""
     rows = [e for e in entries if "null_ips" in e.ds and MAIN_GROUP in e.ds["group"].values]
     fig = Figure(figsize=(9.0, 1.2 + 2.4 * max(len(rows), 1)), layout="constrained")
@@ -35,8 +37,9 @@ def nulls_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
         _null_curve(left, e)
         _pairs_by_size(right, e)
     legend_below(fig, [marker(NULL_COLOR, "Gaussian null (95% CI)"),
+                       marker(PRECISION_COLOR, "precision null at its median sd(Δv) / range"),
                        marker(PAIR_COLOR, "template pair"),
-                       marker(MATCHED_COLOR, "matched-size null of the pair")], ncols=3)
+                       marker(MATCHED_COLOR, "matched-size null of the pair")], ncols=2)
     return save(fig, path)
 
 
@@ -53,8 +56,21 @@ def _null_curve(ax, e: Entry) -> None:
         ax.axhspan(lo, hi, color=PAIR_COLOR, alpha=0.12, lw=0)
     ax.annotate(f"template IPS {value:.3f}", (levels[0], value), xytext=(0, 4),
                 textcoords="offset points", fontsize=7, color=PAIR_COLOR)
+    ticks = list(levels)
+    for d in ds["precision"].values if "precision_null_ips" in ds else ():
+        x = float(ds["precision_dv_rel"].sel(precision=d))
+        y = float(ds["precision_null_ips"].sel(precision=d, band="all"))
+        lo_p, hi_p = ds["precision_null_ips_ci"].sel(precision=d, band="all").values
+        if not (np.isfinite(x) and x > 0 and np.isfinite(y)):
+            continue
+        ax.errorbar([x], [y], yerr=[[y - lo_p], [hi_p - y]], fmt="*", ms=9,
+                    color=PRECISION_COLOR, capsize=2)
+        ax.annotate(str(d), (x, y), xytext=(4, -8), textcoords="offset points", fontsize=7,
+                    color=PRECISION_COLOR)
+        ticks.append(x)
     ax.set_xscale("log")
     ax.set_xticks(levels, [f"{c:g}" for c in levels], fontsize=7)
+    ax.set_xlim(min(ticks) / 1.5, max(ticks) * 1.5)
     ax.minorticks_off()
     ax.set_ylim(0, 2.05)
     ax.set_xlabel("noise level c (σ = c × range of v)", fontsize=8)
