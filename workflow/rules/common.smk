@@ -143,11 +143,13 @@ def precision_flags(wildcards):
 
 def precision_files(pattern):
     """Input function: the precision-null runs' files of {model}/{dataset} (every second
-    dtype of the model, the first `precision_null.shards` shards; none without a dtype or
-    without a condition to score again)."""
+    dtype of the model, the first `precision_null.shards` shards; none without a dtype,
+    without a condition to score again, or for sparse sampling: only exhaustive fits have a
+    precision null)."""
 
     def files(wildcards):
-        if not precision_conditions(config, wildcards.dataset):
+        if (config["sampling"]["mode"] != "exhaustive"
+                or not precision_conditions(config, wildcards.dataset)):
             return []
         first = config["precision_null"]["shards"] or None
         return expand(pattern, dtype=precision_dtypes(config, wildcards.model),
