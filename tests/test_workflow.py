@@ -248,8 +248,11 @@ def test_interrupted_score_resumes_without_redoing_finished_shards(tmp_path, tin
     partial = [o.with_name(o.name + ".partial") for o in out]
     cmd = [str(SNAKEMAKE), "--snakefile", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
            "--cores", "1", *(str(o.relative_to(tmp_path)) for o in out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    # at the lowest priority, so that on a loaded machine this poll still sees the second
+    # shard's first sample long before its last; frozen (SIGSTOP) the moment it does, so
+    # that Ctrl-C lands in that state
+    proc = subprocess.Popen(["nice", "-n", "19", *cmd], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
 
     def second_started():  # one shard is finished, the other has finished one sample
         return any(out[k].exists() and any(partial[1 - k].glob("*.npz")) for k in (0, 1))
@@ -257,7 +260,9 @@ def test_interrupted_score_resumes_without_redoing_finished_shards(tmp_path, tin
     deadline = time.monotonic() + 300
     while not second_started() and time.monotonic() < deadline:
         time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGSTOP)
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: snakemake and its running score job
+    os.killpg(proc.pid, signal.SIGCONT)
     proc.wait(timeout=120)
     done = [o for o in out if o.exists()]
     assert len(done) == 1
