@@ -8,7 +8,7 @@ from itertools import permutations
 import numpy as np
 import pytest
 import scipy.stats
-from test_factors import attrs, make_metrics
+from test_factors import attrs, make_metrics, with_matched_null, write_all
 from test_summary import make_values, write_pair
 
 from ips import claims, factors, uncertainty
@@ -192,6 +192,25 @@ def test_factor_rows_follow_the_factors_file(four_models, tmp_path):
     inst = [r for r in rows if r.claim == "factor_instruct_vs_base"]
     assert inst[0].estimate == pytest.approx((1.4 - 1.6) / 1.6)
     assert inst[0].verdict == "supported"  # planted: 12 samples, all lower by 0.2 ± noise
+    # no matched-size null in these files: each comparison's row against it says so
+    beyond = [r for r in rows if r.claim.endswith("_beyond_null")]
+    assert len(beyond) == len(comp) and all(r.verdict == "untestable" for r in beyond)
+
+
+def test_factor_beyond_its_null(tmp_path):
+    """Instruct lowers IPS by 0.2 while its matched-size null falls by 0.05 (both on 12
+    paired samples): the row tests the per-sample difference of the two, −0.15."""
+    base = make_metrics("base-1b", attrs("f", "s", params=1e9), ips0=1.6, samples=12,
+                        own=0.05, own_seed=1)
+    inst = make_metrics("inst-1b", attrs("f", "s", "instruct", params=1e9), ips0=1.4,
+                        samples=12, own=0.05, own_seed=2)
+    fx = factors.compare(write_all(tmp_path, [with_matched_null(base, 1.5, 1.5, 3),
+                                              with_matched_null(inst, 1.45, 1.45, 4)]),
+                         seed=0, draws=999)
+    r = by_claim(claims.factor_claims(fx))["factor_instruct_vs_base_beyond_null"]
+    assert r.estimate == pytest.approx(-0.15) and r.n == 12
+    assert r.p_value == float(fx["p_excess"].sel(band="all").values[0])
+    assert r.verdict == "supported" and "-0.033" in r.note  # ΔIPS of the nulls 1.45/1.5 − 1
 
 
 def test_few_shot_curve_by_hand(four_models):

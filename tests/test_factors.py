@@ -377,3 +377,52 @@ def test_tests_do_not_depend_on_the_sample_order_of_the_files(tmp_path):
     assert not np.array_equal(
         compare(write_all(tmp_path / "c", ms), seed=5, n_boot=200, draws=999)["p_value"].values,
         out["p_value"].values)  # the seed drives the draws
+
+
+def with_matched_null(ds, group_null, pair_null, seed):
+    """`ds` with a matched-size null per sample: the given value of every group / pair plus
+    a centred noise of this file (so the per-sample differences are not constant)."""
+    S = ds.sizes["sample"]
+    noise = np.random.default_rng(seed).normal(scale=0.03, size=S)
+    noise = (noise - noise.mean())[:, None, None]
+    per_group = np.full((S, ds.sizes["group"], 4), group_null) + noise
+    per_pair = np.full((S, ds.sizes["pair"], 4), pair_null) + noise
+    return ds.assign(
+        sample_matched_null_ips=(("sample", "group", "band"), per_group),
+        matched_null_ips=(("group", "band"), per_group.mean(0)),
+        sample_pair_matched_null=(("sample", "pair", "band"), per_pair),
+        pair_matched_null=(("pair", "band"), per_pair.mean(0)))
+
+
+def test_factor_against_the_difference_of_the_matched_nulls(tmp_path):
+    """null_a, null_b and delta_null are the two sides' matched-size nulls; `excess` is the
+    mean per-sample (A_s − B_s) − (N^A_s − N^B_s) with the sign-flip p of those differences,
+    for a model factor and for few-shot (on the pairs compared); files without a null give
+    NaN and n = 0."""
+    base = make_metrics("base-1b", attrs(type="base"), ips0=1.6, shots={1: 1.3}, samples=12,
+                        own=0.05, own_seed=1)
+    inst = make_metrics("inst-1b", attrs(type="instruct"), ips0=1.4, shots={1: 1.3},
+                        samples=12, own=0.05, own_seed=2)
+    out = compare(write_all(tmp_path, [with_matched_null(base, 1.5, 1.55, 3),
+                                       with_matched_null(inst, 1.45, 1.5, 4)]),
+                  seed=0, draws=999)
+    r = rows(out, "instruct_vs_base").isel(comparison=0).sel(band="all")
+    assert float(r["null_a"]) == pytest.approx(1.45) and float(r["null_b"]) == pytest.approx(1.5)
+    assert float(r["delta_null"]) == pytest.approx(1.45 / 1.5 - 1)
+    a, b = (m["sample_ips"].sel(group="0shot", band="all").values for m in (inst, base))
+    na, nb = (with_matched_null(m, v, v, s)["sample_matched_null_ips"]
+              .sel(group="0shot", band="all").values
+              for m, v, s in ((inst, 1.45, 4), (base, 1.5, 3)))
+    d = (a - b) - (na - nb)
+    assert float(r["excess"]) == pytest.approx(d.mean()) == pytest.approx(-0.15)
+    assert float(r["p_excess"]) == uncertainty.sign_flip_test(d, draws=999, seed=0).p_value
+    assert int(r["n_excess"]) == 12
+    few = rows(out, "few_shot", "1shot")
+    mine = few.isel(comparison=list(few["model_a"].values).index("base-1b")).sel(band="all")
+    # 1-shot T1|T4 (null 1.55 + noise) against 0-shot T1|T4 (the same): excess = ΔIPS
+    assert float(mine["null_a"]) == pytest.approx(1.55) == float(mine["null_b"])
+    assert float(mine["excess"]) == pytest.approx(1.3 - 1.6)
+    plain = compare(write_all(tmp_path / "plain", [base, inst]), seed=0, draws=999)
+    r = rows(plain, "instruct_vs_base").isel(comparison=0).sel(band="all")
+    assert np.isnan(float(r["null_a"])) and np.isnan(float(r["excess"]))
+    assert int(r["n_excess"]) == 0

@@ -31,6 +31,8 @@ Output layout (netCDF/HDF5):
 | `p_value` | comparison, band | two-sided paired sign-flip p-value of the per-sample differences A_s − B_s (see below) |
 | `n_tested` | comparison, band | samples in that test (valued on both sides in that band) |
 | `n_paired` | comparison | samples with a value on both sides (paired by sample id; band all) |
+| `null_a`, `null_b`, `delta_null` | comparison, band | the matched-size null (`ips.nulls`) of the same groups / template pairs on each side, and (null_A − null_B)/null_B |
+| `excess`, `p_excess`, `n_excess` | comparison, band | mean over samples of (A_s − B_s) − (N^A_s − N^B_s), the IPS difference beyond the null's difference, its two-sided paired sign-flip p-value and the samples in it (NaN / 0 without per-sample nulls) |
 | `delta_ips_mean` | summary, band | mean ΔIPS over the comparisons of one (factor, dataset, group) |
 | `delta_ips_mean_ci` | summary, band, bound | interval of that mean (the comparisons' replicates share their resamples and are averaged) |
 | `p_value_mean`, `n_tested_mean` | summary, band | sign-flip p-value of the per-sample mean over the row's comparisons of A_s − B_s, and the samples valued in every one of them |
@@ -113,6 +115,12 @@ class Comparison:
     # metrics file has none
     samples_a: tuple[np.ndarray, np.ndarray] | None = None
     samples_b: tuple[np.ndarray, np.ndarray] | None = None
+    # the matched-size null of the same groups / pairs (`ips.nulls`), and per sample; NaN /
+    # None where the metrics files have none
+    null_a: np.ndarray | None = None
+    null_b: np.ndarray | None = None
+    null_samples_a: tuple[np.ndarray, np.ndarray] | None = None
+    null_samples_b: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def _groups(e: Entry) -> list[str]:
@@ -147,13 +155,34 @@ def _pair_samples(e: Entry, rows: list[int]) -> tuple[np.ndarray, np.ndarray] | 
     return ids, x[:, rows, :]
 
 
+def _group_null(e: Entry, group: str) -> tuple[np.ndarray, tuple | None]:
+    """The matched-size null of a group (band,) and per sample (ids, (S, 1, band))."""
+    ds = e.ds
+    if "sample_matched_null_ips" not in ds:
+        return np.full(len(BANDS), np.nan), None
+    x = ds["sample_matched_null_ips"].sel(group=group).reindex(band=list(BANDS)).values
+    return (ds["matched_null_ips"].sel(group=group).reindex(band=list(BANDS)).values
+            .astype(float), (ds["sample"].values.astype(str), x.astype(float)[:, None, :]))
+
+
+def _pair_null(e: Entry, rows: list[int]) -> tuple[np.ndarray, tuple | None]:
+    """The matched-size null of some pairs: their mean (band,) and per sample (S, K, band)."""
+    ds = e.ds
+    if "sample_pair_matched_null" not in ds:
+        return np.full(len(BANDS), np.nan), None
+    x = ds["sample_pair_matched_null"].reindex(band=list(BANDS)).values.astype(float)
+    return (_nanmean(ds["pair_matched_null"].reindex(band=list(BANDS)).values[rows]),
+            (ds["sample"].values.astype(str), x[:, rows, :]))
+
+
 def _model_comparisons(factor: str, dataset: str, a: Entry, b: Entry) -> list[Comparison]:
     out = []
     for g in _groups(a):
         if g in _groups(b):
+            (na, sa), (nb, sb) = _group_null(a, g), _group_null(b, g)
             out.append(Comparison(factor, dataset, g, a.model, b.model, g, g, "",
                                   _group_ips(a, g), _group_ips(b, g),
-                                  _group_samples(a, g), _group_samples(b, g)))
+                                  _group_samples(a, g), _group_samples(b, g), na, nb, sa, sb))
     return out
 
 
@@ -210,8 +239,10 @@ def _few_shot(dataset: str, e: Entry) -> tuple[list[Comparison], list[str]]:
         b_rows = [zero[key[i]] for i in rows]
         names = ";".join(sorted("–".join(sorted(key[i])) for i in rows))
         a_val, b_val = _nanmean(pair_ips[rows]), _nanmean(pair_ips[b_rows])
+        (na, sa), (nb, sb) = _pair_null(e, rows), _pair_null(e, b_rows)
         out.append(Comparison("few_shot", dataset, g, e.model, e.model, g, ZERO_SHOT, names,
-                              a_val, b_val, _pair_samples(e, rows), _pair_samples(e, b_rows)))
+                              a_val, b_val, _pair_samples(e, rows), _pair_samples(e, b_rows),
+                              na, nb, sa, sb))
     return out, notes
 
 
@@ -298,16 +329,26 @@ def _paired(comps: list[Comparison], datasets: list[str], seed: int, n_boot: int
     return out
 
 
-def _differences(c: Comparison) -> dict[str, np.ndarray] | None:
+def _differences(samples_a, samples_b) -> dict[str, np.ndarray] | None:
     """Per-sample differences d_s = A_s − B_s (band,) of the samples on both sides, by id.
 
     A_s is the NaN-aware mean over side A's K columns of sample s (likewise B_s); a band
     where either side has no value is NaN. None without per-sample tables."""
-    if c.samples_a is None or c.samples_b is None:
+    if samples_a is None or samples_b is None:
         return None
     side_a, side_b = ({str(s): _nanmean(x, axis=0) for s, x in zip(ids, xs)}
-                      for ids, xs in (c.samples_a, c.samples_b))
+                      for ids, xs in (samples_a, samples_b))
     return {s: side_a[s] - side_b[s] for s in side_a if s in side_b}
+
+
+def _excess(c: Comparison) -> dict[str, np.ndarray] | None:
+    """Per-sample (A_s − B_s) − (N^A_s − N^B_s): how far the factor moves IPS beyond how it
+    moves the matched-size null (None without per-sample nulls)."""
+    ips, null = (_differences(c.samples_a, c.samples_b),
+                 _differences(c.null_samples_a, c.null_samples_b))
+    if ips is None or null is None:
+        return None
+    return {s: ips[s] - null[s] for s in ips if s in null}
 
 
 def _sign_flip(diffs: list[dict[str, np.ndarray]], draws: int,
@@ -339,7 +380,7 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
     by_dataset = {d: [e for e in entries if e.dataset == d] for d in datasets}
     comps, few_notes = _find_comparisons(datasets, by_dataset)
     tests = _paired(comps, datasets, seed, n_boot, level)
-    diffs = [_differences(c) for c in comps]
+    diffs = [_differences(c.samples_a, c.samples_b) for c in comps]
     ips_a, ips_b = (np.array([getattr(c, k) for c in comps], float).reshape(-1, len(BANDS))
                     for k in ("ips_a", "ips_b"))
     presence, absent = _factor_presence(comps, datasets)
@@ -423,6 +464,15 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
     for i, d in enumerate(diffs):
         if d is not None:
             p_val[i], n_tested[i] = _sign_flip([d], draws, seed)
+    null_a, null_b = (np.array([getattr(c, k) for c in comps], float).reshape(C, nb)
+                      for k in ("null_a", "null_b"))
+    excess, p_excess = np.full((C, nb), np.nan), np.full((C, nb), np.nan)
+    n_excess = np.zeros((C, nb), np.int64)
+    for i, c in enumerate(comps):
+        d = _excess(c)
+        if d:
+            excess[i] = _nanmean(np.array(list(d.values())))
+            p_excess[i], n_excess[i] = _sign_flip([d], draws, seed)
     data = {
         "ips_a": (("comparison", "band"), ips_a),
         "ips_b": (("comparison", "band"), ips_b),
@@ -434,6 +484,12 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
         "n_tested": (("comparison", "band"), n_tested),
         # A_s and B_s valued in band all
         "n_paired": (("comparison",), n_tested[:, BANDS.index("all")].copy()),
+        "null_a": (("comparison", "band"), null_a),
+        "null_b": (("comparison", "band"), null_b),
+        "delta_null": (("comparison", "band"), _delta(null_a, null_b)),
+        "excess": (("comparison", "band"), excess),
+        "p_excess": (("comparison", "band"), p_excess),
+        "n_excess": (("comparison", "band"), n_excess),
     }
     coords = {"comparison": np.arange(C)}
     for name in ("factor", "dataset", "group"):

@@ -77,7 +77,8 @@ PRECISION_STATS = ("max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")
 FACTOR_COLUMNS = ("factor", "dataset", "group", "model_a", "model_b", "setting_a", "setting_b",
                   "templates", "band", "ips_a", "ips_a_ci_low", "ips_a_ci_high", "ips_b",
                   "ips_b_ci_low", "ips_b_ci_high", "delta_ips", "delta_ips_ci_low",
-                  "delta_ips_ci_high", "p_value", "test", "n_tested", "n_paired", "few_samples")
+                  "delta_ips_ci_high", "p_value", "test", "n_tested", "n_paired", "few_samples",
+                  "null_a", "null_b", "delta_null", "excess", "p_excess", "n_excess")
 TAU_COLUMNS = ("dataset", "tau_spearman", "tau_pearson", "tau_n_models", "tau_note")
 
 
@@ -188,6 +189,10 @@ def factor_rows(factors: xr.Dataset) -> list[dict]:
                 "n_tested": n,
                 "n_paired": int(factors["n_paired"].values[i]) if "n_paired" in factors else 0,
                 "few_samples": n < MIN_RELIABLE_N,
+                **{k: (float(factors[k].sel(band=b).values[i]) if k in factors else np.nan)
+                   for k in ("null_a", "null_b", "delta_null", "excess", "p_excess")},
+                "n_excess": int(factors["n_excess"].sel(band=b).values[i])
+                if "n_excess" in factors else 0,
             })
     return rows
 
