@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 import xarray as xr
 import yaml
@@ -249,8 +250,10 @@ def test_interrupted_score_resumes_without_redoing_finished_shards(tmp_path, tin
     cmd = [str(SNAKEMAKE), "--snakefile", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
            "--cores", "1", *(str(o.relative_to(tmp_path)) for o in out)]
     # at the lowest priority, so that on a loaded machine this poll still sees the second
-    # shard's first sample long before its last; frozen (SIGSTOP) the moment it does, so
-    # that Ctrl-C lands in that state
+    # shard's first sample long before its last; frozen (SIGSTOP) the moment it does. The
+    # score job is then killed outright (as a crash or an out-of-memory kill would): Ctrl-C
+    # alone leaves it to finish its shard while snakemake shuts down, which it may
+    # (measured: it did on a loaded machine). Then Ctrl-C to snakemake.
     proc = subprocess.Popen(["nice", "-n", "19", *cmd], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
 
@@ -261,7 +264,12 @@ def test_interrupted_score_resumes_without_redoing_finished_shards(tmp_path, tin
     while not second_started() and time.monotonic() < deadline:
         time.sleep(0.01)
     os.killpg(proc.pid, signal.SIGSTOP)
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: snakemake and its running score job
+    scorers = [p for p in psutil.Process(proc.pid).children(recursive=True)
+               if "score" in p.cmdline() and "ips" in p.cmdline()]
+    assert scorers, "no running ips score job to interrupt"
+    for p in scorers:
+        p.kill()
+    os.killpg(proc.pid, signal.SIGINT)
     os.killpg(proc.pid, signal.SIGCONT)
     proc.wait(timeout=120)
     done = [o for o in out if o.exists()]
