@@ -236,3 +236,27 @@ def test_consistency_across_models(four_models):
     assert r.estimate == pytest.approx(scipy.stats.spearmanr(x, y)[0]) and r.n == 4
     (two,) = claims.consistency_claims(four_models[:2], ["arc"], draws=999, seed=0)
     assert two.verdict == "untestable" and "at least 3" in two.note
+
+
+def test_order_bands_beyond_the_matched_null(tmp_path):
+    """The order rows on IPS − matched-size null: per sample (IPS − N)^lo − (IPS − N)^hi of
+    the 0-shot group, its sign-flip p Holm-adjusted over the two rows (recomputed here from
+    the metrics file's per-sample variables)."""
+    from ips.nulls import Settings
+
+    v, f = write_pair(tmp_path, "g", make_values([f"item{i:02d}" for i in range(12)], seed=11))
+    e = entry(summarize([v], [f], tau=0.1, seed=2, n_boot=300,
+                        null=Settings((0.01,), 1, matched=True)))
+    rows = by_claim(claims.null_claims(e, 999, 0))
+    x = (e.ds["sample_ips"] - e.ds["sample_matched_null_ips"]).sel(group="0shot")
+    p = []
+    for lo, hi in (("low", "mid"), ("mid", "high")):
+        d = (x.sel(band=lo) - x.sel(band=hi)).values
+        r = rows[f"order_{lo}_below_{hi}_beyond_null"]
+        assert r.estimate == pytest.approx(np.nanmean(d)) and r.n == np.isfinite(d).sum() > 6
+        p.append(uncertainty.sign_flip_test(d, draws=999, seed=0).p_value)
+    adjusted = uncertainty.holm(p)
+    for (lo, hi), q in zip((("low", "mid"), ("mid", "high")), adjusted):
+        r = rows[f"order_{lo}_below_{hi}_beyond_null"]
+        assert r.p_value == pytest.approx(q) and "Holm" in r.test
+        assert r.verdict == claims.directional(r.estimate, r.p_value, -1)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from itertools import permutations
 from typing import Sequence
 
@@ -307,6 +307,12 @@ NULL_CLAIMS = {
     "template_above_precision_null": (
         "(not in the paper; the paper assumes it) the template IPS exceeds the IPS that "
         "rounding alone gives (the precision null: the same prompts in another precision)"),
+    "order_low_below_mid_beyond_null": (
+        "(not in the paper) IPS^low < IPS^mid (Fig. 9) once each band's matched-size null is "
+        "subtracted"),
+    "order_mid_below_high_beyond_null": (
+        "(not in the paper) IPS^mid < IPS^high (Fig. 9) once each band's matched-size null is "
+        "subtracted"),
     "ips_falls_with_range": (
         "(not in the paper) samples whose v spans a wider range (a more decided model) have "
         "lower IPS"),
@@ -346,6 +352,7 @@ def null_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
         matched = ds["sample_matched_null_ips"].sel(group=MAIN_GROUP, band="all").values
         out.append(_paired_row(e, "template_below_matched_null", ips - matched, -1,
                                "IPS − matched-size null IPS", draws, seed))
+        out += _order_beyond_null(e, draws, seed)
     for c in ds["null_level"].values:
         null = ds["sample_null_ips"].sel(group=MAIN_GROUP, null_level=c, band="all").values
         out.append(_paired_row(e, "template_above_gaussian_null", ips - null, +1,
@@ -366,6 +373,20 @@ def null_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
                          verdict=directional(r, p, -1),
                          note=_notes("n counts samples", _few(n))))
     return out
+
+
+def _order_beyond_null(e: Entry, draws: int, seed: int) -> list[Claim]:
+    """The order bands of IPS minus its matched-size null (the noise-aware reading of
+    `order_claims`, beside it): per sample (IPS − N)^lo − (IPS − N)^hi, Holm-adjusted over the
+    two rows as `order_claims` adjusts over its band tests."""
+    x = (e.ds["sample_ips"] - e.ds["sample_matched_null_ips"]).sel(group=MAIN_GROUP)
+    rows = [_paired_row(e, f"order_{lo}_below_{hi}_beyond_null",
+                        (x.sel(band=lo) - x.sel(band=hi)).values, -1,
+                        f"(IPS − matched null)^{lo} − (IPS − matched null)^{hi}", draws, seed)
+            for lo, hi in (("low", "mid"), ("mid", "high"))]
+    adjusted = uncertainty.holm([r.p_value for r in rows])
+    return [replace(r, p_value=float(p), verdict=directional(r.estimate, float(p), -1),
+                    test=f"{r.test}; Holm-adjusted over the 2 rows") for r, p in zip(rows, adjusted)]
 
 
 def precision_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
