@@ -25,7 +25,10 @@ with the exact fit of the same game:
 - floor J, floor dIPS: the noise floor: Jaccard and mean|dIPS| of the *exact* fit of
   v + Gaussian noise (standard deviation = the case's `full` error times the range of v, seed
   fixed) against the exact fit of v. No estimator whose values are off by that much can be
-  expected to do better, whatever it does with them.
+  expected to do better, whatever it does with them;
+- null J, null dIPS: the same for the Gaussian null at `--null-level` (default 1 % of the
+  range of v, docs/method.md#nulls), once per n: what unstructured noise of a fixed size
+  does to the exact fit at this n, to read the estimate's Jaccard and |dIPS| against.
 
 Every run ends with one line per case:
 `sparse n=<n> budget=<fraction>: mean|dIPS|=<x> jaccard=<y>` (one per model and dataset,
@@ -74,7 +77,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--cache-dir", type=Path, default=Path("resources/models"))
     parser.add_argument("--score-only", action="store_true", help="fill the cache and stop")
     parser.add_argument("--no-floor", dest="floor", action="store_false",
-                        help="skip the noise floor (exact fits of v plus noise)")
+                        help="skip the noise floor and the null (exact fits of v plus noise)")
+    parser.add_argument("--null-level", type=float, default=0.01,
+                        help="Gaussian null: noise of this share of the range of v (default "
+                        "0.01)")
     args = parser.parse_args()
     args.models = args.models or (["smollm2-135m-instruct"] if args.quick else list(MODELS))
     args.datasets = args.datasets or (["arc-easy"] if args.quick else list(DATASETS))
@@ -170,10 +176,30 @@ def jaccard(a: sparse.SparseInteractions, b: sparse.SparseInteractions, tau: flo
     return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
 
 
+def exact_games(exact: np.ndarray) -> list[list[sparse.SparseInteractions]]:
+    return [[sparse.from_dense(exact[a, b, 0], exact[a, b, 1]) for b in range(exact.shape[1])]
+            for a in range(len(exact))]
+
+
+def against_noise(args, v: np.ndarray, exact: np.ndarray, relative: float) -> tuple[float, float]:
+    """Jaccard and mean|dIPS| of the exact fit of v + Gaussian noise of `relative` × the
+    range of v (seed fixed) against the exact fit of v."""
+    ex = exact_games(exact)
+    rng = np.random.default_rng(args.seed)
+    noisy = v + rng.normal(size=v.shape) * relative * np.ptp(v, axis=-1, keepdims=True)
+    fit = and_or(noisy, solver="auto")
+    nx = [[sparse.from_dense(fit.and_[a, b], fit.or_[a, b]) for b in range(v.shape[1])]
+          for a in range(len(v))]
+    ips_x = np.array([sparse.pair_ips(*ee, args.tau) for ee in ex])
+    ips_n = np.array([sparse.pair_ips(*ss, args.tau) for ss in nx])
+    return (float(np.mean([jaccard(s, e, args.tau) for ss, ee in zip(nx, ex)
+                           for s, e in zip(ss, ee)])),
+            float(np.nanmean(np.abs(ips_n - ips_x))))
+
+
 def compare(args, where: Path, n: int, v: np.ndarray, exact: np.ndarray, frac: Fraction) -> dict:
     """The metrics of one (n, budget) case over all items (one template pair per item)."""
-    ex = [[sparse.from_dense(exact[a, b, 0], exact[a, b, 1]) for b in range(v.shape[1])]
-          for a in range(len(v))]
+    ex = exact_games(exact)
     sp = [[sparse_fit(args, where, n, a, b, v[a, b], frac) for b in range(v.shape[1])]
           for a in range(len(v))]
     everything = np.arange(1 << n)
@@ -198,18 +224,8 @@ def compare(args, where: Path, n: int, v: np.ndarray, exact: np.ndarray, frac: F
     row["exact_salient"] = float(np.mean([sparse.salient(e, args.tau).sum()
                                           for ee in ex for e in ee]))
     row["seconds"] = float(np.mean([s.info.get("seconds", np.nan) for s, _ in flat]))
-    if args.floor:
-        rng = np.random.default_rng(args.seed)
-        noisy = v + rng.normal(size=v.shape) * row["full"] * np.ptp(v, axis=-1, keepdims=True)
-        fit = and_or(noisy, solver="auto")
-        nx = [[sparse.from_dense(fit.and_[a, b], fit.or_[a, b]) for b in range(v.shape[1])]
-              for a in range(len(v))]
-        row["floor_j"] = np.mean([jaccard(s, e, args.tau) for ss, ee in zip(nx, ex)
-                                  for s, e in zip(ss, ee)])
-        ips_n = np.array([sparse.pair_ips(*ss, args.tau) for ss in nx])
-        row["floor_dips"] = float(np.nanmean(np.abs(ips_n - ips_x)))
-    else:
-        row["floor_j"] = row["floor_dips"] = float("nan")
+    row["floor_j"], row["floor_dips"] = (against_noise(args, v, exact, row["full"])
+                                         if args.floor else (float("nan"), float("nan")))
     row["ips_exact"] = float(np.nanmean(ips_x))
     row["ips_sparse"] = float(np.nanmean(ips_s))
     return row
@@ -220,10 +236,10 @@ COLUMNS = [("n", "{:>3}"), ("budget", "{:>6}"), ("jaccard", "{:>7.3f}"), ("dips"
            ("high", "{:>7.3f}"), ("heldout", "{:>7.4f}"), ("full", "{:>6.4f}"),
            ("entries", "{:>7.0f}"), ("exact_salient", "{:>7.1f}"), ("ips_exact", "{:>6.3f}"),
            ("ips_sparse", "{:>6.3f}"), ("floor_j", "{:>7.3f}"), ("floor_dips", "{:>10.3f}"),
-           ("seconds", "{:>5.1f}")]
+           ("null_j", "{:>6.3f}"), ("null_dips", "{:>9.3f}"), ("seconds", "{:>5.1f}")]
 HEADS = ["n", "budget", "jaccard", "mean|dIPS|", "spearman", "|dlow|", "|dmid|", "|dhigh|",
          "heldout", "full", "entries", "salient", "IPS_ex", "IPS_sp", "floor J", "floor dIPS",
-         "s/fit"]
+         "null J", "null dIPS", "s/fit"]
 
 
 def main() -> None:
@@ -238,9 +254,12 @@ def main() -> None:
             for n, v in data.items():
                 where = args.cache / model / dataset / f"n{n}"
                 exact = exact_fits(args, where, v)
+                null_j, null_dips = (against_noise(args, v, exact, args.null_level)
+                                     if args.floor else (float("nan"), float("nan")))
                 for frac in args.budgets:
                     rows.append({"model": model, "dataset": dataset, "n": n, "budget": str(frac),
-                                 **compare(args, where, n, v, exact, frac)})
+                                 **compare(args, where, n, v, exact, frac),
+                                 "null_j": null_j, "null_dips": null_dips})
                     print(f"done {model} {dataset} n={n} budget={frac} after "
                           f"{time.perf_counter() - t0:.0f} s", flush=True)
     if not rows:
@@ -259,7 +278,8 @@ def main() -> None:
         for r in rows:
             if (r["model"], r["dataset"]) == key:
                 print(f"sparse n={r['n']} budget={r['budget']}: mean|dIPS|={r['dips']:.3f} "
-                      f"jaccard={r['jaccard']:.3f}")
+                      f"jaccard={r['jaccard']:.3f} (Gaussian null {args.null_level:g}: "
+                      f"mean|dIPS|={r['null_dips']:.3f} jaccard={r['null_j']:.3f})")
     print("targets (n = 12, budget ≤ 1/4): mean|dIPS| ≤ 0.05 and jaccard ≥ 0.8")
 
 
