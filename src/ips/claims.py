@@ -304,9 +304,6 @@ NULL_CLAIMS = {
     "template_above_gaussian_null": (
         "(not in the paper; the paper assumes it) the template IPS exceeds the IPS of Gaussian "
         "noise on v"),
-    "template_above_precision_null": (
-        "(not in the paper; the paper assumes it) the template IPS exceeds the IPS that "
-        "rounding alone gives (the precision null: the same prompts in another precision)"),
     "order_low_below_mid_beyond_null": (
         "(not in the paper) IPS^low < IPS^mid (Fig. 9) once each band's matched-size null is "
         "subtracted"),
@@ -316,6 +313,12 @@ NULL_CLAIMS = {
     "ips_falls_with_range": (
         "(not in the paper) samples whose v spans a wider range (a more decided model) have "
         "lower IPS"),
+}
+#: the rows of `precision_claims` (metrics files with a precision run only)
+PRECISION_CLAIMS = {
+    "template_above_precision_null": (
+        "(not in the paper; the paper assumes it) the template IPS exceeds the IPS that "
+        "rounding alone gives (the precision null: the same prompts in another precision)"),
 }
 
 
@@ -329,7 +332,8 @@ def _paired_row(e: Entry, claim: str, d: np.ndarray, sign: int, what: str, draws
     _, ci = (uncertainty.bootstrap_ci(d, n_boot=n_boot, level=level, seed=boot_seed) if n
              else (None, np.full(2, np.nan)))
     est = float(t.mean_difference)
-    return Claim(claim, _scope(e.model, e.dataset, MAIN_GROUP, where), NULL_CLAIMS[claim], est,
+    paper = NULL_CLAIMS.get(claim) or PRECISION_CLAIMS[claim]
+    return Claim(claim, _scope(e.model, e.dataset, MAIN_GROUP, where), paper, est,
                  float(ci[0]), float(ci[1]), n,
                  f"paired sign-flip ({t.method}) on per-sample {what}; interval: bootstrap",
                  float(t.p_value), directional(est, float(t.p_value), sign),
@@ -386,7 +390,8 @@ def _order_beyond_null(e: Entry, draws: int, seed: int) -> list[Claim]:
             for lo, hi in (("low", "mid"), ("mid", "high"))]
     adjusted = uncertainty.holm([r.p_value for r in rows])
     return [replace(r, p_value=float(p), verdict=directional(r.estimate, float(p), -1),
-                    test=f"{r.test}; Holm-adjusted over the 2 rows") for r, p in zip(rows, adjusted)]
+                    test=f"{r.test}; Holm-adjusted over the 2 rows")
+            for r, p in zip(rows, adjusted)]
 
 
 def precision_claims(e: Entry, draws: int, seed: int) -> list[Claim]:

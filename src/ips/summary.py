@@ -368,31 +368,33 @@ def merge_shards(shards: Sequence[Shard]) -> Merged:
     )
 
 
-def load(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathLike]) -> Merged:
-    """Read, check and merge the shards; `fits[i]` is the fit of `values[i]`."""
+def _read_shards(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathLike],
+                 what: str = "") -> list[Shard]:
+    """Every values file read with its fit attached; `fits[i]` is the fit of `values[i]`."""
     if len(values) != len(fits):
-        raise InputError(f"{len(values)} values files but {len(fits)} fit files; give one fit "
-                         "file per values file, in the same order")
+        raise InputError(f"{len(values)} {what}values files but {len(fits)} {what}fit files; "
+                         "give one fit file per values file, in the same order")
     shards = []
     for vpath, fpath in zip(values, fits):
         sh = read_shard(vpath)
         attach_fit(sh, fpath)
         shards.append(sh)
-    return merge_shards(shards)
+    return shards
+
+
+def load(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathLike]) -> Merged:
+    """Read, check and merge the shards; `fits[i]` is the fit of `values[i]`."""
+    return merge_shards(_read_shards(values, fits))
 
 
 def load_precision(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathLike]
                    ) -> list[Merged]:
     """The second-precision runs of the precision null (`ips score --dtype`), one Merged per
     dtype (read from each values file's `dtype` attribute), in the order first given."""
-    if len(values) != len(fits):
-        raise InputError(f"{len(values)} precision values files but {len(fits)} precision fit "
-                         "files; give one fit file per values file, in the same order")
-    by_dtype: dict[str, list[tuple]] = {}
-    for vpath, fpath in zip(values, fits):
-        dtype = str(read_shard(vpath).attrs.get("dtype", ""))
-        by_dtype.setdefault(dtype, []).append((vpath, fpath))
-    return [load(*zip(*files)) for files in by_dtype.values()]
+    by_dtype: dict[str, list[Shard]] = {}
+    for sh in _read_shards(values, fits, "precision "):
+        by_dtype.setdefault(str(sh.attrs.get("dtype", "")), []).append(sh)
+    return [merge_shards(shards) for shards in by_dtype.values()]
 
 
 # ----------------------------------------------------------------------------------- metrics
@@ -572,6 +574,7 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
     groups = list(merged.groups)
     per_group = [_group_metrics(merged, g, norm, layout, pred, tau, sweep) for g in groups]
     order = np.argsort(merged.samples.astype(str), kind="stable")
+    counts = uncertainty.resample_counts(len(order), n_boot, seed)  # the nulls' intervals
     case_data, case_coords, case_attrs = case_study_data(merged, norm, layout, pred, groups,
                                                          tau)
     data, coords = {}, {}
@@ -581,10 +584,9 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         _pair_variables(merged, groups, per_group, pred),
         _sample_variables(merged, per_group, order, seed, n_boot, level, draws),
         _fit_variables(merged, norm, layout, tau, order),
-        _null_variables(merged, norm, groups, per_group, tau, sweep, null, order,
-                        uncertainty.resample_counts(len(order), n_boot, seed), level),
-        _precision_variables(merged, norm, precision, tau, sweep, order,
-                             uncertainty.resample_counts(len(order), n_boot, seed), level),
+        _null_variables(merged, norm, groups, per_group, tau, sweep, null, order, counts,
+                        level),
+        _precision_variables(merged, norm, precision, tau, sweep, order, counts, level),
         (case_data, case_coords),
     ):
         data.update(d)
@@ -875,7 +877,7 @@ def _precision_variables(merged: Merged, norm: np.ndarray, precision: Sequence[M
         per_sample[si, k] = nulls.nan_mean(got.game.bands, 1)
         per_sweep[si, k] = nulls.nan_mean(got.game.sweep, 1)
         stats["max_abs_dv"][k] = got.abs_dv.max(initial=0.0)
-        stats["median_abs_dv"][k] = np.median(got.abs_dv) if got.abs_dv.size else np.nan
+        stats["median_abs_dv"][k] = nulls.nan_median(got.abs_dv)
         stats["dv_rel"][k] = nulls.nan_median(got.dv_rel)
         stats["jaccard"][k] = nulls.nan_mean(got.jaccard, None)
         stats["games"][k] = got.jaccard.size

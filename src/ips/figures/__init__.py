@@ -327,14 +327,16 @@ def readme(entries: list[Entry], factors: xr.Dataset, tau: float,
     return "\n".join(lines)
 
 
+def _cell_text(x: float, fmt: str = ".3f") -> str:
+    """A number of a README table, "–" where it has no value."""
+    return "–" if not np.isfinite(x) else format(x, fmt)
+
+
 def null_section(entries: list[Entry]) -> list[str]:
     """IPS beside its nulls per model and dataset (main group, band all; `ips.nulls`)."""
     rows = [r for r in null_rows(entries) if r["group"] == MAIN_GROUP and r["band"] == "all"]
     if not rows:
         return []
-
-    def num(x) -> str:
-        return "–" if not np.isfinite(x) else f"{x:.3f}"
 
     levels = sorted({r["level"] for r in rows if r["null"] == "gaussian"})
     lines = ["", "## IPS beside its nulls", "",
@@ -351,11 +353,11 @@ def null_section(entries: list[Entry]) -> list[str]:
         mine = [r for r in rows if (r["model"], r["dataset"]) == (model, dataset)]
         gauss = {r["level"]: r["null_ips"] for r in mine if r["null"] == "gaussian"}
         matched = next((r for r in mine if r["null"] == "matched"), None)
-        diff = (f"{num(matched['ips_minus_null'])} ({matched['n_paired']})" if matched
+        diff = (f"{_cell_text(matched['ips_minus_null'])} ({matched['n_paired']})" if matched
                 else "–")
-        lines.append(f"| {model} | {dataset} | {num(mine[0]['ips'])} | "
-                     + " | ".join(num(gauss.get(c, np.nan)) for c in levels)
-                     + f" | {num(matched['null_ips']) if matched else '–'} | {diff} |")
+        lines.append(f"| {model} | {dataset} | {_cell_text(mine[0]['ips'])} | "
+                     + " | ".join(_cell_text(gauss.get(c, np.nan)) for c in levels)
+                     + f" | {_cell_text(matched['null_ips']) if matched else '–'} | {diff} |")
     return lines + precision_section(rows)
 
 
@@ -364,9 +366,6 @@ def precision_section(rows: list[dict]) -> list[str]:
     rows = [r for r in rows if r["null"] == "precision"]
     if not rows:
         return []
-
-    def num(x, fmt=".3f") -> str:
-        return "–" if not np.isfinite(x) else format(x, fmt)
 
     lines = ["", "### Precision null", "",
              "The same prompts scored again in another precision, each game's two fits scored "
@@ -379,10 +378,11 @@ def precision_section(rows: list[dict]) -> list[str]:
     for r in rows:
         lines.append(
             f"| {r['model']} | {r['dataset']} | {r['level']} | {r['games']} | "
-            f"{num(r['max_abs_dv'], '.3g')} ({num(r['median_abs_dv'], '.2g')}) | "
-            f"{num(r['dv_rel'], '.1%')} | {num(r['jaccard'], '.2f')} | {num(r['null_ips'])} "
-            f"[{num(r['ci_low'])}, {num(r['ci_high'])}] ({r['n_valued_samples']}) | "
-            f"{num(r['ips'])} | {num(r['ips_minus_null'])} ({r['n_paired']}) |")
+            f"{_cell_text(r['max_abs_dv'], '.3g')} ({_cell_text(r['median_abs_dv'], '.2g')}) | "
+            f"{_cell_text(r['dv_rel'], '.1%')} | {_cell_text(r['jaccard'], '.2f')} | "
+            f"{_cell_text(r['null_ips'])} [{_cell_text(r['ci_low'])}, "
+            f"{_cell_text(r['ci_high'])}] ({r['n_valued_samples']}) | "
+            f"{_cell_text(r['ips'])} | {_cell_text(r['ips_minus_null'])} ({r['n_paired']}) |")
     return lines
 
 
@@ -485,6 +485,6 @@ def make_figures(metrics_paths: Sequence[str | os.PathLike], factors_path: str |
     return names
 
 
-__all__ = ["FIGURES", "TABLES", "FILES", "CASE_STUDY", "MAIN_GROUP", "TABLE_COLUMNS", "NULL_COLUMNS",
-           "FACTOR_COLUMNS", "TAU_COLUMNS", "make_figures", "draw_all", "figure_files",
+__all__ = ["FIGURES", "TABLES", "FILES", "CASE_STUDY", "MAIN_GROUP", "TABLE_COLUMNS",
+           "NULL_COLUMNS", "FACTOR_COLUMNS", "TAU_COLUMNS", "make_figures", "draw_all", "figure_files",
            "case_study_name"]

@@ -21,8 +21,8 @@ def nulls_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     """One row per (model, dataset) with a null: left, the Gaussian null IPS (0-shot, band
     all, 95% CI) over the noise level with the template IPS as a line (and its CI as a
     band), and each precision null at its median sd(Δv) / range of v (the level of Gaussian
-    noise of the same size); right, every (sample, 0-shot pair): its IPS and its matched-size null against the
-    size of the change, sd(Δv) / range of v."""
+    noise of the same size); right, every (sample, 0-shot pair): its IPS and its matched-size
+    null against the size of the change, sd(Δv) / range of v."""
     rows = [e for e in entries if "null_ips" in e.ds and MAIN_GROUP in e.ds["group"].values]
     fig = Figure(figsize=(9.0, 1.2 + 2.4 * max(len(rows), 1)), layout="constrained")
     fig.suptitle(f"IPS beside its nulls, τ = {tau:g} ({MAIN_GROUP} templates)", fontsize=12)
