@@ -18,7 +18,7 @@ from ips.kernel import (
     token_owners,
     v_from_logits,
 )
-from ips.scoring import Engine, letter_tokens, score_shard
+from ips.scoring import Engine, _Answers, letter_tokens, score_shard
 from ips.templates import conditions, load_templates, render
 from ips.variables import select_variables
 
@@ -165,6 +165,107 @@ def test_log_odds_is_finite_for_extreme_probabilities():
 def test_letters_need_single_tokens(llama):
     with pytest.raises(ScoringError, match="choice_text"):
         letter_tokens(llama.tokenizer, "Answer:", ["Zebra", "Quokka"])
+
+
+# ---------------------------------------------------------------- the unmasked prompt
+
+
+def direct_unmasked(lm, ids, letters, options):
+    """What `Engine.unmasked` returns, the slow way: a full forward of the prompt, and one of
+    the prompt followed by each option's whole text (log_softmax, summed over the option)."""
+    with torch.no_grad():
+        out = lm.model(torch.as_tensor(ids)[None], output_hidden_states=True)
+        last = out.logits[0, -1].double()
+        logp = []
+        for o in options:
+            logits = lm.model(torch.as_tensor([*ids, *o])[None]).logits[0].double()
+            lp = torch.log_softmax(logits[len(ids) - 1:-1], -1)
+            logp.append(float(lp[torch.arange(len(o)), torch.as_tensor(o)].sum()))
+    return (int(last.argmax()), last[letters].numpy(), np.array(logp),
+            out.hidden_states[-1][0, -1].numpy())
+
+
+class _NoCache(torch.nn.Module):
+    """A model behind a plain module, which `Engine` cannot give a transformers cache."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.inner = model
+
+    def forward(self, input_ids, **kwargs):
+        assert "cache" not in kwargs
+        return self.inner(input_ids=input_ids, **kwargs)
+
+
+def unmasked_cases(lm):
+    """(ids, letters, options) of a 0-shot and a 2-shot prompt (a long shared prefix), with
+    the items' own option texts, options of 1 to 15 tokens (padding) and of one token."""
+    answers = _Answers(lm.tokenizer)
+    ss = sample_set(ITEMS, names=("T1",), shots=(2,))
+    cases = []
+    for name in ("T1", "T1-2shot"):
+        p = ss.samples[3].prompts[name]
+        ids, _ = encode(lm, p)
+        letters, _ = letter_tokens(lm.tokenizer, p.cue, "ABCD")
+        own = answers.options(p.cue, ss.samples[3].item.choices)
+        mixed = answers.options(p.cue, ["A", "a ruler", "carbon dioxide from the air and water",
+                                        "Quokka zebra"])
+        cases += [(ids, letters, own), (ids, letters, mixed), (ids, letters, [[5], [9]])]
+    return cases
+
+
+@pytest.mark.parametrize("scorer", ["plain", "trie", "auto"])
+@pytest.mark.parametrize("which", ["llama", "gemma"])
+def test_unmasked_matches_full_forwards_of_prompt_and_options(which, scorer, request):
+    """One prompt forward whose keys/values the options continue, in one batch padded to the
+    longest option, gives what full forwards of prompt + option give (Gemma's prompts are
+    longer than its 16-token sliding window)."""
+    torch.manual_seed(0)
+    lm = request.getfixturevalue(which)
+    cases = unmasked_cases(lm)
+    expected = [direct_unmasked(lm, *case) for case in cases]
+    engine = Engine(lm.model, lm.mask_token_id, scorer=scorer)
+    assert engine.cache_prompt
+    shapes = []
+    hook = lm.model.register_forward_pre_hook(
+        lambda m, a, kw: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True)
+    try:
+        for (ids, letters, options), (greedy, letter_logit, option_logp, hidden) in zip(
+                cases, expected):
+            shapes.clear()
+            un = engine.unmasked(ids, letters, options)
+            # the prompt once, then only the options' own tokens (none for one-token options)
+            width = max(len(o) for o in options) - 1
+            assert shapes == [(1, len(ids))] + [(len(options), width)] * (width > 0)
+            assert un.greedy == greedy
+            np.testing.assert_allclose(un.letter_logit, letter_logit, rtol=0, atol=1e-4)
+            np.testing.assert_allclose(un.option_logp, option_logp, rtol=0, atol=1e-4)
+            np.testing.assert_allclose(un.hidden, hidden, rtol=0, atol=1e-4)
+    finally:
+        hook.remove()
+    assert len({len(o) for o in cases[1][2]}) == 4  # four lengths, padded to the longest
+    assert len(cases[3][0]) > 100  # the 2-shot prompt: beyond Gemma's 16-token window
+    assert np.ptp(expected[1][2]) > 1.0  # the options' log-probabilities differ: not vacuous
+
+
+@pytest.mark.parametrize("which", ["llama", "gemma"])
+def test_unmasked_without_a_cache_runs_the_prompt_with_each_option(which, request):
+    """A model that is not a transformers model keeps no cache: each row of the options'
+    forward starts with the prompt, and the results are those of the cache path."""
+    torch.manual_seed(0)
+    lm = request.getfixturevalue(which)
+    engine = Engine(_NoCache(lm.model), lm.mask_token_id, scorer="auto")
+    assert not engine.cache_prompt and not engine.trie.active
+    cached = Engine(lm.model, lm.mask_token_id)
+    for ids, letters, options in unmasked_cases(lm):
+        un, ref = engine.unmasked(ids, letters, options), cached.unmasked(ids, letters, options)
+        greedy, _, option_logp, _ = direct_unmasked(lm, ids, letters, options)
+        assert un.greedy == ref.greedy == greedy
+        np.testing.assert_allclose(un.option_logp, option_logp, rtol=0, atol=1e-4)
+        np.testing.assert_allclose(un.option_logp, ref.option_logp, rtol=0, atol=1e-4)
+        np.testing.assert_allclose(un.letter_logit, ref.letter_logit, rtol=0, atol=1e-4)
+        np.testing.assert_allclose(un.hidden, ref.hidden, rtol=0, atol=1e-4)
+    assert engine.unmasked(ids).option_logp.shape == (0,)
 
 
 # ---------------------------------------------------------------- shards, files, resume

@@ -89,27 +89,29 @@ class Engine:
         if scorer not in SCORERS:
             raise ValueError(f"scorer must be one of {', '.join(SCORERS)}, got {scorer!r}")
         self.scorer = scorer
+        from transformers import PreTrainedModel
+
+        # the option texts continue the unmasked prompt's keys/values (`unmasked`) where the
+        # model keeps a transformers cache; for other models each row repeats the prompt
+        self.cache_prompt = isinstance(model, PreTrainedModel) and not getattr(
+            model.config, "is_encoder_decoder", False)
         self.trie = None
         if scorer != "plain":
             self.trie = TrieScorer(model, self.mask_id, trie_budget(self.batch_tokens),
                                    self.device, mode=scorer)
 
-    def _logits(self, rows: np.ndarray, k: int, **kwargs):
+    def _logits(self, rows: np.ndarray, k: int, cache=None, **kwargs):
+        """The model's output on `rows`, logits of the last k positions; `cache`: keys/values
+        the rows continue, which the forward extends (none kept without it)."""
         ids = torch.as_tensor(rows, device=self.device)
-        return self.model(input_ids=ids, logits_to_keep=k, use_cache=False, **kwargs)
+        if cache is not None:
+            kwargs.update(cache=cache, use_cache=True)
+        return self.model(input_ids=ids, logits_to_keep=k, **{"use_cache": False, **kwargs})
 
     @torch.inference_mode()
     def _log_odds(self, rows: np.ndarray, target: Sequence[int]) -> np.ndarray:
         """v for every row (`v_from_logits`); rows already end with target[:-1]."""
         return v_from_logits(self._logits(rows, len(target)).logits, target)
-
-    @torch.inference_mode()
-    def _sequence_logp(self, ids: np.ndarray, seq: Sequence[int]) -> float:
-        """log P(seq | ids) for one prompt."""
-        row = np.concatenate([ids, np.asarray(seq[:-1], dtype=ids.dtype)])[None]
-        logits = self._logits(row, len(seq)).logits[0, -len(seq):].double()
-        logp = torch.log_softmax(logits, dim=-1)
-        return float(logp[torch.arange(len(seq)), torch.as_tensor(list(seq))].sum())
 
     def values(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int],
                masks: np.ndarray | None = None) -> np.ndarray:
@@ -159,15 +161,55 @@ class Engine:
     @torch.inference_mode()
     def unmasked(self, ids: np.ndarray, letters: Sequence[int] = (),
                  options: Sequence[Sequence[int]] = ()) -> Unmasked:
-        """Greedy token, letter logits, option-text log-probabilities and h, unmasked prompt."""
-        out = self._logits(ids[None, :], 1, output_hidden_states=True)
+        """Greedy token, letter logits, option-text log-probabilities and h, unmasked prompt.
+
+        One forward of the prompt gives the greedy token, the letters' logits and h at its
+        last position, and log P(o_0 | prompt) of each option's first token; the options'
+        further tokens are continuations of it (`_option_logp`), which read the prompt's
+        keys/values from that forward's cache instead of running the prompt again.
+        """
+        from transformers import DynamicCache
+
+        cache = None
+        if self.cache_prompt and any(len(o) > 1 for o in options):
+            cache = DynamicCache(config=self.model.config)
+        out = self._logits(ids[None, :], 1, cache, output_hidden_states=True)
         last = out.logits[0, -1].double()
         return Unmasked(
             greedy=int(last.argmax()),
             letter_logit=last[list(letters)].cpu().numpy() if letters else np.zeros(0),
-            option_logp=np.array([self._sequence_logp(ids, o) for o in options]),
+            option_logp=self._option_logp(ids, torch.log_softmax(last, -1), options, cache),
             hidden=out.hidden_states[-1][0, -1].float().cpu().numpy(),
         )
+
+    def _option_logp(self, ids: np.ndarray, first: torch.Tensor,
+                     options: Sequence[Sequence[int]], cache) -> np.ndarray:
+        """log P(o | prompt) = Σ_j log P(o_j | prompt, o_<j) for each option o.
+
+        `first`: the log-softmax at the prompt's last position, which scores every o_0. The
+        o_j for j ≥ 1 come from one forward of all options' o[:-1], right-padded to the
+        longest (causal attention: a position never sees the padding after it), over
+        `cache`, the prompt's keys/values repeated for each option; without a cache each row
+        starts with the prompt itself.
+        """
+        if not options:
+            return np.zeros(0)
+        logp = first[[o[0] for o in options]]
+        width = max(len(o) for o in options) - 1
+        if width:
+            head = ids[:0] if cache is not None else ids
+            rows = np.full((len(options), len(head) + width), self.mask_id, dtype=ids.dtype)
+            rows[:, :len(head)] = head
+            for i, o in enumerate(options):
+                rows[i, len(head):len(head) + len(o) - 1] = o[:-1]
+            if cache is not None:
+                cache.batch_repeat_interleave(len(options))
+            logits = self._logits(rows, width, cache).logits
+            tail = torch.log_softmax(logits.double(), -1)  # [options, width, vocab]
+            for i, o in enumerate(options):
+                at = torch.arange(len(o) - 1)
+                logp[i] += tail[i, at, torch.as_tensor(o[1:], dtype=torch.long)].sum()
+        return logp.cpu().numpy()
 
 
 class _Answers:
