@@ -147,3 +147,14 @@ class Flops:
     def trie(self, st) -> float:
         return (st.tokens * self.per_token + st.key_pairs * self.per_pair
                 + st.projected * self.per_logit_row)
+
+
+def load_named(name: str, cache_dir: Path, threads: int):
+    """Model `name` of config.yaml, or else the transformers directory `cache_dir/<name>`
+    (a model converted by hand; its factor attributes are placeholders)."""
+    from ips.models import ModelSpec, load_model
+
+    entry = MODELS.get(name) or {"source": {"path": str(Path(cache_dir) / name)},
+                                 "family": "other", "series": "other", "type": "base",
+                                 "architecture": "dense", "params": 1}
+    return load_model(ModelSpec.from_config(name, entry), cache_dir=cache_dir, threads=threads)
