@@ -12,8 +12,8 @@ exactly n content variables, tokenized as `ips score` does, `ips.scoring._encode
   prompt, then a full forward of prompt + option for each option (5 forwards for 4 options);
 - one at a time: the prompt's forward with a cache, then each option's tokens continuing a
   copy of it (one forward per option): the alternative to the batch of `Engine.unmasked`;
-- new: `Engine.unmasked`: the prompt's forward with a cache, and all options' tokens in one
-  right-padded batch continuing it;
+- new: `Engine.unmasked`: the prompt's forward with a cache, and the tokens of all options
+  longer than one token in one right-padded batch continuing it;
 - v: `Engine.values` with the scorer given (default auto: the trie), timed once per case;
   the tokens it ran are printed beside the prompt's tokens before its first variable (what
   the trie runs once at its level 0, and what it could take from the unmasked pass instead).
@@ -131,8 +131,8 @@ def run_case(lm, flops: Flops, engine: Engine, case, args) -> dict:
     """Time old / one at a time / new (interleaved) and v on one prompt; print its row."""
     label, ids, owners, letters, options, target = case
     model = lm.model
-    L, B = len(ids), len(options)
-    width = max(len(o) for o in options) - 1
+    L = len(ids)
+    longer = [len(o) - 1 for o in options if len(o) > 1]  # the rows of the options' forward
     old = old_unmasked(model, ids, letters, options)  # warm-up and the reference values
     new = engine.unmasked(ids, letters, options)
     seq = one_at_a_time(model, ids, options)
@@ -157,8 +157,9 @@ def run_case(lm, flops: Flops, engine: Engine, case, args) -> dict:
     else:  # the plain scorer: every mask's whole row, one position projected
         tokens_v, rows_v = (1 << args.n) * L, 1 << args.n
     P2, H2 = flops.per_token, flops.per_logit_row  # 2·P and 2·H
-    f_old = P2 * (L + sum(L + len(o) - 1 for o in options)) + H2 * (1 + sum(len(o) for o in options))
-    f_new = P2 * (L + B * width) + H2 * (1 + B * width)
+    f_old = P2 * sum(L + len(o) - 1 for o in options) + H2 * sum(len(o) for o in options)
+    f_old += P2 * L + H2  # the prompt's own forward
+    f_new = (P2 + H2) * len(longer) * max(longer, default=0) + P2 * L + H2
     f_v = P2 * tokens_v + H2 * rows_v
     prefix = int(np.flatnonzero(owners >= 0)[0])  # tokens before the first variable
     r = dict(model=lm.spec.name, label=label, L=L, lengths=[len(o) for o in options],

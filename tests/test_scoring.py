@@ -234,9 +234,9 @@ def test_unmasked_matches_full_forwards_of_prompt_and_options(which, scorer, req
                 cases, expected):
             shapes.clear()
             un = engine.unmasked(ids, letters, options)
-            # the prompt once, then only the options' own tokens (none for one-token options)
-            width = max(len(o) for o in options) - 1
-            assert shapes == [(1, len(ids))] + [(len(options), width)] * (width > 0)
+            # the prompt once, then the tokens of the options longer than one token
+            longer = [len(o) - 1 for o in options if len(o) > 1]
+            assert shapes == [(1, len(ids))] + ([(len(longer), max(longer))] if longer else [])
             assert un.greedy == greedy
             np.testing.assert_allclose(un.letter_logit, letter_logit, rtol=0, atol=1e-4)
             np.testing.assert_allclose(un.option_logp, option_logp, rtol=0, atol=1e-4)

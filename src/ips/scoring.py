@@ -187,28 +187,29 @@ class Engine:
         """log P(o | prompt) = Σ_j log P(o_j | prompt, o_<j) for each option o.
 
         `first`: the log-softmax at the prompt's last position, which scores every o_0. The
-        o_j for j ≥ 1 come from one forward of all options' o[:-1], right-padded to the
-        longest (causal attention: a position never sees the padding after it), over
-        `cache`, the prompt's keys/values repeated for each option; without a cache each row
-        starts with the prompt itself.
+        o_j for j ≥ 1 of the options longer than one token come from one forward of their
+        o[:-1], right-padded to the longest (causal attention: a position never sees the
+        padding after it), over `cache`, the prompt's keys/values repeated for each of them;
+        without a cache each row starts with the prompt itself.
         """
         if not options:
             return np.zeros(0)
         logp = first[[o[0] for o in options]]
-        width = max(len(o) for o in options) - 1
-        if width:
+        longer = [i for i, o in enumerate(options) if len(o) > 1]
+        if longer:
+            width = max(len(options[i]) for i in longer) - 1
             head = ids[:0] if cache is not None else ids
-            rows = np.full((len(options), len(head) + width), self.mask_id, dtype=ids.dtype)
+            rows = np.full((len(longer), len(head) + width), self.mask_id, dtype=ids.dtype)
             rows[:, :len(head)] = head
-            for i, o in enumerate(options):
-                rows[i, len(head):len(head) + len(o) - 1] = o[:-1]
+            for r, i in enumerate(longer):
+                rows[r, len(head):len(head) + len(options[i]) - 1] = options[i][:-1]
             if cache is not None:
-                cache.batch_repeat_interleave(len(options))
+                cache.batch_repeat_interleave(len(longer))
             logits = self._logits(rows, width, cache).logits
-            tail = torch.log_softmax(logits.double(), -1)  # [options, width, vocab]
-            for i, o in enumerate(options):
-                at = torch.arange(len(o) - 1)
-                logp[i] += tail[i, at, torch.as_tensor(o[1:], dtype=torch.long)].sum()
+            tail = torch.log_softmax(logits.double(), -1)  # [len(longer), width, vocab]
+            for r, i in enumerate(longer):
+                o = options[i]
+                logp[i] += tail[r, torch.arange(len(o) - 1), torch.as_tensor(o[1:])].sum()
         return logp.cpu().numpy()
 
 
