@@ -166,7 +166,7 @@ class Engine:
         One forward of the prompt gives the greedy token, the letters' logits and h at its
         last position, and log P(o_0 | prompt) of each option's first token; the options'
         further tokens are continuations of it (`_option_logp`), which read the prompt's
-        keys/values from that forward's cache instead of running the prompt again.
+        keys/values from that forward's cache (`cache_prompt`) instead of running it again.
         """
         from transformers import DynamicCache
 
