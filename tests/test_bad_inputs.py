@@ -266,7 +266,8 @@ def test_schema_messages(config, message):
 
 
 @pytest.mark.parametrize("name", ["config.yaml", "workflow/configs/paper.yaml",
-                                  "workflow/configs/evidence.yaml"])
+                                  "workflow/configs/evidence.yaml",
+                                  "workflow/configs/scale.yaml"])
 def test_repository_configs_stay_valid(name):
     load_config(ROOT / name)
 

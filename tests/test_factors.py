@@ -426,3 +426,41 @@ def test_factor_against_the_difference_of_the_matched_nulls(tmp_path):
     r = rows(plain, "instruct_vs_base").isel(comparison=0).sel(band="all")
     assert np.isnan(float(r["null_a"])) and np.isnan(float(r["excess"]))
     assert int(r["n_excess"]) == 0
+
+
+def test_scale_pair_of_two_sizes_of_one_series_end_to_end(tmp_path, tiny_llama_dir):
+    """Two entries of one series, type and architecture that differ only in params, scored
+    by the real commands (samples, score, fit, metrics): `ips factors` pairs them as a scale
+    comparison, larger against smaller, and since both are the same weights ΔIPS is 0."""
+    import yaml
+
+    entry = {"source": {"path": str(tiny_llama_dir)}, "family": "tiny", "series": "tiny-coder",
+             "type": "instruct", "architecture": "dense"}
+    cfg = {"n_max": 3, "n_items": 2, "shard_size": 2, "templates": {"mcq": ["T1", "T2", "T4"]},
+           "few_shot": {"templates": ["T1"], "shots": [1]},
+           "models": {"tiny-0.5b": {**entry, "params": "0.5B"},
+                      "tiny-1.5b": {**entry, "params": "1.5B"}},
+           "datasets": {"arc-easy": {"format": "arc", "subset": "ARC-Easy",
+                                     "fields": ["question"]}}}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    samples = tmp_path / "samples.json"
+    assert main(["samples", "--config", str(config), "--dataset", "arc-easy",
+                 "--out", str(samples)]) == 0
+    files = []
+    for model in cfg["models"]:
+        values, fits, out = (tmp_path / f"{model}.{x}" for x in ("v.h5", "f.h5", "nc"))
+        assert main(["score", "--config", str(config), "--model", model, "--dataset", "arc-easy",
+                     "--samples", str(samples), "--shard", "0", "--threads", "1",
+                     "--out", str(values)]) == 0
+        assert main(["fit", str(values), "--out", str(fits)]) == 0
+        assert main(["metrics", "--values", str(values), "--fits", str(fits), "--no-matched-null",
+                     "--resamples", "100", "--out", str(out)]) == 0
+        files.append(out)
+    out = compare(files)
+    r = rows(out, "scale")
+    assert r.sizes["comparison"] == 1
+    assert (r["model_a"].item(), r["model_b"].item()) == ("tiny-1.5b", "tiny-0.5b")
+    np.testing.assert_array_equal(r["delta_ips"].values[0], 0.0)
+    present = dict(zip(out["factor"].values, out["factor_present"].values))
+    assert present["scale"] and not present["instruct_vs_base"]

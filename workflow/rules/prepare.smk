@@ -11,7 +11,7 @@ rule prepare_model:
     benchmark:
         "results/benchmarks/prepare_model/{model}.tsv"
     resources:
-        mem_mb=model_mem_mb,
+        mem_mb=prepare_mem_mb,
         runtime=60,
     conda:
         "../../envs/ips.yaml"
