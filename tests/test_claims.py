@@ -234,6 +234,11 @@ def test_consistency_across_models(four_models):
     x = [float(e.ds["ips"].sel(group="0shot", band="all")) for e in four_models]
     y = [0.5, 0.6, 0.55, 0.4]
     assert r.estimate == pytest.approx(scipy.stats.spearmanr(x, y)[0]) and r.n == 4
+    # 4 models: even a perfect ordering has p = 2/24, so the row must say it cannot decide
+    assert claims.spearman_permutation(np.arange(4.0), -np.arange(4.0))[1] == pytest.approx(2 / 24)
+    assert r.verdict == "undecided" and "smallest attainable p is 2/4! = 0.083" in r.note
+    (five,) = claims.consistency_claims(four_models + four_models[:1], ["arc"], 999, 0)
+    assert "attainable" not in five.note  # 2/120 < 0.05
     (two,) = claims.consistency_claims(four_models[:2], ["arc"], draws=999, seed=0)
     assert two.verdict == "untestable" and "at least 3" in two.note
 

@@ -459,8 +459,18 @@ def consistency_claims(entries: list[Entry], datasets: list[str], draws: int,
         r, p = spearman_permutation(x, y, draws, seed)
         out.append(Claim("ips_vs_consistency", d, paper, r, n=len(rows),
                          test="Spearman ρ across models, permutation p", p_value=p,
-                         verdict=directional(r, p, -1), note="n counts models"))
+                         verdict=directional(r, p, -1),
+                         note=_notes("n counts models", _unattainable(len(rows)))))
     return out
+
+
+def _unattainable(n: int) -> str:
+    """Why a two-sided exact Spearman test over `n` models cannot decide: its smallest
+    attainable p (both perfect orderings, 2 of n! pairings) is not below ALPHA."""
+    if n > 8 or 2 / math.factorial(n) < ALPHA:
+        return ""
+    return (f"with {n} models the smallest attainable p is 2/{n}! = {2 / math.factorial(n):.3f}"
+            f" ≥ {ALPHA:g}: this test cannot decide, whatever the data")
 
 
 def tau_claims(factors: xr.Dataset, datasets: list[str]) -> list[Claim]:
