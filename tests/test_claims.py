@@ -213,6 +213,28 @@ def test_factor_beyond_its_null(tmp_path):
     assert r.verdict == "supported" and "-0.033" in r.note  # ΔIPS of the nulls 1.45/1.5 − 1
 
 
+@pytest.mark.parametrize("inst_bands, verdict", [
+    ([1.2, 0.8, 1.3, 1.5], "supported"),     # low falls by 50 %, mid 19 %, high 6 %
+    ([1.2, 1.5, 1.1, 1.0], "contradicted"),  # low falls least (6 %), high most (38 %)
+])
+def test_factor_lowers_the_low_band_most(tmp_path, inst_bands, verdict):
+    """max(ΔIPS^low − ΔIPS^mid, ΔIPS^low − ΔIPS^high) by hand, and its interval's verdict
+    on 12 paired samples with small noise."""
+    base = make_metrics("base-1b", attrs("f", "s", params=1e9), ips0=[1.6] * 4, samples=12,
+                        own=0.02, own_seed=1)
+    inst = make_metrics("inst-1b", attrs("f", "s", "instruct", params=1e9), ips0=inst_bands,
+                        samples=12, own=0.02, own_seed=2)
+    fx = factors.compare(write_all(tmp_path, [base, inst]), seed=0, draws=999)
+    d = [b / 1.6 - 1 for b in inst_bands[1:]]
+    assert float(fx["low_gap"].values[0]) == pytest.approx(max(d[0] - d[1], d[0] - d[2]))
+    r = by_claim(claims.factor_claims(fx))["factor_instruct_vs_base_low_falls_most"]
+    lo, hi = fx["low_gap_ci"].values[0]
+    assert (r.estimate, r.ci_low, r.ci_high, r.n) == (pytest.approx(max(d[0] - d[1], d[0] - d[2])),
+                                                      lo, hi, 12)
+    assert lo <= r.estimate <= hi and hi - lo < 0.2
+    assert r.verdict == verdict
+
+
 def test_few_shot_curve_by_hand(four_models):
     e = four_models[0]
     r = claims.few_shot_curve_claim(e, 999, 0)

@@ -516,7 +516,8 @@ def factor_claims(factors: xr.Dataset) -> list[Claim]:
                              note=absent.get(f, "no comparison in the factors file")))
             continue
         for i in rows:
-            c = factors.isel(comparison=i).sel(band="all")
+            row = factors.isel(comparison=i)
+            c = row.sel(band="all")
             a, b = str(c["model_a"].values), str(c["model_b"].values)
             sa, sb = str(c["setting_a"].values), str(c["setting_b"].values)
             scope = _scope(str(c["comparison_dataset"].values),
@@ -532,7 +533,25 @@ def factor_claims(factors: xr.Dataset) -> list[Claim]:
                              directional(est, p, -1),
                              _notes("estimate: ΔIPS = (IPS_A − IPS_B)/IPS_B", _few(n))))
             out.append(_beyond_null(c, f, scope))
+            out.append(_low_falls_most(row, f, scope))
     return out
+
+
+def _low_falls_most(c: xr.Dataset, factor: str, scope: str) -> Claim:
+    """Does the factor lower low-order IPS most (one comparison, every band)?"""
+    claim = f"factor_{factor}_low_falls_most"
+    paper = ("the factor lowers IPS most in the low-order band: ΔIPS^low below ΔIPS^mid and "
+             "ΔIPS^high (Section 4.3, Fig. 10)")
+    if "low_gap" not in c:
+        return Claim(claim, scope, paper, note="no low_gap in the factors file (an older file)")
+    ci = c["low_gap_ci"].values.astype(float)
+    n = int(min(c["n_tested"].sel(band=b) for b in ("low", "mid", "high")))
+    return Claim(claim, scope, paper, float(c["low_gap"].values), float(ci[0]), float(ci[1]),
+                 n, "paired bootstrap interval of max(ΔIPS^low − ΔIPS^mid, ΔIPS^low − "
+                 "ΔIPS^high); supported when it lies below 0, contradicted when above",
+                 verdict=within(ci, -math.inf, 0.0, n),
+                 note=_notes("estimate: max(ΔIPS^low − ΔIPS^mid, ΔIPS^low − ΔIPS^high)",
+                             _few(n, level=True)))
 
 
 def _beyond_null(c: xr.Dataset, factor: str, scope: str) -> Claim:

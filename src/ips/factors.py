@@ -32,6 +32,7 @@ Output layout (netCDF/HDF5):
 | `n_tested` | comparison, band | samples in that test (valued on both sides in that band) |
 | `n_paired` | comparison | samples with a value on both sides (paired by sample id; band all) |
 | `null_a`, `null_b`, `delta_null` | comparison, band | the matched-size null (`ips.nulls`) of the same groups / template pairs on each side, and (null_A − null_B)/null_B |
+| `low_gap`, `low_gap_ci` | comparison (, bound) | max(ΔIPS^low − ΔIPS^mid, ΔIPS^low − ΔIPS^high): below 0 when the factor lowers low-order IPS most (the paper's common mechanism, Section 4.3, Fig. 10), with its paired-bootstrap interval (the max taken in every replicate) |
 | `excess`, `p_excess`, `n_excess` | comparison, band | mean over samples of (A_s − B_s) − (N^A_s − N^B_s), the IPS difference beyond the null's difference, its two-sided paired sign-flip p-value and the samples in it (NaN / 0 without per-sample nulls) |
 | `delta_ips_mean` | summary, band | mean ΔIPS over the comparisons of one (factor, dataset, group) |
 | `delta_ips_mean_ci` | summary, band, bound | interval of that mean (the comparisons' replicates share their resamples and are averaged) |
@@ -386,7 +387,7 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
     presence, absent = _factor_presence(comps, datasets)
     data, coords = {}, {"factor": labels(FACTORS), "dataset": labels(datasets),
                         "band": labels(BANDS), "bound": labels(uncertainty.BOUNDS)}
-    for d, c in (_comparison_variables(comps, ips_a, ips_b, tests, diffs, draws, seed),
+    for d, c in (_comparison_variables(comps, ips_a, ips_b, tests, diffs, level, draws, seed),
                  _summary_variables(comps, _delta(ips_a, ips_b), tests, diffs, level, draws,
                                     seed),
                  (presence, {}),
@@ -453,8 +454,15 @@ def _find_comparisons(datasets: list[str], by_dataset: dict[str, list[Entry]]
 
 
 
+def _low_gap(delta: np.ndarray) -> np.ndarray:
+    """max(ΔIPS^low − ΔIPS^mid, ΔIPS^low − ΔIPS^high) over the last axis (band); NaN
+    where a band has none."""
+    lo, mid, hi = (delta[..., BANDS.index(b)] for b in ("low", "mid", "high"))
+    return np.maximum(lo - mid, lo - hi)
+
+
 def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.ndarray,
-                          tests: list, diffs: list, draws: int, seed: int):
+                          tests: list, diffs: list, level: float, draws: int, seed: int):
     """Every comparison: IPS of A and B, ΔIPS, their paired intervals and sign-flip tests."""
     C, nb = len(comps), len(BANDS)
     nan2 = np.full((nb, 2), np.nan)
@@ -473,10 +481,16 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
         if d:
             excess[i] = _nanmean(np.array(list(d.values())))
             p_excess[i], n_excess[i] = _sign_flip([d], draws, seed)
+    delta = _delta(ips_a, ips_b)
+    low_gap, low_gap_ci = _low_gap(delta), np.full((C, 2), np.nan)
+    for i, t in enumerate(tests):
+        if t is not None:
+            low_gap_ci[i] = uncertainty.percentile_ci(_low_gap(t.delta_replicates), level,
+                                                      low_gap[i])
     data = {
         "ips_a": (("comparison", "band"), ips_a),
         "ips_b": (("comparison", "band"), ips_b),
-        "delta_ips": (("comparison", "band"), _delta(ips_a, ips_b)),
+        "delta_ips": (("comparison", "band"), delta),
         "ips_a_ci": (("comparison", "band", "bound"), ci["ci_a"]),
         "ips_b_ci": (("comparison", "band", "bound"), ci["ci_b"]),
         "delta_ips_ci": (("comparison", "band", "bound"), ci["delta_ci"]),
@@ -487,6 +501,8 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
         "null_a": (("comparison", "band"), null_a),
         "null_b": (("comparison", "band"), null_b),
         "delta_null": (("comparison", "band"), _delta(null_a, null_b)),
+        "low_gap": (("comparison",), low_gap),
+        "low_gap_ci": (("comparison", "bound"), low_gap_ci),
         "excess": (("comparison", "band"), excess),
         "p_excess": (("comparison", "band"), p_excess),
         "n_excess": (("comparison", "band"), n_excess),
