@@ -659,3 +659,26 @@ def test_trust_remote_code_is_an_explicit_flag():
     assert ModelSpec.from_config("internlm2-7b", entry | {"trust_remote_code": True}).trust_remote_code
     with pytest.raises(ModelError, match="trust_remote_code: 'yes' is not of type 'boolean'"):
         ModelSpec.from_config("internlm2-7b", entry | {"trust_remote_code": "yes"})
+
+
+SCALE = Path(__file__).resolve().parents[1] / "workflow" / "configs" / "scale.yaml"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, size", [("qwen2.5-coder-0.5b-instruct", 491_400_064),
+                                        ("qwen2.5-coder-1.5b-instruct", 1_117_320_768)])
+def test_qwen_parts_real(tmp_path, fake_convert, name, size):
+    """The Qwen2.5-Coder part packages of `make models` assemble into the file of the
+    entry's sha256 (skipped where they are not installed: `make test` does not install them)."""
+    import yaml
+
+    entry = yaml.safe_load(SCALE.read_text())["models"][name]
+    spec = ModelSpec.from_config(name, entry)
+    if models.missing_packages(spec):
+        pytest.skip(f"{name}: `make models` has not run here")
+    out = prepare_model(spec, tmp_path)
+    assert (out / "copy.gguf").stat().st_size == size
+    assert json.loads((out / "ips-model.json").read_text())["sha256"] == entry["source"]["sha256"]
+    with open(out / "copy.gguf", "rb") as f:
+        assert f.read(4) == b"GGUF"
+
