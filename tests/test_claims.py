@@ -287,3 +287,14 @@ def test_order_bands_beyond_the_matched_null(tmp_path):
         r = rows[f"order_{lo}_below_{hi}_beyond_null"]
         assert r.p_value == pytest.approx(q) and "Holm" in r.test
         assert r.verdict == claims.directional(r.estimate, r.p_value, -1)
+
+
+def test_too_few_samples_for_any_sign_flip_verdict_are_named():
+    """5 paired samples: all signs alike gives p = 2/32 = 0.0625 at best, so no row can be
+    decided, and its note says so; 6 samples can (2/64)."""
+    d = np.full(5, 0.3)
+    assert uncertainty.sign_flip_test(d).p_value == pytest.approx(2 / 32)
+    assert "smallest attainable p is 2/2^5 = 0.0625" in claims._few(5)
+    assert uncertainty.sign_flip_test(np.full(6, 0.3)).p_value == pytest.approx(2 / 64)
+    assert claims._few(6) == "fewer than 10 samples: interval and test are rough"
+    assert claims._few(10) == "" and "bootstrap interval" in claims._few(5, level=True)

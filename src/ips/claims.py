@@ -102,11 +102,16 @@ def within(ci: Sequence[float], lo: float, hi: float, n: int) -> str:
 
 
 def _few(n: int, level: bool = False) -> str:
+    """What n samples allow: a bootstrap interval (``level``) or a sign-flip test."""
     if not 0 < n < uncertainty.MIN_RELIABLE_N:
         return ""
-    return (f"fewer than {uncertainty.MIN_RELIABLE_N} samples: " +
-            ("too few to decide from a bootstrap interval" if level
-             else "interval and test are rough"))
+    if level:
+        return (f"fewer than {uncertainty.MIN_RELIABLE_N} samples: too few to decide from a "
+                "bootstrap interval")
+    if 2 / 2**n >= ALPHA:  # the exact two-sided sign flip: both all-same-sign vectors
+        return (f"with {n} samples the smallest attainable p is 2/2^{n} = {2 / 2**n:.3g} ≥ "
+                f"{ALPHA:g}: this test cannot decide, whatever the data")
+    return f"fewer than {uncertainty.MIN_RELIABLE_N} samples: interval and test are rough"
 
 
 def _notes(*parts: str) -> str:
@@ -375,7 +380,7 @@ def null_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
                          n=n, test="Spearman ρ over samples of per-sample IPS and the mean "
                          "range of v over the group's conditions, permutation p", p_value=p,
                          verdict=directional(r, p, -1),
-                         note=_notes("n counts samples", _few(n))))
+                         note=_notes("n counts samples", _unattainable(n))))
     return out
 
 
@@ -460,16 +465,16 @@ def consistency_claims(entries: list[Entry], datasets: list[str], draws: int,
         out.append(Claim("ips_vs_consistency", d, paper, r, n=len(rows),
                          test="Spearman ρ across models, permutation p", p_value=p,
                          verdict=directional(r, p, -1),
-                         note=_notes("n counts models", _unattainable(len(rows)))))
+                         note=_notes("n counts models", _unattainable(len(rows), "models"))))
     return out
 
 
-def _unattainable(n: int) -> str:
-    """Why a two-sided exact Spearman test over `n` models cannot decide: its smallest
-    attainable p (both perfect orderings, 2 of n! pairings) is not below ALPHA."""
+def _unattainable(n: int, what: str = "samples") -> str:
+    """Why a two-sided exact Spearman test over `n` models or samples cannot decide: its
+    smallest attainable p (both perfect orderings, 2 of n! pairings) is not below ALPHA."""
     if n > 8 or 2 / math.factorial(n) < ALPHA:
         return ""
-    return (f"with {n} models the smallest attainable p is 2/{n}! = {2 / math.factorial(n):.3f}"
+    return (f"with {n} {what} the smallest attainable p is 2/{n}! = {2 / math.factorial(n):.3f}"
             f" ≥ {ALPHA:g}: this test cannot decide, whatever the data")
 
 
