@@ -178,9 +178,10 @@ def fit_sparse(
     data["n_vars"] = (DIMS[:1], values.n_vars)
     coords = {k: ((k,), a) for k, a in values.coords.items()}
     attrs = {"sampling": "sparse", "unreliable_heldout": sparse.UNRELIABLE_HELDOUT,
-             "solver_requested": solver, "noise": float(noise), "ips_version": __version__}
+             "solver_requested": solver, "noise": float(noise), "seed": int(seed),
+             "ips_version": __version__}
     if values.masks is None:
-        attrs |= {"budget": int(budget), "seed": int(seed)}
+        attrs["budget"] = int(budget)
     log.info("fit %d games in %.1f s: %d unreliable", n_samples * n_cond,
              time.perf_counter() - t0, int((arrays["reliable"] == 0).sum()))
     return xr.Dataset(data, coords=coords, attrs=attrs)

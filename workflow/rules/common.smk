@@ -1,18 +1,18 @@
 # Helpers shared by the rules: wildcard constraints, the configured names, and how config
 # values become `params:` (as JSON where a command takes a whole entry).
 
+import functools
 import json
-import math
 import shlex
 import sys
 from pathlib import Path
 
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
-from ips.config import precision_conditions, precision_dtypes
+from ips.config import MODEL_CACHE, precision_conditions, precision_dtypes
 from ips.models import ModelSpec, job_mem_mb, missing_packages
 from ips.figures.captions import report_captions, report_section
-from ips.samples import dataset_settings
+from ips.samples import dataset_settings, load_samples
 
 # Rules run `python -m ips ...`. Snakemake runs in the project's environment (make's .venv),
 # and its jobs use the same python; with `--sdm conda` the job's environment has the
@@ -31,6 +31,8 @@ wildcard_constraints:
 
 
 MODELS = list(config["models"])
+# where `ips prepare-model` keeps converted models, relative to the working directory
+MODEL_DIR = MODEL_CACHE.as_posix()
 SPECS = {name: ModelSpec.from_config(name, entry) for name, entry in config["models"].items()}
 
 
@@ -79,7 +81,7 @@ def model_entry(wildcards):
 
 def reference_input(wildcards):
     """The prepared reference model of `reduce: occlusion` (nothing otherwise)."""
-    return [f"resources/models/{REFERENCE_MODEL}.path"] if REFERENCE_MODEL else []
+    return [f"{MODEL_DIR}/{REFERENCE_MODEL}.path"] if REFERENCE_MODEL else []
 
 
 def reference_flags(wildcards):
@@ -87,7 +89,7 @@ def reference_flags(wildcards):
     if REFERENCE_MODEL is None:
         return ""
     entry = shlex.quote(as_json(config["models"][REFERENCE_MODEL]))
-    return (f"--reference-entry {entry} --cache-dir resources/models "
+    return (f"--reference-entry {entry} --cache-dir {MODEL_DIR} "
             f"--batch-tokens {config['batch_tokens']}")
 
 
@@ -108,6 +110,12 @@ def sampling_flags(sampling):
     return f"--sampling sparse --budget {sampling['budget']}"
 
 
+def fit_seed_flag(config):
+    """`ips fit --seed`: the held-out masks of sparse fits (exhaustive fits draw nothing, so
+    a changed seed does not rerun them)."""
+    return f"--seed {config['seed']}" if config["sampling"]["mode"] == "sparse" else ""
+
+
 def prepare_mem_mb(wildcards):
     return job_mem_mb(SPECS[wildcards.model], "prepare")
 
@@ -122,12 +130,12 @@ def model_gpus(wildcards):
     return int(config["models"][wildcards.model].get("gpus", 1))
 
 
+@functools.cache
 def shards(dataset):
-    """Shard indices of a dataset, known once its samples are drawn (checkpoint)."""
+    """Shard indices of a dataset, known once its samples are drawn (checkpoint; until then
+    `get` raises, so only finished samples are remembered)."""
     samples = checkpoints.prepare_samples.get(dataset=dataset).output[0]
-    with open(samples, encoding="utf-8") as f:
-        n = len(json.load(f)["samples"])
-    return range(math.ceil(n / config["shard_size"]))
+    return range(load_samples(samples).n_shards(config["shard_size"]))
 
 
 def shard_files(pattern):

@@ -3,9 +3,10 @@
 
 rule prepare_model:
     output:
-        protected("resources/models/{model}.path"),
+        protected(f"{MODEL_DIR}/{{model}}.path"),
     params:
         entry=model_entry,
+        cache=MODEL_DIR,
     log:
         "logs/prepare_model/{model}.log",
     benchmark:
@@ -17,7 +18,7 @@ rule prepare_model:
         "../../envs/ips.yaml"
     shell:
         "python -m ips prepare-model --model {wildcards.model} --entry {params.entry:q} "
-        "--cache-dir resources/models > {output} 2> {log}"
+        "--cache-dir {params.cache} > {output} 2> {log}"
 
 
 # with `variables.reduce: occlusion` the reference model ranks the units of long items

@@ -4,11 +4,12 @@
 rule score:
     input:
         samples="results/samples/{dataset}.json",
-        model="resources/models/{model}.path",
+        model=f"{MODEL_DIR}/{{model}}.path",
     output:
         "results/values/{model}/{dataset}/{shard}.h5",
     params:
         entry=model_entry,
+        cache=MODEL_DIR,
         shard_size=config["shard_size"],
         batch_tokens=config["batch_tokens"],
         scorer=config["scorer"],
@@ -27,7 +28,7 @@ rule score:
     conda:
         "../../envs/ips.yaml"
     shell:
-        "python -m ips score --model {wildcards.model} --entry {params.entry:q} --cache-dir resources/models "
+        "python -m ips score --model {wildcards.model} --entry {params.entry:q} --cache-dir {params.cache} "
         "--samples {input.samples} --shard {wildcards.shard} --shard-size {params.shard_size} "
         "{params.target} --batch-tokens {params.batch_tokens} --scorer {params.scorer} "
         "--threads {threads} {params.sampling} {params.precision} "
@@ -45,6 +46,7 @@ rule fit:
         sgd_learning_rate=config["sgd"]["learning_rate"],
         sgd_steps=config["sgd"]["steps"],
         n_max=config["n_max"],
+        seed=fit_seed_flag(config),
     log:
         "logs/fit/{model}/{dataset}/{shard}.log",
     benchmark:
@@ -57,7 +59,7 @@ rule fit:
     shell:
         "python -m ips fit {input} --out {output} --solver {params.solver} --noise {params.noise} "
         "--sgd-learning-rate {params.sgd_learning_rate} --sgd-steps {params.sgd_steps} "
-        "--n-max {params.n_max} 2> {log}"
+        "--n-max {params.n_max} {params.seed} 2> {log}"
 
 
 # The precision null (docs/method.md#precision): the chosen conditions of the first shards
