@@ -18,7 +18,8 @@ from ips import metrics
 from ips.cli import build_parser
 from ips.datasets import MCQItem
 from ips.case_study import CaseStudy, case_study
-from ips.explain import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY, ExplainError, format_case
+from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
+from ips.explain import ExplainError, format_case
 from ips.figures.case_study import case_study_figure
 from ips.io import InputError
 

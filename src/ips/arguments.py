@@ -1,6 +1,7 @@
 """Argument types of the `ips` command line: each parses one option's text or raises
 `argparse.ArgumentTypeError` with the reason (shown by argparse next to the option); and the
-sampling options that `ips score`, `ips fit` and `ips explain` share."""
+options that several commands share (sampling; how a model computes), and `setting`, which
+reads a value from a flag, else the config, else the schema."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import argparse
 import json
 import math
 
-from ips.config import SAMPLINGS
+from ips.config import SAMPLINGS, default
 from ips.io import InputError
 
 
@@ -77,3 +78,22 @@ def sampling_budget(args: argparse.Namespace, sampling: dict, error=InputError) 
             raise error("--budget: applies to --sampling sparse only")
         return None
     return args.budget or sampling["budget"]
+
+
+def setting(flag, config: dict | None, key: str):
+    """A command's value of config `key`: its flag's, else the config's, else the schema's
+    default."""
+    if flag is not None:
+        return flag
+    return config[key] if config is not None else default(key)
+
+
+def add_compute(group) -> None:
+    """--batch-tokens, --threads and --device: how a command that runs a model computes."""
+    group.add_argument("--batch-tokens", type=int_between(1, 10**9), metavar="T",
+                       help="cap on tokens per forward batch (default: the config's "
+                       f"batch_tokens, else {default('batch_tokens')})")
+    group.add_argument("--threads", type=int_between(1, 4096), default=None,
+                       help="CPU threads for torch (default: torch's choice)")
+    group.add_argument("--device", default=None,
+                       help="torch device (default: cuda if visible, else cpu)")

@@ -9,21 +9,25 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import logging
+import re
 import sys
 import time
 from pathlib import Path
 
 from ips import __version__, explain
 from ips.arguments import (add_sampling, int_between, json_arg, nonnegative_float,
-                           positive_float, sampling_budget, unit)
-from ips.config import DTYPES, MODEL_CACHE, SCORERS, TARGETS, default_nulls
+                           positive_float, sampling_budget, setting, unit, add_compute)
+from ips.config import (DEFAULT_MODEL, DEFAULT_MODEL_ENTRY, DTYPES, EXHAUSTIVE_MAX_N,
+                        MODEL_CACHE, SCORERS, TARGETS, default)
 from ips.interactions import SGD_LEARNING_RATE, SGD_STEPS, SOLVERS
 from ips.io import InputError, check_output
 
 log = logging.getLogger("ips")
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+DEFAULT_CONFIG = Path("config.yaml")  # what `ips explain` reads when no --config is given
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_metrics(sub, common)
     _add_factors(sub, common)
     _add_figures(sub, common)
-    explain.add_parser(sub, common)
+    _add_explain(sub, common)
     return parser
 
 
@@ -132,14 +136,14 @@ def _add_fit(sub, common) -> None:
         "'heldout_error' and 'reliable'. --sampling sparse --budget B fits an exhaustively "
         "scored file from the B masks sparse scoring would have scored.")
     add_sampling(g, "default: sparse for a file with a design, else exhaustive",
-                 "default: 1024")
+                 f"default: {default('sampling')['budget']}")
     g.add_argument("--seed", type=int, default=0,
                    help="seed of the design and of the held-out masks (default: %(default)s)")
     p.set_defaults(func=_fit)
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from ips.config import EXHAUSTIVE_MAX_N, default_sampling
+    from ips.config import EXHAUSTIVE_MAX_N
     from ips.fit import fit_sparse, fit_values
     from ips.io import read_values, write_dataset
 
@@ -149,7 +153,7 @@ def _fit(args: argparse.Namespace) -> int:
     if designed and args.sampling == "exhaustive":
         raise InputError(f"--sampling: {args.input} holds a sparse design (dataset 'masks'), "
                          "not every mask; fit it with --sampling sparse")
-    budget = sampling_budget(args, {**default_sampling(),
+    budget = sampling_budget(args, {**default("sampling"),
                                     "mode": "sparse" if designed else "exhaustive"})
     sparse = designed or budget is not None
     if not sparse and values.n_vars.max() > EXHAUSTIVE_MAX_N:
@@ -206,12 +210,7 @@ def _add_samples(sub, common) -> None:
                    help="its config entry as JSON, with --settings (--config has it)")
     g.add_argument("--cache-dir", type=Path, default=MODEL_CACHE,
                    help="where converted models are kept (default: %(default)s)")
-    g.add_argument("--batch-tokens", type=int_between(1, 10**9), metavar="T",
-                   help="cap on tokens per forward batch (default: config's batch_tokens, "
-                   "else 1024)")
-    g.add_argument("--threads", type=int_between(1, 4096), default=None,
-                   help="CPU threads for torch (default: torch's choice)")
-    g.add_argument("--device", default=None, help="torch device (default: cuda if visible, else cpu)")
+    add_compute(g)
     p.add_argument("--out", type=Path, required=True, metavar="OUT.json")
     p.set_defaults(func=_samples)
 
@@ -258,7 +257,7 @@ def _occlusion(args: argparse.Namespace, settings: dict, config: dict | None):
         raise InputError(f"variables.reduce is occlusion: give the entry of {name!r} "
                          "(--reference-entry JSON)")
     spec = ModelSpec.from_config(name, entry)
-    batch_tokens = args.batch_tokens or (config["batch_tokens"] if config else 1024)
+    batch_tokens = setting(args.batch_tokens, config, "batch_tokens")
 
     def load():
         return load_model(spec, cache_dir=args.cache_dir, device=args.device,
@@ -339,21 +338,17 @@ def _add_score(sub, common) -> None:
                    help="samples per shard (default: config's shard_size, else all samples)")
     p.add_argument("--target", choices=[t for ts in TARGETS.values() for t in ts],
                    help="what v scores (default: the dataset's target, else letter / response)")
-    p.add_argument("--batch-tokens", type=int_between(1, 10**9), metavar="T",
-                   help="cap on tokens per forward batch (default: config's batch_tokens, else 1024)")
     p.add_argument("--scorer", choices=SCORERS,
                    help="plain batches, shared-prefix trie, or auto (default: config's scorer, "
                    "else auto)")
-    p.add_argument("--threads", type=int_between(1, 4096), default=None,
-                   help="CPU threads for torch (default: torch's choice)")
-    p.add_argument("--device", default=None, help="torch device (default: cuda if visible, else cpu)")
+    add_compute(p)
     p.add_argument("--dtype", choices=DTYPES,
                    help="compute in this precision instead of the entry's dtype (the precision "
                    "null: docs/method.md#precision)")
     p.add_argument("--conditions", nargs="+", metavar="NAME",
                    help="score only these conditions (default: every condition of the samples)")
     add_sampling(p, "default: the config's sampling.mode, else exhaustive",
-                 "default: the config's sampling.budget, else 1024")
+                 f"default: the config's sampling.budget, else {default('sampling')['budget']}")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.h5")
     p.set_defaults(func=_score)
 
@@ -367,7 +362,7 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _score_locked(args: argparse.Namespace) -> int:
-    from ips.config import default_sampling, load_config
+    from ips.config import load_config
     from ips.models import load_model
     from ips.samples import dataset_settings, load_samples, prepare_samples
     from ips.scoring import check_shard, score_shard
@@ -397,9 +392,9 @@ def _score_locked(args: argparse.Namespace) -> int:
         spec = dataclasses.replace(spec, dtype=args.dtype)
     shard_size = args.shard_size or (config["shard_size"] if config else len(ss.samples))
     target = args.target or ss.settings.get("entry", {}).get("target")
-    batch_tokens = args.batch_tokens or (config["batch_tokens"] if config else 1024)
-    scorer = args.scorer or (config["scorer"] if config else "auto")
-    budget = sampling_budget(args, config["sampling"] if config else default_sampling())
+    batch_tokens = setting(args.batch_tokens, config, "batch_tokens")
+    scorer = setting(args.scorer, config, "scorer")
+    budget = sampling_budget(args, setting(None, config, "sampling"))
     # cheap checks before a model load that can take minutes
     check_shard(ss, args.shard, shard_size, target, budget)
     t0 = time.perf_counter()
@@ -451,7 +446,7 @@ def _add_metrics(sub, common) -> None:
     p.add_argument("--tau-sweep", type=unit, nargs="+", default=None, metavar="TAU",
                    help="thresholds of the τ sweep (default: 0.05 0.06 ... 0.20)")
     _add_uncertainty(p)
-    nulls = default_nulls()
+    nulls = default("nulls")
     p.add_argument("--null-levels", type=unit, nargs="+", default=nulls["levels"], metavar="C",
                    help="Gaussian null levels: noise of C times the range of v on every value "
                    "of a game, refitted and scored against its fit (default: %(default)s)")
@@ -556,3 +551,189 @@ def _figures(args: argparse.Namespace) -> int:
     files = make_figures(args.metrics, args.factors, args.out)
     log.info("wrote %s: %s (%.1f s)", args.out, ", ".join(files), time.perf_counter() - t0)
     return 0
+
+
+# ---------------------------------------------------------------- ips explain
+
+
+def _add_explain(sub, common) -> None:
+    p = sub.add_parser(
+        "explain",
+        parents=[common],
+        help="case study of one item under two templates: predictions, ips(x,T,T̂) and the "
+        "salient interactions that changed most (table + figure)",
+        description="Score one item (--question/--choices/--answer, or --dataset/--sample) "
+        "under two templates with one model, fit the sparsest AND-OR interactions, and print "
+        "both predictions, ips(x,T,T̂) at τ and the salient interactions ranked by "
+        "|Ĩ_T − Ĩ_T̂|; draw them to --out (PNG and PDF). Uses the workflow's variable "
+        "selection, templates, scoring and fitting, so the numbers agree with `ips metrics`.",
+    )
+    src = p.add_argument_group("model and settings")
+    src.add_argument("--config", type=Path, default=None,
+                     help="workflow configuration: model entries, datasets, tau, variables, "
+                     "templates, solver, scorer (default: ./config.yaml if present, else the "
+                     "schema defaults with the embedded SmolLM2)")
+    src.add_argument("--model", default=None,
+                     help=f"model name under `models` in the config, or a local model directory "
+                     f"(default: {DEFAULT_MODEL})")
+    src.add_argument("--entry", type=json_arg, metavar="JSON",
+                     help="the model's config entry as JSON, instead of the config's")
+    src.add_argument("--cache-dir", type=Path, default=MODEL_CACHE,
+                     help="where converted models are kept (default: %(default)s)")
+    it = p.add_argument_group("the item")
+    it.add_argument("--question", help="question text of an MCQ item given here")
+    it.add_argument("--choices", nargs="+", metavar="CHOICE", help="its four options, A-D")
+    it.add_argument("--answer", help="its gold answer: a letter A-D or the text of a choice")
+    it.add_argument("--fields", nargs="+", metavar="FIELD",
+                    help="fields variables are drawn from (question, choice_0..3; default: the "
+                    "dataset's `fields` for --sample, else all)")
+    it.add_argument("--dataset", help="dataset name under `datasets` in the config (with --sample)")
+    it.add_argument("--sample", metavar="ID", help="id of an item of --dataset")
+    how = p.add_argument_group("comparison")
+    how.add_argument("--templates", nargs=2, metavar=("T", "T_HAT"),
+                     help="the template pair (default: T1 T4 for MCQ, A1 A4 for instructions)")
+    how.add_argument("--tau", type=unit, default=None,
+                     help="salience threshold in (0, 1) (default: the config's tau, 0.1)")
+    how.add_argument("--n-max", type=int_between(1, 32), default=None, metavar="N",
+                     help=f"most variables accepted (default: max({explain.EXPLAIN_N_MAX}, the config's "
+                     "n_max))")
+    how.add_argument("--target", choices=[t for ts in TARGETS.values() for t in ts],
+                     help="what v scores (default: the dataset's target, else letter / response)")
+    how.add_argument("--solver", choices=SOLVERS, default=None,
+                     help="AND-OR solver (default: the config's solver; sgd takes the config's "
+                     "sgd settings)")
+    how.add_argument("--noise", type=nonnegative_float, default=None, metavar="EPS",
+                     help="noise bound ε of the fit (default: the config's noise)")
+    add_sampling(how, "default: the config's sampling.mode",
+                 "default: the config's sampling.budget")
+    how.add_argument("--scorer", choices=SCORERS, default=None,
+                     help="masked-prompt scorer (default: the config's scorer)")
+    add_compute(how)
+    out = p.add_argument_group("output")
+    out.add_argument("--top", type=int_between(0, 10**6), default=12, metavar="K",
+                     help="rows printed and drawn (0: print all, draw 12) (default: %(default)s)")
+    out.add_argument("--out", type=Path, default=Path("explain.png"), metavar="PATH",
+                     help="figure path; PNG and PDF are written (default: %(default)s)")
+    out.add_argument("--json", type=Path, default=None, metavar="PATH",
+                     help="also write the case study as JSON")
+    p.set_defaults(func=_explain)
+
+
+def _explain(args: argparse.Namespace) -> int:
+    """Print the case study's table and write its figure (and --json)."""
+    from ips.figures.case_study import case_study_figure
+    from ips.io import write_bytes
+    from ips.models import load_model
+
+    if args.json:
+        check_output(args.json, option="--json")
+    config = _explain_config(args)
+    item, fields, target = _explain_item(args, config)
+    templates = tuple(args.templates) if args.templates else None
+    spec = _explain_spec(args, config)
+    tau = float(setting(args.tau, config, "tau"))
+    n_max = args.n_max or max(explain.EXPLAIN_N_MAX, int(config["n_max"]))
+    var = config.get("variables", {})
+    strategy, merge = var.get("strategy", "content"), var.get("merge_phrases", True)
+    template_file = config.get("templates", {}).get("file")
+    budget = sampling_budget(args, config["sampling"], explain.ExplainError)
+    # cheap checks before a model load that can take seconds
+    explain.check_comparison(item, templates, template_file, target)
+    n = len(explain.case_variables(item, strategy, n_max, merge, fields))
+    if budget is None and n > EXHAUSTIVE_MAX_N:
+        raise explain.ExplainError(f"--sampling: the item has n = {n} variables; scoring all 2**{n} "
+                           f"masks is beyond exhaustive sampling (n <= {EXHAUSTIVE_MAX_N}); "
+                           "use --sampling sparse --budget B")
+    t0 = time.perf_counter()
+    lm = load_model(spec, cache_dir=args.cache_dir, device=args.device, threads=args.threads)
+    log.info("loaded %s on %s (mask token %r id %d) in %.1f s", spec.name, lm.device,
+             lm.mask_token, lm.mask_token_id, time.perf_counter() - t0)
+    case = explain.explain(
+        lm, item, templates, tau=tau,
+        strategy=strategy, merge_phrases=merge, fields=fields, n_max=n_max,
+        template_file=template_file, target=target,
+        solver=setting(args.solver, config, "solver"),
+        noise=float(setting(args.noise, config, "noise")),
+        sgd=config["sgd"],
+        batch_tokens=setting(args.batch_tokens, config, "batch_tokens"),
+        scorer=setting(args.scorer, config, "scorer"),
+        budget=budget,
+    )
+    print(explain.format_case(case, args.top), end="")
+    files = case_study_figure(case, args.out, top=args.top or 12)
+    if args.json:
+        write_bytes(args.json, (json.dumps(case.to_dict(), indent=1, ensure_ascii=False)
+                                + "\n").encode())
+        files.append(args.json)
+    print("wrote " + ", ".join(map(str, files)))
+    log.info("explain done in %.1f s", time.perf_counter() - t0)
+    return 0
+
+
+def _explain_config(args) -> dict:
+    from ips.config import load_config, validate
+
+    path = args.config
+    if path is None and DEFAULT_CONFIG.is_file():
+        path = DEFAULT_CONFIG
+        log.info("using %s (give --config to choose another)", path)
+    if path is not None:
+        return load_config(path)
+    return validate({"models": {DEFAULT_MODEL: DEFAULT_MODEL_ENTRY}})
+
+
+def _explain_item(args, config: dict):
+    """The item, the fields variables come from, and the target (None: the kind's default)."""
+    given = [o for o, v in (("--question", args.question), ("--choices", args.choices),
+                            ("--answer", args.answer)) if v is not None]
+    if args.sample is not None:
+        if given:
+            raise explain.ExplainError(f"--sample: give either --dataset/--sample or --question/--choices/"
+                               f"--answer, not both ({', '.join(given)} given)")
+        if not args.dataset:
+            raise explain.ExplainError("--dataset: --sample needs the dataset it is an item of")
+        item = explain.dataset_item(config, args.dataset, args.sample)
+        entry = config["datasets"][args.dataset]
+        return item, args.fields or entry.get("fields"), args.target or entry.get("target")
+    if args.dataset:
+        raise explain.ExplainError("--sample: --dataset needs the id of one of its items")
+    if not given:
+        raise explain.ExplainError("--question: give an item (--question, --choices, --answer) or "
+                           "--dataset and --sample")
+    for o, v in (("--question", args.question), ("--choices", args.choices)):
+        if v is None:
+            raise explain.ExplainError(f"{o}: missing (an item given here needs --question, --choices "
+                               "and --answer)")
+    return explain.custom_item(args.question, args.choices, args.answer), args.fields, args.target
+
+
+def _explain_spec(args, config: dict):
+    from ips.models import ModelSpec
+
+    name = args.model
+    if args.entry is not None:
+        if name is None:
+            raise explain.ExplainError("--model: --entry needs the model's name (it names the cache "
+                               "directory of a converted model)")
+        return ModelSpec.from_config(name, args.entry)
+    models = config.get("models", {})
+    if name is None:
+        name = DEFAULT_MODEL if (DEFAULT_MODEL in models or not models) else next(iter(models))
+    if name in models:
+        return ModelSpec.from_config(name, models[name])
+    if name == DEFAULT_MODEL:
+        return ModelSpec.from_config(name, DEFAULT_MODEL_ENTRY)
+    if Path(name).is_dir():  # a local model directory; its attributes are not known
+        path = Path(name)
+        return ModelSpec.from_config(
+            _safe_name(path.name), {"source": {"path": str(path)}, "family": "local",
+                                    "series": "local", "type": "base",
+                                    "architecture": "dense", "params": 1})
+    known = ", ".join(models) or "none"
+    raise explain.ExplainError(f"--model: no model {name!r} under 'models' in the config (configured: "
+                       f"{known}) and no such model directory")
+
+
+def _safe_name(text: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", text).lstrip("._-")
+    return name or "local-model"

@@ -131,14 +131,19 @@ def settings_schema() -> dict:
     }
 
 
-def default_sampling() -> dict:
-    """The schema's defaults of `sampling`: {mode, budget}."""
-    return {k: p["default"] for k, p in schema()["properties"]["sampling"]["properties"].items()}
+def default(key: str):
+    """The value an empty config takes for the top-level `key`: the schema's defaults, nested
+    ones filled in (the schema is the one place a default is written)."""
+    return _filled(schema()["properties"][key])
 
 
-def default_nulls() -> dict:
-    """The schema's defaults of `nulls`: {levels, draws, matched}."""
-    return {k: p["default"] for k, p in schema()["properties"]["nulls"]["properties"].items()}
+def _filled(prop: dict):
+    value = _copy(prop.get("default"))
+    if isinstance(value, dict):
+        for k, sub in prop.get("properties", {}).items():
+            if k not in value and "default" in sub:
+                value[k] = _filled(sub)
+    return value
 
 
 def validate_settings(settings: dict, source: str = "settings") -> dict:

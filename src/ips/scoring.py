@@ -25,7 +25,7 @@ import xarray as xr
 from tqdm import tqdm
 
 from ips import __version__
-from ips.config import EXHAUSTIVE_MAX_N, MODEL_ATTRIBUTES, SCORERS, TARGETS
+from ips.config import EXHAUSTIVE_MAX_N, MODEL_ATTRIBUTES, SCORERS, TARGETS, default
 from ips.datasets import LETTERS, MCQItem
 from ips.io import InputError, atomic_path, labels, output_lock, write_dataset
 from ips.kernel import (NonFiniteError, ScoringError, finite_values, masked_inputs,
@@ -33,6 +33,8 @@ from ips.kernel import (NonFiniteError, ScoringError, finite_values, masked_inpu
 from ips.trie import TrieScorer, trie_budget
 
 log = logging.getLogger(__name__)
+
+BATCH_TOKENS = default("batch_tokens")  # tokens per forward batch unless told
 
 
 def continuation(tokenizer, cue: str, text: str) -> list[int] | None:
@@ -77,7 +79,7 @@ class Unmasked:
 class Engine:
     """Batched forward passes of one model; only the positions that are scored are projected."""
 
-    def __init__(self, model, mask_id: int, batch_tokens: int = 1024, device=None,
+    def __init__(self, model, mask_id: int, batch_tokens: int = BATCH_TOKENS, device=None,
                  scorer: str = "plain"):
         """`scorer`: "plain" (batched rows), "trie" (shared-prefix evaluation, `ips.trie`;
         `ScoringError` for a model it cannot evaluate) or "auto" (the trie where the model
@@ -321,7 +323,7 @@ class Occlusion:
     dataset without a sample over n_max never loads it.
     """
 
-    def __init__(self, model: str, load, batch_tokens: int = 1024):
+    def __init__(self, model: str, load, batch_tokens: int = BATCH_TOKENS):
         self.model = model
         self._load = load
         self.batch_tokens = batch_tokens
@@ -386,7 +388,7 @@ def score_shard(
     shard: int = 0,
     shard_size: int | None = None,
     target: str | None = None,
-    batch_tokens: int = 1024,
+    batch_tokens: int = BATCH_TOKENS,
     progress: bool | None = None,
     scorer: str = "auto",
     budget: int | None = None,
