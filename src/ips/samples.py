@@ -134,89 +134,93 @@ def prepare_samples(settings: dict, occlusion: Occlusion | None = None) -> Sampl
     """
     name, entry = settings["dataset"], settings["entry"]
     loaded = load_items(name, entry)
-    items = loaded.items
-    kind = "mcq" if items and isinstance(items[0], MCQItem) else "instruction"
-    tset = load_templates(settings["templates"].get("file"))
+    kind = "mcq" if loaded.items and isinstance(loaded.items[0], MCQItem) else "instruction"
+    templates = load_templates(settings["templates"].get("file"))
     pert = settings["perturbations"]
-    conds, groups = dataset_conditions(kind, settings["templates"], settings["few_shot"], pert)
-    pert_names = [c.perturbation for c in conds if c.perturbation]
-    perturbations = load_perturbations(pert.get("file")) if pert_names else {}
-    var_opts = settings["variables"]
-    n_max = settings["n_max"]
-    rule = var_opts["reduce"]
-    if rule == "occlusion" and occlusion is None:
+    conditions, groups = dataset_conditions(kind, settings["templates"], settings["few_shot"],
+                                            pert)
+    perturbations = (load_perturbations(pert.get("file"))
+                     if any(c.perturbation for c in conditions) else {})
+    if settings["variables"]["reduce"] == "occlusion" and occlusion is None:
         raise InputError("variables.reduce is occlusion: give the reference model "
                          "(`ips samples --config ...`, or `--reference-entry` with --settings)")
-    first = conds[0]  # the first template, 0-shot, unperturbed: where occlusion ranks units
-
     prepared: dict[str, Sample] = {}
 
     def qualifies(item: Item) -> str | None:
-        def rank(units: list[Variable]):
-            prompt = render(tset[first.template], item, units)
-            return occlusion(item, prompt, first.name, entry.get("target"))
-
-        try:
-            variables, reduction = select(
-                item,
-                strategy=var_opts["strategy"],
-                n_max=n_max,
-                merge_phrases=var_opts["merge_phrases"],
-                fields=entry.get("fields"),
-                reduce=rule,
-                occlusion=rank,
-            )
-        except Skip as s:
-            return s.reason if s.code == "none" else f"more than {n_max} variables"
-        if reduction.scores:
-            reduction = replace(reduction, reference_model=occlusion.model)
-        prompts = {}
-        for c in conds:
-            fields, vs = None, variables
-            if c.perturbation:
-                p = perturbations.get(item.id, {}).get(c.perturbation)
-                if p is None:
-                    return f"no {c.perturbation} perturbation in the perturbation file"
-                fields, vs = perturb(item, variables, p)
-            # shots are rendered after sampling; here only the item's own rendering is checked
-            prompts[c.name] = render(tset[c.template], item, vs, fields=fields)
-        prepared[item.id] = Sample(item, variables, prompts, reduction)
+        got = _prepare(item, settings, templates, conditions, perturbations, occlusion)
+        if isinstance(got, str):
+            return got
+        prepared[item.id] = got
         return None
 
-    drawn = sample_items(
-        items,
-        n_items=settings["n_items"],
-        seed=settings["seed"],
-        n_shots=max((c.shots for c in conds), default=0),
-        shot_items=load_shot_items(name, entry),
-        qualifies=qualifies,
-    )
+    drawn = sample_items(loaded.items, n_items=settings["n_items"], seed=settings["seed"],
+                         n_shots=max((c.shots for c in conditions), default=0),
+                         shot_items=load_shot_items(name, entry), qualifies=qualifies)
     samples = []
     for item in drawn.items:
         s = prepared[item.id]
-        for c in conds:
+        for c in conditions:  # shots are known once the items are drawn
             if c.shots:
-                s.prompts[c.name] = render(
-                    tset[c.template], item, s.variables, drawn.shots[: c.shots], tset
-                )
+                s.prompts[c.name] = render(templates[c.template], item, s.variables,
+                                           drawn.shots[: c.shots], templates)
         samples.append(s)
     skipped = dict(Counter(loaded.skipped) + Counter(drawn.skipped))
+    _report(name, samples, drawn, skipped, settings, len(conditions))
+    return SampleSet(name, kind, conditions, groups, samples, list(drawn.shots), skipped,
+                     drawn.n_considered, settings)
+
+
+def _prepare(item: Item, settings: dict, templates, conditions, perturbations: dict,
+             occlusion: Occlusion | None) -> Sample | str:
+    """The item's sample (variables, and its own rendering under every condition), or why it
+    does not qualify."""
+    opts, n_max, entry = settings["variables"], settings["n_max"], settings["entry"]
+    first = conditions[0]  # the first template, 0-shot, unperturbed: where occlusion ranks units
+
+    def rank(units: list[Variable]):
+        prompt = render(templates[first.template], item, units)
+        return occlusion(item, prompt, first.name, entry.get("target"))
+
+    try:
+        variables, reduction = select(item, strategy=opts["strategy"], n_max=n_max,
+                                      merge_phrases=opts["merge_phrases"],
+                                      fields=entry.get("fields"), reduce=opts["reduce"],
+                                      occlusion=rank)
+    except Skip as s:
+        return s.reason if s.code == "none" else f"more than {n_max} variables"
+    if reduction.scores:
+        reduction = replace(reduction, reference_model=occlusion.model)
+    prompts = {}
+    for c in conditions:
+        fields, vs = None, variables
+        if c.perturbation:
+            p = perturbations.get(item.id, {}).get(c.perturbation)
+            if p is None:
+                return f"no {c.perturbation} perturbation in the perturbation file"
+            fields, vs = perturb(item, variables, p)
+        # shots are rendered after sampling; here only the item's own rendering is checked
+        prompts[c.name] = render(templates[c.template], item, vs, fields=fields)
+    return Sample(item, variables, prompts, reduction)
+
+
+def _report(name: str, samples: list[Sample], drawn, skipped: dict, settings: dict,
+            n_conditions: int) -> None:
+    """Log what was drawn; warn when fewer items qualify than asked, stop when none does."""
     n_reduced = sum(s.reduction.reduced for s in samples)
+    why = ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none"
     log.info(
         "%s: %d items drawn of %d considered: %d kept all their units, %d reduced to "
         "n_max = %d (%s); skipped: %s; %d conditions",
-        name, len(samples), drawn.n_considered, len(samples) - n_reduced, n_reduced, n_max,
-        rule, ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none", len(conds),
+        name, len(samples), drawn.n_considered, len(samples) - n_reduced, n_reduced,
+        settings["n_max"], settings["variables"]["reduce"], why, n_conditions,
     )
     if samples and not drawn.complete:  # the run goes on, with fewer samples than asked
         log.warning("dataset %r: only %d items qualify, n_items asks for %d (skipped: %s); "
                     "lower n_items, raise n_max or add items", name, len(samples),
-                    drawn.n_requested, ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none")
+                    drawn.n_requested, why)
     if not samples:
         raise InputError(f"dataset {name!r}: no item qualifies ({skipped}); raise n_max or "
                          "change the variable selection")
-    return SampleSet(name, kind, conds, groups, samples, list(drawn.shots), skipped,
-                     drawn.n_considered, settings)
 
 
 def save_samples(ss: SampleSet, path: str | Path) -> None:
