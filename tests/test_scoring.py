@@ -1,5 +1,7 @@
 """v(x_S) on masked prompts, checked against direct single-prompt computations."""
 
+import contextlib
+
 import numpy as np
 import pytest
 import torch
@@ -13,6 +15,7 @@ from ips.kernel import (
     NonFiniteError,
     ScoringError,
     finite_values,
+    half_products,
     log_odds,
     masked_inputs,
     token_owners,
@@ -507,3 +510,48 @@ def test_v_from_logits_against_a_direct_definition():
     logp = np.log(z / z.sum(axis=2, keepdims=True))[:, np.arange(3), target].sum(axis=1)
     want = logp - np.log(-np.expm1(logp))
     np.testing.assert_allclose(v_from_logits(logits.clone(), target), want, rtol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_products_on_the_cpu_are_float32_products_rounded(dtype):
+    """Inside `half_products` a half matrix product is the float32 product of the same half
+    inputs, rounded once (by hand: upcast, multiply, round); other operations and float32
+    inputs compute as they are."""
+    gen = torch.Generator().manual_seed(0)
+    x, w = (torch.randn(7, 33, generator=gen).to(dtype), torch.randn(5, 33, generator=gen).to(dtype))
+    by_hand = (x.float() @ w.float().T).to(dtype)
+    with half_products(dtype, torch.device("cpu")):
+        lin = torch.nn.functional.linear(x, w)
+        mat = x @ w.T
+        out = torch.empty(7, 5, dtype=dtype)
+        into = torch.matmul(x, w.T, out=out)
+        s = x + 1  # not a product: half arithmetic
+        f32 = x.float() @ w.float().T
+    assert lin.dtype == mat.dtype == dtype and f32.dtype == torch.float32
+    assert torch.equal(lin, by_hand) and torch.equal(mat, by_hand)
+    assert into is out and torch.equal(out, by_hand)
+    assert torch.equal(s, x + 1) and torch.equal(f32, x.float() @ w.float().T)
+    assert isinstance(half_products(torch.float32, torch.device("cpu")), contextlib.nullcontext)
+    assert isinstance(half_products(dtype, torch.device("meta")), contextlib.nullcontext)
+
+
+def test_a_half_model_on_the_cpu_scores_with_the_rounding_of_half_precision(tiny_llama_dir):
+    """The tiny Llama in bfloat16, scored through `Engine` (products in float32, rounded):
+    v moves away from float32 by as much as torch's own bfloat16 arithmetic moves it, not
+    by zero and not by more (a precision null measures that rounding)."""
+    s = sample_set(ITEMS[:1], n_max=3).samples[0]
+    p = s.prompts["T1"]
+
+    def v(lm, emulate=True):
+        ids, owners = encode(lm, p)
+        target = letter_tokens(lm.tokenizer, p.cue, "ABCD")[0][:1]
+        engine = Engine(lm.model, lm.mask_token_id, scorer="plain")
+        if emulate:
+            return engine.values(ids, owners, len(s.variables), target)
+        return Engine.values.__wrapped__(engine, ids, owners, len(s.variables), target)
+
+    f32 = v(lm_for(tiny_llama_dir))
+    half = load_model(ModelSpec.from_config("tiny-bf16", {"source": {"path": str(tiny_llama_dir)},
+                                                          **TINY_ATTRS, "dtype": "bfloat16"}))
+    emulated, native = np.abs(v(half) - f32).max(), np.abs(v(half, emulate=False) - f32).max()
+    assert 0 < emulated < 4 * native and 0 < native < 4 * emulated

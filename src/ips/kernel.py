@@ -16,10 +16,12 @@ A multi-token target (the gold option's text) scores p = Π_j P(y*_j | x_S, y*_<
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Iterator, Sequence
 
 import numpy as np
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ips.io import InputError
 
@@ -121,3 +123,51 @@ def naming_model(name: str) -> Iterator[None]:
         yield
     except NonFiniteError as e:
         raise NonFiniteError(f"model {name}: {e}") from None
+
+
+HALF = (torch.bfloat16, torch.float16)
+
+
+class _FloatProducts(TorchFunctionMode):
+    """Matrix products of `dtype` tensors computed in float32, the result rounded to `dtype`.
+
+    A GPU computes a half-precision matrix product from half inputs with float32
+    accumulation and rounds the result; a CPU without half-precision instructions (AVX2 only)
+    emulates it element by element, 60-90 times slower than float32 (docs/benchmarks.md,
+    "Half precision on the CPU"). Products of two half numbers are exact in float32, so
+    upcasting the inputs gives the GPU's arithmetic up to the order of the float32 sums; every
+    other operation (norms, activations, the rounding of weights and activations) stays in
+    `dtype`.
+    """
+
+    PRODUCTS = frozenset({
+        torch.nn.functional.linear, torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__,
+        torch.mm, torch.Tensor.mm, torch.bmm, torch.Tensor.bmm, torch.addmm, torch.baddbmm,
+        torch.einsum, torch.nn.functional.scaled_dot_product_attention,
+    })
+
+    def __init__(self, dtype: torch.dtype):
+        super().__init__()
+        self.dtype = dtype
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in self.PRODUCTS and any(isinstance(a, torch.Tensor) and a.dtype == self.dtype
+                                         for a in (*args, *kwargs.values())):
+            up = functools.partial(_upcast, self.dtype)
+            out = kwargs.pop("out", None)  # written with the rounded product, as torch would
+            result = func(*map(up, args), **{k: up(a) for k, a in kwargs.items()})
+            return result.to(self.dtype) if out is None else out.copy_(result)
+        return func(*args, **kwargs)
+
+
+def _upcast(dtype: torch.dtype, a):
+    return a.float() if isinstance(a, torch.Tensor) and a.dtype == dtype else a
+
+
+def half_products(dtype: torch.dtype, device: torch.device) -> contextlib.AbstractContextManager:
+    """Inside: a half-precision model on the CPU computes its matrix products as a GPU does
+    (`_FloatProducts`); anything else computes as it is."""
+    if torch.device(device).type == "cpu" and dtype in HALF:
+        return _FloatProducts(dtype)
+    return contextlib.nullcontext()

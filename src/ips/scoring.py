@@ -8,6 +8,7 @@ the log-odds v(x_S) = log p − log(1 − p), p = P(y* | x_S), are those of `ips
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -28,8 +29,8 @@ from ips import __version__
 from ips.config import EXHAUSTIVE_MAX_N, MODEL_ATTRIBUTES, SCORERS, TARGETS, default
 from ips.datasets import LETTERS, MCQItem
 from ips.io import InputError, atomic_path, labels, output_lock, write_dataset
-from ips.kernel import (NonFiniteError, ScoringError, finite_values, masked_inputs,
-                        model_dtype, naming_model, token_owners, v_from_logits)
+from ips.kernel import (NonFiniteError, ScoringError, finite_values, half_products,
+                        masked_inputs, model_dtype, naming_model, token_owners, v_from_logits)
 from ips.trie import TrieScorer, trie_budget
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,17 @@ class Unmasked:
     hidden: np.ndarray  # final-layer hidden state at the answer position
 
 
+def _computing(method):
+    """Run an `Engine` method with the model's arithmetic: half precision on the CPU computes
+    its matrix products as a GPU does (`ips.kernel.half_products`)."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with half_products(model_dtype(self.model), self.device):
+            return method(self, *args, **kwargs)
+
+    return run
+
+
 class Engine:
     """Batched forward passes of one model; only the positions that are scored are projected."""
 
@@ -115,6 +127,7 @@ class Engine:
         """v for every row (`v_from_logits`); rows already end with target[:-1]."""
         return v_from_logits(self._logits(rows, len(target)).logits, target)
 
+    @_computing
     def values(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int],
                masks: np.ndarray | None = None) -> np.ndarray:
         """v(x_S) for all 2**n masks S of one prompt (`ids` without the target), or for the
@@ -129,6 +142,7 @@ class Engine:
         return self._batched(lambda idx: masked_inputs(seq, own, n, self.mask_id, chosen[idx]),
                              len(chosen), len(seq), target)
 
+    @_computing
     def occlusion(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int]) -> np.ndarray:
         """v(x_N), then v(x_{N∖{i}}) for i = 0..n−1: n + 1 rows (plain batches, any n).
 
@@ -160,6 +174,7 @@ class Engine:
             out[idx] = self._log_odds(rows(idx), target)
         return finite_values(out, model_dtype(self.model))
 
+    @_computing
     @torch.inference_mode()
     def unmasked(self, ids: np.ndarray, letters: Sequence[int] = (),
                  options: Sequence[Sequence[int]] = ()) -> Unmasked:
