@@ -10,7 +10,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import ips.interactions as interactions
-from ips.interactions import _butterfly, _dual_bound, and_or, harsanyi, mobius, reconstruct, zeta
+from ips.interactions import and_or, harsanyi, mobius, reconstruct, zeta
+from ips.interactions import exact as exact_solver
+from ips.interactions.certificate import _dual_bound
+from ips.interactions.sgd import _l1_loss_and_gradient
+from ips.interactions.transforms import _butterfly
 
 # ----------------------------------------------------------------------------- brute force
 
@@ -359,7 +363,7 @@ def test_exact_canonical_on_degenerate_integer_games(seed):
 def test_exact_fallback_regularisation_gives_the_same_canonical_point(monkeypatch):
     """Should the optimal-face QP fail, exact ℓ2 regularisation over the whole feasible set
     takes over; it must land on the same canonical optimum (independent reference)."""
-    monkeypatch.setattr(interactions, "_face_qp", lambda *args, **kwargs: None)
+    monkeypatch.setattr(exact_solver, "_face_qp", lambda *args, **kwargs: None)
     rng = np.random.default_rng(11)
     v = rng.normal(size=1 << 4) * 2
     res = and_or(v, solver="exact")
@@ -372,9 +376,9 @@ def test_optimal_face_keeps_the_columns_of_the_lp_solution(monkeypatch):
     puts their reduced cost above the tolerance (here a tolerance no column meets): the QP
     stays feasible and returns an ℓ1-optimal point, no fallback (a sparse fit at n = 28 on
     SmolLM2 failed so with a reduced cost of 1.4e-9 on its support)."""
-    monkeypatch.setattr(interactions, "_FACE_TOL", -1.0)
+    monkeypatch.setattr(exact_solver, "_FACE_TOL", -1.0)
     fallback = []
-    monkeypatch.setattr(interactions, "_regularised_exact", lambda *a: fallback.append(a))
+    monkeypatch.setattr(exact_solver, "_regularised_exact", lambda *a: fallback.append(a))
     v = np.random.default_rng(12).normal(size=1 << 5)
     res = and_or(v, solver="exact")
     assert not fallback
@@ -521,7 +525,7 @@ def test_sgd_gradient_equals_finite_differences():
         i_and, i_or = brute_and_or(v, g)
         return np.abs(i_and[1:]).sum() + np.abs(i_or[1:]).sum()
 
-    value, grad = interactions._l1_loss_and_gradient(v[None], gamma[None])
+    value, grad = _l1_loss_and_gradient(v[None], gamma[None])
     assert value[0] == pytest.approx(loss(gamma), rel=1e-12)
     h = 1e-6
     fd = np.zeros(1 << n)

@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from ips import diagnostics as D
 from ips import metrics as M
 
 # --------------------------------------------------------------------------------------------
@@ -497,12 +498,12 @@ def test_interaction_type_shares_split():
 def test_consistency_and_accuracy_hand():
     pred = np.array([[0, 0, 0], [1, 2, 1], [3, 3, 3], [0, 1, 2]])
     gold = np.array([0, 1, 3, 2])
-    assert M.output_consistency(pred) == 0.5  # samples 0 and 2
+    assert D.output_consistency(pred) == 0.5  # samples 0 and 2
     # pairs (0,1): s0, s2 agree -> 0.5; (0,2): s0, s1, s2 -> 0.75; (1,2): s0, s2 -> 0.5
-    np.testing.assert_array_equal(M.pair_consistency(pred), [0.5, 0.75, 0.5])
-    np.testing.assert_array_equal(M.pair_consistency(pred, [[0, 2]]), [0.75])
+    np.testing.assert_array_equal(D.pair_consistency(pred), [0.5, 0.75, 0.5])
+    np.testing.assert_array_equal(D.pair_consistency(pred, [[0, 2]]), [0.75])
     # condition 0: 3/4 right; condition 1: 2/4; condition 2: 4/4
-    np.testing.assert_array_equal(M.accuracy(pred, gold), [0.75, 0.5, 1.0])
+    np.testing.assert_array_equal(D.accuracy(pred, gold), [0.75, 0.5, 1.0])
 
 
 # --------------------------------------------------------------------------------------------
@@ -597,8 +598,8 @@ GOOD = M.normalize(np.array([[0.0, 1.0, 2.0, 3.0]]), np.array([[0.0, 1.0, -2.0, 
         (lambda: M.ips(np.stack([GOOD, GOOD], axis=1), [[0, 1]], tau=1.5), "tau"),
         (lambda: M.interaction_type_shares(np.stack([GOOD, GOOD], axis=1), [[0, 1, 2]]),
          "pred"),
-        (lambda: M.accuracy([[0, 1]], [0, 1]), "gold"),
-        (lambda: M.output_consistency([0, 1]), "pred"),
+        (lambda: D.accuracy([[0, 1]], [0, 1]), "gold"),
+        (lambda: D.output_consistency([0, 1]), "pred"),
         (lambda: M.tau_sweep(np.ones(5)), "ips_by_model_tau"),
         (lambda: M.tau_sweep(np.array([[1.0, np.nan]] * 3)), "ips_by_model_tau"),
         (lambda: M.all_pairs(1), "n_conditions"),

@@ -12,9 +12,10 @@ import pytest
 import xarray as xr
 
 from ips import sparse
+from ips.diagnostics import sparsity
 from ips.interactions import and_or, reconstruct
 from ips.metrics import (band_of, interaction_type_shares, normalize, order_bands,
-                         pair_sensitivity, salient, sparsity)
+                         pair_sensitivity, salient)
 from ips.metrics import ips as ips_of
 
 
@@ -173,7 +174,7 @@ def test_metrics_on_the_entry_grid_equal_the_dense_axis():
     kept-top surrogate on samples of different n equal `ips.metrics` on the padded 2^n_max
     axis of the games' dense form; among them a complete game (Min > 0), a sample whose
     games have no entry (constant v) and entries of value 0 and tied values."""
-    from ips import metrics
+    from ips import diagnostics, metrics
 
     rng = np.random.default_rng(3)
     games = [[random_game(n, k, rng) for k in (12, 30, 5)] for n in (5, 7, 6)]
@@ -196,15 +197,15 @@ def test_metrics_on_the_entry_grid_equal_the_dense_axis():
                  for x, lay in ((norm, layout), (ref, None)))
     np.testing.assert_array_equal(got.sample_counts_changed, want.sample_counts_changed)
     np.testing.assert_array_equal(got.sample_counts_unchanged, want.sample_counts_unchanged)
-    (got, got_share), (want, want_share) = (metrics.sparsity(norm, 0.1, layout.omega),
-                                            metrics.sparsity(ref, 0.1))
+    (got, got_share), (want, want_share) = (diagnostics.sparsity(norm, 0.1, layout.omega),
+                                            diagnostics.sparsity(ref, 0.1))
     for name in got:
         np.testing.assert_allclose(got[name][1], want[name][1], rtol=1e-12, err_msg=name)
     np.testing.assert_allclose(got_share, want_share, rtol=1e-12)
     assert np.isfinite(got_share).all()  # the empty sample too: Ĩ = 0 on all of Ω
     for g in (games[1][1], games[0][1]):
-        for share in metrics.KEEP:
-            a, o = metrics.keep_top(*sparse.to_dense(g), share)
+        for share in diagnostics.KEEP:
+            a, o = diagnostics.keep_top(*sparse.to_dense(g), share)
             np.testing.assert_allclose(sparse.keep_top(g, share).predict(np.arange(1 << g.n)),
                                        reconstruct(a, o), atol=1e-12)
 

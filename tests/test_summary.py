@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from ips import metrics
+from ips import diagnostics, metrics
 from ips.cli import main
+from ips.diagnostics import representation_baseline
 from ips.fit import fit_values
 from ips.io import InputError, Values, write_dataset
-from ips.metrics import representation_baseline
 from ips.summary import BAND_PAIRS, BANDS, band_tests, summarize
 
 CONDITIONS = ["T1", "T2", "T3", "T4", "T5", "T1-1shot", "T4-1shot"]
@@ -127,7 +127,7 @@ def test_metrics_equal_an_independent_computation(shards, tmp_path):
                                    shares.unchanged, equal_nan=True)
         np.testing.assert_array_equal(ds["type_count"].sel(group=g, changed="yes"),
                                       shares.counts_changed)
-        assert float(ds["output_consistency"].sel(group=g)) == metrics.output_consistency(
+        assert float(ds["output_consistency"].sel(group=g)) == diagnostics.output_consistency(
             pred[:, idx])
         # per pair: the pair's mean over samples with a value, in all_pairs order
         pairs = metrics.all_pairs(len(idx))
@@ -136,10 +136,10 @@ def test_metrics_equal_an_independent_computation(shards, tmp_path):
         np.testing.assert_allclose(mine["pair_ips"].sel(band="all"),
                                    np.nanmean(per_pair, axis=0), rtol=1e-9)
         np.testing.assert_allclose(mine["pair_consistency"],
-                                   metrics.pair_consistency(pred[:, idx], pairs))
+                                   diagnostics.pair_consistency(pred[:, idx], pairs))
         assert list(mine["pair_a"].values) == [names[i] for i in pairs[:, 0]]
         assert list(mine["pair_b"].values) == [names[j] for j in pairs[:, 1]]
-    np.testing.assert_allclose(ds["accuracy"], metrics.accuracy(pred, gold))
+    np.testing.assert_allclose(ds["accuracy"], diagnostics.accuracy(pred, gold))
     assert int(ds["n_samples"]) == 7
     assert float(ds["matching_error_max"]) == pytest.approx(float(fit["matching_error"].max()))
     assert ds.attrs["model"] == "m" and ds.attrs["dataset"] == "d"

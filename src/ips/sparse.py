@@ -39,7 +39,7 @@ interactions that no design row can tell apart from another candidate (``aliased
 no row sees (``unobserved``, their value is 0 by the objective) are not determined by the
 data; and with ``order=k`` the interactions outside C are folded into the ones inside.
 ``heldout_error`` measures all of these: the fit's error on design masks it did not use (see
-:func:`estimate`), an NRMSE as in :func:`ips.metrics.matching_nrmse`; above
+:func:`estimate`), an NRMSE as in :func:`ips.diagnostics.matching_nrmse`; above
 ``UNRELIABLE_HELDOUT`` (1 %) the estimate is flagged (``reliable``).
 
 Measured limits: games generated from ≤ 10 interactions of order ≤ 4 are recovered exactly
@@ -566,7 +566,7 @@ def pair_ips(a: SparseInteractions, b: SparseInteractions, tau: float = DEFAULT_
 
 def keep_top(est: SparseInteractions, share: float) -> SparseInteractions:
     """The game with only its ⌈share·|Ω|⌉ (at least 1) largest |I|, as
-    :func:`ips.metrics.keep_top` on the dense form (paper Fig. 2b; ties by kind, then S)."""
+    :func:`ips.diagnostics.keep_top` on the dense form (paper Fig. 2b; ties by kind, then S)."""
     k = max(1, int(np.ceil(share * 2 * ((1 << est.n) - 1) - 1e-9)))
     keep = np.sort(np.lexsort((est.masks, est.kinds, -np.abs(est.values)))[:k])
     return replace(est, kinds=est.kinds[keep], masks=est.masks[keep], values=est.values[keep])

@@ -87,7 +87,7 @@ from typing import Sequence
 import numpy as np
 import xarray as xr
 
-from ips import __version__, metrics, nulls, sparse, uncertainty
+from ips import __version__, diagnostics, metrics, nulls, sparse, uncertainty
 from ips.case_study import choose_cell
 from ips.datasets import letter
 from ips.io import InputError, design_row, labels, read_dataset, require
@@ -461,7 +461,7 @@ def case_study_data(merged: Merged, norm: np.ndarray, layout: metrics.SetLayout 
     case_mask for sparse fits —, `case_v` (case_side, case_mask) its scored v (coordinate
     `case_mask`: the bitmasks, all 2**n or the design's), `case_words` (case_var) its
     variables in bit order, `case_rec` (keep, case_side, case_mask) the surrogate keeping
-    the largest interactions (`metrics.KEEP`, Fig. 2b); attributes `case_sample`,
+    the largest interactions (`diagnostics.KEEP`, Fig. 2b); attributes `case_sample`,
     `case_group`, `case_condition_a/_b`, `case_template_a/_b`, `case_pred_a/_b`,
     `case_gold`, `case_ips`, `case_changed`. Without any valued cell: no data,
     `case_sample` = "".
@@ -493,16 +493,16 @@ def case_study_data(merged: Merged, norm: np.ndarray, layout: metrics.SetLayout 
     if layout is None:
         masks = np.arange(1 << n)
         case_norm = (("case_side", "kind", "case_mask"), norm[s, [i, j], :, :masks.size])
-        rec = [reconstruct(*metrics.keep_top(merged.and_[s, [i, j], :masks.size],
-                                             merged.or_[s, [i, j], :masks.size], k))
-               for k in metrics.KEEP]
+        rec = [reconstruct(*diagnostics.keep_top(merged.and_[s, [i, j], :masks.size],
+                                                 merged.or_[s, [i, j], :masks.size], k))
+               for k in diagnostics.KEEP]
     else:
         masks = design_row(merged.masks[s])
         cols = np.flatnonzero(layout.sets[s] >= 0)
         case_norm = (("case_side", "kind", "case_set"), norm[s, [i, j]][..., cols])
         coords["case_set"] = layout.sets[s, cols]
         rec = [[sparse.keep_top(merged.games[s][c], k).predict(masks) for c in (i, j)]
-               for k in metrics.KEEP]
+               for k in diagnostics.KEEP]
     coords["case_mask"] = masks
     data = {
         "case_norm": case_norm,
@@ -672,7 +672,7 @@ def _group_metrics(merged: Merged, name: str, norm: np.ndarray,
         "count": np.stack([ts.counts_changed, ts.counts_unchanged], axis=-1),
         "sample_count": np.stack([ts.sample_counts_changed, ts.sample_counts_unchanged], -1),
         "cells": np.array([ts.n_pairs_changed, ts.n_pairs_unchanged], np.int64),
-        "consistency": metrics.output_consistency(pred[:, idx]),
+        "consistency": diagnostics.output_consistency(pred[:, idx]),
     }
 
 
@@ -704,7 +704,7 @@ def _condition_variables(merged: Merged):
     """The conditions and their accuracy (NaN for instruction datasets)."""
     names = merged.conditions["condition"]
     if merged.attrs.get("kind", "mcq") == "mcq":
-        acc = metrics.accuracy(merged.pred, merged.gold)
+        acc = diagnostics.accuracy(merged.pred, merged.gold)
     else:
         acc = np.full(len(names), np.nan)
     coords = {
@@ -725,9 +725,9 @@ def _pair_variables(merged: Merged, groups: list[str], per_group: list[dict],
     P, B = len(pairs), len(BANDS)
     if P:
         kinds = pair_labels(merged, pairs)
-        pair_cons = metrics.pair_consistency(pred, pairs)
+        pair_cons = diagnostics.pair_consistency(pred, pairs)
         if merged.hidden is not None:
-            rep_cos, rep_l2 = metrics.representation_baseline(merged.hidden, pairs)
+            rep_cos, rep_l2 = diagnostics.representation_baseline(merged.hidden, pairs)
         else:
             log.warning("%s: no 'hidden' states, the representation baseline is NaN",
                         merged.values_files[0])
@@ -793,13 +793,13 @@ def _fit_variables(merged: Merged, norm: np.ndarray, layout: metrics.SetLayout |
         "n_samples": ((), np.int64(merged.n_vars.size)),
         "n_vars_mean": ((), float(np.mean(merged.n_vars))),
     }
-    share_sparse, sample_share = metrics.sparsity(norm, tau,
-                                                  None if layout is None else layout.omega)
+    share_sparse, sample_share = diagnostics.sparsity(norm, tau,
+                                                      None if layout is None else layout.omega)
     data.update(share_sparse)
     data["sample_salient_share"] = (("sample",), sample_share[order])
     if layout is None:
-        nrmse, sample_nrmse = metrics.matching_nrmse(merged.v, merged.and_, merged.or_,
-                                                     merged.n_vars)
+        nrmse, sample_nrmse = diagnostics.matching_nrmse(merged.v, merged.and_, merged.or_,
+                                                         merged.n_vars)
     else:
         nrmse, sample_nrmse = _sparse_matching_nrmse(merged)
         data["heldout_error"] = (("sample", "condition"),
@@ -808,7 +808,7 @@ def _fit_variables(merged: Merged, norm: np.ndarray, layout: metrics.SetLayout |
                             merged.game_values("reliable")[order].astype(np.int8))
     data["matching_nrmse"] = (("keep",), nrmse)
     data["sample_matching_nrmse"] = (("sample", "keep"), sample_nrmse[order])
-    return data, {"rank": metrics.SPARSITY_RANKS, "keep": np.asarray(metrics.KEEP)}
+    return data, {"rank": diagnostics.SPARSITY_RANKS, "keep": np.asarray(diagnostics.KEEP)}
 
 
 def _null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_group: list[dict],
@@ -976,14 +976,14 @@ def _null_attribute(merged: Merged, null: nulls.Settings) -> str:
 
 
 def _sparse_matching_nrmse(merged: Merged) -> tuple[np.ndarray, np.ndarray]:
-    """`metrics.matching_nrmse` of sparse games, on the masks of their design: the relative
+    """`diagnostics.matching_nrmse` of sparse games, on the masks of their design: the relative
     RMS error of `ips.sparse.keep_top` of every game (mean over all games, and per sample)."""
-    errs = np.zeros((len(merged.games), len(merged.conditions["condition"]), len(metrics.KEEP)))
+    errs = np.zeros((len(merged.games), len(merged.conditions["condition"]), len(diagnostics.KEEP)))
     for s, row in enumerate(merged.games):
         design = design_row(merged.masks[s])
         for c, g in enumerate(row):
             v = merged.v[s, c, :design.size]
-            errs[s, c] = [sparse.keep_top(g, k).relative_error(design, v) for k in metrics.KEEP]
+            errs[s, c] = [sparse.keep_top(g, k).relative_error(design, v) for k in diagnostics.KEEP]
     return errs.mean(axis=(0, 1)), errs.mean(axis=1)
 
 
