@@ -8,7 +8,7 @@ the first `--samples` ARC-Easy items of the seeded draw (question and options as
 n longest kept: the paper's setting), templates `--templates` 0-shot, are scored by each
 model in float32 and in each half precision (`ips.scoring.score_shard` with the entry's
 dtype set), fitted as the workflow fits (`ips.fit.fit_values`), and summarised by
-`ips.summary.summarize` exactly as `ips metrics --precision-values ...` does: the template
+`ips.metrics_file.summarize` exactly as `ips metrics --precision-values ...` does: the template
 IPS (band all, 0-shot), the Gaussian null at each `--levels` c, and per half precision its
 precision null with the median sd(Δv)/range of v and the mean salient-set Jaccard.
 
@@ -36,7 +36,7 @@ from ips.models import ModelSpec, load_model
 from ips.nulls import Settings
 from ips.samples import dataset_settings, prepare_samples
 from ips.scoring import score_shard
-from ips.summary import summarize
+from ips.metrics_file import summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 HALF = ("bfloat16", "float16")

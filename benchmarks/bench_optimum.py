@@ -13,7 +13,7 @@ fits every (sample, condition) row both ways and prints
   ``ips.metrics.normalize``), the relative objective excess of sgd over the canonical
   optimum, and sgd's certified duality gap;
 * per (sample, condition pair) of each condition group: |Δ ips(x, T, T̂)| for the bands all /
-  low / mid / high (``ips.metrics.ips``, as ``ips.summary`` computes it);
+  low / mid / high (``ips.metrics.ips``, as ``ips.metrics_file`` computes it);
 * per (model, dataset, group): IPS and IPS^low/mid/high under both optima and their change;
 
 each with mean, median and n. The objective excess separates the two effects: where it is
@@ -34,7 +34,8 @@ import numpy as np
 
 from ips import metrics
 from ips.interactions import SGD_LEARNING_RATE, SGD_STEPS, and_or
-from ips.summary import BANDS, read_shard
+from ips.metrics_file import BANDS
+from ips.shards import read_shard
 
 
 def fit_all(v: np.ndarray, n_vars: np.ndarray, **kwargs):

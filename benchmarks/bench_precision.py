@@ -6,7 +6,7 @@ The same ARC-Easy samples (the config's dataset `arc-easy`, the first `--samples
 its seeded draw, at most `--n-max` variables, templates `--templates` 0-shot) are scored by
 each model in float32, bfloat16 and float16 on the CPU, each run exactly as the workflow
 does it: `ips.scoring.score_shard` (a model entry with `dtype` overridden), `ips.fit.
-fit_values` (the canonical split) and `ips.summary.summarize` (what `ips metrics` writes).
+fit_values` (the canonical split) and `ips.metrics_file.summarize` (what `ips metrics` writes).
 Models: a tiny random Llama (tests/tiny_models.py), SmolLM2-135M-Instruct and Gemma 3 270M
 (both converted once into resources/models/; `--quick`: the tiny model and SmolLM2).
 
@@ -43,7 +43,7 @@ from ips.metrics import normalize, salient
 from ips.models import ModelSpec, load_model
 from ips.samples import dataset_settings, prepare_samples
 from ips.scoring import score_shard
-from ips.summary import summarize
+from ips.metrics_file import summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))

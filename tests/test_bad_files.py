@@ -22,7 +22,7 @@ import pytest
 import xarray as xr
 import yaml
 from test_io import flip_in_chunk
-from test_summary import make_fit, make_values
+from test_metrics_file import make_fit, make_values
 
 from ips.cli import main
 from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import scipy.stats
 from test_factors import attrs, make_metrics, with_matched_null, write_all
-from test_summary import make_values, write_pair
+from test_metrics_file import make_values, write_pair
 
 from ips import claims, factors, uncertainty
 from ips.claims import directional, spearman_permutation, within
 from ips.metrics_file import Entry
-from ips.summary import summarize
+from ips.metrics_file import summarize
 
 
 @pytest.mark.parametrize("est, p, sign, verdict", [

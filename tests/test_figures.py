@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from test_factors import attrs, make_metrics, write_all
-from test_summary import make_values, write_pair
+from test_metrics_file import make_values, write_pair
 
 from ips.cli import main
 from ips.metrics_file import read_metrics

@@ -287,7 +287,7 @@ def test_metrics_of_sparse_fits(llama, tmp_path):
     from ips.fit import fit_sparse, fit_values
     from ips.io import read_values, write_dataset
     from ips.scoring import score_shard
-    from ips.summary import summarize
+    from ips.metrics_file import summarize
 
     ss = sample_set(n_max=5)
     common = dict(shard=0, shard_size=4, batch_tokens=512, progress=False, scorer="plain")

@@ -41,7 +41,7 @@ _EXPORTS = {
     "salient": "ips.metrics",
     "ips": "ips.metrics",
     "interaction_types": "ips.metrics",
-    "summarize": "ips.summary",
+    "summarize": "ips.metrics_file",
     "read_metrics": "ips.metrics_file",
     "compare": "ips.factors",
     "make_figures": "ips.figures",

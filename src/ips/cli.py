@@ -435,7 +435,7 @@ def _add_metrics(sub, common) -> None:
         "group and order band at --tau (with paired sign-flip tests of the band order), the "
         "τ sweep, per-pair IPS with Appendix G labels, interaction types, output "
         "consistency, accuracy and the representation baseline. "
-        "The layout is documented in `ips.summary`.",
+        "The layout is documented in `ips.metrics_file`.",
     )
     p.add_argument("--values", type=Path, nargs="+", required=True, metavar="V.h5",
                    help="values files (one per shard)")
@@ -468,7 +468,7 @@ def _add_metrics(sub, common) -> None:
 def _metrics(args: argparse.Namespace) -> int:
     from ips.io import write_dataset
     from ips.nulls import Settings
-    from ips.summary import summarize
+    from ips.metrics_file import summarize
 
     t0 = time.perf_counter()
     null = Settings(tuple(args.null_levels), args.null_draws, args.matched_null, args.seed)

@@ -1,4 +1,4 @@
-"""Diagnostics stored beside IPS by `ips.summary` (paper Section 4.1, Fig. 2, App. H).
+"""Diagnostics stored beside IPS by `ips.metrics_file` (paper Section 4.1, Fig. 2, App. H).
 
 * Output level (Section 4.1): :func:`output_consistency`, :func:`pair_consistency` and
   :func:`accuracy` of the (sample, condition) predictions.

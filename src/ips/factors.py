@@ -82,7 +82,7 @@ import xarray as xr
 from ips import __version__, metrics, uncertainty
 from ips.io import InputError, labels
 from ips.metrics_file import Entry, read_metrics
-from ips.summary import BANDS
+from ips.metrics_file import BANDS
 from ips.templates import ZERO_SHOT
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 Everything here works on interactions that the interaction core has already extracted, and
 implements the definitions of the paper's Section 3.2-3.3 literally. The diagnostics that
-`ips.summary` stores beside IPS (consistency, sparsity, universal matching, the hidden-state
+`ips.metrics_file` stores beside IPS (consistency, sparsity, universal matching, the hidden-state
 baseline) are in `ips.diagnostics`.
 
 Data layout

@@ -8,7 +8,7 @@ import numpy as np
 import xarray as xr
 
 from ips.metrics_file import Entry
-from ips.summary import BAND_PAIRS
+from ips.metrics_file import BAND_PAIRS
 from ips.templates import ZERO_SHOT
 from ips.uncertainty import MIN_RELIABLE_N
 

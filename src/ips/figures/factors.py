@@ -16,7 +16,7 @@ from ips.figures.common import (FACTOR_SIDES, FACTOR_TITLES, MAIN_GROUP, absent_
                                 colors, few_hatch, few_note, legend_below, p_text, patch,
                                 whiskers)
 from ips.figures.style import band_label, note, panels, save
-from ips.summary import BANDS
+from ips.metrics_file import BANDS
 
 SIDE_COLORS = ("#1b9e77", "#bdbdbd")  # A (has the factor), B
 

@@ -1,4 +1,4 @@
-"""`ips metrics` (ips.summary): synthetic values cubes, fitted for real, checked against an
+"""`ips metrics` (ips.shards, ips.metrics_file): synthetic values cubes, fitted for real, checked against an
 independent computation with `ips.metrics`, shard merging, labels, baseline, bad inputs."""
 
 import json
@@ -12,7 +12,7 @@ from ips.cli import main
 from ips.diagnostics import representation_baseline
 from ips.fit import fit_values
 from ips.io import InputError, Values, write_dataset
-from ips.summary import BAND_PAIRS, BANDS, band_tests, summarize
+from ips.metrics_file import BAND_PAIRS, BANDS, band_tests, summarize
 
 CONDITIONS = ["T1", "T2", "T3", "T4", "T5", "T1-1shot", "T4-1shot"]
 TEMPLATES = ["T1", "T2", "T3", "T4", "T5", "T1", "T4"]

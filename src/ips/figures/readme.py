@@ -1,0 +1,175 @@
+"""The README of a figures directory (`ips figures`): what each file shows, τ, the models and
+datasets, absent factors, IPS beside its nulls, the precision nulls, the sparse estimates and
+the claims table."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import xarray as xr
+
+from ips import __version__, claims
+from ips.metrics_file import Entry
+from ips.figures.captions import CASE_STUDY, CASE_STUDY_CAPTION, FIGURES, TABLES
+from ips.figures.common import (FACTOR_TITLES, MAIN_GROUP, absent_factors, datasets_of,
+                                robustness_text)
+from ips.figures.tables import null_rows
+from ips.sparse import UNRELIABLE_HELDOUT
+from ips.uncertainty import EXACT_MAX, MIN_RELIABLE_N
+
+
+def readme_text(entries: list[Entry], factors: xr.Dataset, tau: float,
+           case_names: Sequence[str] = (), rows: Sequence[claims.Claim] = ()) -> str:
+    datasets = datasets_of(entries)
+    models = list(dict.fromkeys(e.model for e in entries))
+    lines = [
+        "# IPS results",
+        "",
+        f"Interaction-based prompt sensitivity at τ = {tau:g} of {len(models)} model(s) on "
+        f"{len(datasets)} dataset(s), written by `ips figures` (ips {__version__}).",
+        "",
+        f"- Models: {', '.join(models)}",
+        f"- Datasets: {', '.join(datasets)}",
+        "",
+        "## Files",
+        "",
+        "Every figure is written as PNG and PDF. Intervals are 95% percentile-bootstrap "
+        "intervals over samples; factor comparisons and the order of the bands are tested "
+        "with a paired sign-flip permutation test over sample ids (exact up to "
+        f"{EXACT_MAX} samples, else Monte Carlo; the order bands Holm-adjusted; "
+        f"`ips.uncertainty`). Numbers from fewer than {MIN_RELIABLE_N} samples are flagged "
+        "(`few_samples`, hatched bars, open markers): read them as indications only.",
+        "",
+    ]
+    lines += [f"- `{name}.png`: {c.text}." for name, c in FIGURES.items()]
+    pngs = [n for n in case_names if n.endswith(".png")]
+    if pngs:
+        lines.append(f"- `{CASE_STUDY}.png` ({', '.join(f'`{n}`' for n in pngs)}): "
+                     f"{CASE_STUDY_CAPTION.text}.")
+    else:
+        lines.append(f"- `{CASE_STUDY}.png`: not drawn in this run (no case or no drawing "
+                     "code).")
+    lines += [f"- `{name}`: {c.text}." for name, c in TABLES.items()]
+    lines += sparse_section(entries)
+    lines += null_section(entries)
+    lines += ["", "## Factors", ""]
+    for f, text in zip(factors["factor"].values, factors["factor_note"].values):
+        lines.append(f"- {FACTOR_TITLES.get(str(f), str(f))} (`{f}`): {text}")
+    absent = absent_factors(factors)
+    if absent:
+        lines += ["", "Absent factors: " + ", ".join(f"`{f}`" for f in absent)
+                  + ". Their `factor_<name>` figure names the reason; they are not drawn in "
+                  "`factors.png`."]
+    lines += ["", "## τ robustness", ""]
+    for d in datasets:
+        lines.append(f"- {d}: {robustness_text(factors, d)}"
+                     + (f"; {factors['tau_note'].sel(dataset=d).item()}"
+                        if d in factors["dataset"].values
+                        and factors["tau_note"].sel(dataset=d).item() else ""))
+    lines += claims_section(rows)
+    lines += ["", "Metrics files: " + ", ".join(f"`{e.path}`" for e in entries), ""]
+    return "\n".join(lines)
+
+
+def _cell_text(x: float, fmt: str = ".3f") -> str:
+    """A number of a README table, "–" where it has no value."""
+    return "–" if not np.isfinite(x) else format(x, fmt)
+
+
+def null_section(entries: list[Entry]) -> list[str]:
+    """IPS beside its nulls per model and dataset (main group, band all; `ips.nulls`)."""
+    rows = [r for r in null_rows(entries) if r["group"] == MAIN_GROUP and r["band"] == "all"]
+    if not rows:
+        return []
+
+    levels = sorted({r["level"] for r in rows if r["null"] == "gaussian"})
+    lines = ["", "## IPS beside its nulls", "",
+             f"{MAIN_GROUP}, band all. Gaussian null at c: IPS of each game against its own fit "
+             "after noise of c × (max v − min v) on every value; matched-size null: IPS of "
+             "noise of the size of each template pair's own change (docs/method.md#nulls in "
+             "the project). An IPS near its matched-size null says no more than how much the "
+             "template changed v.", "",
+             "| model | dataset | IPS | " + " | ".join(f"null c = {c:g}" for c in levels)
+             + " | matched-size null | IPS − matched (n) |",
+             "|---|---|---|" + "---|" * len(levels) + "---|---|"]
+    for (model, dataset) in dict.fromkeys((r["model"], r["dataset"]) for r in rows
+                                          if r["null"] != "precision"):
+        mine = [r for r in rows if (r["model"], r["dataset"]) == (model, dataset)]
+        gauss = {r["level"]: r["null_ips"] for r in mine if r["null"] == "gaussian"}
+        matched = next((r for r in mine if r["null"] == "matched"), None)
+        diff = (f"{_cell_text(matched['ips_minus_null'])} ({matched['n_paired']})" if matched
+                else "–")
+        lines.append(f"| {model} | {dataset} | {_cell_text(mine[0]['ips'])} | "
+                     + " | ".join(_cell_text(gauss.get(c, np.nan)) for c in levels)
+                     + f" | {_cell_text(matched['null_ips']) if matched else '–'} | {diff} |")
+    return lines + precision_section(rows)
+
+
+def precision_section(rows: list[dict]) -> list[str]:
+    """The precision null per model, dataset and second dtype (main group, band all)."""
+    rows = [r for r in rows if r["null"] == "precision"]
+    if not rows:
+        return []
+
+    lines = ["", "### Precision null", "",
+             "The same prompts scored again in another precision, each game's two fits scored "
+             "as a template pair (docs/method.md#precision in the project): what rounding "
+             "alone gives. Δv: the second precision's v minus this run's, over every mask of "
+             "the games scored again.", "",
+             "| model | dataset | dtype | games | max \\|Δv\\| (median) | sd(Δv) / range, "
+             "median | salient-set Jaccard | precision null [95% CI] (n) | IPS | "
+             "IPS − null (n) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['model']} | {r['dataset']} | {r['level']} | {r['games']} | "
+            f"{_cell_text(r['max_abs_dv'], '.3g')} ({_cell_text(r['median_abs_dv'], '.2g')}) | "
+            f"{_cell_text(r['dv_rel'], '.1%')} | {_cell_text(r['jaccard'], '.2f')} | "
+            f"{_cell_text(r['null_ips'])} [{_cell_text(r['ci_low'])}, "
+            f"{_cell_text(r['ci_high'])}] ({r['n_valued_samples']}) | "
+            f"{_cell_text(r['ips'])} | {_cell_text(r['ips_minus_null'])} ({r['n_paired']}) |")
+    return lines
+
+
+def sparse_section(entries: list[Entry]) -> list[str]:
+    """How far the numbers of sparsely sampled metrics files can be trusted (`ips.sparse`)."""
+    lines = []
+    for e in entries:
+        a = e.ds.attrs
+        if a.get("sampling") != "sparse":
+            continue
+        errors = e.ds["heldout_error"].values
+        measured = errors[np.isfinite(errors)]
+        spread = (f" (median {np.median(measured):.1%}, max "
+                  f"{measured.max():.1%})" if measured.size else "")
+        lines.append(
+            f"- {e.model} on {e.dataset}: {a['budget']} masks per prompt, mean n = "
+            f"{float(e.ds['n_vars_mean']):.1f}; {a['unreliable_games']} of {a['games']} games "
+            f"UNRELIABLE, held-out error above {UNRELIABLE_HELDOUT:.0%}{spread}.")
+    if not lines:
+        return []
+    return ["", "## Sparse estimates", "",
+            "These metrics come from sparse sampling: the interactions of a prompt whose 2^n "
+            "masks exceed the budget are estimated from a design of masks, not fitted to all "
+            "of them (docs/method.md#sparse-estimation). A game whose held-out error is above "
+            "the threshold has an IPS, bands, types and case study that are estimates of "
+            "unknown accuracy; the measured accuracy on real games is in "
+            "docs/benchmarks.md#sparse-estimation.", "", *lines]
+
+
+def claims_section(rows: Sequence[claims.Claim]) -> list[str]:
+    """The README section of the claims: verdict counts, each claim's statement, the table."""
+    counts = claims.summary(rows)
+    lines = ["", "## The paper's claims on these models", "",
+             f"`claims.csv`; verdicts at α = {claims.ALPHA:g} (`ips.claims`): directional "
+             "claims by a paired sign-flip test, level claims by whether the 95% interval lies "
+             "inside the paper's range. `undecided` means these samples cannot tell; it is not "
+             "evidence against the paper.", ""]
+    statements = dict((r.claim, r.paper) for r in rows)
+    for claim, c in counts.items():
+        told = ", ".join(f"{k} {v}" for k, v in c.items() if v)
+        lines.append(f"- `{claim}` ({told}): {statements[claim]}")
+    return [*lines, "", *claims.markdown(rows)]
+
+
+# --------------------------------------------------------------------------------- driver
