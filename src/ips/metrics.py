@@ -236,6 +236,39 @@ def _check_pairs(pairs: ArrayLike, n_conditions: int) -> NDArray[np.int64]:
 # --------------------------------------------------------------------------------------------
 # normalisation, salience, orders
 # --------------------------------------------------------------------------------------------
+def _row_n(a: NDArray[np.float64], o: NDArray[np.float64], n_vars: ArrayLike | None,
+           n_max: int) -> NDArray[np.int64]:
+    """n of every row of `normalize`: read from the NaN padding of both kinds (which must
+    agree), or `n_vars` checked (integers in 0..n_max, broadcastable, finite inside Ω)."""
+    if n_vars is None:
+        n_a = _infer_n(a, "and_")
+        if not np.array_equal(n_a, _infer_n(o, "or_")):
+            raise ValueError("and_ and or_ have different NaN padding (different n) in some row")
+        return n_a
+    nv = np.asarray(n_vars)
+    if nv.dtype == bool or not (
+        np.issubdtype(nv.dtype, np.integer)
+        or (np.issubdtype(nv.dtype, np.floating) and np.all(nv == np.round(nv)))
+    ):
+        raise ValueError(f"n_vars must hold integers; got {n_vars!r}")
+    try:
+        n = np.broadcast_to(nv.astype(np.int64), a.shape[:-1])
+    except ValueError:
+        raise ValueError(
+            f"n_vars of shape {nv.shape} does not broadcast to the row shape {a.shape[:-1]}"
+        ) from None
+    if np.any(n < 0) or np.any(n > n_max):
+        raise ValueError(f"n_vars must lie in 0..n_max = {n_max}; got {n_vars!r}")
+    masks = np.arange(a.shape[-1])
+    inside = (masks >= 1) & (masks < (np.int64(1) << n)[..., None])
+    for arr, nm in ((a, "and_"), (o, "or_")):
+        if np.any(inside & ~np.isfinite(arr)):
+            raise ValueError(
+                f"{nm} has NaN or inf inside Ω (masks 1..2**n-1 of a row with n = n_vars)"
+            )
+    return n
+
+
 def normalize(
     and_: ArrayLike, or_: ArrayLike, n_vars: ArrayLike | None = None
 ) -> NDArray[np.float64]:
@@ -274,36 +307,7 @@ def normalize(
         raise ValueError(f"and_ and or_ must have the same shape; got {a.shape} and {o.shape}")
     n_max = _n_max_of(a.shape[-1], "and_")
     M = a.shape[-1]
-    batch = a.shape[:-1]
-
-    if n_vars is None:
-        n_a = _infer_n(a, "and_")
-        n_o = _infer_n(o, "or_")
-        if not np.array_equal(n_a, n_o):
-            raise ValueError("and_ and or_ have different NaN padding (different n) in some row")
-        n = n_a
-    else:
-        nv = np.asarray(n_vars)
-        if nv.dtype == bool or not (
-            np.issubdtype(nv.dtype, np.integer)
-            or (np.issubdtype(nv.dtype, np.floating) and np.all(nv == np.round(nv)))
-        ):
-            raise ValueError(f"n_vars must hold integers; got {n_vars!r}")
-        try:
-            n = np.broadcast_to(nv.astype(np.int64), batch)
-        except ValueError:
-            raise ValueError(
-                f"n_vars of shape {nv.shape} does not broadcast to the row shape {batch}"
-            ) from None
-        if np.any(n < 0) or np.any(n > n_max):
-            raise ValueError(f"n_vars must lie in 0..n_max = {n_max}; got {n_vars!r}")
-        inside = (np.arange(M) >= 1) & (np.arange(M) < (np.int64(1) << n)[..., None])
-        for arr, nm in ((a, "and_"), (o, "or_")):
-            if np.any(inside & ~np.isfinite(arr)):
-                raise ValueError(
-                    f"{nm} has NaN or inf inside Ω (masks 1..2**n-1 of a row with n = n_vars)"
-                )
-
+    n = _row_n(a, o, n_vars, n_max)
     x = np.stack([a, o], axis=-2)  # (..., 2, M)
     masks = np.arange(M)
     in_omega = (masks >= 1) & (masks < (np.int64(1) << n)[..., None, None])  # (..., 1, M)
