@@ -36,14 +36,15 @@ import torch
 from common import MODELS
 
 from ips.config import DEFAULT_MODEL, load_config
+from ips.files import write_dataset
 from ips.fit import fit_values
-from ips.io import read_values, write_dataset
 from ips.kernel import NonFiniteError
 from ips.metrics import normalize, salient
 from ips.models import ModelSpec, load_model
 from ips.samples import dataset_settings, prepare_samples
 from ips.scoring import score_shard
 from ips.summary import summarize
+from ips.values_file import read_values
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))

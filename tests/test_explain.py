@@ -20,7 +20,7 @@ from ips.datasets import MCQItem
 from ips.case_study import CaseStudy, case_study
 from ips.explain import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY, ExplainError, format_case
 from ips.figures.case_study import case_study_figure
-from ips.io import InputError
+from ips.errors import InputError
 
 NAN = np.nan
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ from tiny_models import make_tiny_llama
 
 from ips import models
 from ips.config import DEFAULT_MODEL_ENTRY as SMOLLM2
-from ips.io import InputError
+from ips.errors import InputError
 from ips.models import (
     ModelError,
     ModelSource,

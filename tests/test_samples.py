@@ -10,7 +10,7 @@ from transformers import AutoTokenizer
 
 from ips.cli import main
 from ips.config import ConfigError, validate
-from ips.io import InputError
+from ips.errors import InputError
 from ips.samples import dataset_settings, load_samples, prepare_samples, save_samples
 from ips.kernel import token_owners
 from ips.scoring import Engine, Occlusion, letter_tokens

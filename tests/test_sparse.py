@@ -239,8 +239,8 @@ def test_sparse_scoring_scores_the_design_and_fits_it(llama, tmp_path):
     from test_scoring import sample_set
 
     from ips.fit import fit_sparse
-    from ips.io import read_values
     from ips.scoring import score_shard
+    from ips.values_file import read_values
 
     from test_scoring import ITEMS
 
@@ -283,10 +283,11 @@ def test_metrics_of_sparse_fits(llama, tmp_path):
     of the stored games, and the file says which estimates are reliable."""
     from test_scoring import sample_set
 
+    from ips.files import write_dataset
     from ips.fit import fit_sparse, fit_values
-    from ips.io import read_values, write_dataset
     from ips.scoring import score_shard
     from ips.summary import summarize
+    from ips.values_file import read_values
 
     ss = sample_set(n_max=5)
     common = dict(shard=0, shard_size=4, batch_tokens=512, progress=False, scorer="plain")
@@ -336,7 +337,7 @@ def test_metrics_of_sparse_fits(llama, tmp_path):
     assert np.all(np.isfinite(pa["heldout_error"].values))
 
     # a fit of other values, or of another sampling, is refused in one line
-    from ips.io import InputError
+    from ips.errors import InputError
 
     other = xr.load_dataset(tmp_path / "partial.h5", engine="h5netcdf")
     other["v"] = other["v"] + 0.5 * (other["masks"] > 0).astype(float)

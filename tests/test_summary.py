@@ -9,10 +9,12 @@ import xarray as xr
 
 from ips import metrics
 from ips.cli import main
+from ips.errors import InputError
+from ips.files import write_dataset
 from ips.fit import fit_values
-from ips.io import InputError, Values, write_dataset
 from ips.metrics import representation_baseline
 from ips.summary import BAND_PAIRS, BANDS, band_tests, summarize
+from ips.values_file import Values
 
 CONDITIONS = ["T1", "T2", "T3", "T4", "T5", "T1-1shot", "T4-1shot"]
 TEMPLATES = ["T1", "T2", "T3", "T4", "T5", "T1", "T4"]

@@ -9,7 +9,7 @@ import json
 import math
 
 from ips.config import SAMPLINGS
-from ips.io import InputError
+from ips.errors import InputError
 
 
 def json_arg(text: str):

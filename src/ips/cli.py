@@ -2,7 +2,7 @@
 
 Each command is a `_add_<name>(subparsers, common)` that registers its parser and sets
 `func`, a function of the parsed arguments that returns the exit code. Bad input files
-raise `ips.io.InputError`, reported in one line with exit code 2.
+raise `ips.errors.InputError`, reported in one line with exit code 2.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from ips import __version__, explain
 from ips.arguments import (add_sampling, int_between, json_arg, nonnegative_float,
                            positive_float, sampling_budget, unit)
 from ips.config import DTYPES, MODEL_CACHE, SCORERS, TARGETS, default_nulls
+from ips.errors import InputError
+from ips.files import check_output
 from ips.interactions import SGD_LEARNING_RATE, SGD_STEPS, SOLVERS
-from ips.io import InputError, check_output
 
 log = logging.getLogger("ips")
 
@@ -140,8 +141,9 @@ def _add_fit(sub, common) -> None:
 
 def _fit(args: argparse.Namespace) -> int:
     from ips.config import EXHAUSTIVE_MAX_N, default_sampling
+    from ips.files import write_dataset
     from ips.fit import fit_sparse, fit_values
-    from ips.io import read_values, write_dataset
+    from ips.values_file import read_values
 
     t0 = time.perf_counter()
     values = read_values(args.input, n_max=args.n_max)
@@ -359,7 +361,7 @@ def _add_score(sub, common) -> None:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from ips.io import output_lock
+    from ips.files import output_lock
 
     # held for the whole run: a second run on the same --out would discard the resume folder
     with output_lock(args.out):
@@ -471,7 +473,7 @@ def _add_metrics(sub, common) -> None:
 
 
 def _metrics(args: argparse.Namespace) -> int:
-    from ips.io import write_dataset
+    from ips.files import write_dataset
     from ips.nulls import Settings
     from ips.summary import summarize
 
@@ -518,7 +520,7 @@ def _add_factors(sub, common) -> None:
 
 def _factors(args: argparse.Namespace) -> int:
     from ips.factors import compare
-    from ips.io import write_dataset
+    from ips.files import write_dataset
 
     ds = compare(args.metrics, seed=args.seed, n_boot=args.resamples, level=args.level,
                  draws=args.permutations)

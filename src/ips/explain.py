@@ -32,7 +32,8 @@ from typing import Sequence
 import numpy as np
 
 from ips import metrics
-from ips.io import InputError, check_output, write_bytes
+from ips.errors import InputError
+from ips.files import check_output, write_bytes
 from ips.config import (DEFAULT_MODEL, DEFAULT_MODEL_ENTRY, EXHAUSTIVE_MAX_N, MODEL_CACHE,
                         SCORERS, TARGETS)
 from ips.arguments import (add_sampling, int_between, json_arg, nonnegative_float,

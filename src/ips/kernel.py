@@ -21,7 +21,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from ips.io import InputError
+from ips.errors import InputError
 
 
 class ScoringError(InputError):

@@ -15,7 +15,8 @@ from pathlib import Path
 import xarray as xr
 
 from ips.config import MODEL_ATTRIBUTES
-from ips.io import InputError, read_dataset
+from ips.errors import InputError
+from ips.files import read_dataset
 
 
 @dataclass

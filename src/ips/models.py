@@ -72,7 +72,8 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import yaml
 
 from ips.config import MODEL_CACHE, ConfigError, validate_model
-from ips.io import InputError, check_output
+from ips.errors import InputError
+from ips.files import check_output
 
 if TYPE_CHECKING:  # torch loads in seconds: the workflow asks this module about entries
     import torch

@@ -90,8 +90,10 @@ import xarray as xr
 from ips import __version__, metrics, nulls, sparse, uncertainty
 from ips.case_study import choose_cell
 from ips.datasets import letter
-from ips.io import InputError, design_row, labels, read_dataset, require
+from ips.errors import InputError
+from ips.files import labels, read_dataset, require
 from ips.templates import ZERO_SHOT
+from ips.values_file import design_row
 
 log = logging.getLogger(__name__)
 

@@ -29,6 +29,7 @@ import xarray as xr
 
 from ips import __version__, claims
 from ips.config import MODEL_ATTRIBUTES
+from ips.errors import InputError
 from ips.factors import FACTORS
 from ips.metrics_file import Entry, read_metrics
 from ips.figures.captions import (CASE_STUDY, CASE_STUDY_CAPTION, FIGURES, TABLES,
@@ -45,7 +46,7 @@ from ips.figures.robustness import tau_figure
 from ips.figures.sparsity import matching_figure, sparsity_figure
 from ips.figures.style import DPI, MIN_WIDTH  # noqa: F401  (re-exported)
 from ips.figures.types import types_figure
-from ips.io import InputError, atomic_dir, read_dataset
+from ips.files import atomic_dir, read_dataset
 from ips.sparse import UNRELIABLE_HELDOUT
 from ips.summary import BANDS
 from ips.uncertainty import DRAWS, EXACT_MAX, MIN_RELIABLE_N, sign_flip_label

@@ -1,0 +1,13 @@
+"""The errors the command line reports in one line, with exit code 2.
+
+They sit below every other module: configuration, templates and argument types raise
+`InputError` without depending on the HDF5 files of `ips.files`.
+"""
+
+
+class InputError(ValueError):
+    """A file that does not have the expected content (the CLI exits with code 2)."""
+
+
+class OutputError(InputError):
+    """A destination that cannot be written (the CLI exits with code 2)."""
