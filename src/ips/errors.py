@@ -1,7 +1,7 @@
 """The errors the command line reports in one line, with exit code 2.
 
-They sit below every other module: configuration, templates and argument types raise
-`InputError` without depending on the HDF5 files of `ips.files`.
+They sit below every other module, so that configuration, templates and argument types raise
+`InputError` without importing the HDF5 machinery of `ips.files`.
 """
 
 
@@ -11,3 +11,7 @@ class InputError(ValueError):
 
 class OutputError(InputError):
     """A destination that cannot be written (the CLI exits with code 2)."""
+
+
+class ModelError(InputError):
+    """A model entry, or the files it points to, cannot be used (the CLI exits with code 2)."""
