@@ -7,7 +7,7 @@ its seeded draw, at most `--n-max` variables, templates `--templates` 0-shot) ar
 each model in float32, bfloat16 and float16 on the CPU, each run exactly as the workflow
 does it: `ips.scoring.score_shard` (a model entry with `dtype` overridden), `ips.fit.
 fit_values` (the canonical split) and `ips.summary.summarize` (what `ips metrics` writes).
-Models: a tiny random Llama (tests/tiny_models.py), SmolLM2-135M-Instruct and Gemma 3 270M
+Models: a tiny random Llama (ips.tiny_models), SmolLM2-135M-Instruct and Gemma 3 270M
 (both converted once into resources/models/; `--quick`: the tiny model and SmolLM2).
 
 Against float32, per model and half precision:
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -44,12 +43,10 @@ from ips.models import ModelSpec, load_model
 from ips.samples import dataset_settings, prepare_samples
 from ips.scoring import score_shard
 from ips.summary import summarize
+from ips.tiny_models import TINY_ATTRS, make_tiny_llama
 from ips.values_file import read_values
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from tiny_models import TINY_ATTRS, make_tiny_llama  # noqa: E402
-
 DTYPES = ("float32", "bfloat16", "float16")
 
 

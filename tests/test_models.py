@@ -13,13 +13,13 @@ import huggingface_hub.constants
 import pytest
 import torch
 import transformers
-from tiny_models import make_tiny_llama
 
 from ips import gguf, models
 from ips.config import DEFAULT_MODEL_ENTRY as SMOLLM2
 from ips.errors import InputError, ModelError
 from ips.gguf import ModelSource, assemble_parts
 from ips.models import ModelSpec, load_model, prepare_model, resolve_mask_token
+from ips.tiny_models import make_tiny_llama
 
 GEMMA = {
     **SMOLLM2,

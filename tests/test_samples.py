@@ -15,8 +15,8 @@ from ips.samples import dataset_settings, load_samples, prepare_samples, save_sa
 from ips.kernel import token_owners
 from ips.scoring import Engine, Occlusion, letter_tokens
 from ips.templates import load_templates, render
+from ips.tiny_models import TINY_ATTRS
 from ips.variables import Reduction, select_units
-from tiny_models import TINY_ATTRS
 
 # content units (question, then options): 4, 5, 7, 4, 8 and none
 RECORDS = [
