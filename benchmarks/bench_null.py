@@ -30,7 +30,8 @@ from common import MODELS
 
 from ips.config import DEFAULT_MODEL, load_config
 from ips.fit import fit_values
-from ips.io import read_values, write_dataset
+from ips.files import write_dataset
+from ips.values_file import read_values
 from ips.kernel import NonFiniteError
 from ips.models import ModelSpec, load_model
 from ips.nulls import Settings

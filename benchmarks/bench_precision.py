@@ -7,7 +7,7 @@ its seeded draw, at most `--n-max` variables, templates `--templates` 0-shot) ar
 each model in float32, bfloat16 and float16 on the CPU, each run exactly as the workflow
 does it: `ips.scoring.score_shard` (a model entry with `dtype` overridden), `ips.fit.
 fit_values` (the canonical split) and `ips.metrics_file.summarize` (what `ips metrics` writes).
-Models: a tiny random Llama (tests/tiny_models.py), SmolLM2-135M-Instruct and Gemma 3 270M
+Models: a tiny random Llama (ips.tiny_models), SmolLM2-135M-Instruct and Gemma 3 270M
 (both converted once into resources/models/; `--quick`: the tiny model and SmolLM2).
 
 Against float32, per model and half precision:
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,17 +36,17 @@ from common import MODELS
 
 from ips.config import DEFAULT_MODEL, load_config
 from ips.fit import fit_values
-from ips.io import read_values, write_dataset
+from ips.files import write_dataset
+from ips.values_file import read_values
 from ips.kernel import NonFiniteError
 from ips.metrics import normalize, salient
 from ips.models import ModelSpec, load_model
 from ips.samples import dataset_settings, prepare_samples
 from ips.scoring import score_shard
 from ips.metrics_file import summarize
+from ips.tiny_models import TINY_ATTRS, make_tiny_llama
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from tiny_models import TINY_ATTRS, make_tiny_llama  # noqa: E402
 
 DTYPES = ("float32", "bfloat16", "float16")
 

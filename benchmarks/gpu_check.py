@@ -54,8 +54,8 @@ from common import Flops, arc_easy, matmul_rate, prompt_case
 
 from ips import __version__, metrics
 from ips.config import DTYPES, load_config
+from ips.files import atomic_path
 from ips.interactions import and_or
-from ips.io import atomic_path
 from ips.kernel import ScoringError
 from ips.models import ModelSpec, load_model
 from ips.samples import check_settings, prepare_samples

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
-from tiny_models import lm_for, make_tiny_gemma, make_tiny_llama
 
 from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
 from ips.models import ModelSpec, prepare_model
+from ips.tiny_models import lm_for, make_tiny_gemma, make_tiny_llama
 
 # Property tests give one verdict per commit: by default Hypothesis draws its examples from a
 # seed derived from each test and keeps no example database. `make explore` runs them with
@@ -49,13 +49,13 @@ def smollm2_dir(smollm2_spec, smollm2_cache) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_llama_dir(tmp_path_factory) -> Path:
-    """A tiny random Llama with unk and pad tokens (see tiny_models.py)."""
+    """A tiny random Llama with unk and pad tokens (see ips.tiny_models)."""
     return make_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
 
 
 @pytest.fixture(scope="session")
 def tiny_gemma_dir(tmp_path_factory) -> Path:
-    """A tiny random Gemma 3 text model (see tiny_models.py)."""
+    """A tiny random Gemma 3 text model (see ips.tiny_models)."""
     return make_tiny_gemma(tmp_path_factory.mktemp("tiny-gemma"))
 
 

@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 import xarray as xr
 import yaml
-from test_io import flip_in_chunk
+from test_files import flip_in_chunk
 from test_metrics_file import make_fit, make_values
 
 from ips.cli import main
 from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
-from ips.io import write_dataset
+from ips.files import write_dataset
 
 FAST = ["--resamples", "100", "--permutations", "99"]  # bootstrap settings of a quick run
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ [A-Z]+ ")

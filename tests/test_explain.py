@@ -21,7 +21,7 @@ from ips.case_study import CaseStudy, case_study
 from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
 from ips.explain import ExplainError, format_case
 from ips.figures.case_study import case_study_figure
-from ips.io import InputError
+from ips.errors import InputError
 
 NAN = np.nan
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,9 @@ import xarray as xr
 
 from ips import metrics, uncertainty
 from ips.cli import main
+from ips.errors import InputError
 from ips.factors import ABSENT, FACTORS, compare
-from ips.io import InputError, write_dataset
+from ips.files import write_dataset
 
 BANDS = ["all", "low", "mid", "high"]
 ZERO = ["T1", "T2", "T3", "T4", "T5"]

@@ -11,7 +11,9 @@ from ips import diagnostics, metrics
 from ips.cli import main
 from ips.diagnostics import representation_baseline
 from ips.fit import fit_values
-from ips.io import InputError, Values, write_dataset
+from ips.errors import InputError
+from ips.files import write_dataset
+from ips.values_file import Values
 from ips.metrics_file import BAND_PAIRS, BANDS, band_tests, summarize
 
 CONDITIONS = ["T1", "T2", "T3", "T4", "T5", "T1-1shot", "T4-1shot"]

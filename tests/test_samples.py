@@ -10,13 +10,13 @@ from transformers import AutoTokenizer
 
 from ips.cli import main
 from ips.config import ConfigError, validate
-from ips.io import InputError
+from ips.errors import InputError
 from ips.samples import dataset_settings, load_samples, prepare_samples, save_samples
 from ips.kernel import token_owners
 from ips.scoring import Engine, Occlusion, letter_tokens
 from ips.templates import load_templates, render
+from ips.tiny_models import TINY_ATTRS
 from ips.variables import Reduction, select_units
-from tiny_models import TINY_ATTRS
 
 # content units (question, then options): 4, 5, 7, 4, 8 and none
 RECORDS = [

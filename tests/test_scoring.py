@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import torch
 import xarray as xr
-from tiny_models import TINY_ATTRS, lm_for
 
 from ips.datasets import InstructionItem, MCQItem
 from ips.models import ModelSpec, load_model
@@ -23,6 +22,7 @@ from ips.kernel import (
 )
 from ips.scoring import Engine, _Answers, letter_tokens, score_shard
 from ips.templates import conditions, load_templates, render
+from ips.tiny_models import TINY_ATTRS, lm_for
 from ips.variables import select_variables
 
 ITEMS = [

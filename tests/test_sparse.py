@@ -240,7 +240,7 @@ def test_sparse_scoring_scores_the_design_and_fits_it(llama, tmp_path):
     from test_scoring import sample_set
 
     from ips.fit import fit_sparse
-    from ips.io import read_values
+    from ips.values_file import read_values
     from ips.scoring import score_shard
 
     from test_scoring import ITEMS
@@ -285,7 +285,8 @@ def test_metrics_of_sparse_fits(llama, tmp_path):
     from test_scoring import sample_set
 
     from ips.fit import fit_sparse, fit_values
-    from ips.io import read_values, write_dataset
+    from ips.files import write_dataset
+    from ips.values_file import read_values
     from ips.scoring import score_shard
     from ips.metrics_file import summarize
 
@@ -337,7 +338,7 @@ def test_metrics_of_sparse_fits(llama, tmp_path):
     assert np.all(np.isfinite(pa["heldout_error"].values))
 
     # a fit of other values, or of another sampling, is refused in one line
-    from ips.io import InputError
+    from ips.errors import InputError
 
     other = xr.load_dataset(tmp_path / "partial.h5", engine="h5netcdf")
     other["v"] = other["v"] + 0.5 * (other["masks"] > 0).astype(float)

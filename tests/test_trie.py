@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 from test_scoring import _Confident, encode, sample_set
-from tiny_models import lm_for
 
 import ips.trie as trie
 from ips.kernel import ScoringError
 from ips.models import input_device
 from ips.scoring import Engine, letter_tokens, score_shard
+from ips.tiny_models import lm_for
 from ips.trie import TrieScorer, plan_levels, trie_budget
 
 

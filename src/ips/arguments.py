@@ -10,7 +10,7 @@ import json
 import math
 
 from ips.config import SAMPLINGS, default
-from ips.io import InputError
+from ips.errors import InputError
 
 
 def json_arg(text: str):

@@ -2,7 +2,7 @@
 
 Each command is a `_add_<name>(subparsers, common)` that registers its parser and sets
 `func`, a function of the parsed arguments that returns the exit code. Bad input files
-raise `ips.io.InputError`, reported in one line with exit code 2.
+raise `ips.errors.InputError`, reported in one line with exit code 2.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from ips.arguments import (add_sampling, int_between, json_arg, nonnegative_floa
 from ips.config import (DEFAULT_MODEL, DEFAULT_MODEL_ENTRY, DTYPES, EXHAUSTIVE_MAX_N,
                         MODEL_CACHE, SCORERS, TARGETS, default)
 from ips.interactions import SGD_LEARNING_RATE, SGD_STEPS, SOLVERS
-from ips.io import InputError, check_output
+from ips.errors import InputError
+from ips.files import check_output
 
 log = logging.getLogger("ips")
 
@@ -145,7 +146,8 @@ def _add_fit(sub, common) -> None:
 def _fit(args: argparse.Namespace) -> int:
     from ips.config import EXHAUSTIVE_MAX_N
     from ips.fit import fit_sparse, fit_values
-    from ips.io import read_values, write_dataset
+    from ips.files import write_dataset
+    from ips.values_file import read_values
 
     t0 = time.perf_counter()
     values = read_values(args.input, n_max=args.n_max)
@@ -354,7 +356,7 @@ def _add_score(sub, common) -> None:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from ips.io import output_lock
+    from ips.files import output_lock
 
     # held for the whole run: a second run on the same --out would discard the resume folder
     with output_lock(args.out):
@@ -466,7 +468,7 @@ def _add_metrics(sub, common) -> None:
 
 
 def _metrics(args: argparse.Namespace) -> int:
-    from ips.io import write_dataset
+    from ips.files import write_dataset
     from ips.nulls import Settings
     from ips.metrics_file import summarize
 
@@ -513,7 +515,7 @@ def _add_factors(sub, common) -> None:
 
 def _factors(args: argparse.Namespace) -> int:
     from ips.factors import compare
-    from ips.io import write_dataset
+    from ips.files import write_dataset
 
     ds = compare(args.metrics, seed=args.seed, n_boot=args.resamples, level=args.level,
                  draws=args.permutations)
@@ -622,7 +624,7 @@ def _add_explain(sub, common) -> None:
 def _explain(args: argparse.Namespace) -> int:
     """Print the case study's table and write its figure (and --json)."""
     from ips.figures.case_study import case_study_figure
-    from ips.io import write_bytes
+    from ips.files import write_bytes
     from ips.models import load_model
 
     if args.json:

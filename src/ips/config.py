@@ -19,7 +19,7 @@ import jsonschema
 import yaml
 
 from ips.datasets import ITEM_TYPES, LOCAL_SUFFIXES, local_source
-from ips.io import InputError
+from ips.errors import InputError
 
 #: the embedded default model: the `smollm2-135m-instruct` entry of the repository's config.yaml
 #: where converted models are kept (one directory per model, `ips.models.prepare_model`)

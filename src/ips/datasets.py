@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ips.io import InputError
+from ips.errors import InputError
 
 LETTERS = "ABCDEFGHIJ"
 N_CHOICES = 4  # every MCQ template has exactly the options A-D

@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from ips import metrics
-from ips.io import InputError
+from ips.errors import InputError
 from ips.config import TARGETS
 from ips.case_study import CaseStudy, case_study, sparse_case_study
 

@@ -80,7 +80,8 @@ import numpy as np
 import xarray as xr
 
 from ips import __version__, metrics, uncertainty
-from ips.io import InputError, labels
+from ips.errors import InputError
+from ips.files import labels
 from ips.metrics_file import Entry, read_metrics
 from ips.metrics_file import BANDS
 from ips.templates import ZERO_SHOT

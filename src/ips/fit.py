@@ -17,7 +17,7 @@ import xarray as xr
 from tqdm import tqdm
 
 from ips import __version__
-from ips.io import DIMS, Values
+from ips.values_file import DIMS, Values
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ips.io import InputError
+from ips.errors import InputError
 
 
 class ScoringError(InputError):

@@ -92,7 +92,9 @@ from ips import __version__, diagnostics, metrics, nulls, sparse, uncertainty
 from ips.case_study import choose_cell
 from ips.datasets import letter
 from ips.config import MODEL_ATTRIBUTES
-from ips.io import InputError, design_row, labels, read_dataset
+from ips.errors import InputError
+from ips.files import labels, read_dataset
+from ips.values_file import design_row
 from ips.shards import Merged, load, load_precision
 from ips.templates import ZERO_SHOT
 

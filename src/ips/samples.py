@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Sequence
 from ips import __version__
 from ips.config import validate_settings
 from ips.datasets import InstructionItem, Item, MCQItem, load_items, load_shot_items, sample_items
-from ips.io import InputError, atomic_path
+from ips.errors import InputError
+from ips.files import atomic_path
 from ips.templates import (
     Condition,
     Prompt,

@@ -28,7 +28,8 @@ from tqdm import tqdm
 from ips import __version__
 from ips.config import EXHAUSTIVE_MAX_N, MODEL_ATTRIBUTES, SCORERS, TARGETS, default
 from ips.datasets import LETTERS, MCQItem
-from ips.io import InputError, atomic_path, labels, output_lock, write_dataset
+from ips.errors import InputError
+from ips.files import atomic_path, labels, output_lock, write_dataset
 from ips.kernel import (NonFiniteError, ScoringError, finite_values, half_products,
                         masked_inputs, model_dtype, naming_model, token_owners, v_from_logits)
 from ips.trie import TrieScorer, trie_budget
@@ -412,13 +413,13 @@ def score_shard(
 
     `budget`: None scores all 2**n masks of every prompt (exhaustive sampling); a number
     scores `ips.sparse.scored_masks(n, budget, seed)` (the samples' seed), the same design
-    for every condition of a sample, and the file holds them in `masks` (see `ips.io`).
+    for every condition of a sample, and the file holds them in `masks` (see `ips.values_file`).
 
     Finished samples are kept in `out.partial/` (one file each, written atomically), so a
     killed run resumes from the last completed sample; the partial folder is removed once
     `out` is written. A partial folder from other inputs is discarded, never mixed in, and a
     partial result that cannot be read is computed again. `out` is locked for the run
-    (`ips.io.output_lock`), so a second run on it fails instead of discarding this one's.
+    (`ips.files.output_lock`), so a second run on it fails instead of discarding this one's.
     """
     out = Path(out)
     samples, target = check_shard(ss, shard, shard_size or len(ss.samples), target, budget)
@@ -537,7 +538,7 @@ class _Partial:
 
 def _assemble(ss, samples, results, lm, target: str, shard: int, budget: int | None = None,
               designs=None) -> xr.Dataset:
-    """The values file: v (sample, condition, mask) and what explains it (see ips.io)."""
+    """The values file: v (sample, condition, mask) and what explains it (see ips.values_file)."""
     coords = {
         "sample": labels(s.item.id for s in samples),
         "condition": labels(c.name for c in ss.conditions),

@@ -20,7 +20,9 @@ from typing import Sequence
 import numpy as np
 
 from ips import sparse
-from ips.io import InputError, design_row, read_dataset, require
+from ips.errors import InputError
+from ips.files import read_dataset, require
+from ips.values_file import design_row
 
 _CONDITION_COORDS = ("template", "shots", "perturbation")
 # the attributes every shard of one (model, dataset) must agree on

@@ -22,7 +22,7 @@ from typing import Iterable, Mapping, Sequence
 import yaml
 
 from ips.datasets import LETTERS, InstructionItem, Item, MCQItem
-from ips.io import InputError
+from ips.errors import InputError
 from ips.variables import Variable
 
 

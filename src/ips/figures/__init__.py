@@ -46,7 +46,8 @@ from ips.figures.style import DPI, MIN_WIDTH
 from ips.figures.tables import (FACTOR_COLUMNS, NULL_COLUMNS, TABLE_COLUMNS, TAU_COLUMNS,
                                factor_rows, null_rows, tau_rows, write_csv, write_table)
 from ips.figures.types import types_figure
-from ips.io import InputError, atomic_dir, read_dataset
+from ips.errors import InputError
+from ips.files import atomic_dir, read_dataset
 from ips.sparse import UNRELIABLE_HELDOUT
 from ips.uncertainty import DRAWS
 

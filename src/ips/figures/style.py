@@ -11,7 +11,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from ips.io import atomic_path
+from ips.files import atomic_path
 
 BAND_COLORS = {"all": "#4d4d4d", "low": "#1b9e77", "mid": "#d95f02", "high": "#7570b3"}
 TYPE_COLORS = {"base": "#d95f02", "instruct": "#1b9e77"}

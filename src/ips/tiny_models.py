@@ -1,6 +1,7 @@
 """Tiny random causal LMs with real fast tokenizers, saved as transformers directories.
 
-Shared by the model-loading and scoring tests. Each builder writes a `from_pretrained`-able
+Shared by the model-loading and scoring tests and benchmarks/bench_precision.py (neither
+imports the other, so they live in the package). Each builder writes a `from_pretrained`-able
 directory (config.json, model.safetensors, tokenizer.json ...) in seconds:
 
 - `make_tiny_llama`: a Llama with a byte-level BPE tokenizer in the style of SmolLM2 (any text
@@ -168,5 +169,5 @@ TINY_ATTRS = {"family": "tiny", "series": "tiny", "type": "base", "architecture"
 
 
 def lm_for(path, name="tiny"):
-    """A loaded tiny model (ips.models.load_model) from a directory of tiny_models.py."""
+    """A loaded tiny model (ips.models.load_model) from a directory of a builder above."""
     return load_model(ModelSpec.from_config(name, {"source": {"path": str(path)}, **TINY_ATTRS}))

@@ -1,4 +1,5 @@
-"""ips.io: atomic writes, checksummed HDF5, guarded reads, destination checks, the lock."""
+"""ips.files: atomic writes, checksummed HDF5, guarded reads (also of a values file),
+destination checks, the lock."""
 
 import fcntl
 import os
@@ -10,16 +11,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from ips.io import (
-    InputError,
-    OutputError,
-    atomic_path,
-    check_output,
-    output_lock,
-    read_dataset,
-    read_values,
-    write_dataset,
-)
+from ips.errors import InputError, OutputError
+from ips.files import atomic_path, check_output, output_lock, read_dataset, write_dataset
+from ips.values_file import read_values
 
 
 def test_atomic_path_replaces_on_success(tmp_path):
