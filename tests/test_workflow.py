@@ -344,7 +344,7 @@ def test_sparse_run_beyond_16_variables(tmp_path, tiny_llama_dir):
     """A sparse config with n_max 20 scores each prompt on its budget of masks, fits the
     interactions (`snakemake interactions`) and goes on to the metrics and every figure on
     the sets of the games' entries; the figures' README says how many games are unreliable."""
-    cfg = tiny_config(tiny_llama_dir, n_max=20, n_items=2, shard_size=2, seed=3,
+    cfg = tiny_config(tiny_llama_dir, n_max=20, n_items=2, shard_size=2,
                       sampling={"mode": "sparse", "budget": 48},
                       templates={"mcq": ["T1", "T2"]}, few_shot={"templates": [], "shots": []})
     cfg["datasets"] = {"arc-challenge": {  # question and options: 20 units for most items
@@ -359,7 +359,7 @@ def test_sparse_run_beyond_16_variables(tmp_path, tiny_llama_dir):
     assert values.attrs["sampling"] == "sparse" and values.masks.shape == (2, 48)
     assert values.n_vars.values.max() > 16  # beyond exhaustive scoring
     assert fit.attrs["sampling"] == "sparse" and fit.reliable.shape == (2, 2)
-    assert fit.attrs["seed"] == cfg["seed"] == 3  # the held-out masks follow the config's seed
+    assert fit.attrs["seed"] == 0  # the config's seed (the schema's default)
     assert np.all(np.isfinite(fit.heldout_error.values))
     r = snakemake(tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -373,6 +373,9 @@ def test_sparse_run_beyond_16_variables(tmp_path, tiny_llama_dir):
     assert "## Sparse estimates" in readme
     assert f"{m.attrs['unreliable_games']} of 4 games UNRELIABLE" in readme
     assert (results / "figures/case_study_tiny-a_arc-challenge.png").exists()
-    r = snakemake(tmp_path, "-n", "--config", "seed=4")  # a new seed: new design, new fits
+    # the fits are told the config's seed (their held-out masks): forced again under another
+    r = snakemake(tmp_path, "-n", "-p", "-R", "fit", "--rerun-triggers", "mtime",
+                  "--config", "seed=4")
     assert r.returncode == 0, r.stderr[-3000:]
-    assert {"prepare_samples", "score", "fit"} <= set(jobs(r.stdout + r.stderr))
+    assert jobs(r.stdout + r.stderr).get("fit") == 2
+    assert re.search(r"python -m ips fit \S+ --out .* --seed 4 ", r.stdout + r.stderr)

@@ -175,7 +175,7 @@ def _fit(args: argparse.Namespace) -> int:
         else:
             ds = fit_values(values, solver=args.solver, noise=args.noise,
                             learning_rate=args.sgd_learning_rate, steps=args.sgd_steps)
-    except ValueError as e:  # ips.interactions rejects these values or options
+    except (ValueError, RuntimeError) as e:  # bad values or options; no feasible sparse fit
         log.debug("fit failed", exc_info=True)
         raise InputError(f"{args.input}: {e}") from e
     ds.attrs["n_max"] = args.n_max

@@ -6,7 +6,7 @@ rule prepare_model:
         protected(f"{MODEL_DIR}/{{model}}.path"),
     params:
         entry=model_entry,
-        cache=MODEL_DIR,
+        cache=lambda wildcards, output: Path(output[0]).parent,
     log:
         "logs/prepare_model/{model}.log",
     benchmark:

@@ -9,7 +9,7 @@ rule score:
         "results/values/{model}/{dataset}/{shard}.h5",
     params:
         entry=model_entry,
-        cache=MODEL_DIR,
+        cache=lambda wildcards, input: Path(input.model).parent,
         shard_size=config["shard_size"],
         batch_tokens=config["batch_tokens"],
         scorer=config["scorer"],
