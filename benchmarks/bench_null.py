@@ -43,14 +43,14 @@ ROOT = Path(__file__).resolve().parents[1]
 HALF = ("bfloat16", "float16")
 
 
-def score_and_fit(name: str, entry: dict, ss, work: Path, args) -> tuple[Path, Path, float]:
-    """Values and fit files of one model in one precision, and the scoring seconds."""
-    lm = load_model(ModelSpec.from_config(name, entry), cache_dir=args.cache_dir, device="cpu",
+def score_and_fit(name: str, entry: dict, sample_set, work: Path, args) -> tuple[Path, Path, float]:
+    """Values and interactions files of one model in one precision, and the scoring seconds."""
+    loaded = load_model(ModelSpec.from_config(name, entry), cache_dir=args.cache_dir, device="cpu",
                     threads=args.threads)
-    stem = work / f"{name}-{entry['dtype']}-n{ss.settings['n_max']}"
+    stem = work / f"{name}-{entry['dtype']}-n{sample_set.settings['n_max']}"
     values, fits = stem.with_suffix(".h5"), stem.with_suffix(".fit.h5")
     t0 = time.perf_counter()
-    score_shard(lm, ss, values, progress=False, scorer="auto")
+    score_shard(loaded, sample_set, values, progress=False, scorer="auto")
     seconds = time.perf_counter() - t0
     write_dataset(fit_values(read_values(values), progress=False), fits)
     return values, fits, seconds
@@ -96,22 +96,22 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench_null_"))
     try:
         for n in args.n:
-            ss = samples_at(config, n, args.samples)
-            sizes = ",".join(str(len(s.variables)) for s in ss.samples)
+            sample_set = samples_at(config, n, args.samples)
+            sizes = ",".join(str(len(s.variables)) for s in sample_set.samples)
             for name in args.models:
                 entry = MODELS[name]
-                ref_v, ref_f, ref_s = score_and_fit(name, {**entry, "dtype": "float32"}, ss,
+                ref_v, ref_f, ref_s = score_and_fit(name, {**entry, "dtype": "float32"}, sample_set,
                                                     work, args)
                 runs, cells = {}, {}
                 for d in args.dtypes:
                     try:
-                        runs[d] = score_and_fit(name, {**entry, "dtype": d}, ss, work, args)
+                        runs[d] = score_and_fit(name, {**entry, "dtype": d}, sample_set, work, args)
                     except NonFiniteError:
                         cells[d] = f"{'v not finite':>29}{'':>6}"
                 m = summarize([ref_v], [ref_f], tau=args.tau, n_boot=100, draws=99,
                               null=Settings(tuple(args.levels), 1, matched=False),
                               precision_values=[r[0] for r in runs.values()],
-                              precision_fits=[r[1] for r in runs.values()])
+                              precision_interactions=[r[1] for r in runs.values()])
                 line = (f"{name:<24}{n:>3}{sizes:>12}"
                         f"{float(m['ips'].sel(group='0shot', band='all')):>7.3f}"
                         + "".join(f"{float(m['null_ips'].sel(group='0shot', null_level=c, band='all')):>8.3f}"

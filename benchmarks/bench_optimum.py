@@ -98,7 +98,7 @@ def main() -> None:
     for (model, dataset), shards in sorted(merged.items()):
         v = np.concatenate([s.v for s in shards])
         n_vars = np.concatenate([s.n_vars for s in shards])
-        conds = [str(c) for c in shards[0].conditions["condition"]]
+        condition_names = [str(c) for c in shards[0].conditions["condition"]]
         groups = json.loads(shards[0].attrs["groups"])
         t0 = time.perf_counter()
         canon = fit_all(v, n_vars, solver="auto")
@@ -115,9 +115,9 @@ def main() -> None:
         games["canonical certified gap"] += canon[3].ravel().tolist()
         games["salient (canonical)"] += sal_c.sum((-2, -1)).ravel().tolist()
         games["salient (sgd)"] += sal_s.sum((-2, -1)).ravel().tolist()
-        games["n"] += np.repeat(n_vars, len(conds)).tolist()
+        games["n"] += np.repeat(n_vars, len(condition_names)).tolist()
         for group, names in groups.items():
-            idx = np.array([conds.index(c) for c in names])
+            idx = np.array([condition_names.index(c) for c in names])
             if idx.size < 2:
                 continue
             local = metrics.all_pairs(idx.size)

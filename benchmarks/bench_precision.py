@@ -51,13 +51,13 @@ ROOT = Path(__file__).resolve().parents[1]
 DTYPES = ("float32", "bfloat16", "float16")
 
 
-def score_fit_metrics(entry: dict, name: str, ss, work: Path, args) -> dict:
+def score_fit_metrics(entry: dict, name: str, sample_set, work: Path, args) -> dict:
     """Score, fit and summarise one model in one precision; the arrays the comparison needs."""
-    lm = load_model(ModelSpec.from_config(name, entry), cache_dir=args.cache_dir, device="cpu",
+    loaded = load_model(ModelSpec.from_config(name, entry), cache_dir=args.cache_dir, device="cpu",
                     threads=args.threads)
     values, fits = work / f"{name}-{entry['dtype']}.h5", work / f"{name}-{entry['dtype']}.fit.h5"
     t0 = time.perf_counter()
-    score_shard(lm, ss, values, progress=False, scorer="auto")
+    score_shard(loaded, sample_set, values, progress=False, scorer="auto")
     seconds = time.perf_counter() - t0
     fit = fit_values(read_values(values), progress=False)
     write_dataset(fit, fits)
@@ -96,7 +96,7 @@ def main() -> None:
     parser.add_argument("--tau", type=float, default=0.1)
     parser.add_argument("--cache-dir", type=Path, default=ROOT / "resources" / "models")
     parser.add_argument("--keep", type=Path, default=None,
-                        help="write the values/fit files here (default: a temporary folder)")
+                        help="write the values and interactions files here (default: a temporary folder)")
     args = parser.parse_args()
     if args.quick:
         args.samples, args.n_max = 2, 3
@@ -106,9 +106,10 @@ def main() -> None:
     config.update(n_max=args.n_max, n_items=args.samples, seed=0,
                   few_shot={"templates": [], "shots": []})
     config["templates"]["mcq"] = list(args.templates)
-    ss = prepare_samples(dataset_settings(config, "arc-easy"))
-    print(f"arc-easy: {len(ss.samples)} samples, n = {[len(s.variables) for s in ss.samples]}, "
-          f"conditions {[c.name for c in ss.conditions]}, {args.threads} threads, tau {args.tau}")
+    sample_set = prepare_samples(dataset_settings(config, "arc-easy"))
+    sizes = [len(s.variables) for s in sample_set.samples]
+    print(f"arc-easy: {len(sample_set.samples)} samples, n = {sizes}, "
+          f"conditions {[c.name for c in sample_set.conditions]}, {args.threads} threads, tau {args.tau}")
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench_precision_"))
     work.mkdir(parents=True, exist_ok=True)
@@ -127,7 +128,7 @@ def main() -> None:
             ref = None
             for dtype in DTYPES:
                 try:
-                    r = score_fit_metrics({**entry, "dtype": dtype}, name, ss, work, args)
+                    r = score_fit_metrics({**entry, "dtype": dtype}, name, sample_set, work, args)
                 except NonFiniteError as e:
                     rows.append(f"{name:<24}{dtype:<10}  {e}")
                     summary.append(f"{name} {dtype}: v not finite")

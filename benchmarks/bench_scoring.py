@@ -29,11 +29,11 @@ from ips.kernel import log_odds, masked_inputs, token_owners
 from ips.scoring import Engine, letter_tokens
 from ips.templates import load_templates, render
 
-def naive(lm, rows: np.ndarray, target: int) -> np.ndarray:
+def naive(loaded, rows: np.ndarray, target: int) -> np.ndarray:
     logp = np.empty(len(rows))
     with torch.inference_mode():
         for k, row in enumerate(rows):
-            logits = lm.model(input_ids=torch.as_tensor(row[None])).logits  # every position
+            logits = loaded.model(input_ids=torch.as_tensor(row[None])).logits  # every position
             logp[k] = torch.log_softmax(logits[0, -1].double(), -1)[target].item()
     return log_odds(logp)
 
@@ -48,26 +48,26 @@ def main() -> None:
     batches = (16, 64) if args.quick else (16, 32, 64, 128, 256)
 
     t0 = time.perf_counter()
-    lm = load_model(ModelSpec.from_config("smollm2-135m-instruct", MODELS["smollm2-135m-instruct"]),
+    loaded = load_model(ModelSpec.from_config("smollm2-135m-instruct", MODELS["smollm2-135m-instruct"]),
                     cache_dir=args.cache_dir, threads=args.threads)
-    print(f"model {lm.spec.name}: loaded in {time.perf_counter() - t0:.1f} s, "
-          f"{torch.get_num_threads()} threads, {lm.dtype}, mask {lm.mask_token!r}")
+    print(f"model {loaded.spec.name}: loaded in {time.perf_counter() - t0:.1f} s, "
+          f"{torch.get_num_threads()} threads, {loaded.dtype}, mask {loaded.mask_token!r}")
     item, variables = item_with(*arc_easy(), n)
     p = render(load_templates()["T1"], item, variables)
-    enc = lm.tokenizer(p.text, return_offsets_mapping=True)
+    enc = loaded.tokenizer(p.text, return_offsets_mapping=True)
     ids = np.asarray(enc["input_ids"])
     owners = token_owners(enc["offset_mapping"], p.spans)
-    target = letter_tokens(lm.tokenizer, p.cue, "ABCD")[0][item.gold]
+    target = letter_tokens(loaded.tokenizer, p.cue, "ABCD")[0][item.gold]
     print(f"item {item.id}: n = {n}, {len(ids)} tokens, {1 << n} masks, "
           f"variables {[v.text for v in variables]}")
 
-    rows = masked_inputs(ids, owners, n, lm.mask_token_id)
-    v_naive, t_naive, mb, _ = measure(lambda: naive(lm, rows, target))
+    rows = masked_inputs(ids, owners, n, loaded.mask_token_id)
+    v_naive, t_naive, mb, _ = measure(lambda: naive(loaded, rows, target))
     print(f"model resident: {status_mb('VmRSS'):.0f} MB; peak is measured above it")
     print(f"\n{'scorer':<16}{'evals/s':>10}{'speed-up':>10}{'peak +MB':>10}{'max|dv|':>12}")
     print(f"{'naive':<16}{(1 << n) / t_naive:>10.1f}{1.0:>10.2f}{mb:>10.0f}{0.0:>12.1e}")
     for b in batches:
-        engine = Engine(lm.model, lm.mask_token_id, batch_tokens=b * len(ids))
+        engine = Engine(loaded.model, loaded.mask_token_id, batch_tokens=b * len(ids))
         v, t, mb, _ = measure(lambda: engine.values(ids, owners, n, [target]))
         print(f"{f'batched {b}':<16}{(1 << n) / t:>10.1f}{t_naive / t:>10.2f}{mb:>10.0f}"
               f"{np.abs(v - v_naive).max():>12.1e}")

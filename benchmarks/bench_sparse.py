@@ -122,14 +122,14 @@ def games(args, model: str, dataset: str) -> dict[int, np.ndarray]:
                 continue
             if engine is None:
                 torch.set_num_threads(args.threads)
-                lm = load_model(ModelSpec.from_config(model, MODELS[model]),
+                loaded = load_model(ModelSpec.from_config(model, MODELS[model]),
                                 cache_dir=args.cache_dir, threads=args.threads)
-                engine = Engine(lm.model, lm.mask_token_id, 1024, lm.device, scorer="trie")
-                answers = _Answers(lm.tokenizer)
-            conds = [Condition(t, t) for t in names]
+                engine = Engine(loaded.model, loaded.mask_token_id, 1024, loaded.device, scorer="trie")
+                answers = _Answers(loaded.tokenizer)
+            conditions = [Condition(t, t) for t in names]
             sample = Sample(item, variables, {t: render(templates[t], item, variables, (),
                                                          templates) for t in names})
-            v[a] = score_sample(engine, answers, sample, conds, TARGETS[item.kind][0])["v"]
+            v[a] = score_sample(engine, answers, sample, conditions, TARGETS[item.kind][0])["v"]
             for p, row in zip(paths, v[a]):
                 p.parent.mkdir(parents=True, exist_ok=True)
                 np.save(p, row)
@@ -191,9 +191,9 @@ def against_noise(args, v: np.ndarray, exact: np.ndarray, relative: float) -> tu
     nx = [[sparse.from_dense(fit.and_[a, b], fit.or_[a, b]) for b in range(v.shape[1])]
           for a in range(len(v))]
     ips_x = np.array([sparse.pair_ips(*ee, args.tau) for ee in ex])
-    ips_n = np.array([sparse.pair_ips(*ss, args.tau) for ss in nx])
-    return (float(np.mean([jaccard(s, e, args.tau) for ss, ee in zip(nx, ex)
-                           for s, e in zip(ss, ee)])),
+    ips_n = np.array([sparse.pair_ips(*pair, args.tau) for pair in nx])
+    return (float(np.mean([jaccard(s, e, args.tau) for pair, ee in zip(nx, ex)
+                           for s, e in zip(pair, ee)])),
             float(np.nanmean(np.abs(ips_n - ips_x))))
 
 
@@ -203,20 +203,20 @@ def compare(args, where: Path, n: int, v: np.ndarray, exact: np.ndarray, frac: F
     sp = [[sparse_fit(args, where, n, a, b, v[a, b], frac) for b in range(v.shape[1])]
           for a in range(len(v))]
     everything = np.arange(1 << n)
-    row = {"jaccard": np.mean([jaccard(s, e, args.tau) for ss, ee in zip(sp, ex)
-                               for s, e in zip(ss, ee)])}
+    row = {"jaccard": np.mean([jaccard(s, e, args.tau) for pair, ee in zip(sp, ex)
+                               for s, e in zip(pair, ee)])}
     ips_x = np.array([sparse.pair_ips(*ee, args.tau) for ee in ex])
-    ips_s = np.array([sparse.pair_ips(*ss, args.tau) for ss in sp])
+    ips_s = np.array([sparse.pair_ips(*pair, args.tau) for pair in sp])
     row["dips"] = float(np.nanmean(np.abs(ips_s - ips_x)))
     row["spearman"] = (float(scipy.stats.spearmanr(ips_s, ips_x).statistic)
                        if len(v) >= 3 else float("nan"))
     for band in BANDS:
         bx = np.array([sparse.pair_ips(*ee, args.tau, band) for ee in ex])
-        bs = np.array([sparse.pair_ips(*ss, args.tau, band) for ss in sp])
+        bs = np.array([sparse.pair_ips(*pair, args.tau, band) for pair in sp])
         both = ~np.isnan(bx) & ~np.isnan(bs)  # pairs with a value on both sides
         diff = np.abs(bs - bx)[both]
         row[band] = float(diff.mean()) if diff.size else float("nan")
-    flat = [(s, v[a, b]) for a, ss in enumerate(sp) for b, s in enumerate(ss)]
+    flat = [(s, v[a, b]) for a, pair in enumerate(sp) for b, s in enumerate(pair)]
     row["heldout"] = float(np.mean([s.heldout_error for s, _ in flat]))
     row["full"] = float(np.mean([np.sqrt(np.mean((s.predict(everything) - w) ** 2)) / np.ptp(w)
                                  for s, w in flat]))

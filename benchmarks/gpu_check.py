@@ -88,26 +88,26 @@ def check_samples(count: int):
         "variables": {"strategy": "content", "merge_phrases": True, "reduce": "longest"},
         "templates": {"mcq": TEMPLATES}, "few_shot": {"templates": [], "shots": []},
     })
-    ss = prepare_samples(settings)
-    bad = [s.item.id for s in ss.samples if len(s.variables) != N]
-    if bad or len(ss.samples) != SAMPLES:
-        raise SystemExit(f"the fixed samples changed: {len(ss.samples)} drawn, items {bad} do "
+    sample_set = prepare_samples(settings)
+    bad = [s.item.id for s in sample_set.samples if len(s.variables) != N]
+    if bad or len(sample_set.samples) != SAMPLES:
+        raise SystemExit(f"the fixed samples changed: {len(sample_set.samples)} drawn, items {bad} do "
                          f"not have {N} variables; regenerate the reference (--write-reference)")
-    return ss, ss.samples[:count]
+    return sample_set, sample_set.samples[:count]
 
 
-def prompts_digest(tokenizer, ss, samples) -> list[str]:
+def prompts_digest(tokenizer, sample_set, samples) -> list[str]:
     """Per sample, sha256 of its prompts' token ids: the reference holds only for these."""
     return [hashlib.sha256(json.dumps([tokenizer(s.prompts[c.name].text)["input_ids"]
-                                       for c in ss.conditions]).encode()).hexdigest()
+                                       for c in sample_set.conditions]).encode()).hexdigest()
             for s in samples]
 
 
-def score_all(lm, conditions, samples, scorer: str, batch_tokens: int) -> tuple[np.ndarray, float]:
+def score_all(loaded, conditions, samples, scorer: str, batch_tokens: int) -> tuple[np.ndarray, float]:
     """v of every (sample, condition), shape (samples, conditions, 2**N), as `ips score`
     computes it (target: the gold letter), and the seconds it took."""
-    engine = Engine(lm.model, lm.mask_token_id, batch_tokens, lm.device, scorer=scorer)
-    answers = _Answers(lm.tokenizer)
+    engine = Engine(loaded.model, loaded.mask_token_id, batch_tokens, loaded.device, scorer=scorer)
+    answers = _Answers(loaded.tokenizer)
     t = time.perf_counter()
     v = np.stack([score_sample(engine, answers, s, conditions, "letter")["v"] for s in samples])
     return v, time.perf_counter() - t
@@ -121,20 +121,20 @@ def ips_of(v: np.ndarray, config: dict) -> np.ndarray:
     return metrics.ips(norm, tau=config["tau"]).per_pair[:, 0]
 
 
-def speed(lm, batch_tokens: int, cases, repeats: int) -> list[dict]:
+def speed(loaded, batch_tokens: int, cases, repeats: int) -> list[dict]:
     """Evaluations/s and achieved FLOP/s of both scorers on the bench_trie prompts."""
     items, order = arc_easy()
     templates = load_templates()
-    flops = Flops(lm.model)
-    sync = torch.cuda.synchronize if lm.device.type == "cuda" else (lambda: None)
+    flops = Flops(loaded.model)
+    sync = torch.cuda.synchronize if loaded.device.type == "cuda" else (lambda: None)
     rows = []
     for n, k in cases:
-        _, ids, owners, target = prompt_case(lm.tokenizer, items, order, templates, n, k)
+        _, ids, owners, target = prompt_case(loaded.tokenizer, items, order, templates, n, k)
         row = {"n": n, "shots": k, "tokens": len(ids)}
         for scorer in SCORERS:
             best, work = np.inf, 0.0
             for _ in range(repeats):  # the first run on a GPU also pays for kernel choices
-                engine = Engine(lm.model, lm.mask_token_id, batch_tokens, lm.device,
+                engine = Engine(loaded.model, loaded.mask_token_id, batch_tokens, loaded.device,
                                 scorer=scorer)
                 sync()
                 t = time.perf_counter()
@@ -209,10 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     gpu = torch.cuda.get_device_name(0) if args.device == "cuda" else platform.processor() or "cpu"
     print(f"gpu_check: device {args.device} ({gpu}), torch {torch.__version__}, "
           f"{torch.get_num_threads()} CPU threads, ips {__version__}")
-    ss, samples = check_samples(count)
+    sample_set, samples = check_samples(count)
     print(f"samples: {len(samples)} of the {SAMPLES} fixed ARC-Easy samples "
           f"({', '.join(s.item.id for s in samples)}), n = {N}, conditions "
-          f"{' '.join(c.name for c in ss.conditions)}; tau {config['tau']}, solver "
+          f"{' '.join(c.name for c in sample_set.conditions)}; tau {config['tau']}, solver "
           f"{config['solver']}; batch_tokens {batch_tokens}")
     ref = None
     if not args.write_reference:
@@ -226,8 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     new_ref = {"about": "v of the fixed samples of benchmarks/gpu_check.py, plain scorer, "
                         "float32 on the CPU; written by gpu_check.py --write-reference",
                "dtype": "float32", "device": "cpu", "torch": torch.__version__, "ips": __version__,
-               "samples": [s.item.id for s in ss.samples],
-               "conditions": [c.name for c in ss.conditions], "models": {}}
+               "samples": [s.item.id for s in sample_set.samples],
+               "conditions": [c.name for c in sample_set.conditions], "models": {}}
 
     if not cpu:  # float32 means float32 on the GPU too
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -238,13 +238,13 @@ def main(argv: list[str] | None = None) -> int:
         # CUDA: float32 (checked against the reference) and bfloat16 (its cost shown)
         dtypes = [args.dtype or spec.dtype] if args.dtype or cpu else ["float32", "bfloat16"]
         for dtype in dtypes:
-            lm = load(dataclasses.replace(spec, dtype=dtype), args)
-            judged = lm.dtype == torch.float32
-            digest = prompts_digest(lm.tokenizer, ss, samples)
+            loaded = load(dataclasses.replace(spec, dtype=dtype), args)
+            judged = loaded.dtype == torch.float32
+            digest = prompts_digest(loaded.tokenizer, sample_set, samples)
             values = {}
             for scorer in args.scorers:
                 try:
-                    values[scorer], secs = score_all(lm, ss.conditions, samples, scorer,
+                    values[scorer], secs = score_all(loaded, sample_set.conditions, samples, scorer,
                                                       batch_tokens)
                 except ScoringError as e:  # e.g. v not finite: float16 overflow
                     failures.append(f"{name} {scorer}: {e}")
@@ -261,10 +261,10 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 failures += compare(name, values, ref, digest, count, config, judged)
             if cases and dtype == dtypes[-1]:
-                rows = speed(lm, batch_tokens, cases, repeats=1 if cpu else 2)
+                rows = speed(loaded, batch_tokens, cases, repeats=1 if cpu else 2)
                 speeds.append((name, rows))
                 print_speed(rows)
-            del lm
+            del loaded
             if not cpu:
                 torch.cuda.empty_cache()
 
@@ -298,10 +298,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def load(spec, args):
     t0 = time.perf_counter()
-    lm = load_model(spec, cache_dir=args.cache_dir, device=args.device)
-    print(f"\nmodel {spec.name}: {str(lm.dtype).removeprefix('torch.')} on {lm.device}, "
+    loaded = load_model(spec, cache_dir=args.cache_dir, device=args.device)
+    print(f"\nmodel {spec.name}: {str(loaded.dtype).removeprefix('torch.')} on {loaded.device}, "
           f"loaded in {time.perf_counter() - t0:.1f} s")
-    return lm
+    return loaded
 
 
 def compare(name, values, ref, digest, count, config, judged: bool) -> list[str]:

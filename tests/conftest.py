@@ -12,7 +12,7 @@ from hypothesis import settings
 
 from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
 from ips.models import ModelSpec, prepare_model
-from ips.tiny_models import lm_for, make_tiny_gemma, make_tiny_llama
+from ips.tiny_models import load_tiny, make_tiny_gemma, make_tiny_llama
 
 # Property tests give one verdict per commit: by default Hypothesis draws its examples from a
 # seed derived from each test and keeps no example database. `make explore` runs them with
@@ -61,12 +61,12 @@ def tiny_gemma_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def llama(tiny_llama_dir):
-    return lm_for(tiny_llama_dir, "tiny-llama")
+    return load_tiny(tiny_llama_dir, "tiny-llama")
 
 
 @pytest.fixture(scope="module")
 def gemma(tiny_gemma_dir):
-    return lm_for(tiny_gemma_dir, "tiny-gemma")
+    return load_tiny(tiny_gemma_dir, "tiny-gemma")
 
 
 @pytest.fixture

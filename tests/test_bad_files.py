@@ -60,7 +60,7 @@ def files(tmp_path_factory):
              "factors": tmp / "f.nc"}
     write_dataset(ds, paths["values"])
     write_dataset(make_fit(ds), paths["fit"])
-    assert main(["metrics", "--values", str(paths["values"]), "--fits", str(paths["fit"]),
+    assert main(["metrics", "--values", str(paths["values"]), "--interactions", str(paths["fit"]),
                  *FAST, "--out", str(paths["metrics"])]) == 0
     assert main(["factors", "--metrics", str(paths["metrics"]), *FAST,
                  "--out", str(paths["factors"])]) == 0
@@ -103,7 +103,7 @@ def score_args(ctx, out) -> list[str]:
 
 FULL_DISK = {
     "fit": lambda f, ctx, out: ["fit", str(f["values"]), "--out", str(out)],
-    "metrics": lambda f, ctx, out: ["metrics", "--values", str(f["values"]), "--fits",
+    "metrics": lambda f, ctx, out: ["metrics", "--values", str(f["values"]), "--interactions",
                                     str(f["fit"]), *FAST, "--out", str(out)],
     "factors": lambda f, ctx, out: ["factors", "--metrics", str(f["metrics"]), *FAST,
                                     "--out", str(out)],
@@ -174,7 +174,7 @@ DESTINATION = {
                                   json.dumps(DEFAULT_MODEL_ENTRY), "--cache-dir", str(out)],
     "score": lambda out: ["score", "--config", "nope.yaml", "--model", "m", "--out", str(out)],
     "fit": lambda out: ["fit", "nope.h5", "--out", str(out)],
-    "metrics": lambda out: ["metrics", "--values", "nope.h5", "--fits", "nope.h5",
+    "metrics": lambda out: ["metrics", "--values", "nope.h5", "--interactions", "nope.h5",
                             "--out", str(out)],
     "factors": lambda out: ["factors", "--metrics", "nope.nc", "--out", str(out)],
     "figures": lambda out: ["figures", "--metrics", "nope.nc", "--factors", "nope.nc",
@@ -236,11 +236,11 @@ DAMAGED = {
     "fit, truncated": ("values", truncated, None,
                        lambda f, p, out: ["fit", str(p), "--out", str(out)]),
     "metrics, flipped v": ("values", flipped, "v",
-                           lambda f, p, out: ["metrics", "--values", str(p), "--fits",
+                           lambda f, p, out: ["metrics", "--values", str(p), "--interactions",
                                               str(f["fit"]), *FAST, "--out", str(out)]),
     "metrics, flipped and": ("fit", flipped, "and",
                              lambda f, p, out: ["metrics", "--values", str(f["values"]),
-                                                "--fits", str(p), *FAST, "--out", str(out)]),
+                                                "--interactions", str(p), *FAST, "--out", str(out)]),
     "factors, flipped ips": ("metrics", flipped, "ips",
                              lambda f, p, out: ["factors", "--metrics", str(p), *FAST,
                                                 "--out", str(out)]),

@@ -89,7 +89,7 @@ def shards(tmp_path_factory):
 
 
 def run_metrics(out, values, fits, *extra):
-    return main(["metrics", "--values", *map(str, values), "--fits", *map(str, fits),
+    return main(["metrics", "--values", *map(str, values), "--interactions", *map(str, fits),
                  *map(str, extra), "--out", str(out)])
 
 
@@ -148,7 +148,7 @@ def test_metrics_equal_an_independent_computation(shards, tmp_path):
     assert ds.attrs["tau"] == 0.12 and ds.attrs["prediction"] == "pred"
     assert json.loads(ds.attrs["model_attributes"]) == ATTRS
     assert json.loads(ds.attrs["values_files"]) == [str(paths[0][0]), str(paths[1][0])]
-    assert json.loads(ds.attrs["fit_files"]) == [str(paths[0][1]), str(paths[1][1])]
+    assert json.loads(ds.attrs["interactions_files"]) == [str(paths[0][1]), str(paths[1][1])]
     assert ds["condition"].values.tolist() == CONDITIONS
     assert ds["template"].values.tolist() == TEMPLATES
 
@@ -278,12 +278,12 @@ def test_fit_that_does_not_belong_to_the_values_names_the_fit(shards, tmp_path, 
     with pytest.raises(InputError, match=f"{wrong_fit}.*does not match.*reconstruct"):
         summarize([paths[0][0]], [wrong_fit])
     # one fit for two values files
-    with pytest.raises(InputError, match="2 values files but 1 fit"):
+    with pytest.raises(InputError, match="2 values files but 1 interactions"):
         summarize([paths[0][0], paths[1][0]], [paths[0][1]])
-    # not a fit file at all
+    # not an interactions file at all
     with pytest.raises(InputError, match=f"{paths[0][0]}: no variable 'and'"):
         summarize([paths[0][0]], [paths[0][0]])
-    with pytest.raises(InputError, match="no such fit file"):
+    with pytest.raises(InputError, match="no such interactions file"):
         summarize([paths[0][0]], [tmp_path / "nope.h5"])
 
 
@@ -484,7 +484,7 @@ def test_precision_null_against_the_pair_ips_of_each_game(shards, tmp_path):
     pv, pf = precision_run(full, tmp_path, "bf16", noise, dtype="bfloat16")
     out = tmp_path / "m.nc"
     assert run_metrics(out, values, fits, "--tau", 0.1, "--precision-values", pv,
-                       "--precision-fits", pf) == 0
+                       "--precision-interactions", pf) == 0
     with xr.open_dataset(out, engine="h5netcdf") as ds:
         assert list(ds["precision"].values) == ["bfloat16"]
         got = ds["sample_precision_null_ips"].sel(precision="bfloat16", band="all")
@@ -508,7 +508,7 @@ def test_precision_null_against_the_pair_ips_of_each_game(shards, tmp_path):
         assert json.loads(ds.attrs["precision"])["runs"]["bfloat16"] == {
             "conditions": ["T1", "T2"], "samples": 2}
     same_v, same_f = precision_run(full, tmp_path, "same", 0.0, dtype="float16")
-    ds = summarize(values, fits, precision_values=[same_v], precision_fits=[same_f])
+    ds = summarize(values, fits, precision_values=[same_v], precision_interactions=[same_f])
     assert np.nanmax(np.abs(ds["sample_precision_null_ips"].values)) == 0.0
     assert ds["precision_jaccard"].values.tolist() == [1.0]
     assert ds["precision_max_abs_dv"].values.tolist() == [0.0]
@@ -519,10 +519,10 @@ def test_a_precision_run_of_other_games_names_its_file(shards, tmp_path):
     values, fits = [paths[0][0]], [paths[0][1]]
     own_v, own_f = precision_run(full, tmp_path, "own", 0.0)  # no dtype attribute: the same
     with pytest.raises(InputError, match=f"{own_v}: dtype None is the values files' own"):
-        summarize(values, fits, precision_values=[own_v], precision_fits=[own_f])
+        summarize(values, fits, precision_values=[own_v], precision_interactions=[own_f])
     other_v, other_f = precision_run(full.assign_coords(sample=[f"x{i}" for i in range(7)]),
                                      tmp_path, "other", 0.0, dtype="bfloat16")
     with pytest.raises(InputError, match=f"{other_v}: sample or condition 'x1' is not in"):
-        summarize(values, fits, precision_values=[other_v], precision_fits=[other_f])
-    with pytest.raises(InputError, match="1 precision values files but 0 precision fit"):
-        summarize(values, fits, precision_values=[other_v], precision_fits=[])
+        summarize(values, fits, precision_values=[other_v], precision_interactions=[other_f])
+    with pytest.raises(InputError, match="1 precision values files but 0 precision interactions"):
+        summarize(values, fits, precision_values=[other_v], precision_interactions=[])

@@ -22,7 +22,7 @@ from ips.kernel import (
 )
 from ips.scoring import Engine, _Answers, letter_tokens, score_shard
 from ips.templates import conditions, load_templates, render
-from ips.tiny_models import TINY_ATTRS, lm_for
+from ips.tiny_models import TINY_ATTRS, load_tiny
 from ips.variables import select_variables
 
 ITEMS = [
@@ -133,7 +133,7 @@ def test_values_match_direct_computation(which, request):
 
 
 def test_values_are_exact_in_float64(tiny_llama_dir):
-    lm = lm_for(tiny_llama_dir)
+    lm = load_tiny(tiny_llama_dir)
     lm.model.double()  # without float32 rounding, batching must not change a single digit
     s = sample_set().samples[2]
     p = s.prompts["T1"]
@@ -550,7 +550,7 @@ def test_a_half_model_on_the_cpu_scores_with_the_rounding_of_half_precision(tiny
             return engine.values(ids, owners, len(s.variables), target)
         return Engine.values.__wrapped__(engine, ids, owners, len(s.variables), target)
 
-    f32 = v(lm_for(tiny_llama_dir))
+    f32 = v(load_tiny(tiny_llama_dir))
     half = load_model(ModelSpec.from_config("tiny-bf16", {"source": {"path": str(tiny_llama_dir)},
                                                           **TINY_ATTRS, "dtype": "bfloat16"}))
     emulated, native = np.abs(v(half) - f32).max(), np.abs(v(half, emulate=False) - f32).max()

@@ -11,7 +11,7 @@ import ips.trie as trie
 from ips.kernel import ScoringError
 from ips.models import input_device
 from ips.scoring import Engine, letter_tokens, score_shard
-from ips.tiny_models import lm_for
+from ips.tiny_models import load_tiny
 from ips.trie import TrieScorer, plan_levels, trie_budget
 
 
@@ -165,7 +165,7 @@ def test_a_design_shares_the_prefix_and_equals_plain(which, request):
 
 @pytest.mark.parametrize("which", ["llama", "gemma"])
 def test_trie_is_exact_in_float64(which, tiny_llama_dir, tiny_gemma_dir):
-    lm = lm_for(tiny_llama_dir if which == "llama" else tiny_gemma_dir)
+    lm = load_tiny(tiny_llama_dir if which == "llama" else tiny_gemma_dir)
     lm.model.double()
     ids, owners, n, letters = prompt(lm, "T1-1shot", (1,))
     cases = {"prompt": (owners, n), **layouts(len(ids), int(which == "gemma"))}
@@ -232,10 +232,10 @@ def test_a_dispatched_model_scores_the_undispatched_v(tiny_llama_dir, tmp_path, 
     the trie runs through the hooks; across devices it falls back to the plain scorer."""
     from accelerate import dispatch_model
 
-    whole = lm_for(tiny_llama_dir)
+    whole = load_tiny(tiny_llama_dir)
     ids, owners, n, letters = prompt(whole)
     expected = plain_v(whole, ids, owners, n, [letters[1]])
-    lm = lm_for(tiny_llama_dir)
+    lm = load_tiny(tiny_llama_dir)
     second = "disk" if where == "cpu and disk" else "cpu"
     device_map = {"model.embed_tokens": "cpu", "model.rotary_emb": "cpu", "model.layers.0": "cpu",
                   "model.layers.1": second, "model.norm": "cpu", "lm_head": second}
@@ -256,7 +256,7 @@ def test_a_dispatched_model_scores_the_undispatched_v(tiny_llama_dir, tmp_path, 
 
 
 def test_bidirectional_gemma_falls_back(tiny_gemma_dir, caplog):
-    lm = lm_for(tiny_gemma_dir)
+    lm = load_tiny(tiny_gemma_dir)
     lm.model.config.use_bidirectional_attention = True
     with caplog.at_level(logging.WARNING, logger="ips.trie"):
         engine = Engine(lm.model, lm.mask_token_id, scorer="auto")

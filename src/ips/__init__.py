@@ -44,6 +44,7 @@ _EXPORTS = {
     "summarize": "ips.metrics_file",
     "read_metrics": "ips.metrics_file",
     "compare": "ips.factors",
+    "read_factors": "ips.factors",
     "make_figures": "ips.figures",
 }
 

@@ -229,10 +229,10 @@ def _samples(args: argparse.Namespace) -> int:
     else:
         config = load_config(args.config)
         settings = dataset_settings(config, args.dataset)
-    ss = prepare_samples(settings, _occlusion(args, settings, config))
-    save_samples(ss, args.out)
-    log.info("wrote %s: %d samples, %d conditions, skipped %s", args.out, len(ss.samples),
-             len(ss.conditions), ss.skipped or "none")
+    sample_set = prepare_samples(settings, _occlusion(args, settings, config))
+    save_samples(sample_set, args.out)
+    log.info("wrote %s: %d samples, %d conditions, skipped %s", args.out, len(sample_set.samples),
+             len(sample_set.conditions), sample_set.skipped or "none")
     return 0
 
 
@@ -379,32 +379,33 @@ def _score_locked(args: argparse.Namespace) -> int:
     elif args.samples is None:
         raise InputError("without --config, give the prepared --samples")
     if args.samples:
-        ss = load_samples(args.samples)
-        if args.dataset and ss.dataset != args.dataset:
-            raise InputError(f"{args.samples}: holds samples of dataset {ss.dataset!r}, "
+        sample_set = load_samples(args.samples)
+        if args.dataset and sample_set.dataset != args.dataset:
+            raise InputError(f"{args.samples}: holds samples of dataset {sample_set.dataset!r}, "
                              f"not {args.dataset!r}")
-        if settings is not None and ss.settings != settings:
+        if settings is not None and sample_set.settings != settings:
             log.warning("%s was prepared with other settings than %s now gives; run "
                         "`ips samples` again to use the current ones", args.samples, args.config)
     else:
-        ss = prepare_samples(settings, _occlusion(args, settings, config))
+        sample_set = prepare_samples(settings, _occlusion(args, settings, config))
     if args.conditions:
-        ss = ss.with_conditions(args.conditions)
+        sample_set = sample_set.with_conditions(args.conditions)
     if args.dtype:
         spec = dataclasses.replace(spec, dtype=args.dtype)
-    shard_size = args.shard_size or (config["shard_size"] if config else len(ss.samples))
-    target = args.target or ss.settings.get("entry", {}).get("target")
+    shard_size = args.shard_size or (config["shard_size"] if config else len(sample_set.samples))
+    target = args.target or sample_set.settings.get("entry", {}).get("target")
     batch_tokens = setting(args.batch_tokens, config, "batch_tokens")
     scorer = setting(args.scorer, config, "scorer")
     budget = sampling_budget(args, setting(None, config, "sampling"))
     # cheap checks before a model load that can take minutes
-    check_shard(ss, args.shard, shard_size, target, budget)
+    check_shard(sample_set, args.shard, shard_size, target, budget)
     t0 = time.perf_counter()
-    lm = load_model(spec, cache_dir=args.cache_dir, device=args.device, threads=args.threads)
-    log.info("loaded %s on %s (%s, mask token %r id %d from %s) in %.1f s", args.model, lm.device,
-             lm.dtype, lm.mask_token, lm.mask_token_id, lm.mask_source, time.perf_counter() - t0)
-    score_shard(lm, ss, args.out, shard=args.shard, shard_size=shard_size, target=target,
-                batch_tokens=batch_tokens, scorer=scorer, budget=budget)
+    loaded = load_model(spec, cache_dir=args.cache_dir, device=args.device, threads=args.threads)
+    log.info("loaded %s on %s (%s, mask token %r id %d from %s) in %.1f s", args.model,
+             loaded.device, loaded.dtype, loaded.mask_token, loaded.mask_token_id,
+             loaded.mask_source, time.perf_counter() - t0)
+    score_shard(loaded, sample_set, args.out, shard=args.shard, shard_size=shard_size,
+                target=target, batch_tokens=batch_tokens, scorer=scorer, budget=budget)
     return 0
 
 
@@ -433,7 +434,7 @@ def _add_metrics(sub, common) -> None:
         help="IPS, its order bands, interaction types, consistency and baselines of one "
         "model on one dataset (netCDF out)",
         description="Merge the shards of one model on one dataset (values files of `ips score` "
-        "and, in the same order, their fit files of `ips fit`) and compute IPS by condition "
+        "and, in the same order, their interactions files of `ips fit`) and compute IPS by condition "
         "group and order band at --tau (with paired sign-flip tests of the band order), the "
         "τ sweep, per-pair IPS with Appendix G labels, interaction types, output "
         "consistency, accuracy and the representation baseline. "
@@ -441,8 +442,8 @@ def _add_metrics(sub, common) -> None:
     )
     p.add_argument("--values", type=Path, nargs="+", required=True, metavar="V.h5",
                    help="values files (one per shard)")
-    p.add_argument("--fits", type=Path, nargs="+", required=True, metavar="F.h5",
-                   help="fit files, one per values file, in the same order")
+    p.add_argument("--interactions", type=Path, nargs="+", required=True, metavar="I.h5",
+                   help="interactions files, one per values file, in the same order")
     p.add_argument("--tau", type=unit, default=0.1,
                    help="salience threshold in (0, 1) (default: %(default)s)")
     p.add_argument("--tau-sweep", type=unit, nargs="+", default=None, metavar="TAU",
@@ -461,8 +462,8 @@ def _add_metrics(sub, common) -> None:
     p.add_argument("--precision-values", type=Path, nargs="*", default=[], metavar="V.h5",
                    help="values files of some of the same games scored in another precision "
                    "(ips score --dtype --conditions): the precision null, per dtype")
-    p.add_argument("--precision-fits", type=Path, nargs="*", default=[], metavar="F.h5",
-                   help="their fit files, in the same order")
+    p.add_argument("--precision-interactions", type=Path, nargs="*", default=[],
+                   metavar="I.h5", help="their interactions files, in the same order")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
     p.set_defaults(func=_metrics)
 
@@ -474,10 +475,11 @@ def _metrics(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     null = Settings(tuple(args.null_levels), args.null_draws, args.matched_null, args.seed)
-    ds = summarize(args.values, args.fits, tau=args.tau, tau_sweep=args.tau_sweep,
+    ds = summarize(args.values, args.interactions, tau=args.tau, tau_sweep=args.tau_sweep,
                    seed=args.seed, n_boot=args.resamples, level=args.level,
                    draws=args.permutations, null=null,
-                   precision_values=args.precision_values, precision_fits=args.precision_fits)
+                   precision_values=args.precision_values,
+                   precision_interactions=args.precision_interactions)
     write_dataset(ds, args.out)
     ips0 = ds["ips"].sel(band="all").values
     a = ds.attrs
@@ -647,11 +649,11 @@ def _explain(args: argparse.Namespace) -> int:
                            f"masks is beyond exhaustive sampling (n <= {EXHAUSTIVE_MAX_N}); "
                            "use --sampling sparse --budget B")
     t0 = time.perf_counter()
-    lm = load_model(spec, cache_dir=args.cache_dir, device=args.device, threads=args.threads)
-    log.info("loaded %s on %s (mask token %r id %d) in %.1f s", spec.name, lm.device,
-             lm.mask_token, lm.mask_token_id, time.perf_counter() - t0)
+    loaded = load_model(spec, cache_dir=args.cache_dir, device=args.device, threads=args.threads)
+    log.info("loaded %s on %s (mask token %r id %d) in %.1f s", spec.name, loaded.device,
+             loaded.mask_token, loaded.mask_token_id, time.perf_counter() - t0)
     case = explain.explain(
-        lm, item, templates, tau=tau,
+        loaded, item, templates, tau=tau,
         strategy=strategy, merge_phrases=merge, fields=fields, n_max=n_max,
         template_file=template_file, target=target,
         solver=setting(args.solver, config, "solver"),

@@ -25,7 +25,7 @@ from ips.errors import InputError
 #: where converted models are kept (one directory per model, `ips.models.prepare_model`)
 MODEL_CACHE = Path("resources/models")
 #: the attributes a model entry describes its model by; the factor comparisons group models by
-#: them (`ips.factors`), and every scores file records them (`model_attributes`)
+#: them (`ips.factors`), and every values file records them (`model_attributes`)
 MODEL_ATTRIBUTES = ("family", "series", "type", "architecture", "params", "active_params")
 #: how the 2**n masked prompts are evaluated (`ips.scoring.Engine`; schema key `scorer`)
 SCORERS = ("auto", "trie", "plain")
@@ -133,17 +133,13 @@ def settings_schema() -> dict:
 
 def default(key: str):
     """The value an empty config takes for the top-level `key`: the schema's defaults, nested
-    ones filled in (the schema is the one place a default is written)."""
-    return _filled(schema()["properties"][key])
-
-
-def _filled(prop: dict):
-    value = _copy(prop.get("default"))
-    if isinstance(value, dict):
-        for k, sub in prop.get("properties", {}).items():
-            if k not in value and "default" in sub:
-                value[k] = _filled(sub)
-    return value
+    ones filled in by the same validator that fills a config (the schema is the one place a
+    default is written)."""
+    full = _schema()
+    filled: dict = {}
+    _Validator({"properties": {key: full["properties"][key]}, "$defs": full["$defs"]}
+               ).validate(filled)
+    return filled.get(key)
 
 
 def validate_settings(settings: dict, source: str = "settings") -> dict:
@@ -259,7 +255,7 @@ def _check_templates(templates: dict, few_shot: dict, kinds: set[str], source: s
     from ips.templates import load_templates  # imports the variable selection (NLTK)
 
     try:
-        tset = load_templates(templates.get("file"))
+        template_set = load_templates(templates.get("file"))
     except InputError as e:
         raise ConfigError(f"{source}: templates.file: {e}") from None
     lists = [(f"templates.{kind}", kind, templates[kind]) for kind in sorted(kinds)]
@@ -267,10 +263,10 @@ def _check_templates(templates: dict, few_shot: dict, kinds: set[str], source: s
         lists.append(("few_shot.templates", "mcq", few_shot["templates"]))
     file = templates.get("file") or "ips/data/templates.yaml"
     for field, kind, names in lists:
-        valid = [n for n, t in tset.templates.items() if t.kind == kind]
+        valid = [n for n, t in template_set.templates.items() if t.kind == kind]
         for name in names:
             if name not in valid:
-                other = tset.templates.get(name)
+                other = template_set.templates.get(name)
                 why = f"is an {other.kind} template" if other else f"is not in {file}"
                 raise ConfigError(f"{source}: {field}: {name!r} {why}; {kind} templates: "
                                   f"{', '.join(valid) or 'none'}")
@@ -306,10 +302,10 @@ def precision_conditions(config: dict, dataset: str) -> list[str]:
     from ips.templates import dataset_conditions
 
     kind = ITEM_TYPES[config["datasets"][dataset]["format"]].kind
-    conds, _ = dataset_conditions(kind, config["templates"], config["few_shot"],
-                                  config["perturbations"])
+    made, _ = dataset_conditions(kind, config["templates"], config["few_shot"],
+                                 config["perturbations"])
     chosen = config["precision_null"]["conditions"]
-    return [c.name for c in conds if c.name in chosen] if chosen else [conds[0].name]
+    return [c.name for c in made if c.name in chosen] if chosen else [made[0].name]
 
 
 def _check_precision_null(config: dict, source: str) -> None:

@@ -110,7 +110,7 @@ def _sparse_lines(case: CaseStudy) -> list[str]:
 
 
 def explain(
-    lm,
+    loaded,
     item,
     templates: Sequence[str] | None = None,
     *,
@@ -135,7 +135,7 @@ def explain(
     estimates the interactions with `ips.sparse.estimate` (the case's `sparse` then holds
     the held-out error and whether the estimate is reliable).
 
-    `lm`: an `ips.models.LoadedModel`; `item`: an `MCQItem` or `InstructionItem`; `templates`:
+    `loaded`: an `ips.models.LoadedModel`; `item`: an `MCQItem` or `InstructionItem`; `templates`:
     two template names (default `DEFAULT_TEMPLATES[item.kind]`). Variables are selected by
     `select_variables(item, strategy, n_max, merge_phrases, fields)`, rendered by `render`,
     scored by `score_sample` (target: `target`, default the kind's first, `letter` /
@@ -150,27 +150,27 @@ def explain(
     from ips.scoring import BATCH_TOKENS, Engine, _Answers, score_sample
     from ips.templates import Condition, render
 
-    tset, names, target = check_comparison(item, templates, template_file, target)
+    template_set, names, target = check_comparison(item, templates, template_file, target)
     variables = case_variables(item, strategy, n_max, merge_phrases, fields)
-    conds = [Condition(t, t) for t in names]
-    sample = Sample(item, variables, {c.name: render(tset[c.template], item, variables)
-                                      for c in conds})
+    conditions = [Condition(t, t) for t in names]
+    sample = Sample(item, variables, {c.name: render(template_set[c.template], item, variables)
+                                      for c in conditions})
     n = len(variables)
     design = sparse.scored_masks(n, budget)
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    engine = Engine(lm.model, lm.mask_token_id, batch_tokens or BATCH_TOKENS, lm.device,
+    engine = Engine(loaded.model, loaded.mask_token_id, batch_tokens or BATCH_TOKENS, loaded.device,
                     scorer=scorer)
-    with naming_model(lm.spec.name):
-        scored = score_sample(engine, _Answers(lm.tokenizer), sample, conds, target, design)
+    with naming_model(loaded.spec.name):
+        scored = score_sample(engine, _Answers(loaded.tokenizer), sample, conditions, target, design)
     seconds["score"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     games, how = _fit(scored["v"], design, n, solver, noise, sgd)
     seconds["fit"] = time.perf_counter() - t0
-    log.info("%s, %s: n = %d, %d masked prompts scored in %.1f s, %s in %.2f s", lm.spec.name,
+    log.info("%s, %s: n = %d, %d masked prompts scored in %.1f s, %s in %.2f s", loaded.spec.name,
              item.id, n, scored["v"].size, seconds["score"], how, seconds["fit"])
-    preds, gold = _predictions(lm, item, scored)
-    about = dict(model=lm.spec.name, sample=item.id, templates=names, gold=gold)
+    preds, gold = _predictions(loaded, item, scored)
+    about = dict(model=loaded.spec.name, sample=item.id, templates=names, gold=gold)
     words = [v.text for v in variables]
     if design is None:
         case = case_study(games[0], games[1], words, preds[0], preds[1], tau, **about)
@@ -181,8 +181,8 @@ def explain(
                        "reliable": all(e.reliable for e in games),
                        "order": games[0].order, "unobserved": [e.unobserved for e in games],
                        "aliased": [e.aliased for e in games]}
-    case.label = tset.pair_label(*names)
-    case.prompts = tuple(sample.prompts[c.name].text for c in conds)
+    case.label = template_set.pair_label(*names)
+    case.prompts = tuple(sample.prompts[c.name].text for c in conditions)
     case.seconds = seconds
     return case
 
@@ -202,7 +202,7 @@ def _fit(v: np.ndarray, design, n: int, solver: str, noise: float, sgd: dict | N
                   + ", ".join(f"{e.heldout_error:.3g}" for e in ests))
 
 
-def _predictions(lm, item, scored: dict) -> tuple[list[str], str | None]:
+def _predictions(loaded, item, scored: dict) -> tuple[list[str], str | None]:
     """The prediction under each template and the gold answer, as the workflow takes them:
     the option letter of highest logit (MCQ), else the greedy token (no gold)."""
     if item.kind == "mcq":
@@ -210,7 +210,7 @@ def _predictions(lm, item, scored: dict) -> tuple[list[str], str | None]:
         from ips.scoring import _argmax
 
         return [letter(p) for p in _argmax(scored["letter_logit"]).tolist()], item.gold_letter
-    return [repr(lm.tokenizer.decode([int(g)])) for g in scored["greedy"]], None
+    return [repr(loaded.tokenizer.decode([int(g)])) for g in scored["greedy"]], None
 
 
 def check_comparison(item, templates, template_file, target):
@@ -218,14 +218,14 @@ def check_comparison(item, templates, template_file, target):
     from ips.templates import load_templates
 
     kind = item.kind
-    tset = load_templates(template_file)
+    template_set = load_templates(template_file)
     names = tuple(templates) if templates else DEFAULT_TEMPLATES[kind]
-    _check_templates(tset, names, kind)
+    _check_templates(template_set, names, kind)
     target = target or TARGETS[kind][0]
     if target not in TARGETS[kind]:
         raise ExplainError(f"--target: {target!r} does not apply to {kind} items; use one of "
                            f"{', '.join(TARGETS[kind])}")
-    return tset, names, target
+    return template_set, names, target
 
 
 def case_variables(item, strategy, n_max, merge_phrases, fields):
@@ -246,15 +246,15 @@ def case_variables(item, strategy, n_max, merge_phrases, fields):
         raise ExplainError(f"--fields: {e}") from None
 
 
-def _check_templates(tset, names: Sequence[str], kind: str) -> None:
+def _check_templates(template_set, names: Sequence[str], kind: str) -> None:
     if len(names) != 2 or names[0] == names[1]:
         raise ExplainError(f"--templates: give two different templates, got {list(names)}")
     for name in names:
-        if name not in tset.templates:
-            known = ", ".join(t for t, x in tset.templates.items() if x.kind == kind)
+        if name not in template_set.templates:
+            known = ", ".join(t for t, x in template_set.templates.items() if x.kind == kind)
             raise ExplainError(f"--templates: unknown template {name!r}; known: {known}")
-        if tset[name].kind != kind:
-            raise ExplainError(f"--templates: template {name!r} is for {tset[name].kind} items, "
+        if template_set[name].kind != kind:
+            raise ExplainError(f"--templates: template {name!r} is for {template_set[name].kind} items, "
                                f"this item is {kind}")
 
 

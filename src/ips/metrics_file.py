@@ -59,7 +59,7 @@ Appendix G; `perturbation` when either condition is a reworded prompt), `type`
 
 Attributes: `model`, `model_attributes` (JSON), `dataset`, `kind`, `target`, `tau`, `groups`
 (JSON), `prediction` (`pred`, the letter argmax, for MCQ; `greedy_token` for instruction
-datasets, whose `pred` is −1), `template_file`, `values_files`, `fit_files` (JSON lists),
+datasets, whose `pred` is −1), `template_file`, `values_files`, `interactions_files` (JSON lists),
 `ips_version`, `sampling`, for sparse fits `budget`, `games` and `unreliable_games`,
 `bootstrap` (JSON: method, n_boot, level, seed), `null` (JSON: how the nulls were made, or
 `{"computed": false}`), `precision` (JSON: this run's dtype, and each precision run's
@@ -116,19 +116,19 @@ def pair_labels(merged: Merged, pairs: np.ndarray) -> list[str]:
     template_file = _template_file(merged.attrs)
     cond = merged.conditions
     pert = cond["perturbation"]
-    tset = None
+    template_set = None
     out = []
     for i, j in pairs.tolist():
         if pert[i] or pert[j]:
             out.append(PERTURBATION_LABEL)
             continue
-        if tset is None:
+        if template_set is None:
             try:
-                tset = load_templates(template_file)
+                template_set = load_templates(template_file)
             except InputError as e:
                 raise InputError(f"{merged.values_files[0]}: {e}") from None
         try:
-            out.append(tset.pair_label(str(cond["template"][i]), str(cond["template"][j])))
+            out.append(template_set.pair_label(str(cond["template"][i]), str(cond["template"][j])))
         except InputError as e:
             raise InputError(f"{merged.values_files[0]}: template file "
                              f"{template_file or 'ips/data/templates.yaml'}: {e}") from None
@@ -617,14 +617,14 @@ def _precision_index(merged: Merged, p: Merged) -> tuple[np.ndarray, np.ndarray]
     if p.games is not None or merged.games is not None:
         raise InputError(f"{where}: the precision null needs exhaustive fits on both sides")
     samples = {s: i for i, s in enumerate(merged.samples)}
-    conds = {c: i for i, c in enumerate(merged.conditions["condition"])}
+    position = {c: i for i, c in enumerate(merged.conditions["condition"])}
     missing = ([s for s in p.samples if s not in samples]
-               + [c for c in p.conditions["condition"] if c not in conds])
+               + [c for c in p.conditions["condition"] if c not in position])
     if missing:
         raise InputError(f"{where}: sample or condition {missing[0]!r} is not in the values "
                          "files; a precision run re-scores some of their games")
     si = np.array([samples[s] for s in p.samples], dtype=np.int64)
-    ci = np.array([conds[c] for c in p.conditions["condition"]], dtype=np.int64)
+    ci = np.array([position[c] for c in p.conditions["condition"]], dtype=np.int64)
     if not np.array_equal(merged.n_vars[si], p.n_vars) or p.v.shape[2] != merged.v.shape[2]:
         raise InputError(f"{where}: its samples have other variables than in the values files")
     return si, ci
@@ -712,7 +712,7 @@ def _attributes(merged: Merged, tau: float, seed: int, n_boot: int, level: float
         "prediction": "pred" if kind == "mcq" else "greedy_token",
         "template_file": _template_file(a) or "",
         "values_files": json.dumps(merged.values_files),
-        "fit_files": json.dumps(merged.fit_files),
+        "interactions_files": json.dumps(merged.interactions_files),
         "ips_version": __version__,
         "sampling": a["sampling"],
         **(_sparse_attributes(merged) if merged.games is not None else {}),
@@ -732,18 +732,19 @@ def _sparse_attributes(merged: Merged) -> dict:
             "unreliable_games": int((~reliable).sum())}
 
 
-def summarize(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathLike],
+def summarize(values: Sequence[str | os.PathLike],
+              interactions: Sequence[str | os.PathLike],
               tau: float = metrics.DEFAULT_TAU,
               tau_sweep: Sequence[float] | None = None, seed: int = 0,
               n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
               draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None,
               precision_values: Sequence[str | os.PathLike] = (),
-              precision_fits: Sequence[str | os.PathLike] = ()) -> xr.Dataset:
+              precision_interactions: Sequence[str | os.PathLike] = ()) -> xr.Dataset:
     """Read, check and merge the shards (and the precision runs), then compute the metrics
     (what `ips metrics` does)."""
-    return compute(load(values, fits), tau, tau_sweep, seed=seed, n_boot=n_boot, level=level,
+    return compute(load(values, interactions), tau, tau_sweep, seed=seed, n_boot=n_boot, level=level,
                    draws=draws, null=null,
-                   precision=load_precision(precision_values, precision_fits))
+                   precision=load_precision(precision_values, precision_interactions))
 
 
 # ---------------------------------------------------------------------------------- reading

@@ -214,7 +214,7 @@ def _null_of(noisy, n_vars, norm, fit, tau, sweep) -> GameNull:
 
 
 def fitter(fit_attrs: dict) -> Fitter:
-    """The fit that made a fit file (its attributes `solver_requested`, `noise`, and sgd's
+    """The fit that made an interactions file (its attributes `solver_requested`, `noise`, and sgd's
     `sgd_learning_rate`, `sgd_steps`), so that a null is fitted as its reference was."""
     from ips.interactions import and_or
 

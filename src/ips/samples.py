@@ -224,18 +224,18 @@ def _report(name: str, samples: list[Sample], drawn, skipped: dict, settings: di
                          "change the variable selection")
 
 
-def save_samples(ss: SampleSet, path: str | Path) -> None:
+def save_samples(sample_set: SampleSet, path: str | Path) -> None:
     """Write a SampleSet as JSON, atomically."""
     doc = {
         "ips_version": __version__,
-        "dataset": ss.dataset,
-        "kind": ss.kind,
-        "conditions": [asdict(c) for c in ss.conditions],
-        "groups": ss.groups,
-        "shots": [_item_dict(i) for i in ss.shots],
-        "skipped": ss.skipped,
-        "n_considered": ss.n_considered,
-        "settings": ss.settings,
+        "dataset": sample_set.dataset,
+        "kind": sample_set.kind,
+        "conditions": [asdict(c) for c in sample_set.conditions],
+        "groups": sample_set.groups,
+        "shots": [_item_dict(i) for i in sample_set.shots],
+        "skipped": sample_set.skipped,
+        "n_considered": sample_set.n_considered,
+        "settings": sample_set.settings,
         "samples": [
             {
                 "item": _item_dict(s.item),
@@ -244,7 +244,7 @@ def save_samples(ss: SampleSet, path: str | Path) -> None:
                 "prompts": {k: {"text": p.text, "spans": p.spans, "cue": p.cue}
                             for k, p in s.prompts.items()},
             }
-            for s in ss.samples
+            for s in sample_set.samples
         ],
     }
     with atomic_path(path) as tmp:

@@ -3,7 +3,7 @@
 `Engine` runs the forward passes: all 2**n masked inputs x_S of a prompt have the same
 length and are batched without padding (or evaluated as a trie, `ips.trie`); the masking and
 the log-odds v(x_S) = log p − log(1 − p), p = P(y* | x_S), are those of `ips.kernel`.
-`score_shard` scores one shard of samples and writes its scores file.
+`score_shard` scores one shard of samples and writes its values file.
 """
 
 from __future__ import annotations
@@ -349,10 +349,10 @@ class Occlusion:
     def __call__(self, item, prompt, condition: str, target: str | None = None) -> np.ndarray:
         """o_i of every variable of `prompt` (a rendering of `item` under `condition`)."""
         if self._engine is None:
-            lm = self._load()
-            log.info("occlusion ranking with %s (mask token %r)", self.model, lm.mask_token)
-            self._engine = Engine(lm.model, lm.mask_token_id, self.batch_tokens, lm.device)
-            self._answers = _Answers(lm.tokenizer)
+            loaded = self._load()
+            log.info("occlusion ranking with %s (mask token %r)", self.model, loaded.mask_token)
+            self._engine = Engine(loaded.model, loaded.mask_token_id, self.batch_tokens, loaded.device)
+            self._answers = _Answers(loaded.tokenizer)
         engine, answers = self._engine, self._answers
         target = target or TARGETS[item.kind][0]
         ids, owners, letters, options = _encode(answers, item, prompt)
@@ -370,26 +370,26 @@ def _pad(seqs: list[np.ndarray], fill: int = -1) -> np.ndarray:
     return out
 
 
-def check_shard(ss, shard: int, size: int, target: str | None,
+def check_shard(sample_set, shard: int, size: int, target: str | None,
                 budget: int | None = None) -> tuple[list, str]:
     """The samples of shard `shard` and the resolved target; `InputError` if either is wrong
     or a sample has more variables than exhaustive scoring (`budget` None) allows."""
     if shard < 0:
         raise InputError(f"shard must be >= 0, got {shard}")
-    samples = ss.shard(shard, size)
+    samples = sample_set.shard(shard, size)
     if not samples:
-        raise InputError(f"dataset {ss.dataset!r}: shard {shard} is empty "
-                         f"({len(ss.samples)} samples, shard size {size})")
-    target = target or TARGETS[ss.kind][0]
-    if target not in TARGETS[ss.kind]:
-        raise InputError(f"target {target!r} does not apply to {ss.kind} items; "
-                         f"use one of {', '.join(TARGETS[ss.kind])}")
+        raise InputError(f"dataset {sample_set.dataset!r}: shard {shard} is empty "
+                         f"({len(sample_set.samples)} samples, shard size {size})")
+    target = target or TARGETS[sample_set.kind][0]
+    if target not in TARGETS[sample_set.kind]:
+        raise InputError(f"target {target!r} does not apply to {sample_set.kind} items; "
+                         f"use one of {', '.join(TARGETS[sample_set.kind])}")
     for s in samples:
         if not s.variables:
-            raise InputError(f"dataset {ss.dataset!r}: sample {s.item.id!r} has no variables; "
+            raise InputError(f"dataset {sample_set.dataset!r}: sample {s.item.id!r} has no variables; "
                              "prepare the samples again with `ips samples`")
         if budget is None and len(s.variables) > EXHAUSTIVE_MAX_N:
-            raise InputError(f"dataset {ss.dataset!r}: sample {s.item.id!r} has "
+            raise InputError(f"dataset {sample_set.dataset!r}: sample {s.item.id!r} has "
                              f"{len(s.variables)} variables, more than exhaustive sampling "
                              f"scores (2**{EXHAUSTIVE_MAX_N} masked prompts); use sampling "
                              "sparse with a budget (--sampling sparse --budget B)")
@@ -397,8 +397,8 @@ def check_shard(ss, shard: int, size: int, target: str | None,
 
 
 def score_shard(
-    lm,
-    ss,
+    loaded,
+    sample_set,
     out: str | Path,
     *,
     shard: int = 0,
@@ -422,55 +422,62 @@ def score_shard(
     (`ips.files.output_lock`), so a second run on it fails instead of discarding this one's.
     """
     out = Path(out)
-    samples, target = check_shard(ss, shard, shard_size or len(ss.samples), target, budget)
+    samples, target = check_shard(sample_set, shard, shard_size or len(sample_set.samples), target,
+                                  budget)
     with output_lock(out):
-        return _score_locked(lm, ss, out, samples, target, shard, batch_tokens, progress, scorer,
-                             budget)
+        return _score_locked(loaded, sample_set, out, samples, target, shard, batch_tokens,
+                             progress, scorer, budget)
 
 
-def _score_locked(lm, ss, out: Path, samples, target: str, shard: int, batch_tokens: int,
-                  progress: bool | None, scorer: str, budget: int | None) -> xr.Dataset:
+def _score_locked(loaded, sample_set, out: Path, samples, target: str, shard: int,
+                  batch_tokens: int, progress: bool | None, scorer: str,
+                  budget: int | None) -> xr.Dataset:
     """`score_shard` once `out` is locked."""
     from ips.sparse import scored_masks
 
-    engine = Engine(lm.model, lm.mask_token_id, batch_tokens, lm.device, scorer=scorer)
-    seed = int(ss.settings.get("seed", 0))
+    engine = Engine(loaded.model, loaded.mask_token_id, batch_tokens, loaded.device,
+                    scorer=scorer)
+    seed = int(sample_set.settings.get("seed", 0))
     designs = [scored_masks(len(s.variables), budget, seed) for s in samples]
     fingerprint = {
-        "ips_version": __version__, "model": lm.spec.name, "source": lm.spec.source.to_dict(),
-        "dtype": str(lm.dtype), "mask_token_id": int(lm.mask_token_id),
-        "dataset": ss.dataset, "shard": shard, "target": target, "budget": budget,
-        "samples": [s.item.id for s in samples], "conditions": [c.name for c in ss.conditions],
+        "ips_version": __version__, "model": loaded.spec.name,
+        "source": loaded.spec.source.to_dict(), "dtype": str(loaded.dtype),
+        "mask_token_id": int(loaded.mask_token_id), "dataset": sample_set.dataset,
+        "shard": shard, "target": target, "budget": budget,
+        "samples": [s.item.id for s in samples],
+        "conditions": [c.name for c in sample_set.conditions],
         "prompts": hashlib.sha256(json.dumps(
-            [[s.prompts[c.name].text, s.prompts[c.name].spans] for s in samples for c in ss.conditions]
+            [[s.prompts[c.name].text, s.prompts[c.name].spans]
+             for s in samples for c in sample_set.conditions]
         ).encode()).hexdigest(),
     }
     partial = _Partial(out.with_name(out.name + ".partial"), fingerprint)
-    answers = _Answers(lm.tokenizer)
+    answers = _Answers(loaded.tokenizer)
     t0 = time.perf_counter()
     done = partial.done()
     log.info("%s on %s shard %d: %d samples x %d conditions, %d already done (resuming)",
-             lm.spec.name, ss.dataset, shard, len(samples), len(ss.conditions), len(done))
+             loaded.spec.name, sample_set.dataset, shard, len(samples),
+             len(sample_set.conditions), len(done))
     disable = None if progress is None else not progress
     results = []
     with tqdm(total=len(samples), initial=len(done), unit="sample",
-              desc=f"score {lm.spec.name}/{ss.dataset}/{shard}", disable=disable) as bar:
+              desc=f"score {loaded.spec.name}/{sample_set.dataset}/{shard}", disable=disable) as bar:
         for i, (s, masks) in enumerate(zip(samples, designs)):
             count = 1 << len(s.variables) if masks is None else len(masks)
-            r = partial.load(i, (len(ss.conditions), count)) if i in done else None
+            r = partial.load(i, (len(sample_set.conditions), count)) if i in done else None
             if r is None:
                 t1 = time.perf_counter()
-                with naming_model(lm.spec.name):
-                    r = score_sample(engine, answers, s, ss.conditions, target, masks)
+                with naming_model(loaded.spec.name):
+                    r = score_sample(engine, answers, s, sample_set.conditions, target, masks)
                 partial.save(i, r)
                 bar.update(1)
                 # a line per sample, for logs where the bar is off (not a terminal)
                 log.info("sample %d/%d %s: n = %d, %d masked inputs%s in %.1f s", i + 1,
-                         len(samples), s.item.id, len(s.variables), len(ss.conditions) * count,
+                         len(samples), s.item.id, len(s.variables), len(sample_set.conditions) * count,
                          "" if masks is None else f" ({count} of 2**{len(s.variables)} masks)",
                          time.perf_counter() - t1)
             results.append(r)
-    ds = _assemble(ss, samples, results, lm, target, shard, budget, designs)
+    ds = _assemble(sample_set, samples, results, loaded, target, shard, budget, designs)
     write_dataset(ds, out)
     partial.remove()
     log.info("wrote %s: %d masked evaluations in %.1f s", out,
@@ -536,34 +543,34 @@ class _Partial:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def _assemble(ss, samples, results, lm, target: str, shard: int, budget: int | None = None,
+def _assemble(sample_set, samples, results, loaded, target: str, shard: int, budget: int | None = None,
               designs=None) -> xr.Dataset:
     """The values file: v (sample, condition, mask) and what explains it (see ips.values_file)."""
     coords = {
         "sample": labels(s.item.id for s in samples),
-        "condition": labels(c.name for c in ss.conditions),
-        "template": ("condition", labels(c.template for c in ss.conditions)),
-        "shots": ("condition", np.array([c.shots for c in ss.conditions])),
-        "perturbation": ("condition", labels(c.perturbation or "" for c in ss.conditions)),
+        "condition": labels(c.name for c in sample_set.conditions),
+        "template": ("condition", labels(c.template for c in sample_set.conditions)),
+        "shots": ("condition", np.array([c.shots for c in sample_set.conditions])),
+        "perturbation": ("condition", labels(c.perturbation or "" for c in sample_set.conditions)),
     }
-    data = {**_variable_arrays(ss, samples, results, budget, designs),
-            **_prediction_arrays(ss, samples, results, lm)}
-    attrs = _provenance(ss, lm, target, shard)
+    data = {**_variable_arrays(sample_set, samples, results, budget, designs),
+            **_prediction_arrays(sample_set, samples, results, loaded)}
+    attrs = _provenance(sample_set, loaded, target, shard)
     attrs["sampling"] = "exhaustive" if budget is None else "sparse"
     if budget is not None:
         attrs["budget"] = int(budget)
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
-def _variable_arrays(ss, samples, results, budget: int | None = None, designs=None) -> dict:
+def _variable_arrays(sample_set, samples, results, budget: int | None = None, designs=None) -> dict:
     """v over the 2**n_max masks (NaN beyond a sample's 2**n), or with a `budget` over the
     design's masks (`masks`, −1 and NaN beyond each sample's design), and the variables:
     their text, field, character span and token count in every prompt."""
     n_vars = np.array([len(s.variables) for s in samples])
     # every shard of a dataset gets the same mask axis (2**n_max, or the largest design the
     # budget allows), so that shards concatenate
-    n_max = max(int(n_vars.max()), ss.settings.get("n_max", 0))
-    S, C = len(samples), len(ss.conditions)
+    n_max = max(int(n_vars.max()), sample_set.settings.get("n_max", 0))
+    S, C = len(samples), len(sample_set.conditions)
     width = 1 << n_max if budget is None else min(budget, 1 << n_max)
     v = np.full((S, C, width), np.nan)
     spans = np.full((S, C, n_max, 2), -1, dtype=np.int64)
@@ -574,7 +581,7 @@ def _variable_arrays(ss, samples, results, budget: int | None = None, designs=No
         n = n_vars[i]
         v[i, :, : r["v"].shape[1]] = r["v"]
         var_tokens[i, :, :n] = r["var_tokens"]
-        for j, c in enumerate(ss.conditions):
+        for j, c in enumerate(sample_set.conditions):
             spans[i, j, :n] = np.asarray(s.prompts[c.name].spans).reshape(n, 2)
         var_text[i, :n] = [x.text for x in s.variables]
         var_field[i, :n] = [x.field for x in s.variables]
@@ -597,18 +604,18 @@ def _variable_arrays(ss, samples, results, budget: int | None = None, designs=No
     }
 
 
-def _prediction_arrays(ss, samples, results, lm) -> dict:
+def _prediction_arrays(sample_set, samples, results, loaded) -> dict:
     """What the model predicts on the unmasked prompts: letter logits and option
     log-probabilities with the predictions they give, the greedy token, the scored target,
     the final hidden state, and the prompts themselves."""
     stack = lambda k: np.stack([r[k] for r in results])  # noqa: E731
-    S, C = len(samples), len(ss.conditions)
+    S, C = len(samples), len(sample_set.conditions)
     letter_logit, option_logp = stack("letter_logit"), stack("option_logp")
     target_ids = np.full((S, C, max(r["target_ids"].shape[1] for r in results)), -1)
     for i, r in enumerate(results):
         target_ids[i, :, : r["target_ids"].shape[1]] = r["target_ids"]
     sc = ("sample", "condition")
-    mcq = ss.kind == "mcq"
+    mcq = sample_set.kind == "mcq"
     return {
         "gold": (("sample",), np.array([s.item.gold if mcq else -1 for s in samples])),
         # the prediction is the option letter with the highest logit (−1 without letters)
@@ -619,35 +626,35 @@ def _prediction_arrays(ss, samples, results, lm) -> dict:
         "letter_token": (sc + ("option",), stack("letter_token")),
         "option_logp": (sc + ("option",), option_logp),
         "greedy_token": (sc, stack("greedy")),
-        "greedy_text": (sc, np.vectorize(lm.tokenizer.decode, otypes=[object])(stack("greedy"))),
+        "greedy_text": (sc, np.vectorize(loaded.tokenizer.decode, otypes=[object])(stack("greedy"))),
         "target_ids": (sc + ("target_pos",), target_ids),
         "target_form": (sc, stack("target_form").astype(object)),
         "n_tokens": (sc, stack("n_tokens")),
         "hidden": (sc + ("hidden_dim",), stack("hidden").astype(np.float32)),
-        "prompt": (sc, np.array([[s.prompts[c.name].text for c in ss.conditions]
+        "prompt": (sc, np.array([[s.prompts[c.name].text for c in sample_set.conditions]
                                  for s in samples], dtype=object)),
     }
 
 
-def _provenance(ss, lm, target: str, shard: int) -> dict:
+def _provenance(sample_set, loaded, target: str, shard: int) -> dict:
     """The values file's attributes: the model, the dataset and settings, the versions."""
     return {
-        "model": lm.spec.name,
-        "model_attributes": json.dumps({k: getattr(lm.spec, k) for k in MODEL_ATTRIBUTES}),
-        "model_source": json.dumps(lm.spec.source.to_dict()),
-        "mask_token": lm.mask_token,
-        "mask_token_id": int(lm.mask_token_id),
-        "mask_source": lm.mask_source,
-        "dtype": str(lm.dtype).removeprefix("torch."),
-        "device": str(lm.device),
-        "dataset": ss.dataset,
-        "kind": ss.kind,
+        "model": loaded.spec.name,
+        "model_attributes": json.dumps({k: getattr(loaded.spec, k) for k in MODEL_ATTRIBUTES}),
+        "model_source": json.dumps(loaded.spec.source.to_dict()),
+        "mask_token": loaded.mask_token,
+        "mask_token_id": int(loaded.mask_token_id),
+        "mask_source": loaded.mask_source,
+        "dtype": str(loaded.dtype).removeprefix("torch."),
+        "device": str(loaded.device),
+        "dataset": sample_set.dataset,
+        "kind": sample_set.kind,
         "shard": shard,
         "target": target,
-        "groups": json.dumps(ss.groups),
-        "shots_ids": json.dumps([i.id for i in ss.shots]),
-        "settings": json.dumps(ss.settings),
-        "skipped": json.dumps(ss.skipped),
+        "groups": json.dumps(sample_set.groups),
+        "shots_ids": json.dumps([i.id for i in sample_set.shots]),
+        "settings": json.dumps(sample_set.settings),
+        "skipped": json.dumps(sample_set.skipped),
         "ips_version": __version__,
         "torch_version": str(torch.__version__),
         "transformers_version": _version("transformers"),

@@ -2,7 +2,7 @@
 
 Input: the values files of one model on one dataset (`ips score`, one per shard) and, in the
 same order, their interactions files (`ips fit`). Each shard is read with its labels
-(`read_shard`), its fit attached and checked against it (`attach_fit`: same samples,
+(`read_shard`), its interactions attached and checked against them (`attach_interactions`: same samples,
 conditions and mask axis; a sparse fit's entries), and the shards are checked against each
 other (same model, dataset, conditions, groups, mask axis; a sample in two shards is an
 error) and concatenated along `sample` (`merge_shards`), so sharding cannot change a number.
@@ -35,7 +35,7 @@ class Shard:
     """The parts of one values file (and its fit) that the metrics need."""
 
     path: Path
-    fit_path: Path | None
+    interactions_path: Path | None
     attrs: dict
     samples: np.ndarray
     conditions: dict[str, np.ndarray]  # condition, template, shots, perturbation
@@ -78,7 +78,7 @@ class Merged:
     words: np.ndarray | None = None
     greedy_text: np.ndarray | None = None
     values_files: list[str] = field(default_factory=list)
-    fit_files: list[str] = field(default_factory=list)
+    interactions_files: list[str] = field(default_factory=list)
     fit_attrs: dict = field(default_factory=dict)
 
     def game_values(self, name: str) -> np.ndarray:
@@ -137,7 +137,7 @@ def read_shard(path: str | os.PathLike) -> Shard:
                    else None)
     n_vars = np.asarray(ds["n_vars"].values).astype(np.int64)
     return Shard(
-        path=path, fit_path=None, attrs=attrs, samples=samples, conditions=conditions,
+        path=path, interactions_path=None, attrs=attrs, samples=samples, conditions=conditions,
         n_vars=n_vars, v=np.asarray(ds["v"].values, dtype=np.float64), pred=pred,
         gold=np.asarray(ds["gold"].values), greedy=greedy, hidden=hidden,
         words=words, greedy_text=greedy_text,
@@ -145,8 +145,8 @@ def read_shard(path: str | os.PathLike) -> Shard:
     )
 
 
-def _attach_sparse_fit(shard: Shard, ds, fit_path: Path, mismatch: str) -> None:
-    """`attach_fit` of a sparse fit: its games, checked against the values on the design
+def _attach_sparse_interactions(shard: Shard, ds, interactions_path: Path, mismatch: str) -> None:
+    """`attach_interactions` of a sparse fit: its games, checked against the values on the design
     (`fit_error` as stored)."""
     if shard.masks is None:
         raise InputError(f"{shard.path}: a values file of sparse sampling needs 'masks'")
@@ -166,7 +166,7 @@ def _attach_sparse_fit(shard: Shard, ds, fit_path: Path, mismatch: str) -> None:
                                  f"design of sample {shard.samples[s]!s}, condition "
                                  f"{shard.conditions['condition'][c]!s} (relative error "
                                  f"{nrmse:.3g}, the fit's {stored:.3g})")
-    shard.fit_path, shard.games, shard.matching_error = fit_path, games, err
+    shard.interactions_path, shard.games, shard.matching_error = interactions_path, games, err
 
 
 def _labels_2d(a) -> np.ndarray:
@@ -174,13 +174,13 @@ def _labels_2d(a) -> np.ndarray:
     return _labels(a.reshape(-1)).reshape(a.shape)
 
 
-def attach_fit(shard: Shard, fit_path: str | os.PathLike) -> None:
-    """Read the fit of `shard` and check that it was fitted to exactly these values."""
+def attach_interactions(shard: Shard, interactions_path: str | os.PathLike) -> None:
+    """Read the interactions file of `shard` and check that it was fitted to exactly these values."""
     from ips.interactions import reconstruct
 
-    fit_path = Path(fit_path)
-    mismatch = f"{fit_path}: does not match values file {shard.path}"
-    ds = read_dataset(fit_path, "fit", ("n_vars",), "ips fit")
+    interactions_path = Path(interactions_path)
+    mismatch = f"{interactions_path}: does not match values file {shard.path}"
+    ds = read_dataset(interactions_path, "interactions", ("n_vars",), "ips fit")
     sparse_fit = ds.attrs.get("sampling") == "sparse"
     if sparse_fit != (shard.attrs["sampling"] == "sparse"):
         raise InputError(f"{mismatch}: one is of sparse sampling, the other not")
@@ -190,8 +190,8 @@ def attach_fit(shard: Shard, fit_path: str | os.PathLike) -> None:
     if not np.array_equal(np.asarray(ds["n_vars"].values), shard.n_vars):
         raise InputError(f"{mismatch}: 'n_vars' differs")
     if sparse_fit:
-        return _attach_sparse_fit(shard, ds, fit_path, mismatch)
-    require(ds, fit_path, ("and", "or", "matching_error"), "ips fit")
+        return _attach_sparse_interactions(shard, ds, interactions_path, mismatch)
+    require(ds, interactions_path, ("and", "or", "matching_error"), "ips fit")
     and_ = np.asarray(ds["and"].values, dtype=np.float64)
     or_ = np.asarray(ds["or"].values, dtype=np.float64)
     if and_.shape != shard.v.shape or or_.shape != shard.v.shape:
@@ -215,7 +215,7 @@ def attach_fit(shard: Shard, fit_path: str | os.PathLike) -> None:
                 f"(off by {gap[s, c] + err[idx][s, c]:.3g}, fit matching error "
                 f"{err[idx][s, c]:.3g})"
             )
-    shard.fit_path = fit_path
+    shard.interactions_path = interactions_path
     shard.and_, shard.or_, shard.matching_error = and_, or_, err
     shard.fit_attrs = dict(ds.attrs)
 
@@ -255,7 +255,7 @@ def merge_shards(shards: Sequence[Shard]) -> Merged:
                                  "twice?)")
             seen[s] = sh.path
         if sh.matching_error is None:
-            raise InputError(f"{sh.path}: no fit file attached")
+            raise InputError(f"{sh.path}: no interactions file attached")
 
     try:
         groups = json.loads(first.attrs["groups"])
@@ -286,35 +286,37 @@ def merge_shards(shards: Sequence[Shard]) -> Merged:
         words=None if first.words is None else cat("words"),
         greedy_text=None if first.greedy_text is None else cat("greedy_text"),
         values_files=[str(sh.path) for sh in shards],
-        fit_files=[str(sh.fit_path) for sh in shards],
+        interactions_files=[str(sh.interactions_path) for sh in shards],
         fit_attrs=first.fit_attrs,
     )
 
 
-def _read_shards(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathLike],
+def _read_shards(values: Sequence[str | os.PathLike], interactions: Sequence[str | os.PathLike],
                  what: str = "") -> list[Shard]:
-    """Every values file read with its fit attached; `fits[i]` is the fit of `values[i]`."""
-    if len(values) != len(fits):
-        raise InputError(f"{len(values)} {what}values files but {len(fits)} {what}fit files; "
-                         "give one fit file per values file, in the same order")
+    """Every values file read with its interactions file attached, `interactions[i]` that of
+    `values[i]`."""
+    if len(values) != len(interactions):
+        raise InputError(f"{len(values)} {what}values files but {len(interactions)} {what}interactions "
+                         "files; give one interactions file per values file, in the same order")
     shards = []
-    for vpath, fpath in zip(values, fits):
+    for vpath, ipath in zip(values, interactions):
         sh = read_shard(vpath)
-        attach_fit(sh, fpath)
+        attach_interactions(sh, ipath)
         shards.append(sh)
     return shards
 
 
-def load(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathLike]) -> Merged:
-    """Read, check and merge the shards; `fits[i]` is the fit of `values[i]`."""
-    return merge_shards(_read_shards(values, fits))
+def load(values: Sequence[str | os.PathLike], interactions: Sequence[str | os.PathLike]) -> Merged:
+    """Read, check and merge the shards; `interactions[i]` is the interactions file of
+    `values[i]`."""
+    return merge_shards(_read_shards(values, interactions))
 
 
-def load_precision(values: Sequence[str | os.PathLike], fits: Sequence[str | os.PathLike]
+def load_precision(values: Sequence[str | os.PathLike], interactions: Sequence[str | os.PathLike]
                    ) -> list[Merged]:
     """The second-precision runs of the precision null (`ips score --dtype`), one Merged per
     dtype (read from each values file's `dtype` attribute), in the order first given."""
     by_dtype: dict[str, list[Shard]] = {}
-    for sh in _read_shards(values, fits, "precision "):
+    for sh in _read_shards(values, interactions, "precision "):
         by_dtype.setdefault(str(sh.attrs.get("dtype", "")), []).append(sh)
     return [merge_shards(shards) for shards in by_dtype.values()]

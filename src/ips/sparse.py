@@ -574,7 +574,7 @@ def keep_top(est: SparseInteractions, share: float) -> SparseInteractions:
 
 # ----------------------------------------------------------------------------- file layout
 
-#: the per-entry arrays of a sparse fit file, dims (sample, condition, entry)
+#: the per-entry arrays of a sparse interactions file, dims (sample, condition, entry)
 ENTRY_VARIABLES = ("entry_kind", "entry_set", "entry_value")
 #: the per-game arrays, dims (sample, condition); `order` −1 stands for None (every S)
 ROW_VARIABLES = ("v_empty", "objective", "heldout_error", "fit_error", "n_fit", "n_heldout",
@@ -582,7 +582,7 @@ ROW_VARIABLES = ("v_empty", "objective", "heldout_error", "fit_error", "n_fit", 
 
 
 def to_arrays(games: list[list[SparseInteractions]]) -> dict[str, np.ndarray]:
-    """The arrays of a sparse fit file from games[sample][condition]: entries padded to the
+    """The arrays of a sparse interactions file from games[sample][condition]: entries padded to the
     largest count (kind −1, set −1, value NaN), one value per game for `ROW_VARIABLES`."""
     S, C = len(games), len(games[0])
     width = max(1, max(len(g) for row in games for g in row))
@@ -603,7 +603,7 @@ def to_arrays(games: list[list[SparseInteractions]]) -> dict[str, np.ndarray]:
 
 
 def from_arrays(arrays: dict, n_vars: ArrayLike, s: int, c: int) -> SparseInteractions:
-    """Game (s, c) of the arrays of a sparse fit file (the inverse of :func:`to_arrays`)."""
+    """Game (s, c) of the arrays of a sparse interactions file (the inverse of :func:`to_arrays`)."""
     kind = np.asarray(arrays["entry_kind"][s, c])
     keep = kind >= 0
     row = {k: float(np.asarray(arrays[k][s, c])) for k in ROW_VARIABLES}

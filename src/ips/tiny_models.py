@@ -168,6 +168,6 @@ TINY_ATTRS = {"family": "tiny", "series": "tiny", "type": "base", "architecture"
               "params": 1}
 
 
-def lm_for(path, name="tiny"):
+def load_tiny(path, name="tiny"):
     """A loaded tiny model (ips.models.load_model) from a directory of a builder above."""
     return load_model(ModelSpec.from_config(name, {"source": {"path": str(path)}, **TINY_ATTRS}))

@@ -9,10 +9,10 @@ report: "../report/workflow.rst"
 rule metrics:
     input:
         values=shard_files("results/values/{model}/{dataset}/{shard}.h5"),
-        fits=shard_files("results/interactions/{model}/{dataset}/{shard}.h5"),
+        interactions=shard_files("results/interactions/{model}/{dataset}/{shard}.h5"),
         precision_values=precision_files(
             "results/precision/{dtype}/values/{model}/{dataset}/{shard}.h5"),
-        precision_fits=precision_files(
+        precision_interactions=precision_files(
             "results/precision/{dtype}/interactions/{model}/{dataset}/{shard}.h5"),
     output:
         "results/metrics/{model}/{dataset}.nc",
@@ -33,12 +33,12 @@ rule metrics:
     conda:
         "../../envs/ips.yaml"
     shell:
-        "python -m ips metrics --values {input.values} --fits {input.fits} --tau {params.tau} "
+        "python -m ips metrics --values {input.values} --interactions {input.interactions} --tau {params.tau} "
         "--tau-sweep {params.tau_sweep} --seed {params.seed} --resamples {params.resamples} "
         "--level {params.level} --permutations {params.permutations} "
         "--null-levels {params.null_levels} --null-draws {params.null_draws} "
         "{params.matched_null} --precision-values {input.precision_values} "
-        "--precision-fits {input.precision_fits} --out {output} 2> {log}"
+        "--precision-interactions {input.precision_interactions} --out {output} 2> {log}"
 
 
 rule factors:
