@@ -12,6 +12,7 @@ from test_factors import attrs, make_metrics, write_all
 from test_metrics_file import make_values, write_pair
 
 from ips.cli import main
+from ips.factors import read_factors
 from ips.metrics_file import read_metrics
 from ips.figures import (FACTOR_COLUMNS, FILES, MIN_WIDTH, TABLE_COLUMNS, TABLES,
                          case_study_name, figure_files, make_figures)
@@ -131,6 +132,36 @@ def test_readme_names_files_and_absent_factors(results):
     assert "mean Spearman" in text  # 4 models: the robustness is defined
 
 
+def test_read_factors_gives_each_figure_its_rows(results):
+    """The factors file read once: a model factor's comparisons are its 0-shot rows, few-shot's
+    every k-shot row; absent factors and τ robustness as the file holds them."""
+    _, _, factors, _, _ = results
+    fac = read_factors(factors)
+    with xr.open_dataset(factors, engine="h5netcdf") as ds:
+        f = ds["comparison_factor"].values.astype(str)
+        g = ds["comparison_group"].values.astype(str)
+        assert fac.comparisons("scale").sizes["comparison"] == int(
+            np.sum((f == "scale") & (g == "0shot")))
+        assert fac.comparisons("few_shot").sizes["comparison"] == int(np.sum(f == "few_shot"))
+        assert set(fac.comparisons("few_shot")["comparison_group"].values.astype(str)) == {
+            "1shot", "2shot"}
+        assert fac.absent == json.loads(ds.attrs["absent"])
+        assert fac.present == [str(x) for x, p in zip(ds["factor"].values,
+                                                      ds["factor_present"].values) if p]
+        for d in ds["dataset"].values:
+            assert fac.tau[str(d)].n_models == int(ds["tau_n_models"].sel(dataset=d))
+            np.testing.assert_equal(fac.tau[str(d)].spearman,
+                                    float(ds["tau_spearman"].sel(dataset=d)))
+
+
+def test_a_file_that_is_not_a_factors_file_is_one_line(results):
+    from ips.errors import InputError
+
+    _, paths, _, _, _ = results
+    with pytest.raises(InputError, match="ips factors"):
+        read_factors(paths[0])
+
+
 def test_rerun_replaces_the_directory_and_no_factor_note(results, tmp_path):
     tmp, paths, _, out, _ = results
     target = tmp_path / "figs"
@@ -185,7 +216,7 @@ def test_metrics_factors_figures_end_to_end(tmp_path):
                          shots=[0, 0, 0, 1, 1], groups=groups, attrs=a, n_max=4)
         v, f = write_pair(tmp_path, name, ds)
         out = tmp_path / "metrics" / name / "arc.nc"
-        assert main(["metrics", "--values", str(v), "--fits", str(f), "--tau", "0.1",
+        assert main(["metrics", "--values", str(v), "--interactions", str(f), "--tau", "0.1",
                      "--tau-sweep", "0.05", "0.1", "0.15", "0.2", "--out", str(out)]) == 0
         metrics_files.append(str(out))
     factors = tmp_path / "factors" / "factors.nc"
@@ -224,12 +255,18 @@ FIGURE_FUNCTIONS = {
     "ranking": lambda es, fac, p: ranking_figure(es, 0.1, p),
     "consistency": lambda es, fac, p: consistency_figure(es, 0.1, p),
     "order": lambda es, fac, p: order_figure(es, 0.1, p),
-    "tau": lambda es, fac, p: tau_figure(es, fac, 0.1, p),
-    "factors": lambda es, fac, p: factors_figure(fac, 0.1, p),
-    "factor_instruct": lambda es, fac, p: factor_figure(fac, "instruct_vs_base", 0.1, p),
-    "factor_scale": lambda es, fac, p: factor_figure(fac, "scale", 0.1, p),
-    "factor_moe_absent": lambda es, fac, p: factor_figure(fac, "dense_vs_moe", 0.1, p),
-    "factor_few_shot": lambda es, fac, p: factor_figure(fac, "few_shot", 0.1, p),
+    "tau": lambda es, fac, p: tau_figure(es, fac.tau, 0.1, p),
+    "factors": lambda es, fac, p: factors_figure({f: fac.summaries(f) for f in fac.present},
+                                                 fac.absent, 0.1, p),
+    "factor_instruct": lambda es, fac, p: factor_figure(fac.comparisons("instruct_vs_base"),
+                                                        "instruct_vs_base", None, 0.1, p),
+    "factor_scale": lambda es, fac, p: factor_figure(fac.comparisons("scale"), "scale", None,
+                                                     0.1, p),
+    "factor_moe_absent": lambda es, fac, p: factor_figure(fac.comparisons("dense_vs_moe"),
+                                                          "dense_vs_moe",
+                                                          fac.absent["dense_vs_moe"], 0.1, p),
+    "factor_few_shot": lambda es, fac, p: factor_figure(fac.comparisons("few_shot"), "few_shot",
+                                                        None, 0.1, p),
     "perturbation": lambda es, fac, p: perturbation_figure(es, 0.1, p),
     "representation": lambda es, fac, p: representation_figure(es, 0.1, p),
     "types": lambda es, fac, p: types_figure(es, 0.1, p),
@@ -244,8 +281,7 @@ def test_every_figure_function_writes_png_and_pdf(results, tmp_path, name):
     or case study: those panels say so) and one file made by `ips metrics`."""
     tmp, paths, factors, _, _ = results
     entries = [read_metrics(p) for p in paths]
-    fac = xr.open_dataset(factors, engine="h5netcdf").load()
-    written = FIGURE_FUNCTIONS[name](entries, fac, tmp_path / f"{name}.png")
+    written = FIGURE_FUNCTIONS[name](entries, read_factors(factors), tmp_path / f"{name}.png")
     assert [p.name for p in written] == [f"{name}.png", f"{name}.pdf"]
     png_size(tmp_path / f"{name}.png")
     assert (tmp_path / f"{name}.png").stat().st_size > 5000
@@ -262,7 +298,7 @@ def computed(tmp_path_factory):
                          attrs=attrs("f", "s", "base" if k else "instruct"), n_max=4)
         v, f = write_pair(tmp, name, ds)
         path = tmp / f"{name}.nc"
-        assert main(["metrics", "--values", str(v), "--fits", str(f), "--out", str(path),
+        assert main(["metrics", "--values", str(v), "--interactions", str(f), "--out", str(path),
                      "--seed", "3"]) == 0
         out.append(path)
     factors = tmp / "factors.nc"
@@ -275,8 +311,7 @@ def computed(tmp_path_factory):
 def test_figures_from_computed_metrics(computed, tmp_path, name):
     paths, factors = computed
     entries = [read_metrics(p) for p in paths]
-    fac = xr.open_dataset(factors, engine="h5netcdf").load()
-    written = FIGURE_FUNCTIONS[name](entries, fac, tmp_path / "f.png")
+    written = FIGURE_FUNCTIONS[name](entries, read_factors(factors), tmp_path / "f.png")
     assert all(p.stat().st_size > 1000 for p in written)
 
 

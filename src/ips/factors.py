@@ -81,7 +81,7 @@ import xarray as xr
 
 from ips import __version__, metrics, uncertainty
 from ips.errors import InputError
-from ips.files import labels
+from ips.files import labels, read_dataset
 from ips.metrics_file import Entry, read_metrics
 from ips.metrics_file import BANDS
 from ips.templates import ZERO_SHOT
@@ -593,3 +593,72 @@ def _robustness_variables(datasets: list[str], by_dataset: dict[str, list[Entry]
         "tau_note": (("dataset",), labels(r.note for r in rob)),
     }
     return data, {"tau": taus, "tau_b": ("tau_b", taus)}
+
+
+# ---------------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class TauRobustness:
+    """The τ robustness of one dataset as the factors file holds it (`tau_*`)."""
+
+    dataset: str
+    spearman: float
+    pearson: float
+    n_models: int
+    note: str
+
+    def text(self) -> str:
+        if np.isnan(self.spearman) and np.isnan(self.pearson):
+            return f"Spearman / Pearson: n/a ({self.n_models} model(s), need ≥ 3)"
+        return (f"mean Spearman {self.spearman:.3f}, Pearson {self.pearson:.3f} "
+                f"({self.n_models} models)")
+
+
+@dataclass(frozen=True)
+class FactorsFile:
+    """A factors file read once, cut the way its readers use it: the comparisons and summary
+    rows of each factor, why a factor is absent, and the τ robustness per dataset."""
+
+    path: Path
+    ds: xr.Dataset
+    notes: dict[str, str]  # every factor's `factor_note`, in file order
+    absent: dict[str, str]  # factors without any comparison: why
+    tau: dict[str, TauRobustness]  # by dataset
+
+    @property
+    def present(self) -> list[str]:
+        return [f for f in self.notes if f not in self.absent]
+
+    def comparisons(self, factor: str) -> xr.Dataset:
+        """The `comparison` rows of `factor`: those on the 0-shot group for a model factor,
+        every k-shot group for few-shot."""
+        f = self.ds["comparison_factor"].values.astype(str)
+        g = self.ds["comparison_group"].values.astype(str)
+        rows = (f == factor) & ((factor == "few_shot") | (g == ROBUSTNESS_GROUP))
+        return self.ds.isel(comparison=np.flatnonzero(rows))
+
+    def summaries(self, factor: str) -> xr.Dataset:
+        """The `summary` rows of `factor`, chosen like its comparisons."""
+        f = self.ds["summary_factor"].values.astype(str)
+        g = self.ds["summary_group"].values.astype(str)
+        rows = (f == factor) & ((factor == "few_shot") | (g == ROBUSTNESS_GROUP))
+        return self.ds.isel(summary=np.flatnonzero(rows))
+
+
+def read_factors(path: str | os.PathLike) -> FactorsFile:
+    """Read a factors file of `ips factors`; a file that is not one is a one-line error."""
+    path = Path(path)
+    ds = read_dataset(path, "factors",
+                      ("factor_present", "factor_note", "delta_ips_mean", "tau_spearman"),
+                      "ips factors")
+    notes = {str(f): str(t) for f, t in zip(ds["factor"].values, ds["factor_note"].values)}
+    absent = {str(f): str(t).removeprefix("absent: ")
+              for f, p, t in zip(ds["factor"].values, ds["factor_present"].values,
+                                 ds["factor_note"].values) if not p}
+    tau = {str(d): TauRobustness(str(d), float(ds["tau_spearman"].sel(dataset=d)),
+                                 float(ds["tau_pearson"].sel(dataset=d)),
+                                 int(ds["tau_n_models"].sel(dataset=d)),
+                                 str(ds["tau_note"].sel(dataset=d).item()))
+           for d in ds["dataset"].values}
+    return FactorsFile(path, ds, notes, absent, tau)

@@ -26,14 +26,13 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-import xarray as xr
 
 from ips import claims
-from ips.factors import FACTORS
+from ips.factors import FactorsFile, read_factors
 from ips.metrics_file import Entry, read_metrics
 from ips.figures.captions import CASE_STUDY, FIGURES, TABLES, case_study_name
 from ips.figures.common import MAIN_GROUP
-from ips.figures.factors import factor_figure, factors_figure
+from ips.figures.factors import draw_factors
 from ips.figures.nulls import nulls_figure
 from ips.figures.order import order_figure
 from ips.figures.perturbation import perturbation_figure
@@ -47,7 +46,7 @@ from ips.figures.tables import (FACTOR_COLUMNS, NULL_COLUMNS, TABLE_COLUMNS, TAU
                                factor_rows, null_rows, tau_rows, write_csv, write_table)
 from ips.figures.types import types_figure
 from ips.errors import InputError
-from ips.files import atomic_dir, read_dataset
+from ips.files import atomic_dir
 from ips.sparse import UNRELIABLE_HELDOUT
 from ips.uncertainty import DRAWS
 
@@ -99,16 +98,7 @@ def case_study_figures(entries: list[Entry], tau: float, out: Path) -> list[str]
     return names
 
 
-# --------------------------------------------------------------------------------- README
-
-
-def _read_factors(path: Path) -> xr.Dataset:
-    return read_dataset(path, "factors",
-                        ("factor_present", "factor_note", "delta_ips_mean", "tau_spearman"),
-                        "ips factors")
-
-
-def draw_all(entries: list[Entry], factors: xr.Dataset, tau: float, out: Path) -> list[str]:
+def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path) -> list[str]:
     """Draw every figure and write the tables into the existing directory `out`."""
     out = Path(out)
     sparsity_figure(entries, tau, out / "sparsity.png")
@@ -116,21 +106,19 @@ def draw_all(entries: list[Entry], factors: xr.Dataset, tau: float, out: Path) -
     types_figure(entries, tau, out / "interaction_types.png")
     ranking_figure(entries, tau, out / "ips_ranking.png")
     consistency_figure(entries, tau, out / "ips_vs_consistency.png")
-    for f in FACTORS:
-        factor_figure(factors, f, tau, out / f"factor_{f}.png")
+    draw_factors(factors, tau, out)
     order_figure(entries, tau, out / "ips_by_order.png")
-    factors_figure(factors, tau, out / "factors.png")
-    tau_figure(entries, factors, tau, out / "tau_robustness.png")
+    tau_figure(entries, factors.tau, tau, out / "tau_robustness.png")
     perturbation_figure(entries, tau, out / "perturbation_types.png")
     representation_figure(entries, tau, out / "representation_baseline.png")
     nulls_figure(entries, tau, out / "nulls.png")
     cases = case_study_figures(entries, tau, out)
     write_table(entries, out / "ips_table.csv")
     write_csv(null_rows(entries), NULL_COLUMNS, out / "null_table.csv")
-    write_csv(factor_rows(factors), FACTOR_COLUMNS, out / "factors_table.csv")
-    write_csv(tau_rows(factors), TAU_COLUMNS, out / "tau_robustness.csv")
-    test = json.loads(factors.attrs.get("test", "{}") or "{}")
-    rows = claims.claims(entries, factors, draws=int(test.get("draws", DRAWS)),
+    write_csv(factor_rows(factors.ds), FACTOR_COLUMNS, out / "factors_table.csv")
+    write_csv(tau_rows(factors.tau), TAU_COLUMNS, out / "tau_robustness.csv")
+    test = json.loads(factors.ds.attrs.get("test", "{}") or "{}")
+    rows = claims.claims(entries, factors.ds, draws=int(test.get("draws", DRAWS)),
                          seed=int(test.get("seed", 0)))
     write_csv([asdict(r) for r in rows], claims.COLUMNS, out / "claims.csv")
     (out / "README.md").write_text(readme_text(entries, factors, tau, cases, rows),
@@ -146,8 +134,8 @@ def make_figures(metrics_paths: Sequence[str | os.PathLike], factors_path: str |
     if not metrics_paths:
         raise InputError("no metrics files given")
     entries = [read_metrics(p) for p in metrics_paths]
-    factors = _read_factors(Path(factors_path))
-    tau = float(factors.attrs.get("tau", entries[0].ds.attrs["tau"]))
+    factors = read_factors(factors_path)
+    tau = float(factors.ds.attrs.get("tau", entries[0].ds.attrs["tau"]))
     for e in entries:
         if not np.isclose(float(e.ds.attrs["tau"]), tau):
             raise InputError(f"{e.path}: computed at τ = {e.ds.attrs['tau']}, but "

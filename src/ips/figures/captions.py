@@ -8,7 +8,6 @@ import re
 from typing import NamedTuple, Sequence
 
 from ips.factors import FACTORS
-from ips.figures.common import FACTOR_TITLES
 from ips.uncertainty import EXACT_MAX, MIN_RELIABLE_N
 
 INTERACTIONS, MODELS, FACTOR_SECTION, ROBUSTNESS, TABLE_SECTION = (
@@ -25,6 +24,13 @@ class Caption(NamedTuple):
     section: str
 
 
+#: a factor in a few words (figure titles, legends, the README)
+FACTOR_TITLES = {
+    "instruct_vs_base": "instruct vs base",
+    "scale": "larger vs next smaller",
+    "dense_vs_moe": "dense vs MoE",
+    "few_shot": "k-shot vs 0-shot (same template pairs)",
+}
 _FACTOR_TITLES = {"instruct_vs_base": "Instruct vs base models (paper Fig. 5)",
                   "scale": "Model scale (paper Fig. 6)",
                   "dense_vs_moe": "Dense vs MoE (paper Fig. 7)",

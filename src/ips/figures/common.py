@@ -5,7 +5,6 @@ samples and the text of p-values."""
 from __future__ import annotations
 
 import numpy as np
-import xarray as xr
 
 from ips.metrics_file import Entry
 from ips.metrics_file import BAND_PAIRS
@@ -16,20 +15,6 @@ MAIN_GROUP = ZERO_SHOT
 """The condition group of the main comparisons (the 0-shot templates)."""
 FEW_HATCH = "////"
 """Hatch of a bar whose interval rests on fewer than MIN_RELIABLE_N samples."""
-
-FACTOR_TITLES = {
-    "instruct_vs_base": "instruct vs base",
-    "scale": "larger vs next smaller",
-    "dense_vs_moe": "dense vs MoE",
-    "few_shot": "k-shot vs 0-shot (same template pairs)",
-}
-#: what A and B of a factor are (legend of the factor figures)
-FACTOR_SIDES = {
-    "instruct_vs_base": ("instruct", "base"),
-    "scale": ("larger", "next smaller"),
-    "dense_vs_moe": ("dense", "MoE"),
-    "few_shot": ("k-shot", "0-shot"),
-}
 
 
 def ips_value(e: Entry, group: str = MAIN_GROUP, band: str = "all") -> float:
@@ -140,24 +125,9 @@ def patch(color, label: str):
     return Patch(facecolor=color, label=label)
 
 
-def absent_factors(factors: xr.Dataset) -> dict[str, str]:
-    out = {}
-    for f, p, text in zip(factors["factor"].values, factors["factor_present"].values,
-                          factors["factor_note"].values):
-        if not p:
-            out[str(f)] = str(text).removeprefix("absent: ")
-    return out
-
-
-def robustness_text(factors: xr.Dataset, d: str) -> str:
-    if d not in factors["dataset"].values:
-        return "τ robustness: not in the factors file"
-    sp = float(factors["tau_spearman"].sel(dataset=d))
-    pe = float(factors["tau_pearson"].sel(dataset=d))
-    n = int(factors["tau_n_models"].sel(dataset=d))
-    if np.isnan(sp) and np.isnan(pe):
-        return f"Spearman / Pearson: n/a ({n} model(s), need ≥ 3)"
-    return f"mean Spearman {sp:.3f}, Pearson {pe:.3f} ({n} models)"
+def robustness_text(robustness: dict, d: str) -> str:
+    """The τ robustness of dataset `d` in words (`ips.factors.TauRobustness`)."""
+    return robustness[d].text() if d in robustness else "τ robustness: not in the factors file"
 
 
 def legend_below(fig, handles, ncols: int = 4, labels=None) -> None:

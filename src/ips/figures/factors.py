@@ -12,13 +12,30 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ips.figures.common import (FACTOR_SIDES, FACTOR_TITLES, MAIN_GROUP, absent_factors, blank,
-                                colors, few_hatch, few_note, legend_below, p_text, patch,
-                                whiskers)
+from ips.factors import FACTORS, FactorsFile
+from ips.figures.captions import FACTOR_TITLES
+from ips.figures.common import (MAIN_GROUP, blank, colors, few_hatch, few_note, legend_below,
+                                p_text, patch, whiskers)
 from ips.figures.style import band_label, note, panels, save
 from ips.metrics_file import BANDS
 
 SIDE_COLORS = ("#1b9e77", "#bdbdbd")  # A (has the factor), B
+#: what A and B of a factor are (legend of the factor figures)
+FACTOR_SIDES = {
+    "instruct_vs_base": ("instruct", "base"),
+    "scale": ("larger", "next smaller"),
+    "dense_vs_moe": ("dense", "MoE"),
+    "few_shot": ("k-shot", "0-shot"),
+}
+
+
+def draw_factors(factors: FactorsFile, tau: float, out: Path) -> None:
+    """`factor_<name>.png` for each factor and `factors.png`, each given its own rows."""
+    for f in FACTORS:
+        factor_figure(factors.comparisons(f), f, factors.absent.get(f), tau,
+                      out / f"factor_{f}.png")
+    factors_figure({f: factors.summaries(f) for f in factors.present}, factors.absent, tau,
+                   out / "factors.png")
 
 
 def _absent_figure(title: str, lines: list[str], path: Path) -> list[Path]:
@@ -28,77 +45,58 @@ def _absent_figure(title: str, lines: list[str], path: Path) -> list[Path]:
     return save(fig, path)
 
 
-def _rows(factors: xr.Dataset, factor: str, dataset: str | None = None) -> list[int]:
-    """Comparisons of a factor: on the 0-shot group for model factors, every k-shot group
-    for few-shot."""
-    f = factors["comparison_factor"].values.astype(str)
-    g = factors["comparison_group"].values.astype(str)
-    d = factors["comparison_dataset"].values.astype(str)
-    return [i for i in range(f.size) if f[i] == factor
-            and (factor == "few_shot" or g[i] == MAIN_GROUP)
-            and (dataset is None or d[i] == dataset)]
+def _band(rows: xr.Dataset, name: str, fill=np.nan) -> np.ndarray:
+    """Variable `name` of the comparison rows in band all (an interval: (rows, 2)); `fill`
+    where the factors file has no such variable."""
+    if name not in rows.variables:
+        n = rows.sizes["comparison"]
+        return np.full((n, 2) if name.endswith("_ci") else n, fill)
+    return rows[name].sel(band="all").values
 
 
-def _ci(factors: xr.Dataset, name: str, rows: list[int], band: str = "all") -> np.ndarray:
-    if name not in factors.variables:
-        return np.full((len(rows), 2), np.nan)
-    return factors[name].sel(band=band).values[rows].reshape(len(rows), 2)
-
-
-def _n(factors: xr.Dataset, name: str, rows: list[int], band: str = "all") -> np.ndarray:
-    """Samples tested (`n_tested` / `n_tested_mean`) of some rows; 0 where unknown."""
-    if name not in factors.variables:
-        return np.zeros(len(rows), int)
-    return factors[name].sel(band=band).values[rows].astype(int)
-
-
-def _label(factors: xr.Dataset, factor: str, i: int) -> str:
-    a = str(factors["model_a"].values[i])
-    b = str(factors["model_b"].values[i])
+def _label(rows: xr.Dataset, factor: str, i: int) -> str:
+    a = str(rows["model_a"].values[i])
     if factor == "few_shot":
-        return f"{a}\n{factors['setting_a'].values[i]} vs {MAIN_GROUP}"
-    return f"{a}\nvs {b}"
+        return f"{a}\n{rows['setting_a'].values[i]} vs {MAIN_GROUP}"
+    return f"{a}\nvs {rows['model_b'].values[i]}"
 
 
-def factor_figure(factors: xr.Dataset, factor: str, tau: float, path: Path) -> list[Path]:
-    """IPS_A and IPS_B of every comparison of one factor (band all), one panel per dataset,
-    with 95% CIs, ΔIPS and the sign-flip p-value with its n above each pair of bars."""
+def factor_figure(rows: xr.Dataset, factor: str, absent: str | None, tau: float,
+                  path: Path) -> list[Path]:
+    """IPS_A and IPS_B of every comparison of one factor (its `comparison` rows, band all),
+    one panel per dataset, with 95% CIs, ΔIPS and the sign-flip p-value with its n above each
+    pair of bars; `absent`: why the factor has no comparison at all."""
     title = f"{FACTOR_TITLES.get(factor, factor)}: IPS at τ = {tau:g}"
-    absent = absent_factors(factors)
-    if factor in absent:
-        return _absent_figure(title, [f"{FACTOR_TITLES.get(factor, factor)}: absent",
-                                      absent[factor]], path)
-    datasets = [str(d) for d in dict.fromkeys(factors["comparison_dataset"].values.astype(str))
-                if _rows(factors, factor, str(d))]
+    if absent is not None:
+        return _absent_figure(title, [f"{FACTOR_TITLES.get(factor, factor)}: absent", absent],
+                              path)
+    dataset = rows["comparison_dataset"].values.astype(str)
+    datasets = list(dict.fromkeys(dataset))
     if not datasets:
         return _absent_figure(title, [f"no comparison on the {MAIN_GROUP} group"], path)
-    n = max(len(_rows(factors, factor, d)) for d in datasets)
+    n = max(int(np.sum(dataset == d)) for d in datasets)
     fig, axes = panels(len(datasets), max(3.2, 1.1 * n + 1.6), 4.6,
                        f"{title}\nwhiskers: 95% CI; p: paired sign-flip test over samples\n"
                        + few_note())
     side_a, side_b = FACTOR_SIDES.get(factor, ("A", "B"))
     for ax, d in zip(axes, datasets):
-        rows = _rows(factors, factor, d)
-        x = np.arange(len(rows))
-        ia = factors["ips_a"].sel(band="all").values[rows]
-        ib = factors["ips_b"].sel(band="all").values[rows]
+        mine = rows.isel(comparison=np.flatnonzero(dataset == d))
+        x = np.arange(mine.sizes["comparison"])
+        ia, ib = _band(mine, "ips_a"), _band(mine, "ips_b")
         w = 0.38
-        ntest = _n(factors, "n_tested", rows)
+        ntest = _band(mine, "n_tested", fill=0).astype(int)
         hatches = [few_hatch(k) for k in ntest]
         ax.bar(x - w / 2, np.nan_to_num(ib), w, color=SIDE_COLORS[1], hatch=hatches,
-               yerr=whiskers(np.nan_to_num(ib), _ci(factors, "ips_b_ci", rows)), capsize=3)
+               yerr=whiskers(np.nan_to_num(ib), _band(mine, "ips_b_ci")), capsize=3)
         ax.bar(x + w / 2, np.nan_to_num(ia), w, color=SIDE_COLORS[0], hatch=hatches,
-               yerr=whiskers(np.nan_to_num(ia), _ci(factors, "ips_a_ci", rows)), capsize=3)
-        delta = factors["delta_ips"].sel(band="all").values[rows]
-        pv = (factors["p_value"].sel(band="all").values[rows] if "p_value" in factors
-              else np.full(len(rows), np.nan))
+               yerr=whiskers(np.nan_to_num(ia), _band(mine, "ips_a_ci")), capsize=3)
         top = np.nanmax(np.concatenate([ia, ib, [0.1]]))
-        for xi, dv, p, k in zip(x, delta, pv, ntest):
+        for xi, dv, p, k in zip(x, _band(mine, "delta_ips"), _band(mine, "p_value"), ntest):
             text = (("Δ n/a" if not np.isfinite(dv) else f"Δ {100 * dv:+.1f}%")
                     + f"\n{p_text(p, k)}")
             ax.text(xi, top * 1.12, text, ha="center", va="bottom", fontsize=7)
         ax.set_ylim(0, top * 1.45)
-        ax.set_xticks(x, [_label(factors, factor, i) for i in rows], fontsize=7)
+        ax.set_xticks(x, [_label(mine, factor, i) for i in x], fontsize=7)
         ax.set_ylabel("IPS")
         ax.set_title(d, fontsize=10)
     legend_below(fig, [patch(SIDE_COLORS[0], f"A: {side_a}"), patch(SIDE_COLORS[1],
@@ -106,56 +104,52 @@ def factor_figure(factors: xr.Dataset, factor: str, tau: float, path: Path) -> l
     return save(fig, path)
 
 
-def factors_figure(factors: xr.Dataset, tau: float, path: Path) -> list[Path]:
+def factors_figure(summaries: dict[str, xr.Dataset], absent: dict[str, str], tau: float,
+                   path: Path) -> list[Path]:
     """Mean ΔIPS = (IPS_A − IPS_B)/IPS_B by order band of every present factor (one panel
-    each, one bar per dataset / k-shot group), with the bootstrap interval of the mean;
-    hatched where its sign-flip test rests on fewer than MIN_RELIABLE_N samples."""
-    present = [str(f) for f, p in zip(factors["factor"].values, factors["factor_present"].values)
-               if p]
-    absent = absent_factors(factors)
-    if not present:
+    each from its `summary` rows, one bar per dataset / k-shot group), with the bootstrap
+    interval of the mean; hatched where its sign-flip test rests on fewer than MIN_RELIABLE_N
+    samples. `absent`: the factors without a comparison, and why."""
+    if not summaries:
         lines = ["No factor comparison is possible with the configured models:"]
         lines += [f"{FACTOR_TITLES.get(f, f)}: {r}" for f, r in absent.items()]
         return _absent_figure(f"Factors at τ = {tau:g}", lines, path)
     text = ("Absent: " + "; ".join(f"{FACTOR_TITLES.get(f, f)} ({r})" for f, r in absent.items())
             if absent else "")
-    fig, axes = panels(len(present), 4.6, 4.4,
+    fig, axes = panels(len(summaries), 4.6, 4.4,
                        f"ΔIPS = (IPS_A − IPS_B) / IPS_B by order band at τ = {tau:g}\n"
                        "A: instruct, larger, dense, k-shot; whiskers: 95% CI\n"
                        + few_note(), text)
-    sf = factors["summary_factor"].values.astype(str)
-    sd = factors["summary_dataset"].values.astype(str)
-    sg = factors["summary_group"].values.astype(str)
-    for ax, f in zip(axes, present):
-        rows = [i for i in range(sf.size)
-                if sf[i] == f and (f == "few_shot" or sg[i] == MAIN_GROUP)]
+    for ax, (f, rows) in zip(axes, summaries.items()):
         ax.set_title(FACTOR_TITLES.get(f, f), fontsize=10)
-        if not rows:
+        count = rows.sizes["summary"]
+        if not count:
             note(ax, f"no comparison on the {MAIN_GROUP} group")
             continue
         x = np.arange(len(BANDS))
-        w = 0.8 / len(rows)
-        cols = colors(len(rows))
+        w = 0.8 / count
+        cols = colors(count)
+        mean = 100 * rows["delta_ips_mean"].values
+        ci = (100 * rows["delta_ips_mean_ci"].values if "delta_ips_mean_ci" in rows
+              else np.full((count, len(BANDS), 2), np.nan))
+        ntest = (rows["n_tested_mean"].values if "n_tested_mean" in rows
+                 else np.zeros((count, len(BANDS)), int))
         handles = []  # plain patches: the bars' own may be hatched
-        for k, i in enumerate(rows):
-            vals = 100 * factors["delta_ips_mean"].values[i]
-            ci = (100 * factors["delta_ips_mean_ci"].values[i]
-                  if "delta_ips_mean_ci" in factors else np.full((len(BANDS), 2), np.nan))
-            n = int(factors["n_comparisons"].values[i])
-            ntest = (factors["n_tested_mean"].values[i] if "n_tested_mean" in factors
-                     else np.zeros(len(BANDS), int))
-            handles.append(patch(cols[k], sd[i] + (f", {sg[i]}" if f == "few_shot" else "")
-                                 + f" ({n} comparison{'' if n == 1 else 's'})"))
-            ax.bar(x + (k - (len(rows) - 1) / 2) * w, np.nan_to_num(vals), width=w,
-                   color=cols[k], yerr=whiskers(np.nan_to_num(vals), ci),
-                   hatch=[few_hatch(m) for m in ntest],
+        for k in range(count):
+            n = int(rows["n_comparisons"].values[k])
+            group = f", {rows['summary_group'].values[k]}" if f == "few_shot" else ""
+            handles.append(patch(cols[k], f"{rows['summary_dataset'].values[k]}{group} "
+                                 f"({n} comparison{'' if n == 1 else 's'})"))
+            ax.bar(x + (k - (count - 1) / 2) * w, np.nan_to_num(mean[k]), width=w,
+                   color=cols[k], yerr=whiskers(np.nan_to_num(mean[k]), ci[k]),
+                   hatch=[few_hatch(m) for m in ntest[k]],
                    error_kw={"elinewidth": 0.8, "capsize": 2})
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xticks(x, [band_label(b) for b in BANDS], fontsize=9)
         ax.set_ylabel("ΔIPS (%)")
-        if any(np.isnan(factors["delta_ips_mean"].values[i]).any() for i in rows):
+        if np.isnan(mean).any():
             ax.text(0.01, 0.01, "missing bars: no value (IPS_B = 0 or no salient pair)",
                     transform=ax.transAxes, fontsize=7, color="#555555")
         ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1),
-                  ncols=min(2, len(rows)), frameon=False)
+                  ncols=min(2, count), frameon=False)
     return save(fig, path)

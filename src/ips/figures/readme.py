@@ -7,19 +7,19 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-import xarray as xr
 
 from ips import __version__, claims
 from ips.metrics_file import Entry
-from ips.figures.captions import CASE_STUDY, CASE_STUDY_CAPTION, FIGURES, TABLES
-from ips.figures.common import (FACTOR_TITLES, MAIN_GROUP, absent_factors, datasets_of,
-                                robustness_text)
+from ips.factors import FactorsFile
+from ips.figures.captions import (CASE_STUDY, CASE_STUDY_CAPTION, FACTOR_TITLES, FIGURES,
+                                  TABLES)
+from ips.figures.common import MAIN_GROUP, datasets_of, robustness_text
 from ips.figures.tables import null_rows
 from ips.sparse import UNRELIABLE_HELDOUT
 from ips.uncertainty import EXACT_MAX, MIN_RELIABLE_N
 
 
-def readme_text(entries: list[Entry], factors: xr.Dataset, tau: float,
+def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
            case_names: Sequence[str] = (), rows: Sequence[claims.Claim] = ()) -> str:
     datasets = datasets_of(entries)
     models = list(dict.fromkeys(e.model for e in entries))
@@ -54,19 +54,16 @@ def readme_text(entries: list[Entry], factors: xr.Dataset, tau: float,
     lines += sparse_section(entries)
     lines += null_section(entries)
     lines += ["", "## Factors", ""]
-    for f, text in zip(factors["factor"].values, factors["factor_note"].values):
-        lines.append(f"- {FACTOR_TITLES.get(str(f), str(f))} (`{f}`): {text}")
-    absent = absent_factors(factors)
-    if absent:
-        lines += ["", "Absent factors: " + ", ".join(f"`{f}`" for f in absent)
+    for f, text in factors.notes.items():
+        lines.append(f"- {FACTOR_TITLES.get(f, f)} (`{f}`): {text}")
+    if factors.absent:
+        lines += ["", "Absent factors: " + ", ".join(f"`{f}`" for f in factors.absent)
                   + ". Their `factor_<name>` figure names the reason; they are not drawn in "
                   "`factors.png`."]
     lines += ["", "## τ robustness", ""]
     for d in datasets:
-        lines.append(f"- {d}: {robustness_text(factors, d)}"
-                     + (f"; {factors['tau_note'].sel(dataset=d).item()}"
-                        if d in factors["dataset"].values
-                        and factors["tau_note"].sel(dataset=d).item() else ""))
+        note = factors.tau[d].note if d in factors.tau else ""
+        lines.append(f"- {d}: {robustness_text(factors.tau, d)}" + (f"; {note}" if note else ""))
     lines += claims_section(rows)
     lines += ["", "Metrics files: " + ", ".join(f"`{e.path}`" for e in entries), ""]
     return "\n".join(lines)

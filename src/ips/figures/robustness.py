@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import xarray as xr
-
+from ips.factors import TauRobustness
 from ips.metrics_file import Entry
 from ips.figures.common import (MAIN_GROUP, by_dataset, datasets_of, legend_below, model_colors,
                                 robustness_text)
 from ips.figures.style import panels, save
 
 
-def tau_figure(entries: list[Entry], factors: xr.Dataset, tau: float, path: Path) -> list[Path]:
+def tau_figure(entries: list[Entry], robustness: dict[str, TauRobustness], tau: float,
+               path: Path) -> list[Path]:
     """IPS (0-shot, band all) against τ, one line per model and one panel per dataset; the
-    panel titles give the mean Spearman / Pearson correlation between every two τ."""
+    panel titles give the mean Spearman / Pearson correlation between every two τ (the
+    factors file's `robustness`, by dataset)."""
     datasets = datasets_of(entries)
     fig, axes = panels(len(datasets), 5.0, 4.2,
                        f"IPS over the τ sweep (0-shot templates; band: 95% CI; dashed: τ = {tau:g})")
@@ -33,7 +34,7 @@ def tau_figure(entries: list[Entry], factors: xr.Dataset, tau: float, path: Path
         ax.axvline(tau, color="#999999", linestyle="--", linewidth=1)
         ax.set_xlabel("τ (salience threshold)")
         ax.set_ylabel("IPS")
-        ax.set_title(f"{d}\n{robustness_text(factors, d)}", fontsize=9)
+        ax.set_title(f"{d}\n{robustness_text(robustness, d)}", fontsize=9)
     seen = {}
     for ax in axes:
         for hnd, lab in zip(*ax.get_legend_handles_labels()):

@@ -14,6 +14,7 @@ import numpy as np
 import xarray as xr
 
 from ips.config import MODEL_ATTRIBUTES
+from ips.factors import TauRobustness
 from ips.metrics_file import Entry
 from ips.figures.common import MAIN_GROUP
 from ips.metrics_file import BANDS
@@ -152,13 +153,9 @@ def factor_rows(factors: xr.Dataset) -> list[dict]:
     return rows
 
 
-def tau_rows(factors: xr.Dataset) -> list[dict]:
-    return [{"dataset": str(d),
-             "tau_spearman": float(factors["tau_spearman"].sel(dataset=d)),
-             "tau_pearson": float(factors["tau_pearson"].sel(dataset=d)),
-             "tau_n_models": int(factors["tau_n_models"].sel(dataset=d)),
-             "tau_note": str(factors["tau_note"].sel(dataset=d).item())}
-            for d in factors["dataset"].values]
+def tau_rows(robustness: dict[str, TauRobustness]) -> list[dict]:
+    return [{"dataset": r.dataset, "tau_spearman": r.spearman, "tau_pearson": r.pearson,
+             "tau_n_models": r.n_models, "tau_note": r.note} for r in robustness.values()]
 
 
 def _attr_text(x) -> str:
