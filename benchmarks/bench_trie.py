@@ -39,12 +39,11 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from common import MODELS, Flops, arc_easy, matmul_rate, measure, prompt_case, status_mb
+from common import MODELS, Flops, finish, measure, prompt_case, start, status_mb
 
 from ips.models import ModelSpec, load_model
 from ips.sparse import design
 from ips.scoring import Engine
-from ips.templates import load_templates
 from ips.trie import TrieScorer, trie_budget
 
 
@@ -80,32 +79,32 @@ class Case(NamedTuple):
     label: str
 
 
-def prompt(lm, items, order, templates, n: int, k: int) -> Case:
+def prompt(loaded, items, order, templates, n: int, k: int) -> Case:
     """The benchmark prompt with n variables and k solved examples (`common.prompt_case`)."""
-    _, ids, owners, target = prompt_case(lm.tokenizer, items, order, templates, n, k)
+    _, ids, owners, target = prompt_case(loaded.tokenizer, items, order, templates, n, k)
     return Case(ids, owners, target, n, f"{k}-shot n={n}")
 
 
 def load(name: str, args):
     t0 = time.perf_counter()
-    lm = load_model(ModelSpec.from_config(name, MODELS[name]), cache_dir=args.cache_dir,
+    loaded = load_model(ModelSpec.from_config(name, MODELS[name]), cache_dir=args.cache_dir,
                     threads=args.threads)
-    flops = Flops(lm.model)
-    print(f"\nmodel {name}: loaded in {time.perf_counter() - t0:.1f} s, {lm.dtype}, mask "
-          f"{lm.mask_token!r}, {flops.per_token / 2e6:.0f}M linear params per token, "
+    flops = Flops(loaded.model)
+    print(f"\nmodel {name}: loaded in {time.perf_counter() - t0:.1f} s, {loaded.dtype}, mask "
+          f"{loaded.mask_token!r}, {flops.per_token / 2e6:.0f}M linear params per token, "
           f"resident {status_mb('VmRSS'):.0f} MB")
     with torch.inference_mode():  # warm-up: one-time allocations and kernel choices
-        lm.model(input_ids=torch.ones(4, 64, dtype=torch.long), logits_to_keep=1)
-    return lm, flops
+        loaded.model(input_ids=torch.ones(4, 64, dtype=torch.long), logits_to_keep=1)
+    return loaded, flops
 
 
-def side_by_side(lm, flops, case: Case, args, rate: float):
+def side_by_side(loaded, flops, case: Case, args, rate: float):
     """Time plain and trie on one prompt (trie, plain, trie, trie), print their two rows and
     return (speed-up, max |dv|, trie FLOP/s) and the first trie scorer."""
     ids, owners, target, n, label = case
     masks = design(n, int(args.design * (1 << n))) if args.design else None
-    plain = Engine(lm.model, lm.mask_token_id, batch_tokens=args.batch_tokens)
-    tries = [TrieScorer(lm.model, lm.mask_token_id, args.budget, check=False) for _ in range(3)]
+    plain = Engine(loaded.model, loaded.mask_token_id, batch_tokens=args.batch_tokens)
+    tries = [TrieScorer(loaded.model, loaded.mask_token_id, args.budget, check=False) for _ in range(3)]
     runs = [measure(lambda: tries[0].values(ids, owners, n, target, masks))]
     v_p, t_p, mb_p, cpu_p = measure(lambda: plain.values(ids, owners, n, target, masks))
     runs += [measure(lambda t=t: t.values(ids, owners, n, target, masks)) for t in tries[1:]]
@@ -130,10 +129,10 @@ def side_by_side(lm, flops, case: Case, args, rate: float):
     return (t_p / t_t, err, f_t / t_t), tries[0]
 
 
-def trie_alone(lm, name: str, case: Case, args) -> str:
+def trie_alone(loaded, name: str, case: Case, args) -> str:
     """The trie's time and memory on one prompt, without the plain scorer (n = 12)."""
     ids, owners, target, n, label = case
-    tr = TrieScorer(lm.model, lm.mask_token_id, args.budget)
+    tr = TrieScorer(loaded.model, loaded.mask_token_id, args.budget)
     _, t, mb, _ = measure(lambda: tr.values(ids, owners, n, target))
     st = tr.stats
     return (f"trie only {name} {label} ({len(ids)} tokens): {t:.1f} s, {(1 << n) / t:.0f} "
@@ -143,44 +142,37 @@ def trie_alone(lm, name: str, case: Case, args) -> str:
 
 def main() -> None:
     args = parse_args()
-    torch.set_num_threads(args.threads)
-    t_start = time.perf_counter()
-    rate0 = matmul_rate()
-    print(f"{torch.get_num_threads()} threads; float32 matmul rate {rate0 / 1e9:.0f} GFLOP/s "
-          f"(2048^3 sgemm); plain batch_tokens {args.batch_tokens}, trie budget {args.budget}")
-    items, order = arc_easy()
-    templates = load_templates()
+    run = start(args.threads,
+                f"plain batch_tokens {args.batch_tokens}, trie budget {args.budget}")
+    items, order, templates = run.items, run.order, run.templates
     results, extra = [], []
     for name in args.models:
-        lm, flops = load(name, args)
+        loaded, flops = load(name, args)
         print(f"{'case':<14}{'tokens':>7}{'scorer':>7}{'evals/s':>9}{'x':>7}{'tokens run':>12}"
               f"{'GFLOP/s':>9}{'% mm':>6}{'peak +MB':>9}{'KV MB':>7}{'max|dv|':>10}{'cpu%':>6}")
         for n in args.ns:
             for k in args.shots:
-                case = prompt(lm, items, order, templates, n, k)
-                row, trie = side_by_side(lm, flops, case, args, rate0)
+                case = prompt(loaded, items, order, templates, n, k)
+                row, trie = side_by_side(loaded, flops, case, args, run.rate)
                 results.append((name, k, n, *row))
             if args.profile and n == args.ns[-1]:
                 profile(trie, case.ids, case.owners, n, case.target)
         if not args.quick:
             for k in args.shots:  # memory at n = 12, the trie alone (plain would take ~4x n = 10)
                 try:
-                    case = prompt(lm, items, order, templates, 12, k)
+                    case = prompt(loaded, items, order, templates, 12, k)
                 except SystemExit:
                     break
-                extra.append(trie_alone(lm, name, case, args))
+                extra.append(trie_alone(loaded, name, case, args))
                 print(extra[-1])
-        del lm
+        del loaded
         gc.collect()
-    report(results, extra, rate0, t_start)
+    report(results, extra, run)
 
 
-def report(results, extra, rate0: float, t_start: float) -> None:
+def report(results, extra, run) -> None:
     """The matmul rate after the cases and one line per case."""
-    rate1 = matmul_rate()
-    rate = max(rate0, rate1)
-    print(f"\nfloat32 matmul rate: {rate0 / 1e9:.0f} GFLOP/s before, {rate1 / 1e9:.0f} after; "
-          f"total {time.perf_counter() - t_start:.0f} s")
+    rate = finish(run)
     for name, k, n, ratio, err, achieved in results:
         print(f"trie {name} {k}-shot n={n}: {achieved / 1e9:.0f} GFLOP/s = "
               f"{achieved / rate:.2f} of the matmul rate")

@@ -49,11 +49,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from common import Flops, arc_easy, items_with, load_named, matmul_rate, measure, status_mb
+from common import Flops, finish, items_with, load_named, measure, start, status_mb
 
 from ips.config import SCORERS
 from ips.scoring import Engine, _Answers, _encode
-from ips.templates import load_templates, render
+from ips.templates import render
 
 
 def parse_args() -> argparse.Namespace:
@@ -115,9 +115,9 @@ def one_at_a_time(model, ids, options):
     return np.array(logp)
 
 
-def cases(lm, items, order, templates, n: int, k: int, count: int):
+def cases(loaded, items, order, templates, n: int, k: int, count: int):
     """(item id, ids, owners, letters, options, target) of `count` T1 prompts with k shots."""
-    answers = _Answers(lm.tokenizer)
+    answers = _Answers(loaded.tokenizer)
     out = []
     for item, variables in items_with(items, order, n, count):
         pool = [items[i] for i in order if items[i].id != item.id]
@@ -127,10 +127,10 @@ def cases(lm, items, order, templates, n: int, k: int, count: int):
     return out
 
 
-def run_case(lm, flops: Flops, engine: Engine, case, args) -> dict:
+def run_case(loaded, flops: Flops, engine: Engine, case, args) -> dict:
     """Time old / one at a time / new (interleaved) and v on one prompt; print its row."""
     label, ids, owners, letters, options, target = case
-    model = lm.model
+    model = loaded.model
     L = len(ids)
     longer = [len(o) - 1 for o in options if len(o) > 1]  # the rows of the options' forward
     old = old_unmasked(model, ids, letters, options)  # warm-up and the reference values
@@ -162,7 +162,7 @@ def run_case(lm, flops: Flops, engine: Engine, case, args) -> dict:
     f_new = (P2 + H2) * len(longer) * max(longer, default=0) + P2 * L + H2
     f_v = P2 * tokens_v + H2 * rows_v
     prefix = int(np.flatnonzero(owners >= 0)[0])  # tokens before the first variable
-    r = dict(model=lm.spec.name, label=label, L=L, lengths=[len(o) for o in options],
+    r = dict(model=loaded.spec.name, label=label, L=L, lengths=[len(o) for o in options],
              t_old=t_old, t_seq=t_seq, t_new=t_new, t_v=t_v, err=err,
              cpu=min(min(cpus), cpu_v), f_old=f_old, f_new=f_new, f_v=f_v,
              prefix=prefix, tokens_v=tokens_v)
@@ -178,22 +178,17 @@ def run_case(lm, flops: Flops, engine: Engine, case, args) -> dict:
 
 def main() -> None:
     args = parse_args()
-    torch.set_num_threads(args.threads)
-    t_start = time.perf_counter()
-    rate0 = matmul_rate()
-    print(f"{torch.get_num_threads()} threads; float32 matmul rate {rate0 / 1e9:.0f} GFLOP/s "
-          f"(2048^3 sgemm); n = {args.n}, scorer {args.scorer}, {args.repeats} repeats")
-    items, order = arc_easy()
-    templates = load_templates()
+    run = start(args.threads, f"n = {args.n}, scorer {args.scorer}, {args.repeats} repeats")
+    items, order, templates = run.items, run.order, run.templates
     results = []
     for name in args.models:
         t0 = time.perf_counter()
-        lm = load_named(name, args.cache_dir, args.threads)
-        flops = Flops(lm.model)
-        print(f"\nmodel {name}: loaded in {time.perf_counter() - t0:.1f} s, {lm.dtype}, "
+        loaded = load_named(name, args.cache_dir, args.threads)
+        flops = Flops(loaded.model)
+        print(f"\nmodel {name}: loaded in {time.perf_counter() - t0:.1f} s, {loaded.dtype}, "
               f"{flops.per_token / 2e6:.0f}M linear params per token, "
               f"resident {status_mb('VmRSS'):.0f} MB")
-        engine = Engine(lm.model, lm.mask_token_id, args.batch_tokens, lm.device,
+        engine = Engine(loaded.model, loaded.mask_token_id, args.batch_tokens, loaded.device,
                         scorer=args.scorer)
         if engine.trie is not None:
             engine.trie.check = False  # time the steady state (the check runs once per run)
@@ -201,20 +196,17 @@ def main() -> None:
               f"{'x':>7}{'v s':>8}{'before':>8}{'after':>8}{'%old':>7}{'%new':>7}"
               f"{'%saved':>7}{'max|d|':>10}{'cpu%':>6}")
         for k in args.shots:
-            for case in cases(lm, items, order, templates, args.n, k, args.items):
-                results.append(run_case(lm, flops, engine, (f"{k}-shot {case[0]}",) + case[1:],
+            for case in cases(loaded, items, order, templates, args.n, k, args.items):
+                results.append(run_case(loaded, flops, engine, (f"{k}-shot {case[0]}",) + case[1:],
                                         args))
-        del lm, engine
+        del loaded, engine
         gc.collect()
-    report(results, rate0, t_start)
+    report(results, run)
 
 
-def report(results, rate0: float, t_start: float) -> None:
+def report(results, run) -> None:
     """The matmul rate after the cases; per model, the mean shares and the FLOP rates."""
-    rate1 = matmul_rate()
-    rate = max(rate0, rate1)
-    print(f"\nfloat32 matmul rate: {rate0 / 1e9:.0f} GFLOP/s before, {rate1 / 1e9:.0f} after; "
-          f"total {time.perf_counter() - t_start:.0f} s")
+    rate = finish(run)
     for name in dict.fromkeys(r["model"] for r in results):
         rs = [r for r in results if r["model"] == name]
         old = sum(r["t_old"] for r in rs)

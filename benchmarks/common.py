@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -17,7 +18,7 @@ from ips.datasets import load_items
 from ips.config import load_config
 from ips.kernel import token_owners
 from ips.scoring import letter_tokens
-from ips.templates import render
+from ips.templates import load_templates, render
 from ips.variables import Skip, select_variables
 
 # the embedded default's models and datasets, as the repository's config.yaml gives them
@@ -121,6 +122,36 @@ def matmul_rate(seconds: float = 1.0, size: int = 2048, device: str = "cpu",
         sync()
         best = max(best, 2 * size**3 / (time.perf_counter() - t))
     return best
+
+
+class Start(NamedTuple):
+    """What a model benchmark measures and loads before its first model."""
+
+    time: float  # perf_counter at the start, for the total
+    rate: float  # the float32 matmul rate (FLOP/s) the scorer's rates are read against
+    items: list  # ARC-Easy test items and the order they are drawn in (`arc_easy`)
+    order: list
+    templates: object  # the built-in templates (`load_templates()`)
+
+
+def start(threads: int, setup: str) -> Start:
+    """Set torch's threads, measure and print the matmul rate beside `setup` (the run's
+    settings, printed on the same line), and load ARC-Easy and the templates."""
+    torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    rate = matmul_rate()
+    print(f"{torch.get_num_threads()} threads; float32 matmul rate {rate / 1e9:.0f} GFLOP/s "
+          f"(2048^3 sgemm); {setup}")
+    return Start(t0, rate, *arc_easy(), load_templates())
+
+
+def finish(run: Start) -> float:
+    """Measure the matmul rate again, print it beside the first and the total time, and return
+    the better of the two (rates are read against it: a loaded machine lowers both)."""
+    after = matmul_rate()
+    print(f"\nfloat32 matmul rate: {run.rate / 1e9:.0f} GFLOP/s before, {after / 1e9:.0f} "
+          f"after; total {time.perf_counter() - run.time:.0f} s")
+    return max(run.rate, after)
 
 
 class Flops:
