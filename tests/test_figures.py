@@ -132,6 +132,18 @@ def test_readme_names_files_and_absent_factors(results):
     assert "mean Spearman" in text  # 4 models: the robustness is defined
 
 
+def test_the_same_figure_gives_the_same_bytes(results, tmp_path):
+    """Same config, same files: no date in the PDF (two runs a second apart compare equal)."""
+    import time
+
+    _, paths, _, _, _ = results
+    entries = [read_metrics(p) for p in paths]
+    first = [p.read_bytes() for p in ranking_figure(entries, 0.1, tmp_path / "a" / "r.png")]
+    time.sleep(1.1)
+    again = [p.read_bytes() for p in ranking_figure(entries, 0.1, tmp_path / "b" / "r.png")]
+    assert first == again
+
+
 def test_read_factors_gives_each_figure_its_rows(results):
     """The factors file read once: a model factor's comparisons are its 0-shot rows, few-shot's
     every k-shot row; absent factors and τ robustness as the file holds them."""

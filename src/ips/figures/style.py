@@ -57,10 +57,12 @@ def note(ax, text: str) -> None:
 
 
 def save(fig: Figure, path: str | Path) -> list[Path]:
-    """Write `fig` as `<stem>.png` and `<stem>.pdf` next to `path`; return both paths."""
+    """Write `fig` as `<stem>.png` and `<stem>.pdf` next to `path`; return both paths. The
+    same figure gives the same bytes: the PDF carries no creation date."""
     path = Path(path)
     out = [path.with_suffix(".png"), path.with_suffix(".pdf")]
     for p in out:
         with atomic_path(p) as tmp:  # a viewer or a failed run never sees half a figure
-            fig.savefig(tmp, dpi=DPI, format=p.suffix[1:])
+            fig.savefig(tmp, dpi=DPI, format=p.suffix[1:],
+                        metadata={"CreationDate": None} if p.suffix == ".pdf" else None)
     return out
