@@ -32,7 +32,7 @@ _SAME_ATTRS = ("model", "model_attributes", "dataset", "kind", "target", "groups
 
 @dataclass
 class Shard:
-    """The parts of one values file (and its fit) that the metrics need."""
+    """The parts of one values file (and its interactions file) that the metrics need."""
 
     path: Path
     interactions_path: Path | None
