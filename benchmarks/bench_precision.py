@@ -96,7 +96,8 @@ def main() -> None:
     parser.add_argument("--tau", type=float, default=0.1)
     parser.add_argument("--cache-dir", type=Path, default=ROOT / "resources" / "models")
     parser.add_argument("--keep", type=Path, default=None,
-                        help="write the values and interactions files here (default: a temporary folder)")
+                        help="write the values and interactions files here (default: a "
+                        "temporary folder)")
     args = parser.parse_args()
     if args.quick:
         args.samples, args.n_max = 2, 3
@@ -109,7 +110,8 @@ def main() -> None:
     sample_set = prepare_samples(dataset_settings(config, "arc-easy"))
     sizes = [len(s.variables) for s in sample_set.samples]
     print(f"arc-easy: {len(sample_set.samples)} samples, n = {sizes}, "
-          f"conditions {[c.name for c in sample_set.conditions]}, {args.threads} threads, tau {args.tau}")
+          f"conditions {[c.name for c in sample_set.conditions]}, {args.threads} threads, "
+          f"tau {args.tau}")
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench_precision_"))
     work.mkdir(parents=True, exist_ok=True)

@@ -48,8 +48,9 @@ def main() -> None:
     batches = (16, 64) if args.quick else (16, 32, 64, 128, 256)
 
     t0 = time.perf_counter()
-    loaded = load_model(ModelSpec.from_config("smollm2-135m-instruct", MODELS["smollm2-135m-instruct"]),
-                    cache_dir=args.cache_dir, threads=args.threads)
+    name = "smollm2-135m-instruct"
+    loaded = load_model(ModelSpec.from_config(name, MODELS[name]), cache_dir=args.cache_dir,
+                        threads=args.threads)
     print(f"model {loaded.spec.name}: loaded in {time.perf_counter() - t0:.1f} s, "
           f"{torch.get_num_threads()} threads, {loaded.dtype}, mask {loaded.mask_token!r}")
     item, variables = item_with(*arc_easy(), n)

@@ -124,7 +124,8 @@ def games(args, model: str, dataset: str) -> dict[int, np.ndarray]:
                 torch.set_num_threads(args.threads)
                 loaded = load_model(ModelSpec.from_config(model, MODELS[model]),
                                 cache_dir=args.cache_dir, threads=args.threads)
-                engine = Engine(loaded.model, loaded.mask_token_id, 1024, loaded.device, scorer="trie")
+                engine = Engine(loaded.model, loaded.mask_token_id, 1024, loaded.device,
+                                scorer="trie")
                 answers = _Answers(loaded.tokenizer)
             conditions = [Condition(t, t) for t in names]
             sample = Sample(item, variables, {t: render(templates[t], item, variables, (),

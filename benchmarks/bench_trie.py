@@ -104,7 +104,8 @@ def side_by_side(loaded, flops, case: Case, args, rate: float):
     ids, owners, target, n, label = case
     masks = design(n, int(args.design * (1 << n))) if args.design else None
     plain = Engine(loaded.model, loaded.mask_token_id, batch_tokens=args.batch_tokens)
-    tries = [TrieScorer(loaded.model, loaded.mask_token_id, args.budget, check=False) for _ in range(3)]
+    tries = [TrieScorer(loaded.model, loaded.mask_token_id, args.budget, check=False)
+             for _ in range(3)]
     runs = [measure(lambda: tries[0].values(ids, owners, n, target, masks))]
     v_p, t_p, mb_p, cpu_p = measure(lambda: plain.values(ids, owners, n, target, masks))
     runs += [measure(lambda t=t: t.values(ids, owners, n, target, masks)) for t in tries[1:]]

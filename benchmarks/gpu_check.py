@@ -91,8 +91,9 @@ def check_samples(count: int):
     sample_set = prepare_samples(settings)
     bad = [s.item.id for s in sample_set.samples if len(s.variables) != N]
     if bad or len(sample_set.samples) != SAMPLES:
-        raise SystemExit(f"the fixed samples changed: {len(sample_set.samples)} drawn, items {bad} do "
-                         f"not have {N} variables; regenerate the reference (--write-reference)")
+        raise SystemExit(f"the fixed samples changed: {len(sample_set.samples)} drawn, items "
+                         f"{bad} do not have {N} variables; regenerate the reference "
+                         "(--write-reference)")
     return sample_set, sample_set.samples[:count]
 
 
@@ -103,7 +104,8 @@ def prompts_digest(tokenizer, sample_set, samples) -> list[str]:
             for s in samples]
 
 
-def score_all(loaded, conditions, samples, scorer: str, batch_tokens: int) -> tuple[np.ndarray, float]:
+def score_all(loaded, conditions, samples, scorer: str,
+              batch_tokens: int) -> tuple[np.ndarray, float]:
     """v of every (sample, condition), shape (samples, conditions, 2**N), as `ips score`
     computes it (target: the gold letter), and the seconds it took."""
     engine = Engine(loaded.model, loaded.mask_token_id, batch_tokens, loaded.device, scorer=scorer)

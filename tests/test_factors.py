@@ -455,8 +455,8 @@ def test_scale_pair_of_two_sizes_of_one_series_end_to_end(tmp_path, tiny_llama_d
                      "--samples", str(samples), "--shard", "0", "--threads", "1",
                      "--out", str(values)]) == 0
         assert main(["fit", str(values), "--out", str(fits)]) == 0
-        assert main(["metrics", "--values", str(values), "--interactions", str(fits), "--no-matched-null",
-                     "--resamples", "100", "--out", str(out)]) == 0
+        assert main(["metrics", "--values", str(values), "--interactions", str(fits),
+                     "--no-matched-null", "--resamples", "100", "--out", str(out)]) == 0
         files.append(out)
     out = compare(files)
     r = rows(out, "scale")

@@ -434,8 +434,8 @@ def _add_metrics(sub, common) -> None:
         help="IPS, its order bands, interaction types, consistency and baselines of one "
         "model on one dataset (netCDF out)",
         description="Merge the shards of one model on one dataset (values files of `ips score` "
-        "and, in the same order, their interactions files of `ips fit`) and compute IPS by condition "
-        "group and order band at --tau (with paired sign-flip tests of the band order), the "
+        "and, in the same order, their interactions files of `ips fit`) and compute IPS by "
+        "condition group and order band at --tau (with paired sign-flip tests of the band order), the "
         "τ sweep, per-pair IPS with Appendix G labels, interaction types, output "
         "consistency, accuracy and the representation baseline. "
         "The layout is documented in `ips.metrics_file`.",

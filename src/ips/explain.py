@@ -162,7 +162,8 @@ def explain(
     engine = Engine(loaded.model, loaded.mask_token_id, batch_tokens or BATCH_TOKENS, loaded.device,
                     scorer=scorer)
     with naming_model(loaded.spec.name):
-        scored = score_sample(engine, _Answers(loaded.tokenizer), sample, conditions, target, design)
+        scored = score_sample(engine, _Answers(loaded.tokenizer), sample, conditions, target,
+                              design)
     seconds["score"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     games, how = _fit(scored["v"], design, n, solver, noise, sgd)
@@ -254,8 +255,8 @@ def _check_templates(template_set, names: Sequence[str], kind: str) -> None:
             known = ", ".join(t for t, x in template_set.templates.items() if x.kind == kind)
             raise ExplainError(f"--templates: unknown template {name!r}; known: {known}")
         if template_set[name].kind != kind:
-            raise ExplainError(f"--templates: template {name!r} is for {template_set[name].kind} items, "
-                               f"this item is {kind}")
+            raise ExplainError(f"--templates: template {name!r} is for "
+                               f"{template_set[name].kind} items, this item is {kind}")
 
 
 # ------------------------------------------------------------------------------ items

@@ -742,8 +742,8 @@ def summarize(values: Sequence[str | os.PathLike],
               precision_interactions: Sequence[str | os.PathLike] = ()) -> xr.Dataset:
     """Read, check and merge the shards (and the precision runs), then compute the metrics
     (what `ips metrics` does)."""
-    return compute(load(values, interactions), tau, tau_sweep, seed=seed, n_boot=n_boot, level=level,
-                   draws=draws, null=null,
+    return compute(load(values, interactions), tau, tau_sweep, seed=seed, n_boot=n_boot,
+                   level=level, draws=draws, null=null,
                    precision=load_precision(precision_values, precision_interactions))
 
 

@@ -351,7 +351,8 @@ class Occlusion:
         if self._engine is None:
             loaded = self._load()
             log.info("occlusion ranking with %s (mask token %r)", self.model, loaded.mask_token)
-            self._engine = Engine(loaded.model, loaded.mask_token_id, self.batch_tokens, loaded.device)
+            self._engine = Engine(loaded.model, loaded.mask_token_id, self.batch_tokens,
+                                  loaded.device)
             self._answers = _Answers(loaded.tokenizer)
         engine, answers = self._engine, self._answers
         target = target or TARGETS[item.kind][0]
@@ -386,8 +387,8 @@ def check_shard(sample_set, shard: int, size: int, target: str | None,
                          f"use one of {', '.join(TARGETS[sample_set.kind])}")
     for s in samples:
         if not s.variables:
-            raise InputError(f"dataset {sample_set.dataset!r}: sample {s.item.id!r} has no variables; "
-                             "prepare the samples again with `ips samples`")
+            raise InputError(f"dataset {sample_set.dataset!r}: sample {s.item.id!r} has no "
+                             "variables; prepare the samples again with `ips samples`")
         if budget is None and len(s.variables) > EXHAUSTIVE_MAX_N:
             raise InputError(f"dataset {sample_set.dataset!r}: sample {s.item.id!r} has "
                              f"{len(s.variables)} variables, more than exhaustive sampling "
@@ -461,7 +462,8 @@ def _score_locked(loaded, sample_set, out: Path, samples, target: str, shard: in
     disable = None if progress is None else not progress
     results = []
     with tqdm(total=len(samples), initial=len(done), unit="sample",
-              desc=f"score {loaded.spec.name}/{sample_set.dataset}/{shard}", disable=disable) as bar:
+              desc=f"score {loaded.spec.name}/{sample_set.dataset}/{shard}",
+              disable=disable) as bar:
         for i, (s, masks) in enumerate(zip(samples, designs)):
             count = 1 << len(s.variables) if masks is None else len(masks)
             r = partial.load(i, (len(sample_set.conditions), count)) if i in done else None
@@ -473,7 +475,8 @@ def _score_locked(loaded, sample_set, out: Path, samples, target: str, shard: in
                 bar.update(1)
                 # a line per sample, for logs where the bar is off (not a terminal)
                 log.info("sample %d/%d %s: n = %d, %d masked inputs%s in %.1f s", i + 1,
-                         len(samples), s.item.id, len(s.variables), len(sample_set.conditions) * count,
+                         len(samples), s.item.id, len(s.variables),
+                         len(sample_set.conditions) * count,
                          "" if masks is None else f" ({count} of 2**{len(s.variables)} masks)",
                          time.perf_counter() - t1)
             results.append(r)
@@ -543,8 +546,8 @@ class _Partial:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def _assemble(sample_set, samples, results, loaded, target: str, shard: int, budget: int | None = None,
-              designs=None) -> xr.Dataset:
+def _assemble(sample_set, samples, results, loaded, target: str, shard: int,
+              budget: int | None = None, designs=None) -> xr.Dataset:
     """The values file: v (sample, condition, mask) and what explains it (see ips.values_file)."""
     coords = {
         "sample": labels(s.item.id for s in samples),
@@ -626,7 +629,8 @@ def _prediction_arrays(sample_set, samples, results, loaded) -> dict:
         "letter_token": (sc + ("option",), stack("letter_token")),
         "option_logp": (sc + ("option",), option_logp),
         "greedy_token": (sc, stack("greedy")),
-        "greedy_text": (sc, np.vectorize(loaded.tokenizer.decode, otypes=[object])(stack("greedy"))),
+        "greedy_text": (sc, np.vectorize(loaded.tokenizer.decode,
+                                         otypes=[object])(stack("greedy"))),
         "target_ids": (sc + ("target_pos",), target_ids),
         "target_form": (sc, stack("target_form").astype(object)),
         "n_tokens": (sc, stack("n_tokens")),

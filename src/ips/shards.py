@@ -2,8 +2,8 @@
 
 Input: the values files of one model on one dataset (`ips score`, one per shard) and, in the
 same order, their interactions files (`ips fit`). Each shard is read with its labels
-(`read_shard`), its interactions attached and checked against them (`attach_interactions`: same samples,
-conditions and mask axis; a sparse fit's entries), and the shards are checked against each
+(`read_shard`), its interactions attached and checked against them (`attach_interactions`:
+same samples, conditions and mask axis; a sparse fit's entries), and the shards are checked against each
 other (same model, dataset, conditions, groups, mask axis; a sample in two shards is an
 error) and concatenated along `sample` (`merge_shards`), so sharding cannot change a number.
 `load` does all three for the main run, `load_precision` for a precision-null run.
@@ -175,7 +175,8 @@ def _labels_2d(a) -> np.ndarray:
 
 
 def attach_interactions(shard: Shard, interactions_path: str | os.PathLike) -> None:
-    """Read the interactions file of `shard` and check that it was fitted to exactly these values."""
+    """Read the interactions file of `shard` and check that it was fitted to exactly these
+    values."""
     from ips.interactions import reconstruct
 
     interactions_path = Path(interactions_path)
@@ -296,8 +297,9 @@ def _read_shards(values: Sequence[str | os.PathLike], interactions: Sequence[str
     """Every values file read with its interactions file attached, `interactions[i]` that of
     `values[i]`."""
     if len(values) != len(interactions):
-        raise InputError(f"{len(values)} {what}values files but {len(interactions)} {what}interactions "
-                         "files; give one interactions file per values file, in the same order")
+        raise InputError(f"{len(values)} {what}values files but {len(interactions)} "
+                         f"{what}interactions files; give one interactions file per values "
+                         "file, in the same order")
     shards = []
     for vpath, ipath in zip(values, interactions):
         sh = read_shard(vpath)

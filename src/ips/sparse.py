@@ -603,7 +603,8 @@ def to_arrays(games: list[list[SparseInteractions]]) -> dict[str, np.ndarray]:
 
 
 def from_arrays(arrays: dict, n_vars: ArrayLike, s: int, c: int) -> SparseInteractions:
-    """Game (s, c) of the arrays of a sparse interactions file (the inverse of :func:`to_arrays`)."""
+    """Game (s, c) of the arrays of a sparse interactions file (the inverse of
+    :func:`to_arrays`)."""
     kind = np.asarray(arrays["entry_kind"][s, c])
     keep = kind >= 0
     row = {k: float(np.asarray(arrays[k][s, c])) for k in ROW_VARIABLES}

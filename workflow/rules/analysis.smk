@@ -33,9 +33,9 @@ rule metrics:
     conda:
         "../../envs/ips.yaml"
     shell:
-        "python -m ips metrics --values {input.values} --interactions {input.interactions} --tau {params.tau} "
-        "--tau-sweep {params.tau_sweep} --seed {params.seed} --resamples {params.resamples} "
-        "--level {params.level} --permutations {params.permutations} "
+        "python -m ips metrics --values {input.values} --interactions {input.interactions} "
+        "--tau {params.tau} --tau-sweep {params.tau_sweep} --seed {params.seed} "
+        "--resamples {params.resamples} --level {params.level} --permutations {params.permutations} "
         "--null-levels {params.null_levels} --null-draws {params.null_draws} "
         "{params.matched_null} --precision-values {input.precision_values} "
         "--precision-interactions {input.precision_interactions} --out {output} 2> {log}"
