@@ -633,17 +633,17 @@ class FactorsFile:
     def comparisons(self, factor: str) -> xr.Dataset:
         """The `comparison` rows of `factor`: those on the 0-shot group for a model factor,
         every k-shot group for few-shot."""
-        f = self.ds["comparison_factor"].values.astype(str)
-        g = self.ds["comparison_group"].values.astype(str)
-        rows = (f == factor) & ((factor == "few_shot") | (g == ROBUSTNESS_GROUP))
-        return self.ds.isel(comparison=np.flatnonzero(rows))
+        return self._rows("comparison", factor)
 
     def summaries(self, factor: str) -> xr.Dataset:
         """The `summary` rows of `factor`, chosen like its comparisons."""
-        f = self.ds["summary_factor"].values.astype(str)
-        g = self.ds["summary_group"].values.astype(str)
-        rows = (f == factor) & ((factor == "few_shot") | (g == ROBUSTNESS_GROUP))
-        return self.ds.isel(summary=np.flatnonzero(rows))
+        return self._rows("summary", factor)
+
+    def _rows(self, dim: str, factor: str) -> xr.Dataset:
+        f = self.ds[f"{dim}_factor"].values.astype(str)
+        g = self.ds[f"{dim}_group"].values.astype(str)
+        rows = (f == factor) & ((factor == "few_shot") | (g == ZERO_SHOT))
+        return self.ds.isel({dim: np.flatnonzero(rows)})
 
 
 def read_factors(path: str | os.PathLike) -> FactorsFile:
