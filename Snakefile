@@ -3,6 +3,8 @@
 # Every rule calls an `ips` command; config values reach rules through `params:`, so editing
 # one (e.g. tau) reruns only the jobs that depend on it.
 
+import sys
+
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
 
@@ -10,8 +12,13 @@ from ips.config import ConfigError, validate
 
 min_version("9.0")
 
+# The study is config.yaml, or the config files the command line names instead
+# (`--configfile X [Y ...]`, merged in order): never a merge of the two, so that X's models
+# and datasets are the whole study. Snakemake hands every job the same --configfiles, so the
+# jobs see the DAG this process sees (docs/workflow.md#running-it).
+if not workflow.overwrite_configfiles:
 
-configfile: "config.yaml"
+    configfile: "config.yaml"
 
 
 # the schema (workflow/schemas/config.schema.yaml) fills in defaults and names a bad field
@@ -38,3 +45,17 @@ rule all:
 rule interactions:
     input:
         all_interactions,
+
+
+# Before the first submission to Slurm: a job that no node can take stops the run in one
+# line, naming the rule and the setting, instead of waiting in the queue for ever.
+onstart:
+    if workflow.executor_plugin.name == "slurm" and (why := slurm_misfit()):
+        print(f"ips: {why}", file=sys.stderr)
+        sys.exit(1)
+
+
+onerror:
+    print("ips: jobs failed (see above); run the same command again: finished outputs are kept "
+          "and a score job resumes from its last finished sample "
+          "(docs/workflow.md#when-something-goes-wrong)", file=sys.stderr)

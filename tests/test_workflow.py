@@ -194,18 +194,37 @@ def test_changing_tau_reruns_only_the_analysis(finished):
 def test_changing_a_null_reruns_only_what_it_needs(finished):
     alt = finished / "config-null.yaml"
     alt.write_text(yaml.safe_dump({"nulls": {"levels": [0.02]}}))
-    r = snakemake(finished, "-n", "--configfile", alt)
+    base = finished / "config.yaml"  # a config file on the command line replaces config.yaml
+    r = snakemake(finished, "-n", "--configfile", base, alt)
     assert r.returncode == 0, r.stderr
     assert jobs(r.stdout + r.stderr) == {"metrics": 4, "factors": 1, "figures": 1, "all": 1}
     alt.write_text(yaml.safe_dump({"precision_null": {"dtypes": ["float16"]}}))
-    r = snakemake(finished, "-n", "--configfile", alt)
+    r = snakemake(finished, "-n", "--configfile", base, alt)
     assert r.returncode == 0, r.stderr
     assert jobs(r.stdout + r.stderr) == {"score_precision": 4, "fit_precision": 4, "metrics": 4,
                                          "factors": 1, "figures": 1, "all": 1}
     alt.write_text(yaml.safe_dump({"nulls": {"levels": [0.0]}}))
-    r = snakemake(finished, "-n", "--configfile", alt)
+    r = snakemake(finished, "-n", "--configfile", base, alt)
     assert r.returncode != 0
     assert "nulls.levels.0: 0.0 is less than or equal to the minimum of 0" in r.stdout + r.stderr
+
+
+def test_a_config_file_given_is_the_whole_study(finished):
+    """`--configfile X` runs X's study alone: config.yaml's models and datasets are not
+    merged in (its jobs get the same --configfiles); several files merge in order."""
+    cfg = yaml.safe_load((finished / "config.yaml").read_text())
+    study = finished / "config-study.yaml"
+    study.write_text(yaml.safe_dump({**cfg, "models": {"tiny-c": cfg["models"]["tiny-a"]},
+                                     "datasets": {"dolly": DOLLY["dolly"]}}))
+    r = snakemake(finished, "-n", "--configfile", study)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-3000:]
+    assert set(re.findall(r"wildcards: model=([\w.-]+), dataset=([\w.-]+)", out)) == {
+        ("tiny-c", "dolly")}
+    r = snakemake(finished, "-n", "--configfile", finished / "config.yaml", study)
+    assert r.returncode == 0  # merged: config.yaml's arc-easy too (its models have run)
+    pairs = re.findall(r"wildcards: model=([\w.-]+), dataset=([\w.-]+)", r.stdout + r.stderr)
+    assert set(pairs) == {("tiny-c", "arc-easy"), ("tiny-c", "dolly")}
 
 
 def test_changing_n_items_or_a_model_reruns_what_it_must(finished):
@@ -334,7 +353,7 @@ def test_interrupted_score_resumes_without_redoing_finished_shards(tmp_path, tin
 def test_changing_the_sampling_reruns_the_scores(finished):
     alt = finished / "config-sparse.yaml"
     alt.write_text(yaml.safe_dump({"sampling": {"mode": "sparse", "budget": 16}}))
-    r = snakemake(finished, "-n", "--configfile", alt)
+    r = snakemake(finished, "-n", "--configfile", finished / "config.yaml", alt)
     assert r.returncode == 0, r.stdout[-3000:]
     ran = jobs(r.stdout + r.stderr)
     assert ran.get("score") == 6 and ran.get("fit") == 6 and "prepare_samples" not in ran

@@ -7,12 +7,15 @@ import shlex
 import sys
 from pathlib import Path
 
+from snakemake.iocontainers import InputFiles, Wildcards
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
+from ips import cluster
 from ips.config import MODEL_CACHE, precision_conditions, precision_dtypes
 from ips.gguf import missing_packages
 from ips.models import ModelSpec, job_mem_mb
 from ips.figures.captions import report_captions, report_section
+from ips.errors import InputError
 from ips.samples import dataset_settings, load_samples
 
 # Rules run `python -m ips ...`. Snakemake runs in the project's environment (make's .venv),
@@ -182,3 +185,42 @@ def all_interactions(wildcards):
 def report_category(wildcards):
     """The report section of a results file (`ips.figures.captions`)."""
     return report_section(f"{wildcards.name}.{wildcards.ext}")
+
+
+def slurm_requests():
+    """What each job the run may submit asks Slurm for: every rule that is not local, its
+    resources evaluated for every configured model as the jobs' own will be (a rule whose
+    resources do not depend on the model gives one request)."""
+    requests = []
+    for declared in workflow.rules:
+        if workflow.is_local(declared):
+            continue
+        asked = {}
+        for model in MODELS:
+            wildcards = Wildcards(fromdict={"model": model, "dataset": DATASETS[0], "shard": "0",
+                                            "dtype": "float32"})
+            res = declared.expand_resources(wildcards, input=InputFiles(), attempt=1)
+            asked[model] = dict(threads=res["_cores"], mem_mb=res.get("mem_mb"),
+                                gpus=int(res.get("gpu", 0)), partition=res.get("slurm_partition"))
+        distinct = [dict(t) for t in {tuple(a.items()) for a in asked.values()}]
+        if len(distinct) == 1:
+            requests.append(cluster.Request(rule=declared.name, model=None, **distinct[0]))
+        else:
+            requests += [cluster.Request(rule=declared.name, model=m, **a)
+                         for m, a in asked.items()]
+    return sorted(requests, key=lambda r: (r.rule, r.model or ""))
+
+
+def slurm_misfit():
+    """Why a job of the run would never start on this cluster (ips.cluster), or None."""
+    try:
+        partitions = cluster.query_partitions()
+    except InputError as e:
+        return str(e)
+    config_file = workflow.executor_settings.partition_config
+    for request in slurm_requests():
+        partition = cluster.chosen_partition(request, config_file, partitions)
+        if why := cluster.misfit(request, partition, partitions, config_file):
+            return why
+    return None
+
