@@ -104,7 +104,7 @@ def test_optional_fields():
         ({"type": "chat"}, r"^model m: type: 'chat' is not one of .*; allowed: base, instruct$"),
         ({"architecture": "sparse"}, r"'sparse' is not one of .*; allowed: dense, moe$"),
         ({"gpus": 2}, r"device_map: None is not of type 'string' \(a model on several GPUs needs"),
-        ({"gpus": 0}, r"gpus: 0 is less than the minimum of 1; allowed: gpus >= 1$"),
+        ({"gpus": -1}, r"gpus: -1 is less than the minimum of 0; allowed: gpus >= 0$"),
         ({"device_map": "cuda:0"}, r"device_map: 'cuda:0' is not one of .*; allowed: None, auto, "),
         ({"dtype": "fp16"}, r"dtype: 'fp16' is not one of .*; allowed: float32, float16, bfloat16$"),
         ({"dtype": None}, r"dtype: None is not of type 'string'; allowed: float32, float16"),
