@@ -93,6 +93,13 @@ def test_misfit_names_the_rule_and_the_setting(request_, partition, why):
     assert misfit(request_, partition, PARTITIONS, Path("partitions.yaml")) == why
 
 
+def test_a_gpu_request_without_a_partition_config_names_the_profile():
+    assert misfit(Request("score", "m", 1, 1000, 1), "cpu", PARTITIONS) == (
+        "rule score (model m): asks for 1 GPU (the model entry's `gpus`), but the nodes of "
+        "partition cpu have at most 0 (sinfo); lower `gpus`, or route GPU jobs to a GPU "
+        "partition in the profile")
+
+
 def test_memory_is_checked_on_the_nodes_with_the_cpus():
     partitions = Partitions({"p": [Node(4, 512000, 0), Node(64, 64000, 0)]}, None)
     assert misfit(Request("fit", None, 32, 100000, 0), "p", partitions) == (

@@ -230,7 +230,7 @@ def test_the_embedded_study_runs_through_faults_as_a_local_run_does(cluster, tmp
     assert {j["rule"] for j in completed} >= {"prepare_model", "score", "score_precision", "fit",
                                                "fit_precision", "metrics", "factors", "figures"}
     for j in completed:
-        assert j["account"] == ACCOUNT and j["cpus"] == 1, j  # set-threads score: 1, else 1
+        assert j["account"] == ACCOUNT and j["cpus"] == 1, j  # score: site set-threads 1
         if j["rule"] in ("score", "score_precision"):
             model = next(m for m in entries if f"_{m}_" in j["comment"])
             assert (j["partition"], j["gpus"]) == (GPU, entries[model].get("gpus", 1)), j

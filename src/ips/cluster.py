@@ -11,6 +11,7 @@ plugin runs) and the nodes that `sinfo` reports, and names the setting to change
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import subprocess
@@ -97,15 +98,22 @@ def chosen_partition(request: Request, partition_config: Path | None,
     if request.partition:
         return request.partition
     if partition_config is not None:
-        from snakemake_executor_plugin_slurm.partitions import (get_best_partition,
-                                                                 read_partition_file)
+        from snakemake_executor_plugin_slurm.partitions import get_best_partition
 
         job = SimpleNamespace(name=request.rule, threads=request.threads, resources={
             "gpu": request.gpus, "mem_mb": request.mem_mb or 0, "threads": request.threads})
         quiet = logging.getLogger("ips.cluster")
         quiet.disabled = True
-        return get_best_partition(read_partition_file(partition_config), job, quiet)
+        return get_best_partition(_plugin_partitions(partition_config), job, quiet)
     return partitions.default
+
+
+@functools.cache
+def _plugin_partitions(partition_config: Path) -> list:
+    """The plugin's reading of its partition config, once per file for all requests."""
+    from snakemake_executor_plugin_slurm.partitions import read_partition_file
+
+    return read_partition_file(partition_config)
 
 
 def misfit(request: Request, partition: str | None, partitions: Partitions,
@@ -125,7 +133,8 @@ def misfit(request: Request, partition: str | None, partitions: Partitions,
     if request.gpus > max(n.gpus for n in nodes):
         return (f"{request.name}: asks for {gpus} (the model entry's `gpus`), but the nodes of "
                 f"partition {partition} have at most {max(n.gpus for n in nodes)} (sinfo); "
-                f"lower `gpus`, or route GPU jobs to a GPU partition in {partition_config}")
+                f"lower `gpus`, or route GPU jobs to a GPU partition in "
+                f"{partition_config or 'the profile'}")
     fit = [n for n in nodes if n.gpus >= request.gpus]
     if request.threads > max(n.cpus for n in fit):
         return (f"{request.name}: {request.threads} threads, but the nodes of partition "
