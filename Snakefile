@@ -40,6 +40,12 @@ rule all:
         "results/figures",
 
 
+# The samples of every dataset (`snakemake samples`): drawn before a run that groups jobs.
+rule samples:
+    input:
+        expand("results/samples/{dataset}.json", dataset=DATASETS),
+
+
 # Scores and interactions only, no metrics (`snakemake interactions`), e.g. to fit a long
 # sparse run (workflow/configs/sparse.yaml) before looking at its numbers.
 rule interactions:
@@ -47,10 +53,13 @@ rule interactions:
         all_interactions,
 
 
-# Before the first submission to Slurm: a job that no node can take stops the run in one
-# line, naming the rule and the setting, instead of waiting in the queue for ever.
+# Before the first job: a run that would stop half-way, or (on Slurm) a job that no node can
+# take, stops the run in one line naming what to do, instead of failing after hours or
+# waiting in the queue for ever.
 onstart:
-    if workflow.executor_plugin.name == "slurm" and (why := slurm_misfit()):
+    why = grouped_before_samples() or (workflow.executor_plugin.name == "slurm"
+                                       and slurm_misfit())
+    if why:
         print(f"ips: {why}", file=sys.stderr)
         sys.exit(1)
 

@@ -73,8 +73,8 @@ PARTITIONS = read_sinfo(SINFO)
      "(sinfo); lower `set-threads: score` in the profile"),
     (Request("fit", None, 1, 600000, 0), "cpu",
      "rule fit: mem_mb = 600000, but the nodes of partition cpu have at most 515000 MB "
-     "(sinfo); lower `set-resources: fit: mem_mb` in the profile, or run the model on a "
-     "partition with larger nodes (docs/workflow.md#memory)"),
+     "(sinfo); lower `set-resources: fit: mem_mb` in the profile, or run on a partition "
+     "with larger nodes (docs/workflow.md#memory)"),
     # the 64-CPU node has the memory, but not with 65 CPUs: threads are named first
     (Request("fit", None, 65, 1000, 0), "cpu",
      "rule fit: 65 threads, but the nodes of partition cpu have at most 64 CPUs (sinfo); "
@@ -104,5 +104,38 @@ def test_memory_is_checked_on_the_nodes_with_the_cpus():
     partitions = Partitions({"p": [Node(4, 512000, 0), Node(64, 64000, 0)]}, None)
     assert misfit(Request("fit", None, 32, 100000, 0), "p", partitions) == (
         "rule fit: mem_mb = 100000, but the nodes of partition p have at most 64000 MB "
-        "(sinfo); lower `set-resources: fit: mem_mb` in the profile, or run the model on a "
-        "partition with larger nodes (docs/workflow.md#memory)")
+        "(sinfo); lower `set-resources: fit: mem_mb` in the profile, or run on a partition "
+        "with larger nodes (docs/workflow.md#memory)")
+
+
+@pytest.mark.parametrize("request_, why", [
+    (Request("model", None, 2, 8000, 0, group=True), None),
+    (Request("model", None, None, 8000, 0, group=True),
+     "group model: a group job asks Slurm for the threads and memory of all its parallel jobs "
+     "at once; bound them with --cores N and --resources mem_mb=M (at most a node's CPUs and "
+     "memory), as profiles/miniature does"),
+    (Request("model", None, 2, None, 0, group=True),
+     "group model: a group job asks Slurm for the threads and memory of all its parallel jobs "
+     "at once; bound them with --cores N and --resources mem_mb=M (at most a node's CPUs and "
+     "memory), as profiles/miniature does"),
+    (Request("model", None, 65, 8000, 0, group=True),
+     "group model: 65 threads, but the nodes of partition cpu have at most 64 CPUs (sinfo); "
+     "lower --cores in the profile"),
+    (Request("model", None, 2, 600000, 0, group=True),
+     "group model: mem_mb = 600000, but the nodes of partition cpu have at most 515000 MB "
+     "(sinfo); lower --resources mem_mb in the profile, or run on a partition with larger "
+     "nodes (docs/workflow.md#memory)"),
+])
+def test_a_group_job_is_bounded_by_cores_and_mem_mb(request_, why):
+    """A group runs as one Slurm job that asks for all its parallel jobs' threads and memory
+    at once unless --cores and --resources mem_mb bound it (tests/test_slurm.py submits one)."""
+    partition = chosen_partition(request_, SHIPPED, PARTITIONS)
+    assert partition == CPU
+    assert misfit(request_, "cpu", PARTITIONS, SHIPPED) == why
+
+
+def test_the_miniature_profile_bounds_its_groups():
+    profile = yaml.safe_load((ROOT / "profiles/miniature/config.yaml").read_text())
+    groups = {g.split("=")[1] for g in profile["groups"]}
+    assert groups == {"model"} and profile["cores"] >= 1
+    assert any(r.startswith("mem_mb=") for r in profile["resources"])

@@ -45,18 +45,30 @@ class Partitions:
 @dataclass(frozen=True)
 class Request:
     """What a job of `rule` asks Slurm for (`model`: the model it scores, if its resources
-    depend on one)."""
+    depend on one). With `group`, `rule` names a group of rules (`--groups`) whose jobs run
+    as one Slurm job: snakemake asks for the threads and memory of all the group's parallel
+    jobs at once, bounded only by `--cores` and `--resources mem_mb` (None where unbounded)."""
 
     rule: str
     model: str | None
-    threads: int
+    threads: int | None
     mem_mb: int | None
     gpus: int
     partition: str | None = None  # the job's own slurm_partition resource, if it sets one
+    group: bool = False
 
     @property
     def name(self) -> str:
+        if self.group:
+            return f"group {self.rule}"
         return f"rule {self.rule}" + (f" (model {self.model})" if self.model else "")
+
+    def setting(self, what: str) -> str:
+        """The setting that bounds `what` (threads or mem_mb) of this request."""
+        if self.group:
+            return "--cores" if what == "threads" else "--resources mem_mb"
+        return (f"`set-threads: {self.rule}`" if what == "threads"
+                else f"`set-resources: {self.rule}: mem_mb`")
 
 
 def gres_gpus(gres: str) -> int:
@@ -100,8 +112,9 @@ def chosen_partition(request: Request, partition_config: Path | None,
     if partition_config is not None:
         from snakemake_executor_plugin_slurm.partitions import get_best_partition
 
-        job = SimpleNamespace(name=request.rule, threads=request.threads, resources={
-            "gpu": request.gpus, "mem_mb": request.mem_mb or 0, "threads": request.threads})
+        threads = request.threads or 1  # an unbounded group is named by `misfit` itself
+        job = SimpleNamespace(name=request.rule, threads=threads, resources={
+            "gpu": request.gpus, "mem_mb": request.mem_mb or 0, "threads": threads})
         quiet = logging.getLogger("ips.cluster")
         quiet.disabled = True
         return get_best_partition(_plugin_partitions(partition_config), job, quiet)
@@ -121,6 +134,10 @@ def misfit(request: Request, partition: str | None, partitions: Partitions,
     """Why no node of `partition` can run `request`, in one line naming the setting to
     change; None when one can."""
     gpus = f"{request.gpus} GPU{'s' * (request.gpus != 1)}"
+    if request.group and (request.threads is None or request.mem_mb is None):
+        return (f"{request.name}: a group job asks Slurm for the threads and memory of all its "
+                "parallel jobs at once; bound them with --cores N and --resources mem_mb=M "
+                "(at most a node's CPUs and memory), as profiles/miniature does")
     if partition is None:
         where = partition_config or "the job's slurm_partition resource"
         return (f"{request.name}: no partition of {where} takes a job with {gpus}; add one "
@@ -139,11 +156,11 @@ def misfit(request: Request, partition: str | None, partitions: Partitions,
     if request.threads > max(n.cpus for n in fit):
         return (f"{request.name}: {request.threads} threads, but the nodes of partition "
                 f"{partition} have at most {max(n.cpus for n in fit)} CPUs (sinfo); lower "
-                f"`set-threads: {request.rule}` in the profile")
+                f"{request.setting('threads')} in the profile")
     fit = [n for n in fit if n.cpus >= request.threads]
     if request.mem_mb and request.mem_mb > max(n.mem_mb for n in fit):
         return (f"{request.name}: mem_mb = {request.mem_mb}, but the nodes of partition "
                 f"{partition} have at most {max(n.mem_mb for n in fit)} MB (sinfo); lower "
-                f"`set-resources: {request.rule}: mem_mb` in the profile, or run the model on "
-                f"a partition with larger nodes (docs/workflow.md#memory)")
+                f"{request.setting('mem_mb')} in the profile, or run on a partition with "
+                f"larger nodes (docs/workflow.md#memory)")
     return None
