@@ -16,8 +16,17 @@ and the number of samples (or models) ``n`` behind it, the test, its p-value and
   ``undecided``. No p-value. A percentile bootstrap interval from fewer than
   ``ips.uncertainty.MIN_RELIABLE_N`` samples undercovers (from one sample it has width 0), so
   such a row stays ``undecided`` whatever its interval.
+* **count** claims (k of n models behave alike: Appendix G): the share k/n with its exact
+  (Clopper-Pearson) interval and the two-sided exact binomial test of k against n/2, the
+  count noise alone gives (each model's side a fair coin); ``supported`` / ``contradicted``
+  as a directional claim on k/n − 1/2.
 * ``untestable`` when the configured models, datasets or settings cannot test the claim; the
-  ``note`` says why (e.g. a correlation across models needs at least 3 models).
+  ``note`` says why (e.g. a correlation across models needs at least 3 models, a binomial
+  test at least 6).
+
+Every row has ``weights``: ``random`` when a model it rests on has random weights (its
+numbers measure nothing about an LLM), else ``trained`` (`ips.metrics_file.WEIGHTS`); a row
+that rests on no one model (an absent factor) rests on the run's models.
 
 ``ALPHA = 0.05``. Rows are not adjusted across scopes: each row answers its own question, and a
 reader who combines rows (e.g. "every model") should adjust for that. Rows whose interval or test
@@ -37,7 +46,7 @@ import xarray as xr
 
 from ips import uncertainty
 from ips.factors import FACTORS
-from ips.metrics_file import Entry
+from ips.metrics_file import WEIGHTS, Entry, weights
 from ips.templates import ZERO_SHOT
 
 ALPHA = 0.05
@@ -74,6 +83,7 @@ class Claim:
     p_value: float = math.nan
     verdict: str = "untestable"
     note: str = ""
+    weights: str = WEIGHTS[0]
 
 
 COLUMNS = tuple(f.name for f in fields(Claim))
@@ -125,7 +135,7 @@ def _scope(*parts: str) -> str:
 # ----------------------------------------------------------------------- per-sample claims
 
 
-def _settings(e: Entry) -> tuple[int, int, float]:
+def bootstrap_settings(e: Entry) -> tuple[int, int, float]:
     """(seed, n_boot, level) recorded in a metrics file, so intervals match its tables."""
     b = json.loads(e.ds.attrs.get("bootstrap", "{}") or "{}")
     return (int(b.get("seed", 0)), int(b.get("n_boot", uncertainty.N_BOOT)),
@@ -135,7 +145,7 @@ def _settings(e: Entry) -> tuple[int, int, float]:
 def _level_row(e: Entry, claim: str, paper: str, x: np.ndarray, lo: float, hi: float,
                what: str) -> Claim:
     """A level claim on per-sample values x (S,): bootstrap mean and interval vs [lo, hi]."""
-    seed, n_boot, level = _settings(e)
+    seed, n_boot, level = bootstrap_settings(e)
     x = np.asarray(x, float)
     n = int(np.isfinite(x).sum())
     if n == 0:
@@ -206,7 +216,7 @@ def type_claims(e: Entry) -> list[Claim]:
         why = ("metrics file has no per-sample type counts; rerun ips metrics"
                if "sample_type_count" not in ds else f"no {MAIN_GROUP} group")
         return [Claim(c, scope, p, note=why) for c, *_, p in specs]
-    seed, n_boot, level = _settings(e)
+    seed, n_boot, level = bootstrap_settings(e)
     out = []
     for claim, changed, types, (lo, hi), paper in specs:
         counts = (ds["sample_type_count"].sel(group=MAIN_GROUP, changed=changed)
@@ -331,7 +341,7 @@ def _paired_row(e: Entry, claim: str, d: np.ndarray, sign: int, what: str, draws
                 seed: int, where: str = "") -> Claim:
     """A directional row on per-sample differences d (S,): their mean with a bootstrap
     interval over samples, and the two-sided paired sign-flip p."""
-    boot_seed, n_boot, level = _settings(e)
+    boot_seed, n_boot, level = bootstrap_settings(e)
     t = uncertainty.sign_flip_test(d, draws=draws, seed=seed)
     n = int(t.n)
     _, ci = (uncertainty.bootstrap_ci(d, n_boot=n_boot, level=level, seed=boot_seed) if n
@@ -508,8 +518,9 @@ FACTOR_CLAIMS = {
 }
 
 
-def factor_claims(factors: xr.Dataset) -> list[Claim]:
-    """One row per factor comparison (A has the factor; the paper: IPS_A < IPS_B)."""
+def factor_claims(factors: xr.Dataset, entries: Sequence[Entry] = ()) -> list[Claim]:
+    """One row per factor comparison (A has the factor; the paper: IPS_A < IPS_B); `entries`
+    tell which models have random weights."""
     out = []
     absent = json.loads(factors.attrs.get("absent", "{}") or "{}")
     comp_factor = factors["comparison_factor"].values.astype(str)
@@ -518,7 +529,8 @@ def factor_claims(factors: xr.Dataset) -> list[Claim]:
         rows = np.flatnonzero(comp_factor == f)
         if rows.size == 0:
             out.append(Claim(claim, "", FACTOR_CLAIMS[f],
-                             note=absent.get(f, "no comparison in the factors file")))
+                             note=absent.get(f, "no comparison in the factors file"),
+                             weights=weights(entries)))
             continue
         for i in rows:
             row = factors.isel(comparison=i)
@@ -532,13 +544,14 @@ def factor_claims(factors: xr.Dataset) -> list[Claim]:
             est = float(c["delta_ips"].values)
             ci = c["delta_ips_ci"].values.astype(float)
             p = float(c["p_value"].values)
-            out.append(Claim(claim, scope, FACTOR_CLAIMS[f], est, float(ci[0]), float(ci[1]),
-                             n, "paired sign-flip on per-sample IPS_A − IPS_B; interval: "
-                             "paired bootstrap of ΔIPS", p,
-                             directional(est, p, -1),
-                             _notes("estimate: ΔIPS = (IPS_A − IPS_B)/IPS_B", _few(n))))
-            out.append(_beyond_null(c, f, scope))
-            out.append(_low_falls_most(row, f, scope))
+            rows = [Claim(claim, scope, FACTOR_CLAIMS[f], est, float(ci[0]), float(ci[1]),
+                          n, "paired sign-flip on per-sample IPS_A − IPS_B; interval: "
+                          "paired bootstrap of ΔIPS", p,
+                          directional(est, p, -1),
+                          _notes("estimate: ΔIPS = (IPS_A − IPS_B)/IPS_B", _few(n))),
+                    _beyond_null(c, f, scope), _low_falls_most(row, f, scope)]
+            w = weights(e for e in entries if e.model in (a, b))
+            out += [replace(r, weights=w) for r in rows]
     return out
 
 
@@ -577,25 +590,127 @@ def _beyond_null(c: xr.Dataset, factor: str, scope: str) -> Claim:
                              f"ΔIPS of the nulls {float(c['delta_null'].values):+.3f}", _few(n)))
 
 
+# ------------------------------------------------- appendix tables (ips.figures.appendix)
+
+ARCHITECTURE_NAMES = {"dense": "dense", "moe": "MoE"}
+PERTURBATION_CLAIMS = {
+    "dense": ("adding", "dense models are more sensitive to adding tokens than to altering "
+              "them: 9 of the 10 dense models (Appendix G, Table 4)"),
+    "moe": ("altering", "MoE models are more sensitive to altering tokens than to adding "
+            "them: 5 of the 6 MoE models (Appendix G, Table 5)"),
+}
+
+
+def binomial_row(claim: str, scope: str, paper: str, k: int, n: int, what: str,
+                 empty: str, weights_: str) -> Claim:
+    """A count claim: k of n models behave as the paper says. Estimate k/n with its exact
+    (Clopper-Pearson) interval; two-sided exact binomial p of k against Binomial(n, 1/2),
+    which is what n fair coins (noise alone) give; untestable where even k = 0 or k = n
+    could not reach p < ALPHA (the smallest two-sided p is 2/2^n: n ≤ 5). `what` says what
+    the k models do, `empty` why n is 0."""
+    import scipy.stats
+
+    if n == 0:
+        return Claim(claim, scope, paper, note=empty, weights=weights_)
+    est = k / n
+    if 2 / 2**n >= ALPHA:
+        return Claim(claim, scope, paper, est, n=n, note=(
+            f"{k} of {n}; with {n} models the smallest two-sided binomial p is 2/2^{n} = "
+            f"{2 / 2**n:.3g} ≥ {ALPHA:g}: at least 6 are needed"), weights=weights_)
+    test = scipy.stats.binomtest(k, n, 0.5)
+    ci = test.proportion_ci(confidence_level=0.95, method="exact")
+    p = float(test.pvalue)
+    return Claim(claim, scope, paper, est, float(ci.low), float(ci.high), n,
+                 "exact two-sided binomial test of k against n/2 (noise alone: each model's "
+                 "side a fair coin); interval: Clopper-Pearson 95%", p,
+                 directional(est - 0.5, p, +1),
+                 f"estimate: share of the n models {what} ({k} of {n}); models counted as "
+                 "independent", weights_)
+
+
+def perturbation_claims(rows: Sequence[dict], datasets: Sequence[str]) -> list[Claim]:
+    """Appendix G: per dataset, how many dense (MoE) models have a higher mean IPS over the
+    0-shot pairs that add tokens (alter tokens) than over those that alter (add) them, among
+    the models valued on both kinds (`more_sensitive` of `perturbation_types.csv`; a tie
+    counts for neither side and leaves n)."""
+    out = []
+    for d in datasets:
+        for arch, (side, paper) in PERTURBATION_CLAIMS.items():
+            mine = [r for r in rows if r["dataset"] == d and r["architecture"] == arch]
+            told = [r for r in mine if r["more_sensitive"]]
+            k = sum(r["more_sensitive"] == side for r in told)
+            out.append(binomial_row(
+                f"perturbation_{arch}_{side}", d, paper, k, len(told),
+                f"more sensitive to {side} tokens",
+                f"no {ARCHITECTURE_NAMES[arch]} model with IPS on both altering and adding "
+                "0-shot pairs",
+                WEIGHTS[any(r["weights"] == WEIGHTS[1] for r in mine)]))
+    return out
+
+
+MATCHED_CLAIM = ("MoE models are more sensitive than dense models with similar activated "
+                 "parameters (Section 4.2, Appendix I, Table 7)")
+
+
+def matched_claims(rows: Sequence[dict], datasets: Sequence[str]) -> list[Claim]:
+    """Table 7: one row per MoE model and its matched dense model (`moe_matched.csv`; the
+    paper: IPS_dense < IPS_MoE), tested like a factor comparison; an MoE model without a
+    match is untestable with the reason."""
+    out = []
+    for d in datasets:
+        mine = [r for r in rows if r["dataset"] == d]
+        if not mine:
+            out.append(Claim("moe_above_dense_matched", d, MATCHED_CLAIM,
+                             note="no MoE model on this dataset"))
+        for r in mine:
+            scope = _scope(d, f"{r['dense_model'] or '–'} vs {r['moe_model']}")
+            if not r["matched"]:
+                out.append(Claim("moe_above_dense_matched", scope, MATCHED_CLAIM,
+                                 note=r["note"], weights=r["weights"]))
+                continue
+            est, p, n = r["delta_ips"], r["p_value"], r["n_tested"]
+            if n == 0:
+                out.append(Claim("moe_above_dense_matched", scope, MATCHED_CLAIM,
+                                 note="no sample valued on both models (or metrics files "
+                                 "without per-sample IPS)", weights=r["weights"]))
+                continue
+            out.append(Claim(
+                "moe_above_dense_matched", scope, MATCHED_CLAIM, est, r["delta_ips_ci_low"],
+                r["delta_ips_ci_high"], n, "paired sign-flip on per-sample IPS_dense − "
+                "IPS_MoE; interval: paired bootstrap of ΔIPS", p, directional(est, p, -1),
+                _notes("estimate: ΔIPS = (IPS_dense − IPS_MoE)/IPS_MoE; activated "
+                       f"parameters dense/MoE {r['active_ratio']:.2f}", _few(n)),
+                r["weights"]))
+    return out
+
+
 # --------------------------------------------------------------------------------- all
 
 
-def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999,
-           seed: int = 0) -> list[Claim]:
-    """Every claim the configured models can test, and those they cannot (with the reason)."""
+def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: int = 0,
+           perturbation: Sequence[dict] = (), matched: Sequence[dict] = ()) -> list[Claim]:
+    """Every claim the configured models can test, and those they cannot (with the reason).
+    `perturbation`, `matched`: the rows of the Appendix G and Table 7 tables
+    (`ips.figures.appendix`), whose numbers the count and matched-MoE claims read."""
     datasets = list(dict.fromkeys(e.dataset for e in entries))
     out: list[Claim] = []
+
+    def marked(rows: list[Claim], mine) -> list[Claim]:
+        w = weights(mine)
+        return [replace(r, weights=w) for r in rows]
+
     for e in entries:
-        out += sparsity_claims(e)
-        out += type_claims(e)
-        out += order_claims(e)
-        out += null_claims(e, draws, seed)
-        out += precision_claims(e, draws, seed)
-    out += factor_claims(factors)
-    out += [few_shot_curve_claim(e, draws, seed) for e in entries if e.ds.attrs.get("kind",
-                                                                                 "mcq") == "mcq"]
-    out += consistency_claims(entries, datasets, draws, seed)
-    out += tau_claims(factors, datasets)
+        out += marked([*sparsity_claims(e), *type_claims(e), *order_claims(e),
+                       *null_claims(e, draws, seed), *precision_claims(e, draws, seed)], [e])
+    out += factor_claims(factors, entries)
+    out += [replace(few_shot_curve_claim(e, draws, seed), weights=weights([e]))
+            for e in entries if e.ds.attrs.get("kind", "mcq") == "mcq"]
+    for d in datasets:
+        mine = [e for e in entries if e.dataset == d]
+        out += marked([*consistency_claims(entries, [d], draws, seed),
+                       *tau_claims(factors, [d])], mine)
+    out += perturbation_claims(perturbation, datasets)
+    out += matched_claims(matched, datasets)
     return out
 
 
@@ -624,4 +739,5 @@ def markdown(rows: Sequence[Claim]) -> list[str]:
 
 
 __all__ = ["ALPHA", "VERDICTS", "Claim", "COLUMNS", "claims", "directional", "within",
-           "spearman_permutation", "summary", "markdown"]
+           "spearman_permutation", "binomial_row", "bootstrap_settings", "summary",
+           "markdown"]

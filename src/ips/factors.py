@@ -42,6 +42,8 @@ Output layout (netCDF/HDF5):
 | `factor_present`, `factor_note` | factor | whether a factor has any comparison, and why not (`absent: …`) |
 | `tau_spearman`, `tau_pearson` | dataset | mean Spearman / Pearson correlation of the models' IPS (0-shot, band all) between every pair of sweep τ values (`ips.metrics.tau_sweep`); NaN with < 3 models |
 | `tau_spearman_matrix`, `tau_pearson_matrix` | dataset, tau, tau_b | the pairwise correlations |
+| `tau_kendall`, `tau_rmse`, `tau_mad` | dataset | the same models' Kendall τ_b, root mean square difference and mean absolute difference of IPS between every pair of sweep τ values, averaged over the pairs (`tau_differences`; Appendix F.8.1, Table 2); Kendall NaN with < 3 models, the differences with none |
+| `tau_kendall_matrix`, `tau_rmse_matrix`, `tau_mad_matrix` | dataset, tau, tau_b | the pairwise values |
 | `tau_n_models`, `tau_note` | dataset | models used; why the correlation is NaN or which models were left out |
 
 Attributes: `tau`, `metrics_files` (JSON), `absent` (JSON: factor → reason, for factors with
@@ -77,6 +79,7 @@ from pathlib import Path
 from typing import NamedTuple, Sequence
 
 import numpy as np
+import scipy.stats
 import xarray as xr
 
 from ips import __version__, metrics, uncertainty
@@ -263,10 +266,48 @@ def _delta(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+class TauDifferences(NamedTuple):
+    """Result of `tau_differences`: (τ, τ) matrices."""
+
+    kendall: np.ndarray
+    rmse: np.ndarray
+    mad: np.ndarray
+
+
+def tau_differences(x: np.ndarray) -> TauDifferences:
+    """Kendall τ_b, RMSE and mean absolute difference of the models' IPS between every two τ
+    (Appendix F.8.1, Table 2; Spearman and Pearson are `ips.metrics.tau_sweep`).
+
+    x: (model, τ), finite. For the columns i, j: Kendall τ_b of x[:, i] and x[:, j]
+    (`scipy.stats.kendalltau`, ties corrected), RMSE_ij = sqrt(mean_m (x_mi − x_mj)²) and
+    MAD_ij = mean_m |x_mi − x_mj|; the diagonal is 1, 0, 0. Kendall is NaN with fewer than 3
+    models (as the correlations of `tau_sweep`) and where a column ties every model; RMSE and
+    MAD are NaN only without any model."""
+    n_model, n_tau = x.shape
+    kendall = np.eye(n_tau)
+    diff = x[:, :, None] - x[:, None, :]  # (model, τ, τ)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # no model: NaN, reported as such
+        rmse = np.sqrt(np.mean(diff ** 2, axis=0))
+        mad = np.mean(np.abs(diff), axis=0)
+        for i, j in zip(*np.triu_indices(n_tau, k=1)):
+            k = (scipy.stats.kendalltau(x[:, i], x[:, j]).statistic if n_model >= 3
+                 else np.nan)
+            kendall[i, j] = kendall[j, i] = k
+    return TauDifferences(kendall, rmse, mad)
+
+
+def _pair_mean(matrix: np.ndarray) -> float:
+    """Mean over the pairs i < j of a (τ, τ) matrix (NaN if any pair is NaN, or none)."""
+    i, j = np.triu_indices(matrix.shape[0], k=1)
+    return float(np.mean(matrix[i, j])) if i.size else float("nan")
+
+
 class _Robustness(NamedTuple):
     """τ robustness of one dataset."""
 
     sweep: metrics.TauSweep  # rank and linear agreement of the models' IPS across τ
+    differences: TauDifferences  # Kendall, RMSE and MAD between every two τ
     n_models: int  # models with IPS at every τ (the rows of the sweep)
     note: str  # models left out and why; "" if none
     taus: np.ndarray  # the τ values of the sweep
@@ -296,8 +337,9 @@ def _robustness(dataset: str, entries: list[Entry]) -> _Robustness:
         notes.append("left out: " + ", ".join(left))
     if len(rows) < 3:
         notes.append(f"{len(rows)} model(s) with IPS at every τ; correlations need at least 3")
-    res = metrics.tau_sweep(np.array(rows).reshape(len(rows), taus.size))
-    return _Robustness(res, len(rows), "; ".join(notes), taus)
+    x = np.array(rows).reshape(len(rows), taus.size)
+    return _Robustness(metrics.tau_sweep(x), tau_differences(x), len(rows), "; ".join(notes),
+                       taus)
 
 
 def _paired(comps: list[Comparison], datasets: list[str], seed: int, n_boot: int,
@@ -589,6 +631,12 @@ def _robustness_variables(datasets: list[str], by_dataset: dict[str, list[Entry]
                                 np.array([r.sweep.spearman_matrix for r in rob], float)),
         "tau_pearson_matrix": (("dataset", "tau", "tau_b"),
                                np.array([r.sweep.pearson_matrix for r in rob], float)),
+        **{f"tau_{k}": (("dataset",), np.array([_pair_mean(getattr(r.differences, k))
+                                                 for r in rob], float))
+           for k in TauDifferences._fields},
+        **{f"tau_{k}_matrix": (("dataset", "tau", "tau_b"),
+                               np.array([getattr(r.differences, k) for r in rob], float))
+           for k in TauDifferences._fields},
         "tau_n_models": (("dataset",), np.array([r.n_models for r in rob], np.int64)),
         "tau_note": (("dataset",), labels(r.note for r in rob)),
     }
@@ -600,18 +648,23 @@ def _robustness_variables(datasets: list[str], by_dataset: dict[str, list[Entry]
 
 @dataclass(frozen=True)
 class TauRobustness:
-    """The τ robustness of one dataset as the factors file holds it (`tau_*`)."""
+    """The τ robustness of one dataset as the factors file holds it (`tau_*`): the means
+    over every two τ; Kendall, RMSE and MAD are NaN in a file written before they were."""
 
     dataset: str
     spearman: float
     pearson: float
     n_models: int
     note: str
+    kendall: float = float("nan")
+    rmse: float = float("nan")
+    mad: float = float("nan")
 
     def text(self) -> str:
         if np.isnan(self.spearman) and np.isnan(self.pearson):
             return f"Spearman / Pearson: n/a ({self.n_models} model(s), need ≥ 3)"
-        return (f"mean Spearman {self.spearman:.3f}, Pearson {self.pearson:.3f} "
+        kendall = "" if np.isnan(self.kendall) else f", Kendall {self.kendall:.3f}"
+        return (f"mean Spearman {self.spearman:.3f}, Pearson {self.pearson:.3f}{kendall} "
                 f"({self.n_models} models)")
 
 
@@ -630,19 +683,20 @@ class FactorsFile:
     def present(self) -> list[str]:
         return [f for f in self.notes if f not in self.absent]
 
-    def comparisons(self, factor: str) -> xr.Dataset:
-        """The `comparison` rows of `factor`: those on the 0-shot group for a model factor,
-        every k-shot group for few-shot."""
-        return self._rows("comparison", factor)
+    def comparisons(self, factor: str, group: str = ZERO_SHOT) -> xr.Dataset:
+        """The `comparison` rows of `factor`: those on `group` (the 0-shot group unless
+        given) for a model factor; for few-shot every k-shot group when `group` is the 0-shot
+        group (their counterpart), else none."""
+        return self._rows("comparison", factor, group)
 
-    def summaries(self, factor: str) -> xr.Dataset:
+    def summaries(self, factor: str, group: str = ZERO_SHOT) -> xr.Dataset:
         """The `summary` rows of `factor`, chosen like its comparisons."""
-        return self._rows("summary", factor)
+        return self._rows("summary", factor, group)
 
-    def _rows(self, dim: str, factor: str) -> xr.Dataset:
+    def _rows(self, dim: str, factor: str, group: str) -> xr.Dataset:
         f = self.ds[f"{dim}_factor"].values.astype(str)
         g = self.ds[f"{dim}_group"].values.astype(str)
-        rows = (f == factor) & ((factor == "few_shot") | (g == ZERO_SHOT))
+        rows = (f == factor) & ((g == group) if factor != "few_shot" else group == ZERO_SHOT)
         return self.ds.isel({dim: np.flatnonzero(rows)})
 
 
@@ -659,6 +713,8 @@ def read_factors(path: str | os.PathLike) -> FactorsFile:
     tau = {str(d): TauRobustness(str(d), float(ds["tau_spearman"].sel(dataset=d)),
                                  float(ds["tau_pearson"].sel(dataset=d)),
                                  int(ds["tau_n_models"].sel(dataset=d)),
-                                 str(ds["tau_note"].sel(dataset=d).item()))
+                                 str(ds["tau_note"].sel(dataset=d).item()),
+                                 **{k: float(ds[f"tau_{k}"].sel(dataset=d))
+                                    for k in TauDifferences._fields if f"tau_{k}" in ds})
            for d in ds["dataset"].values}
     return FactorsFile(path, ds, notes, absent, tau)

@@ -5,7 +5,8 @@ the later steps read it (`read_metrics`).
 `ips.diagnostics` and `ips.nulls` on the whole set of samples, so sharding cannot change a
 number. `read_metrics` checks the attributes every reader relies on and returns an `Entry`:
 the file's model, dataset and model attributes (`ips.config.MODEL_ATTRIBUTES`;
-`active_params` defaults to `params`, as for a dense model) next to the dataset itself.
+`active_params` defaults to `params`, as for a dense model) next to the dataset itself, and
+whether the model has random weights (`Entry.random_weights`, from `model_source`).
 
 Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf")`):
 
@@ -57,7 +58,9 @@ Coordinates: `group` (in the order of the values files' `groups`), `band` (`all`
 Appendix G; `perturbation` when either condition is a reworded prompt), `type`
 (`ips.metrics.INTERACTION_TYPES`), `changed` (`yes`, `no`), `band_pair` (`BAND_PAIRS`).
 
-Attributes: `model`, `model_attributes` (JSON), `dataset`, `kind`, `target`, `tau`, `groups`
+Attributes: `model`, `model_attributes` (JSON), `model_source` (JSON: the entry's `source`
+as the values files record it, "" for values files that do not; `{"random": …}` marks random
+weights), `dataset`, `kind`, `target`, `tau`, `groups`
 (JSON), `prediction` (`pred`, the letter argmax, for MCQ; `greedy_token` for instruction
 datasets, whose `pred` is −1), `template_file`, `values_files`, `interactions_files` (JSON lists),
 `ips_version`, `sampling`, for sparse fits `budget`, `games` and `unreliable_games`,
@@ -704,6 +707,7 @@ def _attributes(merged: Merged, tau: float, seed: int, n_boot: int, level: float
     return {
         "model": a["model"],
         "model_attributes": a.get("model_attributes", "{}"),
+        "model_source": a.get("model_source", ""),
         "dataset": a["dataset"],
         "kind": kind,
         "target": a.get("target", ""),
@@ -750,6 +754,11 @@ def summarize(values: Sequence[str | os.PathLike],
 # ---------------------------------------------------------------------------------- reading
 
 
+WEIGHTS = ("trained", "random")
+"""The `weights` column of every table: `random` when a row rests on any model whose weights
+were drawn at random (`source: {random: …}`), whose numbers measure nothing about an LLM."""
+
+
 @dataclass
 class Entry:
     """One metrics file."""
@@ -759,6 +768,31 @@ class Entry:
     dataset: str
     attrs: dict  # model attributes
     ds: xr.Dataset
+
+    @property
+    def random_weights(self) -> bool:
+        """Whether the model's source is `random` (`model_source`)."""
+        return "random" in model_source(self.ds, self.path)
+
+
+def model_source(ds: xr.Dataset, path: str | os.PathLike) -> dict:
+    """The metrics file's `model_source` as a mapping; {} for a file without one (its values
+    files were written before sources were recorded, when every model was trained)."""
+    text = ds.attrs.get("model_source", "")
+    if not text:
+        return {}
+    try:
+        source = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}: attribute 'model_source' is not JSON ({e})") from None
+    if not isinstance(source, dict):
+        raise InputError(f"{path}: attribute 'model_source' is not a mapping: {text!r}")
+    return source
+
+
+def weights(entries) -> str:
+    """`random` when any of `entries` has random weights, else `trained` (`WEIGHTS`)."""
+    return WEIGHTS[any(e.random_weights for e in entries)]
 
 
 
@@ -782,4 +816,5 @@ def read_metrics(path: str | os.PathLike) -> Entry:
             attrs[k] = float(attrs[k])
     if attrs["active_params"] is None:
         attrs["active_params"] = attrs["params"]
+    model_source(ds, path)  # a bad one is an error here, not in a figure
     return Entry(path, str(ds.attrs["model"]), str(ds.attrs["dataset"]), attrs, ds)

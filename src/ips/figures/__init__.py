@@ -6,7 +6,8 @@ Reads the metrics files of `ips metrics` (one per model and dataset) and the fac
 `ips factors`, and writes a directory: every figure as PNG and PDF (`style.save`), the tables
 and a README. What each file shows is its caption in `ips.figures.captions`; each figure
 family is drawn by a module of its own (`sparsity`, `case_study`, `types`, `ranking`,
-`factors`, `order`, `robustness`, `perturbation`, `representation`, `nulls`).
+`factors`, `order`, `scale`, `shots`, `robustness`, `perturbation`, `representation`,
+`nulls`); the appendix tables are computed by `appendix`.
 
 The case-study figures need `ips.case_study` and `ips.figures.case_study`; they are drawn for
 every metrics file that holds a case (`case_sample` attribute, see `ips.metrics_file`). The
@@ -31,7 +32,10 @@ from ips import claims
 from ips.factors import FactorsFile, read_factors
 from ips.metrics_file import Entry, read_metrics
 from ips.figures.captions import CASE_STUDY, FIGURES, TABLES, case_study_name
-from ips.figures.common import MAIN_GROUP
+from ips.figures.appendix import (MATCHED_COLUMNS, PERTURBATION_COLUMNS,
+                                  REPRESENTATION_COLUMNS, matched_rows, perturbation_rows,
+                                  representation_rows)
+from ips.figures.common import MAIN_GROUP, PERTURBATION_GROUP, random_note
 from ips.figures.factors import draw_factors
 from ips.figures.nulls import nulls_figure
 from ips.figures.order import order_figure
@@ -40,10 +44,14 @@ from ips.figures.ranking import consistency_figure, ranking_figure
 from ips.figures.readme import readme_text
 from ips.figures.representation import representation_figure
 from ips.figures.robustness import tau_figure
+from ips.figures.scale import scale_figure
+from ips.figures.shots import few_shot_band_figure
 from ips.figures.sparsity import matching_figure, sparsity_figure
-from ips.figures.style import DPI, MIN_WIDTH
+from ips.figures.style import DPI, MIN_WIDTH, banner
 from ips.figures.tables import (FACTOR_COLUMNS, NULL_COLUMNS, TABLE_COLUMNS, TAU_COLUMNS,
-                               factor_rows, null_rows, tau_rows, write_csv, write_table)
+                               TAU_PAIR_COLUMNS, factor_rows, null_rows, tau_pair_rows,
+                               tau_rows, tau_table_columns, tau_table_rows, write_csv,
+                               write_table)
 from ips.figures.types import types_figure
 from ips.errors import InputError
 from ips.files import atomic_dir
@@ -99,8 +107,36 @@ def case_study_figures(entries: list[Entry], tau: float, out: Path) -> list[str]
 
 
 def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path) -> list[str]:
-    """Draw every figure and write the tables into the existing directory `out`."""
+    """Draw every figure and write the tables into the existing directory `out`; when a
+    model has random weights, every figure carries `random_note` above its title."""
     out = Path(out)
+    with banner(random_note(entries)):
+        cases = _draw_figures(entries, factors, tau, out)
+    test = json.loads(factors.ds.attrs.get("test", "{}") or "{}")
+    draws, seed = int(test.get("draws", DRAWS)), int(test.get("seed", 0))
+    perturbation = perturbation_rows(entries, draws, seed)
+    matched = matched_rows(entries, draws, seed)
+    write_table(entries, out / "ips_table.csv")
+    write_csv(null_rows(entries), NULL_COLUMNS, out / "null_table.csv")
+    write_csv(factor_rows(factors.ds, entries), FACTOR_COLUMNS, out / "factors_table.csv")
+    write_csv(tau_rows(factors.tau, entries), TAU_COLUMNS, out / "tau_robustness.csv")
+    write_csv(tau_pair_rows(factors.ds, entries), TAU_PAIR_COLUMNS, out / "tau_pairs.csv")
+    write_csv(tau_table_rows(entries), tau_table_columns(entries), out / "tau_table.csv")
+    write_csv(perturbation, PERTURBATION_COLUMNS, out / "perturbation_types.csv")
+    write_csv(representation_rows(entries, factors), REPRESENTATION_COLUMNS,
+              out / "representation_pairs.csv")
+    write_csv(matched, MATCHED_COLUMNS, out / "moe_matched.csv")
+    rows = claims.claims(entries, factors.ds, draws=draws, seed=seed,
+                         perturbation=perturbation, matched=matched)
+    write_csv([asdict(r) for r in rows], claims.COLUMNS, out / "claims.csv")
+    (out / "README.md").write_text(readme_text(entries, factors, tau, cases, rows),
+                                   encoding="utf-8")
+    return [*figure_files(), *cases, *TABLES, "README.md"]
+
+
+def _draw_figures(entries: list[Entry], factors: FactorsFile, tau: float,
+                  out: Path) -> list[str]:
+    """Every figure of `FIGURES` and the case studies (whose names it returns)."""
     sparsity_figure(entries, tau, out / "sparsity.png")
     matching_figure(entries, out / "universal_matching.png")
     types_figure(entries, tau, out / "interaction_types.png")
@@ -108,22 +144,16 @@ def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path) 
     consistency_figure(entries, tau, out / "ips_vs_consistency.png")
     draw_factors(factors, tau, out)
     order_figure(entries, tau, out / "ips_by_order.png")
+    scale_figure(entries, MAIN_GROUP, tau, out / "scale_by_order.png",
+                 "IPS by order band across model sizes (0-shot templates)")
+    scale_figure(entries, PERTURBATION_GROUP, tau, out / "perturbation_group_scale_by_order.png",
+                 f"IPS by order band across model sizes ({PERTURBATION_GROUP} group)")
+    few_shot_band_figure(factors, tau, out / "few_shot_by_order.png")
     tau_figure(entries, factors.tau, tau, out / "tau_robustness.png")
     perturbation_figure(entries, tau, out / "perturbation_types.png")
     representation_figure(entries, tau, out / "representation_baseline.png")
     nulls_figure(entries, tau, out / "nulls.png")
-    cases = case_study_figures(entries, tau, out)
-    write_table(entries, out / "ips_table.csv")
-    write_csv(null_rows(entries), NULL_COLUMNS, out / "null_table.csv")
-    write_csv(factor_rows(factors.ds), FACTOR_COLUMNS, out / "factors_table.csv")
-    write_csv(tau_rows(factors.tau), TAU_COLUMNS, out / "tau_robustness.csv")
-    test = json.loads(factors.ds.attrs.get("test", "{}") or "{}")
-    rows = claims.claims(entries, factors.ds, draws=int(test.get("draws", DRAWS)),
-                         seed=int(test.get("seed", 0)))
-    write_csv([asdict(r) for r in rows], claims.COLUMNS, out / "claims.csv")
-    (out / "README.md").write_text(readme_text(entries, factors, tau, cases, rows),
-                                   encoding="utf-8")
-    return [*figure_files(), *cases, *TABLES, "README.md"]
+    return case_study_figures(entries, tau, out)
 
 
 def make_figures(metrics_paths: Sequence[str | os.PathLike], factors_path: str | os.PathLike,
@@ -146,5 +176,6 @@ def make_figures(metrics_paths: Sequence[str | os.PathLike], factors_path: str |
 
 
 __all__ = ["FIGURES", "TABLES", "FILES", "CASE_STUDY", "MAIN_GROUP", "TABLE_COLUMNS",
-           "NULL_COLUMNS", "FACTOR_COLUMNS", "TAU_COLUMNS", "DPI", "MIN_WIDTH", "make_figures",
+           "NULL_COLUMNS", "FACTOR_COLUMNS", "TAU_COLUMNS", "TAU_PAIR_COLUMNS",
+           "PERTURBATION_COLUMNS", "REPRESENTATION_COLUMNS", "MATCHED_COLUMNS", "DPI", "MIN_WIDTH", "make_figures",
            "draw_all", "figure_files", "case_study_name"]

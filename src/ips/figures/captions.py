@@ -81,17 +81,34 @@ FIGURES = {
         f"n; bars hatched where n < {MIN_RELIABLE_N}",
         MODELS),
     "factors": Caption(
-        "Relative change by order (paper Figs. 10, 11, 21)",
+        "Relative change by order (paper Figs. 10, 21)",
         "mean relative change ΔIPS = (IPS_A − IPS_B)/IPS_B per order band for every factor "
         "the configured models allow (A: instruct, larger, dense, k-shot), with 95% "
-        "intervals (Figs. 10, 11, 21); bars hatched where the sign-flip test of the mean "
+        "intervals (Figs. 10, 21); bars hatched where the sign-flip test of the mean "
         f"rests on fewer than {MIN_RELIABLE_N} samples",
         FACTOR_SECTION),
+    "scale_by_order": Caption(
+        "IPS by order across model scales (paper Figs. 11, 22)",
+        "IPS^low, IPS^mid and IPS^high on the 0-shot templates against the parameter count "
+        "(log axis), one panel per dataset and band, one line per series, type and "
+        "architecture with at least two sizes (the models the scale factor compares; solid: "
+        "instruct, dashed: base), with 95% intervals; an open marker rests on fewer than "
+        f"{MIN_RELIABLE_N} samples; the models alone in their series are named below",
+        FACTOR_SECTION),
+    "few_shot_by_order": Caption(
+        "Few-shot by order band per model (paper Fig. 23)",
+        "for every model and k-shot group, IPS^low, IPS^mid and IPS^high of the k-shot "
+        "template pairs (filled, one colour per k) against the same pairs without examples "
+        "(open grey), with 95% paired-bootstrap intervals, one panel per dataset and band; a "
+        f"cross where the comparison's sign-flip test rests on fewer than {MIN_RELIABLE_N} "
+        "samples",
+        FACTOR_SECTION),
     "tau_robustness": Caption(
-        "τ robustness (paper Table 2/3, Appendix F.8)",
+        "τ robustness (paper Appendix F.8)",
         "IPS on the 0-shot templates over the τ sweep, one line per model; the panel titles "
-        "give the mean Spearman / Pearson correlation of the models' IPS between every two "
-        "τ values (Table 2/3)",
+        "give the mean Spearman / Pearson / Kendall correlation of the models' IPS between "
+        "every two τ values (Table 2; the numbers in `tau_robustness.csv`, `tau_pairs.csv` "
+        "and `tau_table.csv`)",
         ROBUSTNESS),
     "perturbation_types": Caption(
         "Perturbation type (paper Appendix G)",
@@ -99,6 +116,25 @@ FIGURES = {
         "and of those that differ only by adding tokens (separators, markers), Appendix G, "
         "with 95% intervals; pairs with both kinds of change (`mixed`) are left out, and the "
         "reworded prompts of a `perturbation` group get a bar of their own",
+        ROBUSTNESS),
+    "perturbation_group_factors": Caption(
+        "The four factors on reworded prompts (paper Fig. 12)",
+        "the factors of Figs. 5-8 on the perturbation group (the first template and its "
+        "paraphrased and reordered wordings, Appendix L): IPS_A and IPS_B of every comparison "
+        "with 95% intervals, ΔIPS and the paired sign-flip p with its n, one panel per "
+        "factor; a factor without a comparison on this group says why (few-shot compares "
+        "k-shot groups with the 0-shot templates only)",
+        ROBUSTNESS),
+    "perturbation_group_factors_by_order": Caption(
+        "Relative change by order on reworded prompts (paper Fig. 13)",
+        "mean ΔIPS per order band of each factor on the perturbation group, with 95% "
+        "intervals, as `factors.png` draws it for the 0-shot templates (Fig. 13)",
+        ROBUSTNESS),
+    "perturbation_group_scale_by_order": Caption(
+        "IPS by order across model scales on reworded prompts (paper Fig. 14)",
+        "IPS per order band on the perturbation group against the parameter count, one "
+        "line per series, type and architecture, as `scale_by_order.png` draws the 0-shot "
+        "templates (Fig. 14)",
         ROBUSTNESS),
     "representation_baseline": Caption(
         "Representation baseline (paper Appendix H)",
@@ -156,9 +192,48 @@ TABLES = {
         "(docs/method.md#nulls, docs/method.md#precision; `ips.nulls`)",
         TABLE_SECTION),
     "tau_robustness.csv": Caption(
-        "τ robustness table",
-        "per dataset: mean Spearman and Pearson correlation of the models' IPS between every "
-        "two τ of the sweep, models used, and why a value is missing",
+        "τ robustness table (paper Table 2)",
+        "per dataset, the agreement of the models' IPS (0-shot, band all) between every two τ "
+        "of the sweep, averaged over the pairs: Spearman, Pearson and Kendall τ_b correlation, "
+        "root mean square difference and mean absolute difference (the five measures of "
+        "Table 2 as read here: the paper names correlation coefficients and RMSE among "
+        "them), the models used and why a value is missing; correlations need 3 models",
+        TABLE_SECTION),
+    "tau_pairs.csv": Caption(
+        "τ robustness per pair of τ (paper Table 2, unaveraged)",
+        "for every dataset and every two τ of the sweep (τ_a before τ_b), the five measures "
+        "of `tau_robustness.csv`, with the models they rest on",
+        TABLE_SECTION),
+    "tau_table.csv": Caption(
+        "IPS at every τ (paper Table 3)",
+        "IPS (0-shot, band all) of every model and dataset at every τ of the sweep, one "
+        "column per τ, within a dataset sorted by IPS at the sweep's first τ as the paper "
+        "sorts (least sensitive first)",
+        TABLE_SECTION),
+    "perturbation_types.csv": Caption(
+        "IPS by perturbation type (paper Tables 4, 5)",
+        "per model and dataset, the mean IPS of the 0-shot template pairs that alter tokens "
+        "(case) and of those that add tokens (separators, markers), each with its 95% "
+        "bootstrap interval, samples and pairs; `more_sensitive` (the larger, the paper's "
+        "bold); and the paired sign-flip test of the per-sample difference adding − "
+        "altering with its n (whether the model's difference is more than sample noise); "
+        "the counts per architecture are claims",
+        TABLE_SECTION),
+    "representation_pairs.csv": Caption(
+        "Representation baseline per base/instruct pair (paper Table 6)",
+        "every base/instruct pair of the instruct_vs_base factor with each model's cosine "
+        "similarity and L2 distance of the final hidden states (mean over the 0-shot "
+        "template pairs, no interval: only means are stored) beside the pair's IPS, ΔIPS "
+        "with its interval and sign-flip p with its n, and which model each measure calls "
+        "more stable (`*_favours`)",
+        TABLE_SECTION),
+    "moe_matched.csv": Caption(
+        "MoE vs dense at matched activated parameters (paper Table 7)",
+        "per dataset, every MoE model beside the dense model of its family and type with "
+        "the closest activated parameters (`matched` when within a factor 1.5; "
+        "docs/method.md#tables-factors-figures): both IPS (0-shot, band all) with 95% paired "
+        "bootstrap intervals, ΔIPS = (IPS_dense − IPS_MoE)/IPS_MoE with its interval, and "
+        "the paired sign-flip p with its n",
         TABLE_SECTION),
     "claims.csv": Caption(
         "The paper's claims on these models",

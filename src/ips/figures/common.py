@@ -13,6 +13,8 @@ from ips.uncertainty import MIN_RELIABLE_N
 
 MAIN_GROUP = ZERO_SHOT
 """The condition group of the main comparisons (the 0-shot templates)."""
+PERTURBATION_GROUP = "perturbation"
+"""The condition group of the reworded prompts (paraphrase, reorder; Appendix L)."""
 FEW_HATCH = "////"
 """Hatch of a bar whose interval rests on fewer than MIN_RELIABLE_N samples."""
 
@@ -177,3 +179,13 @@ def correlation_text(x, y) -> str:
     pr = scipy.stats.pearsonr(x[ok], y[ok])[0]
     sr = scipy.stats.spearmanr(x[ok], y[ok])[0]
     return f"Pearson r = {pr:.2f}, Spearman ρ = {sr:.2f} (n = {int(ok.sum())})"
+
+
+def random_note(entries: list[Entry]) -> str:
+    """What every output of `ips figures` says when a model of the run has random weights
+    (the banner above every figure's title, the README's first line); "" when none has."""
+    names = sorted({e.model for e in entries if e.random_weights})
+    if not names:
+        return ""
+    shown = ", ".join(names) if len(names) <= 4 else f"{len(names)} models: {names[0]}, …"
+    return f"random weights ({shown}): these numbers measure nothing"

@@ -1,4 +1,5 @@
-"""The four factors (paper Figs. 5-8) and their relative change by order (Figs. 10, 11, 21).
+"""The four factors (paper Figs. 5-8) and their relative change by order (Figs. 10, 21), on
+the 0-shot templates and on the reworded prompts of the perturbation group (Figs. 12, 13).
 
 Every comparison of `ips factors` is drawn with its paired-bootstrap interval and its paired
 sign-flip p-value with the samples tested; bars whose test rests on fewer than
@@ -7,6 +8,7 @@ show gets a figure that names the reason."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +16,8 @@ import xarray as xr
 
 from ips.factors import FACTORS, FactorsFile
 from ips.figures.captions import FACTOR_TITLES
-from ips.figures.common import (MAIN_GROUP, blank, colors, few_hatch, few_note, legend_below,
-                                p_text, patch, whiskers)
+from ips.figures.common import (MAIN_GROUP, PERTURBATION_GROUP, blank, colors, few_hatch,
+                                few_note, legend_below, p_text, patch, whiskers)
 from ips.figures.style import band_label, note, panels, save
 from ips.metrics_file import BANDS
 
@@ -30,12 +32,20 @@ FACTOR_SIDES = {
 
 
 def draw_factors(factors: FactorsFile, tau: float, out: Path) -> None:
-    """`factor_<name>.png` for each factor and `factors.png`, each given its own rows."""
+    """`factor_<name>.png` for each factor and `factors.png`, each given its own rows; the
+    same two on the perturbation group (`perturbation_group_factors*.png`, Figs. 12, 13)."""
     for f in FACTORS:
         factor_figure(factors.comparisons(f), f, factors.absent.get(f), tau,
                       out / f"factor_{f}.png")
     factors_figure({f: factors.summaries(f) for f in factors.present}, factors.absent, tau,
                    out / "factors.png")
+    group_factors_figure(factors, PERTURBATION_GROUP, tau,
+                         out / "perturbation_group_factors.png")
+    rows = {f: factors.summaries(f, PERTURBATION_GROUP) for f in FACTORS}
+    factors_figure({f: r for f, r in rows.items() if r.sizes["summary"]},
+                   {f: factors.absent.get(f) or f"no comparison on the {PERTURBATION_GROUP} "
+                    "group" for f, r in rows.items() if not r.sizes["summary"]}, tau,
+                   out / "perturbation_group_factors_by_order.png", PERTURBATION_GROUP)
 
 
 def _absent_figure(title: str, lines: list[str], path: Path) -> list[Path]:
@@ -64,7 +74,7 @@ def _label(rows: xr.Dataset, factor: str, i: int) -> str:
 def factor_figure(rows: xr.Dataset, factor: str, absent: str | None, tau: float,
                   path: Path) -> list[Path]:
     """IPS_A and IPS_B of every comparison of one factor (its `comparison` rows, band all),
-    one panel per dataset, with 95% CIs, ΔIPS and the sign-flip p-value with its n above each
+    one panel per dataset, with 95% CIs, ΔIPS and the sign-flip p-value with its n beside each
     pair of bars; `absent`: why the factor has no comparison at all."""
     title = f"{FACTOR_TITLES.get(factor, factor)}: IPS at τ = {tau:g}"
     if absent is not None:
@@ -75,56 +85,94 @@ def factor_figure(rows: xr.Dataset, factor: str, absent: str | None, tau: float,
     if not datasets:
         return _absent_figure(title, [f"no comparison on the {MAIN_GROUP} group"], path)
     n = max(int(np.sum(dataset == d)) for d in datasets)
-    fig, axes = panels(len(datasets), max(3.2, 1.1 * n + 1.6), 4.6,
+    fig, axes = panels(len(datasets), 5.6, max(2.8, 1.6 + 0.55 * n),
                        f"{title}\nwhiskers: 95% CI; p: paired sign-flip test over samples\n"
                        + few_note())
-    side_a, side_b = FACTOR_SIDES.get(factor, ("A", "B"))
     for ax, d in zip(axes, datasets):
-        mine = rows.isel(comparison=np.flatnonzero(dataset == d))
-        x = np.arange(mine.sizes["comparison"])
-        ia, ib = _band(mine, "ips_a"), _band(mine, "ips_b")
-        w = 0.38
-        ntest = _band(mine, "n_tested", fill=0).astype(int)
-        hatches = [few_hatch(k) for k in ntest]
-        ax.bar(x - w / 2, np.nan_to_num(ib), w, color=SIDE_COLORS[1], hatch=hatches,
-               yerr=whiskers(np.nan_to_num(ib), _band(mine, "ips_b_ci")), capsize=3)
-        ax.bar(x + w / 2, np.nan_to_num(ia), w, color=SIDE_COLORS[0], hatch=hatches,
-               yerr=whiskers(np.nan_to_num(ia), _band(mine, "ips_a_ci")), capsize=3)
-        top = np.nanmax(np.concatenate([ia, ib, [0.1]]))
-        for xi, dv, p, k in zip(x, _band(mine, "delta_ips"), _band(mine, "p_value"), ntest):
-            text = (("Δ n/a" if not np.isfinite(dv) else f"Δ {100 * dv:+.1f}%")
-                    + f"\n{p_text(p, k)}")
-            ax.text(xi, top * 1.12, text, ha="center", va="bottom", fontsize=7)
-        ax.set_ylim(0, top * 1.45)
-        ax.set_xticks(x, [_label(mine, factor, i) for i in x], fontsize=7)
-        ax.set_ylabel("IPS")
+        comparison_panel(ax, rows.isel(comparison=np.flatnonzero(dataset == d)), factor)
         ax.set_title(d, fontsize=10)
-    legend_below(fig, [patch(SIDE_COLORS[0], f"A: {side_a}"), patch(SIDE_COLORS[1],
-                                                                     f"B: {side_b}")])
+    side_a, side_b = FACTOR_SIDES.get(factor, ("A", "B"))
+    legend_below(fig, [patch(SIDE_COLORS[0], f"A: {side_a}"),
+                       patch(SIDE_COLORS[1], f"B: {side_b}")])
+    return save(fig, path)
+
+
+def comparison_panel(ax, rows: xr.Dataset, factor: str, with_dataset: bool = False) -> None:
+    """Horizontal IPS_A and IPS_B bars of each comparison row (band all, one row of the
+    panel each, so that tens of comparisons stay legible) with their intervals, and ΔIPS
+    with the sign-flip p and its n right of them; hatched where the test rests on few
+    samples."""
+    y = np.arange(rows.sizes["comparison"])
+    ia, ib = _band(rows, "ips_a"), _band(rows, "ips_b")
+    h = 0.38
+    ntest = _band(rows, "n_tested", fill=0).astype(int)
+    hatches = [few_hatch(k) for k in ntest]
+    ax.barh(y + h / 2, np.nan_to_num(ib), h, color=SIDE_COLORS[1], hatch=hatches,
+            xerr=whiskers(np.nan_to_num(ib), _band(rows, "ips_b_ci")), capsize=2)
+    ax.barh(y - h / 2, np.nan_to_num(ia), h, color=SIDE_COLORS[0], hatch=hatches,
+            xerr=whiskers(np.nan_to_num(ia), _band(rows, "ips_a_ci")), capsize=2)
+    right = np.nanmax(np.concatenate([ia, ib, [0.1]]))
+    for yi, dv, p, k in zip(y, _band(rows, "delta_ips"), _band(rows, "p_value"), ntest):
+        text = (("Δ n/a" if not np.isfinite(dv) else f"Δ {100 * dv:+.1f}%")
+                + f"\n{p_text(p, k)}")
+        ax.text(right * 1.12, yi, text, ha="left", va="center", fontsize=7)
+    ax.set_xlim(0, right * 1.9)
+    labels = [_label(rows, factor, i) for i in y]
+    if with_dataset:
+        labels = [f"{d}: {t}" for d, t in zip(rows["comparison_dataset"].values, labels)]
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.set_ylim(len(y) - 0.5, -0.5)
+    ax.set_xlabel("IPS")
+
+
+def group_factors_figure(factors: FactorsFile, group: str, tau: float,
+                         path: Path) -> list[Path]:
+    """The four factors on one condition group (paper Fig. 12 on the reworded prompts of the
+    perturbation group): one panel per factor with its comparisons on `group` in every
+    dataset, drawn as `comparison_panel`; a factor without one says why."""
+    rows = {f: factors.comparisons(f, group) for f in FACTORS}
+    n = max([r.sizes["comparison"] for r in rows.values()] + [2])
+    fig, axes = panels(len(FACTORS), 5.2, 1.8 + 0.55 * n,
+                       f"The four factors on the {group} group: IPS at τ = {tau:g}\n"
+                       "whiskers: 95% CI; p: paired sign-flip test over samples\n" + few_note())
+    for ax, (f, r) in zip(axes, rows.items()):
+        ax.set_title(FACTOR_TITLES.get(f, f), fontsize=10)
+        if r.sizes["comparison"]:
+            comparison_panel(ax, r, f, with_dataset=True)
+            continue
+        why = (factors.absent.get(f) or
+               ("few-shot compares the k-shot groups with the 0-shot templates, never this "
+                "group" if f == "few_shot" else f"no pair of models both have the {group} "
+                "group"))
+        note(ax, "\n".join(textwrap.wrap(f"absent: {why}", 30)))
+    legend_below(fig, [patch(SIDE_COLORS[0], "A: instruct, larger, dense, k-shot"),
+                       patch(SIDE_COLORS[1], "B: base, next smaller, MoE, 0-shot")])
     return save(fig, path)
 
 
 def factors_figure(summaries: dict[str, xr.Dataset], absent: dict[str, str], tau: float,
-                   path: Path) -> list[Path]:
+                   path: Path, group: str = MAIN_GROUP) -> list[Path]:
     """Mean ΔIPS = (IPS_A − IPS_B)/IPS_B by order band of every present factor (one panel
     each from its `summary` rows, one bar per dataset / k-shot group), with the bootstrap
     interval of the mean; hatched where its sign-flip test rests on fewer than MIN_RELIABLE_N
-    samples. `absent`: the factors without a comparison, and why."""
+    samples. `absent`: the factors without a comparison, and why; `group`: the condition
+    group of the model factors' rows (the title names any but the 0-shot group)."""
+    where = "" if group == MAIN_GROUP else f" on the {group} group"
     if not summaries:
-        lines = ["No factor comparison is possible with the configured models:"]
+        lines = [f"No factor comparison{where} is possible with the configured models:"]
         lines += [f"{FACTOR_TITLES.get(f, f)}: {r}" for f, r in absent.items()]
-        return _absent_figure(f"Factors at τ = {tau:g}", lines, path)
+        return _absent_figure(f"Factors{where} at τ = {tau:g}", lines, path)
     text = ("Absent: " + "; ".join(f"{FACTOR_TITLES.get(f, f)} ({r})" for f, r in absent.items())
             if absent else "")
     fig, axes = panels(len(summaries), 4.6, 4.4,
-                       f"ΔIPS = (IPS_A − IPS_B) / IPS_B by order band at τ = {tau:g}\n"
+                       f"ΔIPS = (IPS_A − IPS_B) / IPS_B by order band{where} at τ = {tau:g}\n"
                        "A: instruct, larger, dense, k-shot; whiskers: 95% CI\n"
                        + few_note(), text)
     for ax, (f, rows) in zip(axes, summaries.items()):
         ax.set_title(FACTOR_TITLES.get(f, f), fontsize=10)
         count = rows.sizes["summary"]
         if not count:
-            note(ax, f"no comparison on the {MAIN_GROUP} group")
+            note(ax, f"no comparison on the {group} group")
             continue
         x = np.arange(len(BANDS))
         w = 0.8 / count

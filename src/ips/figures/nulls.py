@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ips.figures.common import MAIN_GROUP, ips_ci, ips_value, legend_below, marker
-from ips.figures.style import save
+from ips.figures.style import TITLE_SIZE, save
 from ips.metrics_file import Entry
 
 NULL_COLOR, MATCHED_COLOR, PAIR_COLOR = "#7f7f7f", "#e6ab02", "#1f78b4"
@@ -25,7 +25,7 @@ def nulls_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     null against the size of the change, sd(Δv) / range of v."""
     rows = [e for e in entries if "null_ips" in e.ds and MAIN_GROUP in e.ds["group"].values]
     fig = Figure(figsize=(9.0, 1.2 + 2.4 * max(len(rows), 1)), layout="constrained")
-    fig.suptitle(f"IPS beside its nulls, τ = {tau:g} ({MAIN_GROUP} templates)", fontsize=12)
+    fig.suptitle(f"IPS beside its nulls, τ = {tau:g} ({MAIN_GROUP} templates)", fontsize=TITLE_SIZE)
     if not rows:
         ax = fig.subplots()
         ax.text(0.5, 0.5, "no metrics file holds a null IPS (config nulls.draws = 0, or "

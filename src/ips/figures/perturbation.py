@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
-
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from ips import uncertainty
+from ips.claims import bootstrap_settings
 from ips.metrics_file import Entry
 from ips.figures.common import MAIN_GROUP, by_dataset, datasets_of, legend_below, patch, whiskers
-from ips.figures.style import LABEL_COLORS, note, panels, save
+from ips.figures.style import LABEL_COLORS, TITLE_SIZE, note, panels, save
 
 LABELS = ("altering", "adding", "perturbation")
 LABEL_TEXT = {
@@ -21,7 +21,9 @@ LABEL_TEXT = {
 }
 
 
-def _columns(e: Entry, label: str) -> np.ndarray:
+def label_columns(e: Entry, label: str) -> np.ndarray:
+    """The pairs with this label: 0-shot pairs for altering/adding, every pair of the
+    perturbation group for `perturbation`."""
     ds = e.ds
     if ds.sizes.get("pair", 0) == 0:
         return np.zeros(0, dtype=int)
@@ -31,25 +33,31 @@ def _columns(e: Entry, label: str) -> np.ndarray:
     return np.flatnonzero(sel)
 
 
-def label_mean(e: Entry, label: str) -> tuple[float, tuple[float, float]]:
-    """Mean pair_ips (band all) over the pairs with this label (0-shot pairs for
-    altering/adding, the perturbation group's pairs for `perturbation`) and its bootstrap
-    interval over samples with the metrics file's bootstrap settings (NaN without
-    per-sample values)."""
-    cols = _columns(e, label)
+class LabelMean(NamedTuple):
+    mean: float  # mean of pair_ips over the label's pairs (band all)
+    ci: tuple[float, float]  # bootstrap interval over samples; NaN without per-sample values
+    n: int  # samples with a value on any of the pairs (0 without per-sample values)
+    pairs: int  # the label's pairs
+
+
+def label_mean(e: Entry, label: str) -> LabelMean:
+    """Mean pair_ips (band all) over the pairs with this label (`label_columns`) and its
+    bootstrap interval over samples with the metrics file's bootstrap settings (the mean
+    over the pairs of the per-pair means, recomputed in every replicate)."""
+    cols = label_columns(e, label)
+    nan = (float("nan"), float("nan"))
     if cols.size == 0:
-        return float("nan"), (float("nan"), float("nan"))
+        return LabelMean(float("nan"), nan, 0, 0)
     vals = e.ds["pair_ips"].sel(band="all").values[cols]
     vals = vals[np.isfinite(vals)]
     mean = float(vals.mean()) if vals.size else float("nan")
     if "sample_pair_ips" not in e.ds.variables:
-        return mean, (float("nan"), float("nan"))
-    x = e.ds["sample_pair_ips"].sel(band="all").values[:, cols]
-    b = json.loads(e.ds.attrs.get("bootstrap", "{}"))
-    _, ci = uncertainty.bootstrap_ci(x, n_boot=b.get("n_boot", uncertainty.N_BOOT),
-                                     level=b.get("level", uncertainty.LEVEL),
-                                     seed=b.get("seed", 0))
-    return mean, (float(ci[0]), float(ci[1]))
+        return LabelMean(mean, nan, 0, int(cols.size))
+    x = e.ds["sample_pair_ips"].sel(band="all").transpose("sample", "pair").values[:, cols]
+    seed, n_boot, level = bootstrap_settings(e)
+    _, ci = uncertainty.bootstrap_ci(x, n_boot=n_boot, level=level, seed=seed)
+    return LabelMean(mean, (float(ci[0]), float(ci[1])),
+                     int(np.isfinite(x).any(axis=1).sum()), int(cols.size))
 
 
 def perturbation_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
@@ -64,8 +72,8 @@ def perturbation_figure(entries: list[Entry], tau: float, path: Path) -> list[Pa
         rows = by_dataset(entries, d)
         y = np.arange(len(rows))
         res = [[label_mean(e, lab) for lab in LABELS] for e in rows]
-        means = np.array([[m for m, _ in r] for r in res]).reshape(-1, 3)
-        cis = np.array([[c for _, c in r] for r in res]).reshape(-1, 3, 2)
+        means = np.array([[m.mean for m in r] for r in res]).reshape(-1, 3)
+        cis = np.array([[m.ci for m in r] for r in res]).reshape(-1, 3, 2)
         show = [k for k in range(3) if np.isfinite(means[:, k]).any()]
         ax.set_title(d, fontsize=10)
         if not show:
@@ -84,7 +92,7 @@ def perturbation_figure(entries: list[Entry], tau: float, path: Path) -> list[Pa
         ax.set_xlabel("mean IPS of the pairs (band all; whiskers: 95% CI)")
     if "perturbation" in used:
         fig.suptitle(f"IPS of altering vs adding template pairs (0-shot) and of reworded "
-                     f"prompts, τ = {tau:g}", fontsize=12)
+                     f"prompts, τ = {tau:g}", fontsize=TITLE_SIZE)
     handles = [patch(LABEL_COLORS[lab], LABEL_TEXT[lab]) for lab in LABELS if lab in used]
     if handles:
         legend_below(fig, handles, ncols=len(handles))

@@ -9,11 +9,11 @@ from typing import Sequence
 import numpy as np
 
 from ips import __version__, claims
-from ips.metrics_file import Entry
+from ips.metrics_file import WEIGHTS, Entry
 from ips.factors import FactorsFile
 from ips.figures.captions import (CASE_STUDY, CASE_STUDY_CAPTION, FACTOR_TITLES, FIGURES,
                                   TABLES)
-from ips.figures.common import MAIN_GROUP, datasets_of, robustness_text
+from ips.figures.common import MAIN_GROUP, datasets_of, random_note, robustness_text
 from ips.figures.tables import null_rows
 from ips.sparse import UNRELIABLE_HELDOUT
 from ips.uncertainty import EXACT_MAX, MIN_RELIABLE_N
@@ -23,7 +23,11 @@ def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
            case_names: Sequence[str] = (), rows: Sequence[claims.Claim] = ()) -> str:
     datasets = datasets_of(entries)
     models = list(dict.fromkeys(e.model for e in entries))
+    warning = random_note(entries)
     lines = [
+        *([f"**{warning[0].upper()}{warning[1:]}.** Their weights were drawn at random "
+           "(`source: random`), not trained: every figure says so above its title and every "
+           "table row resting on them has `weights` = `random`.", ""] if warning else []),
         "# IPS results",
         "",
         f"Interaction-based prompt sensitivity at τ = {tau:g} of {len(models)} model(s) on "
@@ -39,7 +43,9 @@ def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
         "with a paired sign-flip permutation test over sample ids (exact up to "
         f"{EXACT_MAX} samples, else Monte Carlo; the order bands Holm-adjusted; "
         f"`ips.uncertainty`). Numbers from fewer than {MIN_RELIABLE_N} samples are flagged "
-        "(`few_samples`, hatched bars, open markers): read them as indications only.",
+        "(`few_samples`, hatched bars, open markers): read them as indications only. Every "
+        "table ends in `weights`: `random` where a model the row rests on has random weights "
+        "(its numbers measure nothing about an LLM), else `trained`.",
         "",
     ]
     lines += [f"- `{name}.png`: {c.text}." for name, c in FIGURES.items()]
@@ -64,7 +70,7 @@ def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
     for d in datasets:
         note = factors.tau[d].note if d in factors.tau else ""
         lines.append(f"- {d}: {robustness_text(factors.tau, d)}" + (f"; {note}" if note else ""))
-    lines += claims_section(rows)
+    lines += claims_section(rows, warning)
     lines += ["", "Metrics files: " + ", ".join(f"`{e.path}`" for e in entries), ""]
     return "\n".join(lines)
 
@@ -154,10 +160,15 @@ def sparse_section(entries: list[Entry]) -> list[str]:
             "docs/benchmarks.md#sparse-estimation.", "", *lines]
 
 
-def claims_section(rows: Sequence[claims.Claim]) -> list[str]:
-    """The README section of the claims: verdict counts, each claim's statement, the table."""
+def claims_section(rows: Sequence[claims.Claim], warning: str = "") -> list[str]:
+    """The README section of the claims: verdict counts, each claim's statement, the table;
+    `warning` (`random_note`) heads it when a model has random weights."""
     counts = claims.summary(rows)
+    random = sum(r.weights == WEIGHTS[1] for r in rows)
     lines = ["", "## The paper's claims on these models", "",
+             *([f"**{warning[0].upper()}{warning[1:]}:** {random} of the {len(rows)} rows "
+                "rest on them (`weights` = `random`); their verdicts say nothing about the "
+                "paper.", ""] if warning else []),
              f"`claims.csv`; verdicts at α = {claims.ALPHA:g} (`ips.claims`): directional "
              "claims by a paired sign-flip test, level claims by whether the 95% interval lies "
              "inside the paper's range. `undecided` means these samples cannot tell; it is not "

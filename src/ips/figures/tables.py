@@ -1,7 +1,10 @@
 """The tables of `ips figures` as CSV: IPS beside its matched-size null per (model, dataset,
 group, band) (`ips_table.csv`), every null (`null_table.csv`), the factor comparisons
-(`factors_table.csv`) and τ robustness (`tau_robustness.csv`); the columns in the order
-written, what each holds in `ips.figures.captions`."""
+(`factors_table.csv`), τ robustness (`tau_robustness.csv`, `tau_pairs.csv`: Table 2) and IPS
+at every τ (`tau_table.csv`: Table 3); the appendix tables are `ips.figures.appendix`. The
+columns in the order written, what each holds in `ips.figures.captions`. Every table ends in
+`weights` (`ips.metrics_file.WEIGHTS`): `random` where a model the row rests on has random
+weights."""
 
 from __future__ import annotations
 
@@ -14,8 +17,9 @@ import numpy as np
 import xarray as xr
 
 from ips.config import MODEL_ATTRIBUTES
-from ips.factors import TauRobustness
-from ips.metrics_file import Entry
+from ips.errors import InputError
+from ips.factors import TauDifferences, TauRobustness
+from ips.metrics_file import Entry, weights
 from ips.figures.common import MAIN_GROUP
 from ips.metrics_file import BANDS
 from ips.uncertainty import EXACT_MAX, MIN_RELIABLE_N, sign_flip_label
@@ -24,18 +28,25 @@ from ips.uncertainty import EXACT_MAX, MIN_RELIABLE_N, sign_flip_label
 TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_ci_low", "ips_ci_high",
                  "n_valued_samples", "n_empty_pairs", "matched_null_ips", "matched_null_ci_low",
                  "matched_null_ci_high", "ips_minus_matched_null", "output_consistency",
-                 "n_samples", "tau", *MODEL_ATTRIBUTES, "few_samples")
+                 "n_samples", "tau", *MODEL_ATTRIBUTES, "few_samples", "weights")
 NULL_COLUMNS = ("model", "dataset", "group", "band", "null", "level", "null_ips", "ci_low",
                 "ci_high", "n_valued_samples", "ips", "ips_minus_null", "n_paired", "tau",
-                "max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")
+                "max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games", "weights")
 #: what a precision null row adds (`ips.metrics_file`: precision_{name} per precision)
 PRECISION_STATS = ("max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")
 FACTOR_COLUMNS = ("factor", "dataset", "group", "model_a", "model_b", "setting_a", "setting_b",
                   "templates", "band", "ips_a", "ips_a_ci_low", "ips_a_ci_high", "ips_b",
                   "ips_b_ci_low", "ips_b_ci_high", "delta_ips", "delta_ips_ci_low",
                   "delta_ips_ci_high", "p_value", "test", "n_tested", "n_paired", "few_samples",
-                  "null_a", "null_b", "delta_null", "excess", "p_excess", "n_excess")
-TAU_COLUMNS = ("dataset", "tau_spearman", "tau_pearson", "tau_n_models", "tau_note")
+                  "null_a", "null_b", "delta_null", "excess", "p_excess", "n_excess", "weights")
+#: Table 2's five measures of agreement between two τ: the correlations of
+#: `ips.metrics.tau_sweep`, then `ips.factors.TauDifferences`
+TAU_MEASURES = ("spearman", "pearson", *TauDifferences._fields)
+TAU_COLUMNS = ("dataset", *(f"tau_{k}" for k in TAU_MEASURES), "tau_n_models", "tau_note",
+               "weights")
+TAU_PAIR_COLUMNS = ("dataset", "tau_a", "tau_b", *TAU_MEASURES, "n_models", "weights")
+#: Table 3 before its one column per τ of the sweep (`tau_table_columns`)
+TAU_TABLE_HEAD = ("model", "dataset", "group", "type", "architecture", "params")
 
 
 def table_rows(entries: list[Entry]) -> list[dict]:
@@ -63,8 +74,8 @@ def table_rows(entries: list[Entry]) -> list[dict]:
                     if "output_consistency" in ds else float("nan"),
                     "n_samples": int(ds["n_samples"]) if "n_samples" in ds else "",
                     "tau": float(ds.attrs["tau"]),
-                    **{k: _attr_text(e.attrs.get(k)) for k in MODEL_ATTRIBUTES},
-                    "few_samples": n < MIN_RELIABLE_N,
+                    **{k: attr_text(e.attrs.get(k)) for k in MODEL_ATTRIBUTES},
+                    "few_samples": n < MIN_RELIABLE_N, "weights": weights([e]),
                 })
     return rows
 
@@ -94,7 +105,7 @@ def null_rows(entries: list[Entry]) -> list[dict]:
             for b in BANDS:
                 base = {"model": e.model, "dataset": e.dataset, "group": str(g), "band": b,
                         "ips": float(ds["ips"].sel(group=g, band=b)),
-                        "tau": float(ds.attrs["tau"])}
+                        "tau": float(ds.attrs["tau"]), "weights": weights([e])}
                 for c in ds["null_level"].values if "null_ips" in ds else ():
                     rows.append({**base, "null": "gaussian", "level": float(c),
                                  **_null_cells(ds, "null", g,
@@ -114,7 +125,9 @@ def null_rows(entries: list[Entry]) -> list[dict]:
     return rows
 
 
-def factor_rows(factors: xr.Dataset) -> list[dict]:
+def factor_rows(factors: xr.Dataset, entries: Sequence[Entry] = ()) -> list[dict]:
+    """Every comparison and band of the factors file; `entries` tell which models have
+    random weights."""
     rows = []
     nan2 = np.full(2, np.nan)
     exact_max = json.loads(factors.attrs.get("test", "{}")).get("exact_max", EXACT_MAX)
@@ -149,16 +162,83 @@ def factor_rows(factors: xr.Dataset) -> list[dict]:
                    for k in ("null_a", "null_b", "delta_null", "excess", "p_excess")},
                 "n_excess": int(factors["n_excess"].sel(band=b).values[i])
                 if "n_excess" in factors else 0,
+                "weights": weights(e for e in entries if e.model in (
+                    str(factors["model_a"].values[i]), str(factors["model_b"].values[i]))),
             })
     return rows
 
 
-def tau_rows(robustness: dict[str, TauRobustness]) -> list[dict]:
-    return [{"dataset": r.dataset, "tau_spearman": r.spearman, "tau_pearson": r.pearson,
-             "tau_n_models": r.n_models, "tau_note": r.note} for r in robustness.values()]
+def _dataset_weights(entries: Sequence[Entry], dataset: str) -> str:
+    return weights(e for e in entries if e.dataset == dataset)
 
 
-def _attr_text(x) -> str:
+def tau_rows(robustness: dict[str, TauRobustness], entries: Sequence[Entry] = ()) -> list[dict]:
+    """Table 2 per dataset: the five measures averaged over every two τ of the sweep."""
+    return [{"dataset": r.dataset, **{f"tau_{k}": getattr(r, k) for k in TAU_MEASURES},
+             "tau_n_models": r.n_models, "tau_note": r.note,
+             "weights": _dataset_weights(entries, r.dataset)} for r in robustness.values()]
+
+
+def tau_pair_rows(factors: xr.Dataset, entries: Sequence[Entry] = ()) -> list[dict]:
+    """Table 2 unaveraged: one row per dataset and pair of sweep values τ_a < τ_b, from the
+    factors file's `tau_*_matrix` (NaN for a measure a file written before it lacks)."""
+    taus = factors["tau"].values.astype(float)
+    rows = []
+    for d in factors["dataset"].values.astype(str):
+        mats = {k: (factors[f"tau_{k}_matrix"].sel(dataset=d).values.astype(float)
+                    if f"tau_{k}_matrix" in factors else np.full((taus.size,) * 2, np.nan))
+                for k in TAU_MEASURES}
+        for i, j in zip(*np.triu_indices(taus.size, k=1)):
+            rows.append({"dataset": d, "tau_a": float(taus[i]), "tau_b": float(taus[j]),
+                         **{k: float(m[i, j]) for k, m in mats.items()},
+                         "n_models": int(factors["tau_n_models"].sel(dataset=d)),
+                         "weights": _dataset_weights(entries, d)})
+    return rows
+
+
+def _tau_name(t: float) -> str:
+    return f"tau_{t:g}"
+
+
+def tau_table_columns(entries: Sequence[Entry]) -> tuple[str, ...]:
+    """Table 3's columns: `TAU_TABLE_HEAD`, one column per τ of the sweep, `weights`."""
+    taus = entries[0].ds["tau"].values.astype(float) if entries else np.zeros(0)
+    return (*TAU_TABLE_HEAD, *map(_tau_name, taus), "weights")
+
+
+def tau_table_rows(entries: Sequence[Entry]) -> list[dict]:
+    """Table 3: IPS (0-shot, band all) of every model and dataset at every τ of the sweep
+    (`ips_sweep`), within a dataset sorted as the paper sorts, by IPS at the sweep's first τ
+    (least sensitive first; models without it last). Every file must share one sweep."""
+    if not entries:
+        return []
+    first = entries[0]
+    taus = first.ds["tau"].values.astype(float)
+    rows = []
+    for e in entries:
+        t = e.ds["tau"].values.astype(float)
+        if t.shape != taus.shape or not np.allclose(t, taus):
+            raise InputError(f"{e.path}: τ sweep {t.tolist()} differs from {taus.tolist()} of "
+                             f"{first.path}; run `ips metrics` with one --tau-sweep for all "
+                             "models")
+        sweep = (e.ds["ips_sweep"].sel(group=MAIN_GROUP).values.astype(float)
+                 if MAIN_GROUP in e.ds["group"].values else np.full(taus.size, np.nan))
+        rows.append({"model": e.model, "dataset": e.dataset, "group": MAIN_GROUP,
+                     **{k: attr_text(e.attrs.get(k)) for k in TAU_TABLE_HEAD[3:]},
+                     **dict(zip(map(_tau_name, taus), sweep.tolist())),
+                     "weights": weights([e])})
+    order = list(dict.fromkeys(e.dataset for e in entries))
+    lead = _tau_name(taus[0]) if taus.size else None
+
+    def key(r: dict):
+        x = r[lead] if lead else np.nan
+        return order.index(r["dataset"]), bool(np.isnan(x)), 0.0 if np.isnan(x) else x, r["model"]
+
+    return sorted(rows, key=key)
+
+
+def attr_text(x) -> str:
+    """A model attribute as table text: a whole number without its decimal point."""
     if isinstance(x, float) and x.is_integer():
         return str(int(x))
     return "" if x is None else str(x)
