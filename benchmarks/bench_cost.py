@@ -42,7 +42,7 @@ import numpy as np
 import torch
 from common import MODELS, measure
 
-from ips.config import load_config
+from ips.config import load_config, precision_conditions, precision_dtypes
 from ips.kernel import token_owners
 from ips.models import ModelSpec, job_mem_mb, load_model, prepare_model
 from ips.samples import dataset_settings, prepare_samples
@@ -353,9 +353,9 @@ def plan(config, sets, counts, tokenizers, fits, args) -> None:
     print(f"\n== plan for {args.config} (assumptions in each line)")
     print(f"tokens: {ref}'s counts stand for every model's tokenizer (the most prompt tokens "
           "of those measured: " + ", ".join(f"{k} {v:,}" for k, v in totals.items()) + ")")
-    pn = config["precision_null"]
-    prec_conds = set(pn["conditions"])
-    first_shards = pn["shards"] or None
+    if config["sampling"]["mode"] != "exhaustive":
+        print("sampling is sparse: counted as exhaustive (all 2**n masks), an upper bound")
+    first_shards = config["precision_null"]["shards"] or None
     size = config["shard_size"]
 
     def shard_sums(d, names, shards=None):
@@ -371,8 +371,7 @@ def plan(config, sets, counts, tokenizers, fits, args) -> None:
         return out
 
     shards = {d: shard_sums(d, [c.name for c in ss.conditions]) for d, ss in sets.items()}
-    prec = {d: shard_sums(d, [c.name for c in ss.conditions if c.name in prec_conds],
-                          first_shards) for d, ss in sets.items()}
+    prec = {d: shard_sums(d, precision_conditions(config, d), first_shards) for d in sets}
     # the trie's largest stored keys/values and attention scores over all prompts, per
     # batch_tokens (its budget): counted again at each
     ref_tok = next(t for t in tokenizers if t.name == ref)
@@ -398,14 +397,14 @@ def plan(config, sets, counts, tokenizers, fits, args) -> None:
                  or config["scorer"] == "plain")
         why = ("dispatched" if spec.device_map else "remote code" if spec.trust_remote_code
                else "config") if plain else "trie"
-        bytes_half = 2 * spec.params
-
         def flops(s):
             tok, pairs = (s[0], s[1]) if plain else (s[2], s[3])
             return 2 * spec.active_params * (tok + s[4]) + attn * pairs
 
         main = [flops(s) for d in shards for s in shards[d]]
-        extra = [flops(s) for d in prec for s in prec[d]]
+        # the precision null: its conditions of the first shards again in each second dtype
+        extra = [(dt, flops(s)) for dt in precision_dtypes(config, name)
+                 for d in prec for s in prec[d]]
         tokens = sum(s[0] if plain else s[2] for d in shards for s in shards[d])
         row = {"model": name, "scorer": why, "gpus": spec.gpus, "tokens": tokens,
                "pflop": sum(main) / 1e15, "attn": sum(attn * (s[1] if plain else s[3])
@@ -413,11 +412,13 @@ def plan(config, sets, counts, tokenizers, fits, args) -> None:
                / max(1.0, sum(main))}
         for g, (peak16, peak32, _) in GPUS.items():
             for m in args.mfu:
-                load = lambda b: args.start_s + b / (args.load_gbs * 1e9)  # noqa: E731
-                js = [Job(name, "score", spec.gpus, (f / (peak16 * m) + load(bytes_half)) / 3600)
-                      for f in main]
-                js += [Job(name, "precision", spec.gpus,
-                           (f / (peak32 * m) + load(2 * bytes_half)) / 3600) for f in extra]
+                def hours(f, dtype):
+                    peak, w = (peak32, 4) if dtype == "float32" else (peak16, 2)
+                    load = args.start_s + w * spec.params / (args.load_gbs * 1e9)
+                    return (f / (peak * m) + load) / 3600
+
+                js = [Job(name, "score", spec.gpus, hours(f, spec.dtype)) for f in main]
+                js += [Job(name, "precision", spec.gpus, hours(f, dt)) for dt, f in extra]
                 jobs[g, m] += js
                 row[g, m] = sum(j.gpus * j.hours for j in js)
                 row[g, m, "prec"] = sum(j.gpus * j.hours for j in js if j.kind == "precision")
@@ -524,7 +525,8 @@ def print_memory(rows, batch_tokens: int, peaks: dict) -> None:
         print(f"  {bt:>6}: trie {tokens / 1e6:.1f}M tokens per model; stored {stored:,} tokens, "
               f"{cells / 1e6:,.0f}M score cells; largest "
               f"float16 {big16['mem'][bt]['float16'][2]:.0f} GB ({big16['model']}); over {cap} GB "
-              f"in float16: {len(over16)} ({', '.join(over16)}); in float32: {len(over32)}")
+              f"in float16: {len(over16)} ({', '.join(over16)}); in float32: {len(over32)} "
+              f"({', '.join(over32)})")
 
 
 def print_cpu(config, sets, fits, args) -> None:
@@ -534,10 +536,10 @@ def print_cpu(config, sets, fits, args) -> None:
     size, levels, draws = config["shard_size"], config["nulls"]["levels"], config["nulls"]["draws"]
     models = len(config["models"])
     games = sum(len(ss.samples) * len(ss.conditions) for ss in sets.values())
-    pn = config["precision_null"]
-    prec = sum(len(ss.samples[: (pn["shards"] or ss.n_shards(size)) * size])
-               * sum(c.name in pn["conditions"] for c in ss.conditions) for ss in sets.values())
-    prec *= len(pn["dtypes"])
+    first = config["precision_null"]["shards"] or None
+    prec = sum(len(ss.samples[: first * size if first else None])
+               * len(precision_conditions(config, d)) for d, ss in sets.items())
+    prec *= np.mean([len(precision_dtypes(config, m)) for m in config["models"]])
     fit_s = fits["scored"]
     null_s = float(np.mean([fits[f"null {x:g}"] for x in levels])) if levels else 0.0
     pairs = {d: sum(math.comb(len(g), 2) for g in ss.groups.values()) for d, ss in sets.items()}
@@ -548,7 +550,7 @@ def print_cpu(config, sets, fits, args) -> None:
     fit_h = models * (games + prec) * fit_s / 3600
     metrics_h = models * sum(null_fits.values()) * null_s / 3600
     print(f"\nCPU jobs (1 core each; the fits timed above, on this machine): fit and "
-          f"fit_precision {models * (games + prec):,} games x {fit_s:.2f} s = {fit_h:,.1f} "
+          f"fit_precision {models * (games + prec):,.0f} games x {fit_s:.2f} s = {fit_h:,.1f} "
           f"CPU-hours ({jobs:,} fit jobs of "
           f"{size * max(len(ss.conditions) for ss in sets.values()) * fit_s / 60:.1f} min); "
           f"metrics refits its nulls: per (model, dataset) "
