@@ -85,7 +85,7 @@ def factor_figure(rows: xr.Dataset, factor: str, absent: str | None, tau: float,
     if not datasets:
         return _absent_figure(title, [f"no comparison on the {MAIN_GROUP} group"], path)
     n = max(int(np.sum(dataset == d)) for d in datasets)
-    fig, axes = panels(len(datasets), 5.6, max(2.8, 1.6 + 0.55 * n),
+    fig, axes = panels(len(datasets), 5.6, max(2.8, 1.6 + 0.42 * n),
                        f"{title}\nwhiskers: 95% CI; p: paired sign-flip test over samples\n"
                        + few_note())
     for ax, d in zip(axes, datasets):
@@ -132,7 +132,7 @@ def group_factors_figure(factors: FactorsFile, group: str, tau: float,
     dataset, drawn as `comparison_panel`; a factor without one says why."""
     rows = {f: factors.comparisons(f, group) for f in FACTORS}
     n = max([r.sizes["comparison"] for r in rows.values()] + [2])
-    fig, axes = panels(len(FACTORS), 5.2, 1.8 + 0.55 * n,
+    fig, axes = panels(len(FACTORS), 5.2, 1.8 + 0.42 * n,
                        f"The four factors on the {group} group: IPS at τ = {tau:g}\n"
                        "whiskers: 95% CI; p: paired sign-flip test over samples\n" + few_note())
     for ax, (f, r) in zip(axes, rows.items()):
