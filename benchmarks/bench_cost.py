@@ -334,6 +334,69 @@ def time_fits(games, levels) -> dict:
     return out
 
 
+def time_metrics(config: dict, ss, games) -> float:
+    """Seconds of `ips metrics` without its nulls on one (model, dataset) of the config's size:
+    len(ss.samples) samples x its conditions, n = 10. The games are the check's first, with
+    Gaussian noise per condition, fitted once for one sample and repeated for every sample
+    (the metrics' cost does not depend on the values); the nulls' refits are timed per game
+    in `time_fits`. The tau sweep, bootstrap and sign-flip draws are the config's."""
+    import json
+    import tempfile
+
+    import xarray as xr
+
+    from ips.cli import main as ips_main
+    from ips.files import write_dataset
+    from ips.fit import fit_values
+    from ips.values_file import Values
+
+    rng = np.random.default_rng(0)
+    conds = ss.conditions
+    n, v0 = games[0]
+    C, S, M = len(conds), len(ss.samples), 1 << n
+    v1 = v0 + 0.05 * (v0.max() - v0.min()) * rng.standard_normal((C, M))
+    fit = fit_values(Values(v=v1[None], n_vars=np.array([n]),
+                            coords={"sample": np.array(["s0"], dtype=object),
+                                    "condition": np.array([c.name for c in conds], dtype=object)}),
+                     solver=config["solver"], progress=False)
+    ids = np.array([f"s{i}" for i in range(S)], dtype=object)
+    obj = lambda xs: np.array(list(xs), dtype=object)  # noqa: E731
+    values = xr.Dataset(
+        {"v": (("sample", "condition", "mask"), np.broadcast_to(v1, (S, C, M)).copy()),
+         "n_vars": (("sample",), np.full(S, n)),
+         "gold": (("sample",), rng.integers(0, 4, S)),
+         "pred": (("sample", "condition"), rng.integers(0, 4, (S, C))),
+         "greedy_token": (("sample", "condition"), rng.integers(100, 103, (S, C))),
+         "hidden": (("sample", "condition", "hidden"),
+                    rng.normal(size=(S, C, 64)).astype(np.float32))},
+        coords={"sample": ids, "condition": obj(c.name for c in conds),
+                "template": ("condition", obj(c.template for c in conds)),
+                "shots": ("condition", np.array([c.shots for c in conds])),
+                "perturbation": ("condition", obj(c.perturbation or "" for c in conds))},
+        attrs={"model": "m", "dataset": ss.dataset, "kind": "mcq", "target": "letter",
+               "model_attributes": json.dumps({"family": "f", "series": "s", "type": "base",
+                                               "architecture": "dense", "params": 10**9,
+                                               "active_params": 10**9}),
+               "groups": json.dumps(ss.groups), "shard": 0,
+               "settings": json.dumps({"templates": {"file": None}})})
+    fits = xr.concat([fit.assign_coords(sample=[i]) for i in ids], dim="sample")
+    with tempfile.TemporaryDirectory() as tmp:
+        vp, fp, out = (Path(tmp) / x for x in ("v.h5", "f.h5", "m.nc"))
+        write_dataset(values, vp)
+        write_dataset(fits, fp)
+        argv = ["metrics", "--values", str(vp), "--interactions", str(fp),
+                "--tau", str(config["tau"]), "--tau-sweep", *map(str, config["tau_sweep"]),
+                "--seed", str(config["seed"]),
+                "--resamples", str(config["bootstrap"]["resamples"]),
+                "--level", str(config["bootstrap"]["level"]),
+                "--permutations", str(config["permutation"]["draws"]),
+                "--null-draws", "0", "--out", str(out)]
+        _, secs, mb, _ = measure(lambda: ips_main(argv))
+    print(f"\n== ips metrics without nulls, {S} samples x {C} conditions, n = {n}: "
+          f"{secs:.1f} s, peak +{mb:,.0f} MB")
+    return secs
+
+
 # ---------------------------------------------------------------- the plan
 
 
@@ -555,8 +618,10 @@ def print_cpu(config, sets, fits, args) -> None:
           f"{size * max(len(ss.conditions) for ss in sets.values()) * fit_s / 60:.1f} min); "
           f"metrics refits its nulls: per (model, dataset) "
           + ", ".join(f"{d} {k:,} games ({pairs[d]} pairs)" for d, k in null_fits.items())
-          + f" x {null_s:.2f} s = {max(null_fits.values()) * null_s / 3600:.2f} h per metrics "
-          f"job, {metrics_h:,.1f} CPU-hours in all (its bootstrap and tests not counted)")
+          + f" x {null_s:.2f} s, plus {fits['metrics']:.0f} s for the rest (measured without "
+          f"nulls) = {(max(null_fits.values()) * null_s + fits['metrics']) / 3600:.2f} h per "
+          f"metrics job, {metrics_h + models * len(sets) * fits['metrics'] / 3600:,.1f} "
+          "CPU-hours in all")
 
 
 def main() -> None:
@@ -574,7 +639,7 @@ def main() -> None:
     parser.add_argument("--start-s", type=float, default=60.0,
                         help="assumed seconds per job besides loading (start, queue, unmasked)")
     parser.add_argument("--mem-batch-tokens", nargs="*", type=int,
-                        default=[32768, 16384, 8192],
+                        default=[32768, 16384, 8192, 4096],
                         help="batch_tokens at which the memory is estimated too")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--cache-dir", type=Path, default=Path("resources/models"))
@@ -593,6 +658,8 @@ def main() -> None:
     games = [] if args.quick else check_trie(sets, counts, tokenizers[0].name, args.cache_dir,
                                              args.check, budget, args.threads)
     fits = time_fits(games, config["nulls"]["levels"]) if games else {}
+    if games:
+        fits["metrics"] = time_metrics(config, next(iter(sets.values())), games)
     plan(config, sets, counts, tokenizers, fits, args)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
 
