@@ -637,7 +637,7 @@ def main() -> None:
     parser.add_argument("--load-gbs", type=float, default=2.0,
                         help="assumed GB/s at which a job reads its model's weights")
     parser.add_argument("--start-s", type=float, default=60.0,
-                        help="assumed seconds per job besides loading (start, queue, unmasked)")
+                        help="assumed seconds per job besides loading (queue, Python, imports)")
     parser.add_argument("--mem-batch-tokens", nargs="*", type=int,
                         default=[32768, 16384, 8192, 4096],
                         help="batch_tokens at which the memory is estimated too")
