@@ -253,6 +253,12 @@ def test_mismatched_shards_name_the_file(shards, tmp_path, capsys):
     assert code == 2
     assert str(v) in err and "'model'" in err and "another-model" in err
     assert not (tmp_path / "m.nc").exists()
+    # the same model name with other weights (a random model's seed changed between shards)
+    other = full.isel(sample=slice(4, None)).assign_attrs(
+        model_source='{"random": "llama", "seed": 99}')
+    v, f = write_pair(tmp_path, "reseeded", other)
+    with pytest.raises(InputError, match=rf"{v}: attribute 'model_source'"):
+        summarize([paths[0][0], v], [paths[0][1], f])
     # other conditions
     other = full.isel(sample=slice(4, None), condition=slice(0, 6))
     v, f = write_pair(tmp_path, "fewer", other)

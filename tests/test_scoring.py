@@ -555,3 +555,15 @@ def test_a_half_model_on_the_cpu_scores_with_the_rounding_of_half_precision(tiny
                                                           **TINY_ATTRS, "dtype": "bfloat16"}))
     emulated, native = np.abs(v(half) - f32).max(), np.abs(v(half, emulate=False) - f32).max()
     assert 0 < emulated < 4 * native and 0 < native < 4 * emulated
+
+
+def test_a_greedy_nul_token_is_stored_escaped(tmp_path):
+    """A byte-level model may predict the token of byte 0x00 (a random OLMo 2 of the
+    miniature did); HDF5 strings cannot hold a NUL, so it is stored as the text \\x00."""
+    from ips.files import write_dataset
+    from ips.scoring import _storable
+
+    ds = xr.Dataset({"greedy_text": (("s",), np.array([_storable("a\x00b"), "c"], dtype=object))})
+    write_dataset(ds, tmp_path / "v.h5")
+    with xr.open_dataset(tmp_path / "v.h5", engine="h5netcdf") as back:
+        assert back["greedy_text"].values.tolist() == ["a\\x00b", "c"]

@@ -256,8 +256,8 @@ def test_the_embedded_study_runs_through_faults_as_a_local_run_does(cluster, tmp
                 == (local / "results/figures" / table).read_text()), table
 
 
-def tiny_study(model_dir: Path) -> dict:
-    tiny = {"source": {"path": str(model_dir)}, "family": "tiny", "series": "tiny",
+def tiny_study() -> dict:
+    tiny = {"source": {"random": "llama", "seed": 0}, "family": "tiny", "series": "tiny",
             "type": "base", "architecture": "dense", "params": 1000}
     return {"n_max": 3, "n_items": 4, "shard_size": 2, "templates": {"mcq": ["T1", "T2"]},
             "few_shot": {"shots": []}, "models": {"tiny": tiny},
@@ -265,9 +265,9 @@ def tiny_study(model_dir: Path) -> dict:
                                       "fields": ["question"]}}}
 
 
-def test_sigterm_then_rerun_redoes_no_finished_shard(cluster, tmp_path, tiny_llama_dir):
+def test_sigterm_then_rerun_redoes_no_finished_shard(cluster, tmp_path):
     env = cluster
-    work = workdir(tmp_path / "work", tiny_study(tiny_llama_dir))
+    work = workdir(tmp_path / "work", tiny_study())
     profile = site_profile(tmp_path / "profile")
     target = [f"results/interactions/tiny/arc-easy/{k}.h5" for k in (0, 1)]
     shards = [work / f"results/values/tiny/arc-easy/{k}.h5" for k in (0, 1)]
@@ -300,11 +300,14 @@ def test_sigterm_then_rerun_redoes_no_finished_shard(cluster, tmp_path, tiny_lla
      "(sinfo); lower `set-threads: score` in the profile"),
     ({"set-resources": {"fit": {"mem_mb": 10**8}}},
      "ips: rule fit: mem_mb = 100000000, but the nodes of partition cpu have at most"),
+    ({"groups": ["score=model", "fit=model"]},  # not bounded by --cores / --resources mem_mb
+     "ips: group model: a group job asks Slurm for the threads and memory of all its parallel "
+     "jobs at once; bound them with --cores N and --resources mem_mb=M"),
 ])
-def test_a_job_larger_than_every_node_stops_the_run_in_one_line(cluster, tmp_path,
-                                                                tiny_llama_dir, change, message):
+def test_a_job_larger_than_every_node_stops_the_run_in_one_line(cluster, tmp_path, change,
+                                                                message):
     env = cluster
-    work = workdir(tmp_path / "work", tiny_study(tiny_llama_dir))
+    work = workdir(tmp_path / "work", tiny_study())
     profile = site_profile(tmp_path / "profile")
     settings = yaml.safe_load((profile / "config.yaml").read_text())
     (profile / "config.yaml").write_text(yaml.safe_dump({**settings, **change}))
@@ -314,3 +317,36 @@ def test_a_job_larger_than_every_node_stops_the_run_in_one_line(cluster, tmp_pat
     assert message in out, out[-3000:]
     assert "Traceback" not in out and 'File "' not in out  # one line, no stack
     assert slurm(env, "sacct", "-X", "-n", "-P", "-o", "JobIDRaw", "-S", "now-1hour") == before
+
+
+def test_grouped_models_run_as_one_slurm_job_each(cluster, tmp_path):
+    """profiles/miniature over the site profile: two random models of the miniature, each
+    model's prepare, score, fit and metrics jobs in one Slurm job within --cores and
+    --resources mem_mb; undrawn samples stop the grouped run before any job."""
+    env = cluster
+    mini = yaml.safe_load((ROOT / "workflow/configs/miniature.yaml").read_text())
+    models = {m: mini["models"][m] for m in ("llama-2-7b", "mixtral-8x7b")}
+    study = {**tiny_study(), "n_items": 2, "shard_size": 2, "models": models,
+             "permutation": {"draws": 199}, "nulls": {"levels": [0.01], "draws": 1}}
+    work = workdir(tmp_path / "work", study)
+    profile = site_profile(tmp_path / "profile")
+    grouped = ("--workflow-profile", ROOT / "profiles/miniature", "--profile")
+    metrics = [f"results/metrics/{m}/arc-easy.nc" for m in models]
+    since = slurm(env, "date", "+%Y-%m-%dT%H:%M:%S").strip()
+
+    rc, out = finish(start(work, env, profile, *metrics, use=grouped), timeout=120)
+    assert rc != 0 and "ips: jobs are grouped (--groups)" in out, out[-3000:]
+    assert "the target `samples`" in out and accounted(env, since) == []
+
+    rc, out = finish(start(work, env, profile, "samples", use=grouped), timeout=300)
+    assert rc == 0, out[-4000:]
+    t0 = time.perf_counter()
+    rc, out = finish(start(work, env, profile, *metrics, use=grouped))
+    assert rc == 0, out[-6000:]
+    print(f"grouped slurm run: {time.perf_counter() - t0:.0f} s")
+    # the plugin names a group job rule_<group>_<its rules>; both models' components fit in
+    # one group job (group-components model=5)
+    [job] = accounted(env, since)
+    assert job["rule"].startswith("model_") and "score" in job["rule"], job
+    assert (job["cpus"], job["partition"], job["state"]) == (2, CPU, "COMPLETED"), job
+    assert all((work / m).exists() for m in metrics)

@@ -26,8 +26,8 @@ from ips.values_file import design_row
 
 _CONDITION_COORDS = ("template", "shots", "perturbation")
 # the attributes every shard of one (model, dataset) must agree on
-_SAME_ATTRS = ("model", "model_attributes", "dataset", "kind", "target", "groups", "sampling",
-               "budget")
+_SAME_ATTRS = ("model", "model_attributes", "model_source", "dataset", "kind", "target", "groups",
+               "sampling", "budget")
 
 
 @dataclass
