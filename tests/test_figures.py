@@ -340,3 +340,16 @@ def test_order_figure_labels_hold_the_holm_adjusted_p_values(computed, results):
     assert np.all(q[np.isfinite(q)] >= 2 / 16)
     # hand-made metrics files hold no band tests
     assert band_test_text(read_metrics(results[1][0])) == "Holm p n/a"
+
+
+def test_docs_cli_names_every_file_the_command_writes():
+    """docs/cli.md lists the files of `ips figures` by name (their captions live in one place)."""
+    from pathlib import Path
+
+    cli = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    section = cli[cli.index("## `ips figures`"):cli.index("## `ips explain`")]
+    from ips.figures import FIGURES
+
+    missing = [name for name in [*FIGURES, *TABLES, "case_study_<model>_<dataset>"]
+               if f"`{name}`" not in section]
+    assert missing == []

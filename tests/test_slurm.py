@@ -348,5 +348,5 @@ def test_grouped_models_run_as_one_slurm_job_each(cluster, tmp_path):
     # one group job (group-components model=5)
     [job] = accounted(env, since)
     assert job["rule"].startswith("model_") and "score" in job["rule"], job
-    assert (job["cpus"], job["partition"], job["state"]) == (2, CPU, "COMPLETED"), job
+    assert (job["cpus"], job["partition"], job["state"]) == (1, CPU, "COMPLETED"), job
     assert all((work / m).exists() for m in metrics)

@@ -67,7 +67,6 @@ import re
 import sys
 import unicodedata
 
-import nltk
 
 from ips.datasets import Item
 
@@ -144,6 +143,8 @@ def stopwords() -> frozenset[str]:
     The shipped folder is appended (not prepended) to ``nltk.data.path``, so an ``nltk_data``
     installed by the user wins.
     """
+    import nltk  # here: it imports scipy (0.8 s), which the workflow's every job would pay
+
     if str(NLTK_DATA_DIR) not in nltk.data.path:
         nltk.data.path.append(str(NLTK_DATA_DIR))
     from nltk.corpus import stopwords as corpus
