@@ -144,11 +144,12 @@ FIGURES = {
         ROBUSTNESS),
     "nulls": Caption(
         "IPS beside its nulls (beyond the paper)",
-        "per model and dataset, the Gaussian null IPS over the noise level (noise of c × range "
-        "of v on every value of a game, refitted) against the 0-shot template IPS, and the IPS "
-        "of every (sample, 0-shot pair) against the size of its change beside its "
-        "matched-size null (noise of that size); stars: the precision null of each second "
-        "dtype at its median sd(Δv) / range of v; docs/method.md#nulls",
+        "one panel per dataset, one row per model (ranked by IPS): the 0-shot template IPS "
+        "with its 95% interval beside its matched-size null (noise of each pair's own size "
+        "of change), its Gaussian null at each noise level (noise of c × range of v on every "
+        "value of a game, refitted) and the precision null of each second dtype (stars); "
+        "right, the (sample, pair) cells whose IPS lies above their matched-size null; the "
+        "numbers in `null_table.csv`; docs/method.md#nulls",
         MODELS),
 }
 """The figures every run draws (PNG and PDF), by file stem."""

@@ -115,6 +115,44 @@ def model_colors(entries: list[Entry]) -> dict[str, tuple]:
     return dict(zip(models, colors(len(models))))
 
 
+ROW_INCHES = (0.32, 0.24)
+"""Height of one model's row in the figures with a row per model: up to 20 rows, beyond."""
+
+
+def row_height(n: int) -> float:
+    """Inches of one of n rows of a row-per-model panel: roomy for a few models, tighter for
+    the paper's 50, so that 50 rows stay under about 20 inches (`ROW_INCHES`)."""
+    return ROW_INCHES[0] if n <= 20 else ROW_INCHES[1]
+
+
+def row_font(n: int) -> float:
+    """Font size of the row labels of a panel with n rows: 8 points up to 20 rows, 7 beyond."""
+    return 8 if n <= 20 else 7
+
+
+FAMILY_STYLES = {"instruct": "-", "base": "--"}
+
+
+def family_colors(entries: list[Entry]) -> dict[str, tuple]:
+    """One colour per model family (`family` attribute): the line figures colour their 50
+    lines by family, not by model (a legend of 50 colours cannot be read)."""
+    fams = sorted({e.attrs.get("family", "?") for e in entries})
+    return dict(zip(fams, colors(len(fams))))
+
+
+def family_legend(entries: list[Entry]) -> list:
+    """Legend entries of `family_colors` with the line style of each model type."""
+    from matplotlib.lines import Line2D
+
+    count = {}
+    for e in entries:
+        count.setdefault(e.attrs.get("family", "?"), set()).add(e.model)
+    hs = [Line2D([], [], color=c, label=f"{f} ({len(count[f])} models)")
+          for f, c in family_colors(entries).items()]
+    return hs + [Line2D([], [], color="#555555", ls=s, label=t) for t, s in
+                 FAMILY_STYLES.items()]
+
+
 def marker(color, label: str):
     from matplotlib.lines import Line2D
 

@@ -1,100 +1,100 @@
-"""IPS beside its nulls (`ips.nulls`, beyond the paper): per model and dataset, the template
-IPS against the Gaussian null curve, and each pair's IPS against the size of its change
-beside the matched-size null."""
+"""IPS beside its nulls (`ips.nulls`, beyond the paper): one panel per dataset, one row per
+model (ranked by IPS, as in the ranking figure), the template IPS with its interval beside
+its matched-size null, its Gaussian null at every noise level and its precision nulls; the
+right margin says in how many (sample, 0-shot pair) the IPS lies above its matched null.
+The per-level numbers are in `null_table.csv` and the README."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
-from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-from ips.figures.common import MAIN_GROUP, ips_ci, ips_value, legend_below, marker
-from ips.figures.style import TITLE_SIZE, save
+from ips.figures.common import (MAIN_GROUP, NULL_MARKS, by_dataset, datasets_of, ips_ci,
+                                ips_value, legend_below, null_values, row_font, row_height,
+                                whiskers)
+from ips.figures.style import note, panels, save
 from ips.metrics_file import Entry
 
-NULL_COLOR, MATCHED_COLOR, PAIR_COLOR = "#7f7f7f", "#e6ab02", "#1f78b4"
-PRECISION_COLOR = "#d95f02"
+PAIR_COLOR, PRECISION_COLOR = "#1f78b4", "#d95f02"
+
+
+def _has_null(e: Entry) -> bool:
+    return "null_ips" in e.ds and MAIN_GROUP in e.ds["group"].values
 
 
 def nulls_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
-    """One row per (model, dataset) with a null: left, the Gaussian null IPS (0-shot, band
-    all, 95% CI) over the noise level with the template IPS as a line (and its CI as a
-    band), and each precision null at its median sd(Δv) / range of v (the level of Gaussian
-    noise of the same size); right, every (sample, 0-shot pair): its IPS and its matched-size
-    null against the size of the change, sd(Δv) / range of v."""
-    rows = [e for e in entries if "null_ips" in e.ds and MAIN_GROUP in e.ds["group"].values]
-    fig = Figure(figsize=(9.0, 1.2 + 2.4 * max(len(rows), 1)), layout="constrained")
-    fig.suptitle(f"IPS beside its nulls, τ = {tau:g} ({MAIN_GROUP} templates)", fontsize=TITLE_SIZE)
+    """One panel per dataset, one row per model with a null (least sensitive on top): the
+    template IPS (0-shot, band all, 95% CI), its matched-size null (diamond), its Gaussian
+    null at each noise level (ticks; the null grows with the level) and the precision null of
+    each second dtype (star); right of the panel, the (sample, pair) cells whose IPS lies
+    above their matched-size null."""
+    rows = [e for e in entries if _has_null(e)]
+    datasets = datasets_of(rows) or ["(none)"]
+    n = max([len([e for e in rows if e.dataset == d]) for d in datasets] + [1])
+    levels = sorted({float(c) for e in rows for c in e.ds["null_level"].values})
+    fig, axes = panels(len(datasets), 5.2, 1.6 + row_height(n) * n,
+                       f"IPS beside its nulls, τ = {tau:g} ({MAIN_GROUP} templates, band all; "
+                       "whiskers: 95% CI)\nGaussian null ticks at c = "
+                       + ", ".join(f"{c:g}" for c in levels)
+                       + " (noise of c × range of v); right: pairs above their matched null")
     if not rows:
-        ax = fig.subplots()
-        ax.text(0.5, 0.5, "no metrics file holds a null IPS (config nulls.draws = 0, or "
-                "sparse fits)", ha="center", va="center", color="#555555")
-        ax.set_axis_off()
+        note(axes[0], "no metrics file holds a null IPS (config nulls.draws = 0, or sparse "
+             "fits)")
         return save(fig, path)
-    axes = fig.subplots(len(rows), 2, squeeze=False)
-    for (left, right), e in zip(axes, rows):
-        _null_curve(left, e)
-        _pairs_by_size(right, e)
-    legend_below(fig, [marker(NULL_COLOR, "Gaussian null (95% CI)"),
-                       marker(PRECISION_COLOR, "precision null at its median sd(Δv) / range"),
-                       marker(PAIR_COLOR, "template pair"),
-                       marker(MATCHED_COLOR, "matched-size null of the pair")], ncols=2)
+    for ax, d in zip(axes, datasets):
+        _panel(ax, [e for e in by_dataset(entries, d) if _has_null(e)], n)
+        ax.set_title(d, fontsize=10)
+    legend_below(fig, [Line2D([], [], marker="o", ls="", color=PAIR_COLOR,
+                              label="template IPS (95% CI)"), *_null_handles()], ncols=4)
     return save(fig, path)
 
 
-def _null_curve(ax, e: Entry) -> None:
-    ds = e.ds
-    levels = ds["null_level"].values.astype(float)
-    null = ds["null_ips"].sel(group=MAIN_GROUP, band="all").values.astype(float)
-    ci = ds["null_ips_ci"].sel(group=MAIN_GROUP, band="all").values.astype(float)
-    ax.fill_between(levels, ci[:, 0], ci[:, 1], color=NULL_COLOR, alpha=0.25, lw=0)
-    ax.plot(levels, null, "o-", color=NULL_COLOR)
-    value, (lo, hi) = ips_value(e), ips_ci(e)
-    ax.axhline(value, color=PAIR_COLOR, lw=1.5)
-    if np.isfinite(lo) and np.isfinite(hi):
-        ax.axhspan(lo, hi, color=PAIR_COLOR, alpha=0.12, lw=0)
-    ax.annotate(f"template IPS {value:.3f}", (levels[0], value), xytext=(0, 4),
-                textcoords="offset points", fontsize=7, color=PAIR_COLOR)
-    ticks = list(levels)
-    for d in ds["precision"].values if "precision_null_ips" in ds else ():
-        x = float(ds["precision_dv_rel"].sel(precision=d))
-        y = float(ds["precision_null_ips"].sel(precision=d, band="all"))
-        lo_p, hi_p = ds["precision_null_ips_ci"].sel(precision=d, band="all").values
-        if not (np.isfinite(x) and x > 0 and np.isfinite(y)):
-            continue
-        ax.errorbar([x], [y], yerr=[[y - lo_p], [hi_p - y]], fmt="*", ms=9,
-                    color=PRECISION_COLOR, capsize=2)
-        ax.annotate(str(d), (x, y), xytext=(4, -8), textcoords="offset points", fontsize=7,
-                    color=PRECISION_COLOR)
-        ticks.append(x)
-    ax.set_xscale("log")
-    ax.set_xticks(levels, [f"{c:g}" for c in levels], fontsize=7)
-    ax.set_xlim(min(ticks) / 1.5, max(ticks) * 1.5)
-    ax.minorticks_off()
-    ax.set_ylim(0, 2.05)
-    ax.set_xlabel("noise level c (σ = c × range of v)", fontsize=8)
-    ax.set_ylabel("IPS", fontsize=8)
-    ax.set_title(f"{e.model} / {e.dataset}: Gaussian null (n = "
-                 f"{int(ds['null_n_valued'].sel(group=MAIN_GROUP, band='all').min())})",
-                 fontsize=9)
+def _null_handles() -> list:
+    return [Line2D([], [], label="matched-size null", **NULL_MARKS["matched"]),
+            Line2D([], [], label="Gaussian null (each level c)", **NULL_MARKS["gaussian"]),
+            Line2D([], [], marker="*", ls="", ms=8, color=PRECISION_COLOR,
+                   label="precision null (each dtype)")]
 
 
-def _pairs_by_size(ax, e: Entry) -> None:
+def _panel(ax, rows: list[Entry], n: int) -> None:
+    fs = row_font(n)
+    y = np.arange(len(rows))
+    for yi, e in zip(y, rows):
+        v, ci = ips_value(e), ips_ci(e)
+        if np.isfinite(v):
+            ax.errorbar(v, yi, xerr=whiskers([v], [ci]), fmt="o", ms=4, color=PAIR_COLOR,
+                        capsize=2, zorder=3)
+        for kind, xs in null_values(e).items():
+            ax.plot(xs, np.full(len(xs), yi), zorder=2, **{**NULL_MARKS[kind], "ms": 6})
+        for x in _precision(e):
+            ax.plot([x], [yi], "*", ms=7, color=PRECISION_COLOR, zorder=4)
+        ax.text(1.01, yi, _above(e), transform=ax.get_yaxis_transform(), va="center",
+                fontsize=fs, color="#555555")
+    ax.set_yticks(y, [e.model for e in rows], fontsize=fs)
+    ax.set_ylim(max(n, 1) - 0.5, -0.5)
+    ax.set_xlim(0, 2.05)
+    ax.grid(axis="y", color="#eeeeee", lw=0.6)
+    ax.set_axisbelow(True)
+    ax.set_xlabel("IPS (lower = less sensitive)", fontsize=8)
+
+
+def _precision(e: Entry) -> list[float]:
     ds = e.ds
-    if "sample_pair_change_rel" not in ds:
-        ax.text(0.5, 0.5, "no matched-size null (nulls.matched: false)", ha="center",
-                va="center", fontsize=8, color="#555555", transform=ax.transAxes)
-        return
+    if "precision_null_ips" not in ds:
+        return []
+    vals = ds["precision_null_ips"].sel(band="all").values.astype(float).ravel()
+    return [float(x) for x in vals if np.isfinite(x)]
+
+
+def _above(e: Entry) -> str:
+    """"k/m": the (sample, 0-shot pair) cells whose IPS lies above their matched-size null."""
+    ds = e.ds
+    if "sample_pair_matched_null" not in ds:
+        return "–"
     cols = np.flatnonzero(ds["pair_group"].values.astype(str) == MAIN_GROUP)
-    size = ds["sample_pair_change_rel"].values[:, cols].ravel()
     pair = ds["sample_pair_ips"].sel(band="all").values[:, cols].ravel()
     null = ds["sample_pair_matched_null"].sel(band="all").values[:, cols].ravel()
-    ax.scatter(size, null, s=14, color=MATCHED_COLOR, marker="D", alpha=0.8)
-    ax.scatter(size, pair, s=16, color=PAIR_COLOR, alpha=0.8)
     ok = np.isfinite(pair) & np.isfinite(null)
-    above = int((pair[ok] > null[ok]).sum())
-    ax.set_ylim(0, 2.05)
-    ax.set_xlabel("size of the pair's change, sd(Δv) / range of v", fontsize=8)
-    ax.set_title(f"pairs: IPS above its matched null in {above} of {int(ok.sum())} "
-                 "(sample, pair)", fontsize=9)
+    return f"{int((pair[ok] > null[ok]).sum())}/{int(ok.sum())}"

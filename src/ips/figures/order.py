@@ -11,7 +11,8 @@ from ips.metrics_file import Entry
 from ips.metrics import BANDS
 from ips.figures.common import (NULL_MARKS, band_test_text, by_dataset, datasets_of, few_hatch,
                                 few_note, ips_ci, ips_value, legend_below, n_valued,
-                                null_legend, null_values, patch, whiskers)
+                                null_legend, null_values, patch, row_font, row_height,
+                                whiskers)
 from ips.figures.style import BAND_COLORS, band_label, panels, save
 
 
@@ -21,9 +22,13 @@ def order_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     low-high); bars from fewer than MIN_RELIABLE_N samples are hatched."""
     datasets = datasets_of(entries)
     n_models = max(len(by_dataset(entries, d)) for d in datasets)
-    fig, axes = panels(len(datasets), 5.2, 2.2 + 0.5 * n_models,
+    many = n_models > 20  # the Gaussian nulls' ticks would hide the bars: null_table.csv
+    kinds = ("matched",) if many else tuple(NULL_MARKS)
+    fig, axes = panels(len(datasets), 5.2, 2.2 + 1.4 * row_height(n_models) * n_models,
                        f"IPS by interaction order, τ = {tau:g} (0-shot templates; "
-                       "whiskers: 95% CI; marks: nulls)\nunder each model: Holm-adjusted "
+                       "whiskers: 95% CI; marks: nulls"
+                       + ("; Gaussian nulls: null_table.csv)" if many else ")")
+                       + "\nunder each model: Holm-adjusted "
                        f"paired sign-flip p of low-mid / mid-high / low-high\n{few_note()}")
     h = 0.26
     for ax, d in zip(axes, datasets):
@@ -40,13 +45,15 @@ def order_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
                 if np.isnan(v):
                     ax.text(0.02, yi + (k - 1) * h, "no value", va="center", fontsize=7)
                 for kind, xs in null_values(e, band=band).items():
-                    ax.plot(xs, np.full(len(xs), yi + (k - 1) * h), zorder=3,
-                            **NULL_MARKS[kind])
-        ax.set_yticks(y, [f"{e.model}\n{band_test_text(e)}" for e in rows], fontsize=7)
-        ax.invert_yaxis()
+                    if kind in kinds:
+                        ax.plot(xs, np.full(len(xs), yi + (k - 1) * h), zorder=3,
+                                **{**NULL_MARKS[kind], "ms": 4 if many else 6})
+        ax.set_yticks(y, [f"{e.model}\n{band_test_text(e)}" for e in rows],
+                      fontsize=row_font(n_models) - 1)
+        ax.set_ylim(n_models - 0.5, -0.5)
         ax.set_xlim(0, 2.1)
         ax.set_xlabel("IPS within the order band")
         ax.set_title(d, fontsize=10)
-    legend_below(fig, [patch(BAND_COLORS[b], band_label(b)) for b in BANDS] + null_legend(),
-                 ncols=5)
+    legend_below(fig, [patch(BAND_COLORS[b], band_label(b)) for b in BANDS]
+                 + null_legend()[:len(kinds)], ncols=5)
     return save(fig, path)

@@ -10,7 +10,8 @@ import numpy as np
 from ips import uncertainty
 from ips.claims import bootstrap_settings
 from ips.metrics_file import Entry
-from ips.figures.common import MAIN_GROUP, by_dataset, datasets_of, legend_below, patch, whiskers
+from ips.figures.common import (MAIN_GROUP, by_dataset, datasets_of, legend_below, patch,
+                                row_font, row_height, whiskers)
 from ips.figures.style import LABEL_COLORS, TITLE_SIZE, note, panels, save
 
 LABELS = ("altering", "adding", "perturbation")
@@ -65,7 +66,7 @@ def perturbation_figure(entries: list[Entry], tau: float, path: Path) -> list[Pa
     prompts where a perturbation group exists), with 95% CIs."""
     datasets = datasets_of(entries)
     n_models = max(len(by_dataset(entries, d)) for d in datasets)
-    fig, axes = panels(len(datasets), 5.2, 1.8 + 0.4 * n_models,
+    fig, axes = panels(len(datasets), 5.2, 1.8 + 1.25 * row_height(n_models) * n_models,
                        f"IPS of altering vs adding template pairs (0-shot), τ = {tau:g}")
     used = set()
     for ax, d in zip(axes, datasets):
@@ -86,7 +87,7 @@ def perturbation_figure(entries: list[Entry], tau: float, path: Path) -> list[Pa
                     color=LABEL_COLORS[LABELS[k]], label=LABELS[k],
                     xerr=whiskers(vals, cis[:, k]), error_kw={"elinewidth": 0.8, "capsize": 2})
             used.add(LABELS[k])
-        ax.set_yticks(y, [e.model for e in rows], fontsize=8)
+        ax.set_yticks(y, [e.model for e in rows], fontsize=row_font(n_models))
         ax.invert_yaxis()
         ax.set_xlim(0, 2.1)
         ax.set_xlabel("mean IPS of the pairs (band all; whiskers: 95% CI)")

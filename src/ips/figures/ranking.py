@@ -12,7 +12,7 @@ from ips.metrics_file import Entry
 from ips.figures.common import (MAIN_GROUP, NULL_MARKS, by_dataset, correlation_text,
                                 datasets_of, few, few_note, ips_ci, ips_value, legend_below,
                                 marker, model_colors, n_valued, null_legend, null_values,
-                                whiskers)
+                                row_font, row_height, whiskers)
 from ips.uncertainty import MIN_RELIABLE_N
 from ips.figures.style import TYPE_COLORS, panels, save
 
@@ -23,7 +23,7 @@ def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     samples)."""
     datasets = datasets_of(entries)
     n_models = max(len(by_dataset(entries, d)) for d in datasets)
-    fig, axes = panels(len(datasets), 5.2, 1.7 + 0.32 * n_models,
+    fig, axes = panels(len(datasets), 5.2, 1.7 + row_height(n_models) * n_models,
                        f"IPS ranking at τ = {tau:g} (0-shot templates; whiskers: 95% CI; "
                        "beside it, its nulls)\n" + few_note("open marker", "interval"))
     for ax, d in zip(axes, datasets):
@@ -54,9 +54,11 @@ def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
             ax.errorbar(v, yi, xerr=whiskers([v], [ci]), fmt="o", color=color, capsize=3,
                         zorder=2, mfc="white" if flag else color)
             ax.annotate(f"{v:.3f}" + (f" (n<{MIN_RELIABLE_N})" if flag else ""), (v, yi),
-                        xytext=(6, 5), textcoords="offset points", va="center", fontsize=7)
-        ax.set_yticks(y, [e.model for e in rows], fontsize=8)
+                        xytext=(6, 5), textcoords="offset points", va="center",
+                        fontsize=row_font(n_models) - 1)
+        ax.set_yticks(y, [e.model for e in rows], fontsize=row_font(n_models))
         ax.set_ylim(len(rows) - 0.5, -0.5)
+        ax.grid(axis="y", color="#eeeeee", lw=0.6)
         ax.set_xlabel("IPS (lower = less sensitive)")
         ax.set_title(d, fontsize=10)
     legend_below(fig, [marker(c, t) for t, c in TYPE_COLORS.items()] + null_legend())

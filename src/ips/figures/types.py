@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from ips.metrics_file import Entry
-from ips.figures.common import MAIN_GROUP, by_dataset, datasets_of, legend_below, patch
+from ips.figures.common import (MAIN_GROUP, by_dataset, datasets_of, legend_below, patch,
+                                row_font, row_height)
 from ips.figures.style import INTERACTION_TYPE_COLORS, note, panels, save
 from ips.metrics import INTERACTION_TYPE_NAMES, INTERACTION_TYPES
 
@@ -21,7 +22,7 @@ def types_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     prediction stayed the same; one row per model, one panel per dataset."""
     datasets = datasets_of(entries)
     n_models = max(len(by_dataset(entries, d)) for d in datasets)
-    fig, axes = panels(len(datasets), 5.4, 1.8 + 0.55 * n_models,
+    fig, axes = panels(len(datasets), 5.4, 1.8 + 1.5 * row_height(n_models) * n_models,
                        f"Types of salient interactions by prediction change (0-shot, τ = {tau:g})")
     for ax, d in zip(axes, datasets):
         rows = [e for e in by_dataset(entries, d)
@@ -43,13 +44,13 @@ def types_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
                         ax.barh(y, s, left=left, color=INTERACTION_TYPE_COLORS[t], height=0.8)
                         if s >= 0.08:
                             ax.text(left + s / 2, y, f"{100 * s:.0f}%", ha="center",
-                                    va="center", fontsize=7)
+                                    va="center", fontsize=row_font(n_models) - 1)
                         left += s
                 else:
                     ax.text(0.02, y, "no cell", va="center", fontsize=7)
                 labels.append(f"{e.model}: {CHANGED_TEXT[ch]} ({cells})")
                 y += 1
-        ax.set_yticks(np.arange(len(labels)), labels, fontsize=7)
+        ax.set_yticks(np.arange(len(labels)), labels, fontsize=row_font(n_models) - 1)
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
         ax.set_xlabel("share of the salient interactions\n(in brackets: sample × pair cells)",
