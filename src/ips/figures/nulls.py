@@ -34,7 +34,7 @@ def nulls_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     datasets = datasets_of(rows) or ["(none)"]
     n = max([len([e for e in rows if e.dataset == d]) for d in datasets] + [1])
     levels = sorted({float(c) for e in rows for c in e.ds["null_level"].values})
-    fig, axes = panels(len(datasets), 5.2, 1.6 + row_height(n) * n,
+    fig, axes = panels(len(datasets), 5.2, max(3.0, 1.6 + row_height(n) * n),
                        f"IPS beside its nulls, τ = {tau:g} ({MAIN_GROUP} templates, band all; "
                        "whiskers: 95% CI)\nGaussian null ticks at c = "
                        + ", ".join(f"{c:g}" for c in levels)

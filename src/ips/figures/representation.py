@@ -8,22 +8,28 @@ from pathlib import Path
 import numpy as np
 
 from ips.metrics_file import Entry
-from ips.figures.common import (MAIN_GROUP, correlation_text, datasets_of, legend_below, marker,
-                                model_colors)
-from ips.figures.style import note, panels, save
+from ips.figures.common import (MAIN_GROUP, correlation_text, datasets_of, family_colors,
+                                family_legend, legend_below, marker, model_colors)
+from ips.figures.sparsity import MAX_LEGEND
+from ips.figures.style import grid, note, save
 
 MEASURES = (("rep_cosine", "cosine similarity of the hidden states"),
             ("rep_l2", "L2 distance of the hidden states"))
 
 
 def representation_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
-    """Per dataset two panels: cosine similarity and L2 distance of the final-layer hidden
+    """Per dataset a row of two panels: cosine similarity and L2 distance of the final-layer hidden
     states at the answer position (mean over samples) against the pair's IPS, one point per
-    (model, 0-shot template pair), with Pearson / Spearman r over all points."""
+    (model, 0-shot template pair), with Pearson / Spearman r over all points; beyond MAX_LEGEND models the points are
+    coloured by family."""
     datasets = datasets_of(entries)
-    fig, axes = panels(2 * len(datasets), 4.0, 4.0,
-                       f"Representation baseline vs IPS of the 0-shot template pairs (τ = {tau:g})")
-    color = model_colors(entries)
+    fig, grid_axes = grid(len(datasets), 2, 4.0, 3.6,
+                          "Representation baseline vs IPS of the 0-shot template pairs "
+                          f"(τ = {tau:g})")
+    axes = [ax for row in grid_axes for ax in row]
+    many = len({e.model for e in entries}) > MAX_LEGEND
+    color = ({e.model: family_colors(entries)[e.attrs.get("family", "?")] for e in entries}
+             if many else model_colors(entries))
     used = {}
     for k, d in enumerate(datasets):
         for j, (name, text) in enumerate(MEASURES):
@@ -38,7 +44,8 @@ def representation_figure(entries: list[Entry], tau: float, path: Path) -> list[
                 y = ds["pair_ips"].sel(band="all").values[sel].astype(float)
                 ok = np.isfinite(x) & np.isfinite(y)
                 if ok.any():
-                    ax.plot(x[ok], y[ok], "o", color=color[e.model], markersize=4)
+                    ax.plot(x[ok], y[ok], "o", color=color[e.model],
+                            markersize=3 if many else 4, alpha=0.7 if many else 1.0)
                     used[e.model] = color[e.model]
                 xs += x.tolist()
                 ys += y.tolist()
@@ -47,5 +54,6 @@ def representation_figure(entries: list[Entry], tau: float, path: Path) -> list[
             ax.set_xlabel(text, fontsize=8)
             ax.set_ylabel("IPS of the pair")
             ax.set_title(f"{d}\n{correlation_text(xs, ys)}", fontsize=8)
-    legend_below(fig, [marker(c, m) for m, c in used.items()])
+    legend_below(fig, family_legend(entries)[:-2] if many
+                 else [marker(c, m) for m, c in used.items()])
     return save(fig, path)

@@ -8,9 +8,12 @@ from pathlib import Path
 import numpy as np
 
 from ips.metrics_file import Entry
-from ips.figures.common import datasets_of, legend_below, model_colors, patch
+from ips.figures.common import (FAMILY_STYLES, datasets_of, family_colors, family_legend,
+                                legend_below, model_colors, patch, row_font, row_height)
 from ips.figures.style import note, panels, save
 
+MAX_LEGEND = 12
+"""Beyond this many models the sparsity curves are coloured by family, not named one by one."""
 KEEP_COLORS = {0.03: "#fdae61", 0.05: "#abd9e9", 1.0: "#2c7bb6"}
 
 
@@ -20,28 +23,45 @@ def keep_label(k: float) -> str:
 
 def sparsity_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     """|Ĩ| in descending order (mean over every sample and condition, relative rank on the
-    x axis), one line per model and one panel per dataset; dashed: τ."""
+    x axis), one line per model and one panel per dataset; dashed: τ. Beyond MAX_LEGEND
+    models the lines are coloured by family (dashed: base models) and the panel title gives
+    the range of the salient shares instead of a legend per model."""
     datasets = datasets_of(entries)
     fig, axes = panels(len(datasets), 4.8, 4.0,
                        "Sparsity: normalised interactions |Ĩ| in descending order\n"
                        f"mean over samples and templates; dashed: τ = {tau:g}")
+    many = len({e.model for e in entries}) > MAX_LEGEND
     color = model_colors(entries)
+    family = family_colors(entries)
     for ax, d in zip(axes, datasets):
         rows = [e for e in entries if e.dataset == d and "sparsity_mean" in e.ds]
         ax.set_title(d, fontsize=10)
         if not rows:
             note(ax, "no sparsity curve in the metrics files")
             continue
+        shares = []
         for e in rows:
             r = 100 * e.ds["rank"].values
             share = float(e.ds["salient_share"]) if "salient_share" in e.ds else float("nan")
-            ax.plot(r, e.ds["sparsity_mean"].values, color=color[e.model],
+            shares.append(share)
+            ax.plot(r, e.ds["sparsity_mean"].values, lw=0.9 if many else 1.5,
+                    color=family[e.attrs.get("family", "?")] if many else color[e.model],
+                    ls=FAMILY_STYLES.get(e.attrs["type"], "-") if many else "-",
                     label=f"{e.model} ({100 * share:.0f}% salient)")
         ax.axhline(tau, color="#999999", linestyle="--", linewidth=1)
         ax.set_xlabel("rank of |Ĩ| (% of the 2·(2ⁿ−1) interactions, largest first)")
         ax.set_ylabel("|Ĩ|")
         ax.set_ylim(-0.02, 1.02)
-        ax.legend(fontsize=7, frameon=False)
+        if many:  # 50 labels would cover the curves: the shares' range, the rest in the table
+            ok = np.isfinite(shares)
+            if ok.any():
+                ax.set_title(f"{d}\nsalient: {100 * np.min(np.asarray(shares)[ok]):.0f}-"
+                             f"{100 * np.max(np.asarray(shares)[ok]):.0f}% of the "
+                             f"interactions ({len(rows)} models)", fontsize=9)
+        else:
+            ax.legend(fontsize=7, frameon=False)
+    if many:
+        legend_below(fig, family_legend(entries), ncols=4)
     return save(fig, path)
 
 
