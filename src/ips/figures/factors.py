@@ -17,8 +17,9 @@ import xarray as xr
 from ips.factors import FACTORS, FactorsFile
 from ips.figures.captions import FACTOR_TITLES
 from ips.figures.common import (MAIN_GROUP, PERTURBATION_GROUP, blank, colors, few_hatch,
-                                few_note, legend_below, p_text, patch, whiskers)
-from ips.figures.style import band_label, note, panels, save
+                                few_note, legend_below, p_text, patch, row_font, row_height,
+                                whiskers)
+from ips.figures.style import band_label, grid, note, panels, save
 from ips.metrics_file import BANDS
 
 SIDE_COLORS = ("#1b9e77", "#bdbdbd")  # A (has the factor), B
@@ -64,11 +65,12 @@ def _band(rows: xr.Dataset, name: str, fill=np.nan) -> np.ndarray:
     return rows[name].sel(band="all").values
 
 
-def _label(rows: xr.Dataset, factor: str, i: int) -> str:
+def _label(rows: xr.Dataset, factor: str, i: int, sep: str = "\n") -> str:
+    """"A\nvs B" (sep: one line where the panel has many rows)."""
     a = str(rows["model_a"].values[i])
     if factor == "few_shot":
-        return f"{a}\n{rows['setting_a'].values[i]} vs {MAIN_GROUP}"
-    return f"{a}\nvs {rows['model_b'].values[i]}"
+        return f"{a}{sep}{rows['setting_a'].values[i]} vs {MAIN_GROUP}"
+    return f"{a}{sep}vs {rows['model_b'].values[i]}"
 
 
 def factor_figure(rows: xr.Dataset, factor: str, absent: str | None, tau: float,
@@ -85,9 +87,11 @@ def factor_figure(rows: xr.Dataset, factor: str, absent: str | None, tau: float,
     if not datasets:
         return _absent_figure(title, [f"no comparison on the {MAIN_GROUP} group"], path)
     n = max(int(np.sum(dataset == d)) for d in datasets)
-    fig, axes = panels(len(datasets), 5.6, max(2.8, 1.6 + 0.42 * n),
-                       f"{title}\nwhiskers: 95% CI; p: paired sign-flip test over samples\n"
-                       + few_note())
+    if factor == "few_shot" and n > 20:
+        return _few_shot_forest(rows, datasets, title, path)
+    fig, axes = _factor_grid(len(datasets), n,
+                             f"{title}\nwhiskers: 95% CI; p: paired sign-flip test over "
+                             "samples\n" + few_note())
     for ax, d in zip(axes, datasets):
         comparison_panel(ax, rows.isel(comparison=np.flatnonzero(dataset == d)), factor)
         ax.set_title(d, fontsize=10)
@@ -97,12 +101,65 @@ def factor_figure(rows: xr.Dataset, factor: str, absent: str | None, tau: float,
     return save(fig, path)
 
 
+def _few_shot_forest(rows: xr.Dataset, datasets: list[str], title: str,
+                     path: Path) -> list[Path]:
+    """Few-shot at many models: one panel per dataset, one row per model, ΔIPS of each k-shot
+    group (one colour per k) with its 95% CI; filled where p < 0.05, a cross where the test
+    rests on few samples (IPS_A, IPS_B and p of each: factors_table.csv)."""
+    dataset = rows["comparison_dataset"].values.astype(str)
+    ks = list(dict.fromkeys(sorted(rows["setting_a"].values.astype(str))))
+    col = dict(zip(ks, colors(len(ks))))
+    n = max(len(set(rows["model_a"].values.astype(str)[dataset == d])) for d in datasets)
+    fig, axes = panels(len(datasets), 5.2, 1.8 + row_height(n) * n,
+                       f"{title}\nΔIPS = (IPS_k-shot − IPS_0-shot) / IPS_0-shot of the same "
+                       "template pairs; whiskers: 95% CI\nfilled: sign-flip p < 0.05; ×: test "
+                       "from few samples; IPS_A, IPS_B and p in factors_table.csv")
+    for ax, d in zip(axes, datasets):
+        mine = rows.isel(comparison=np.flatnonzero(dataset == d))
+        models = list(dict.fromkeys(mine["model_a"].values.astype(str)))
+        dv, ci = 100 * _band(mine, "delta_ips"), 100 * _band(mine, "delta_ips_ci")
+        p, nt = _band(mine, "p_value"), _band(mine, "n_tested", fill=0).astype(int)
+        for i, (m, k) in enumerate(zip(mine["model_a"].values.astype(str),
+                                       mine["setting_a"].values.astype(str))):
+            y = models.index(m) + 0.6 * ((ks.index(k) + 1) / (len(ks) + 1) - 0.5)
+            ax.errorbar(dv[i], y, xerr=whiskers([dv[i]], [ci[i]]), ms=4, elinewidth=0.7,
+                        fmt="x" if few_hatch(nt[i]) else "o", color=col[k],
+                        mfc=col[k] if p[i] < 0.05 else "white")
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set_yticks(range(len(models)), models, fontsize=row_font(n))
+        ax.set_ylim(n - 0.5, -0.5)
+        ax.grid(axis="y", color="#eeeeee", lw=0.6)
+        ax.set_xlabel("ΔIPS (%)", fontsize=8)
+        ax.set_title(d, fontsize=10)
+    legend_below(fig, [patch(col[k], f"{k} vs {MAIN_GROUP}") for k in ks], ncols=len(ks))
+    return save(fig, path)
+
+
+def comparison_height(n: int) -> float:
+    """Inches of a comparison panel of n rows: two-line labels up to 20 rows, one line
+    beyond (`common.row_height`)."""
+    return 1.6 + (0.42 if n <= 20 else 1.2 * row_height(n)) * n
+
+
+def _factor_grid(panes: int, n: int, title: str):
+    """Up to 3 panels in a row; more (few-shot: a panel per dataset and k) in rows of 3, so
+    that the figure stays under about 16 inches wide."""
+    cols = min(panes, 3)
+    fig, axes = grid(-(-panes // cols), cols, 5.3, max(2.8, comparison_height(n)), title)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[panes:]:
+        ax.set_axis_off()
+    return fig, flat[:panes]
+
+
 def comparison_panel(ax, rows: xr.Dataset, factor: str, with_dataset: bool = False) -> None:
     """Horizontal IPS_A and IPS_B bars of each comparison row (band all, one row of the
     panel each, so that tens of comparisons stay legible) with their intervals, and ΔIPS
     with the sign-flip p and its n right of them; hatched where the test rests on few
     samples."""
     y = np.arange(rows.sizes["comparison"])
+    many = y.size > 20  # one-line labels and texts
+    fs = row_font(y.size) - 1
     ia, ib = _band(rows, "ips_a"), _band(rows, "ips_b")
     h = 0.38
     ntest = _band(rows, "n_tested", fill=0).astype(int)
@@ -114,13 +171,13 @@ def comparison_panel(ax, rows: xr.Dataset, factor: str, with_dataset: bool = Fal
     right = np.nanmax(np.concatenate([ia, ib, [0.1]]))
     for yi, dv, p, k in zip(y, _band(rows, "delta_ips"), _band(rows, "p_value"), ntest):
         text = (("Δ n/a" if not np.isfinite(dv) else f"Δ {100 * dv:+.1f}%")
-                + f"\n{p_text(p, k)}")
-        ax.text(right * 1.12, yi, text, ha="left", va="center", fontsize=7)
-    ax.set_xlim(0, right * 1.9)
-    labels = [_label(rows, factor, i) for i in y]
+                + ("; " if many else "\n") + p_text(p, k).removeprefix("sign-flip "))
+        ax.text(right * 1.12, yi, text, ha="left", va="center", fontsize=fs)
+    ax.set_xlim(0, right * (2.2 if many else 1.9))
+    labels = [_label(rows, factor, i, " " if many else "\n") for i in y]
     if with_dataset:
         labels = [f"{d}: {t}" for d, t in zip(rows["comparison_dataset"].values, labels)]
-    ax.set_yticks(y, labels, fontsize=7)
+    ax.set_yticks(y, labels, fontsize=fs)
     ax.set_ylim(len(y) - 0.5, -0.5)
     ax.set_xlabel("IPS")
 
@@ -132,11 +189,11 @@ def group_factors_figure(factors: FactorsFile, group: str, tau: float,
     dataset, drawn as `comparison_panel`; a factor without one says why."""
     rows = {f: factors.comparisons(f, group) for f in FACTORS}
     n = max([r.sizes["comparison"] for r in rows.values()] + [2])
-    fig, axes = panels(len(FACTORS), 5.2, 1.8 + 0.42 * n,
+    fig, axes = panels(len(FACTORS), 5.2 if n <= 20 else 4.0, 0.2 + comparison_height(n),
                        f"The four factors on the {group} group: IPS at τ = {tau:g}\n"
                        "whiskers: 95% CI; p: paired sign-flip test over samples\n" + few_note())
     for ax, (f, r) in zip(axes, rows.items()):
-        ax.set_title(FACTOR_TITLES.get(f, f), fontsize=10)
+        ax.set_title("\n".join(textwrap.wrap(FACTOR_TITLES.get(f, f), 26)), fontsize=10)
         if r.sizes["comparison"]:
             comparison_panel(ax, r, f, with_dataset=True)
             continue

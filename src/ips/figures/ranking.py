@@ -10,9 +10,10 @@ import numpy as np
 
 from ips.metrics_file import Entry
 from ips.figures.common import (MAIN_GROUP, NULL_MARKS, by_dataset, correlation_text,
-                                datasets_of, few, few_note, ips_ci, ips_value, legend_below,
+                                datasets_of, family_colors, family_legend, few, few_note, ips_ci, ips_value, legend_below,
                                 marker, model_colors, n_valued, null_legend, null_values,
                                 row_font, row_height, whiskers)
+from ips.figures.sparsity import MAX_LEGEND
 from ips.uncertainty import MIN_RELIABLE_N
 from ips.figures.style import TYPE_COLORS, panels, save
 
@@ -67,11 +68,15 @@ def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
 
 def consistency_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     """IPS (0-shot) against output consistency (share of samples with one prediction under
-    every 0-shot template), one point per model, per dataset, with Pearson / Spearman r."""
+    every 0-shot template), one point per model, per dataset, with Pearson / Spearman r;
+    beyond MAX_LEGEND models the points are coloured by family and not named (the numbers:
+    ips_table.csv)."""
     datasets = datasets_of(entries)
     fig, axes = panels(len(datasets), 4.6, 4.2,
                        f"IPS vs output consistency at τ = {tau:g} (0-shot; whiskers: 95% CI)")
-    color = model_colors(entries)
+    many = len({e.model for e in entries}) > MAX_LEGEND  # 50 names would cover the points
+    color = ({e.model: family_colors(entries)[e.attrs.get("family", "?")] for e in entries}
+             if many else model_colors(entries))
     for ax, d in zip(axes, datasets):
         rows = by_dataset(entries, d)
         xs, ys = [], []
@@ -85,11 +90,18 @@ def consistency_figure(entries: list[Entry], tau: float, path: Path) -> list[Pat
             ys.append(v)
             if np.isfinite(v) and np.isfinite(c):
                 ax.errorbar(c, v, yerr=whiskers([v], [ips_ci(e)]), fmt="o",
-                            color=color[e.model], capsize=3, label=e.model)
-                ax.annotate(e.model, (c, v), xytext=(4, 4), textcoords="offset points",
-                            fontsize=7)
+                            color=color[e.model], capsize=0 if many else 3, label=e.model,
+                            ms=4 if many else 6, elinewidth=0.6 if many else 1.5,
+                            alpha=0.75 if many else 1.0)
+                if not many:
+                    ax.annotate(e.model, (c, v), xytext=(4, 4), textcoords="offset points",
+                                fontsize=7)
         ax.set_xlim(-0.05, 1.05)
         ax.set_xlabel("output consistency (0-shot templates)")
         ax.set_ylabel("IPS")
         ax.set_title(f"{d}\n{correlation_text(xs, ys)}", fontsize=9)
+    if many:
+        legend_below(fig, [marker(c, t.removesuffix(")").replace(" (", ", "))
+                           for t, c in zip([h.get_label() for h in family_legend(entries)],
+                                           family_colors(entries).values())], ncols=5)
     return save(fig, path)

@@ -10,7 +10,7 @@ import numpy as np
 from ips.metrics_file import Entry
 from ips.figures.common import (FAMILY_STYLES, datasets_of, family_colors, family_legend,
                                 legend_below, model_colors, patch, row_font, row_height)
-from ips.figures.style import note, panels, save
+from ips.figures.style import grid, note, panels, save
 
 MAX_LEGEND = 12
 """Beyond this many models the sparsity curves are coloured by family, not named one by one."""
@@ -72,10 +72,17 @@ def matching_figure(entries: list[Entry], path: Path) -> list[Path]:
     masks in ascending order (red) against the surrogates."""
     datasets = datasets_of(entries)
     n_models = max(sum(1 for e in entries if e.dataset == d) for d in datasets)
-    fig, axes = panels(2 * len(datasets), 4.4, 1.8 + 0.4 * max(n_models, 4),
-                       "Universal matching keeping only the largest interactions")
-    for k, d in enumerate(datasets):
-        ax, ax2 = axes[2 * k], axes[2 * k + 1]
+    if n_models <= MAX_LEGEND:  # a row: errors and sample of each dataset side by side
+        fig, flat = panels(2 * len(datasets), 4.4, 1.8 + 0.4 * max(n_models, 4),
+                           "Universal matching keeping only the largest interactions")
+        pairs = [(flat[2 * k], flat[2 * k + 1]) for k in range(len(datasets))]
+    else:  # the errors of every dataset on top, the samples under them
+        top = 1.6 + row_height(n_models) * n_models
+        fig, rows = grid(2, len(datasets), 5.0, (top + 4.0) / 2,
+                         "Universal matching keeping only the largest interactions")
+        rows[0][0].get_gridspec().set_height_ratios([top, 4.0])
+        pairs = list(zip(rows[0], rows[1]))
+    for (ax, ax2), d in zip(pairs, datasets):
         rows = [e for e in entries if e.dataset == d and "matching_nrmse" in e.ds]
         ax.set_title(f"{d}: mean error over samples", fontsize=9)
         ax2.set_title(f"{d}: one sample", fontsize=9)
@@ -90,8 +97,8 @@ def matching_figure(entries: list[Entry], path: Path) -> list[Path]:
             vals = np.array([float(e.ds["matching_nrmse"].sel(keep=kp)) for e in rows])
             ax.barh(y + (j - (len(keeps) - 1) / 2) * h, np.nan_to_num(vals), height=h,
                     color=KEEP_COLORS.get(kp, "#888888"))
-        ax.set_yticks(y, [e.model for e in rows], fontsize=8)
-        ax.invert_yaxis()
+        ax.set_yticks(y, [e.model for e in rows], fontsize=row_font(n_models))
+        ax.set_ylim(len(rows) - 0.5, -0.5)
         ax.set_xlabel("RMS(φ − v) / (max v − min v)")
         example = next((e for e in rows if "case_rec" in e.ds), None)
         if example is None:
