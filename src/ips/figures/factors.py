@@ -189,7 +189,7 @@ def group_factors_figure(factors: FactorsFile, group: str, tau: float,
     dataset, drawn as `comparison_panel`; a factor without one says why."""
     rows = {f: factors.comparisons(f, group) for f in FACTORS}
     n = max([r.sizes["comparison"] for r in rows.values()] + [2])
-    fig, axes = panels(len(FACTORS), 5.2 if n <= 20 else 4.0, 0.2 + comparison_height(n),
+    fig, axes = panels(len(FACTORS), 4.0, 0.2 + comparison_height(n),
                        f"The four factors on the {group} group: IPS at τ = {tau:g}\n"
                        "whiskers: 95% CI; p: paired sign-flip test over samples\n" + few_note())
     for ax, (f, r) in zip(axes, rows.items()):
@@ -221,7 +221,7 @@ def factors_figure(summaries: dict[str, xr.Dataset], absent: dict[str, str], tau
         return _absent_figure(f"Factors{where} at τ = {tau:g}", lines, path)
     text = ("Absent: " + "; ".join(f"{FACTOR_TITLES.get(f, f)} ({r})" for f, r in absent.items())
             if absent else "")
-    fig, axes = panels(len(summaries), 4.6, 4.4,
+    fig, axes = panels(len(summaries), 4.6 if len(summaries) <= 3 else 3.9, 4.4,
                        f"ΔIPS = (IPS_A − IPS_B) / IPS_B by order band{where} at τ = {tau:g}\n"
                        "A: instruct, larger, dense, k-shot; whiskers: 95% CI\n"
                        + few_note(), text)

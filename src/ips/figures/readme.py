@@ -12,7 +12,7 @@ from ips import __version__, claims
 from ips.metrics_file import WEIGHTS, Entry
 from ips.factors import FactorsFile
 from ips.figures.captions import (CASE_STUDY, CASE_STUDY_CAPTION, FACTOR_TITLES, FIGURES,
-                                  TABLES)
+                                  TABLES, case_study_name)
 from ips.figures.common import MAIN_GROUP, datasets_of, random_note, robustness_text
 from ips.figures.tables import null_rows
 from ips.sparse import UNRELIABLE_HELDOUT
@@ -33,7 +33,7 @@ def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
         f"Interaction-based prompt sensitivity at τ = {tau:g} of {len(models)} model(s) on "
         f"{len(datasets)} dataset(s), written by `ips figures` (ips {__version__}).",
         "",
-        f"- Models: {', '.join(models)}",
+        *models_lines(entries),
         f"- Datasets: {', '.join(datasets)}",
         "",
         "## Files",
@@ -51,8 +51,8 @@ def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
     lines += [f"- `{name}.png`: {c.text}." for name, c in FIGURES.items()]
     pngs = [n for n in case_names if n.endswith(".png")]
     if pngs:
-        lines.append(f"- `{CASE_STUDY}.png` ({', '.join(f'`{n}`' for n in pngs)}): "
-                     f"{CASE_STUDY_CAPTION.text}.")
+        lines.append(f"- `{CASE_STUDY}.png` ({len(pngs)} figures, listed under *Case "
+                     f"studies*): {CASE_STUDY_CAPTION.text}.")
     else:
         lines.append(f"- `{CASE_STUDY}.png`: not drawn in this run (no case or no drawing "
                      "code).")
@@ -70,9 +70,59 @@ def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
     for d in datasets:
         note = factors.tau[d].note if d in factors.tau else ""
         lines.append(f"- {d}: {robustness_text(factors.tau, d)}" + (f"; {note}" if note else ""))
+    lines += case_section(entries, pngs)
     lines += claims_section(rows, warning)
-    lines += ["", "Metrics files: " + ", ".join(f"`{e.path}`" for e in entries), ""]
+    lines += ["", *metrics_lines(entries), ""]
     return "\n".join(lines)
+
+
+MAX_LIST = 8
+"""Beyond this many items the README gives a table instead of a list in one line."""
+
+
+def models_lines(entries: list[Entry]) -> list[str]:
+    """The models in one line, or beyond MAX_LIST a table of them by family and series."""
+    models = list(dict.fromkeys(e.model for e in entries))
+    if len(models) <= MAX_LIST:
+        return [f"- Models: {', '.join(models)}"]
+    attrs = {e.model: e.attrs for e in entries}
+    by = {}
+    for m in sorted(models, key=lambda m: (attrs[m].get("family", ""),
+                                           attrs[m].get("series", ""),
+                                           attrs[m].get("params", 0), m)):
+        by.setdefault((attrs[m].get("family", "?"), attrs[m].get("series", "?")), []).append(m)
+    return [f"- Models: {len(models)}, by family and series:", "",
+            "| family | series | models |", "|---|---|---|",
+            *(f"| {f} | {s} | {', '.join(ms)} |" for (f, s), ms in by.items()), ""]
+
+
+def case_section(entries: list[Entry], pngs: Sequence[str]) -> list[str]:
+    """The case-study figures: a table of models by dataset (one file per cell), so that
+    150 of them can be found without a wall of names."""
+    if not pngs:
+        return []
+    datasets = datasets_of(entries)
+    have = set(pngs)
+    models = list(dict.fromkeys(e.model for e in entries))
+    lines = ["", "## Case studies", "",
+             f"One figure per model and dataset with a case: `case_study_<model>_<dataset>.png` "
+             f"(and `.pdf`), {len(pngs)} in all; ✓ where it was drawn.", "",
+             "| model | " + " | ".join(datasets) + " |", "|---|" + "---|" * len(datasets)]
+    for m in models:
+        cells = ["✓" if f"{case_study_name(m, d)}.png" in have else "–" for d in datasets]
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def metrics_lines(entries: list[Entry]) -> list[str]:
+    """The metrics files read: listed up to MAX_LIST, else their count and common folder."""
+    paths = [str(e.path) for e in entries]
+    if len(paths) <= MAX_LIST:
+        return ["Metrics files: " + ", ".join(f"`{p}`" for p in paths)]
+    import os
+
+    common = os.path.commonpath(paths) if len(paths) > 1 else os.path.dirname(paths[0])
+    return [f"Metrics files: {len(paths)} under `{common}` (`<model>/<dataset>.nc`)."]
 
 
 def _cell_text(x: float, fmt: str = ".3f") -> str:
@@ -146,11 +196,13 @@ def sparse_section(entries: list[Entry]) -> list[str]:
         spread = (f" (median {np.median(measured):.1%}, max "
                   f"{measured.max():.1%})" if measured.size else "")
         lines.append(
-            f"- {e.model} on {e.dataset}: {a['budget']} masks per prompt, mean n = "
-            f"{float(e.ds['n_vars_mean']):.1f}; {a['unreliable_games']} of {a['games']} games "
-            f"UNRELIABLE, held-out error above {UNRELIABLE_HELDOUT:.0%}{spread}.")
+            f"| {e.model} | {e.dataset} | {a['budget']} | {float(e.ds['n_vars_mean']):.1f} | "
+            f"{a['unreliable_games']} of {a['games']} | {spread.strip(' ()') or '–'} |")
     if not lines:
         return []
+    lines = ["| model | dataset | masks per prompt | mean n | games UNRELIABLE (held-out "
+             f"error above {UNRELIABLE_HELDOUT:.0%}) | held-out error |",
+             "|---|---|---|---|---|---|", *lines]
     return ["", "## Sparse estimates", "",
             "These metrics come from sparse sampling: the interactions of a prompt whose 2^n "
             "masks exceed the budget are estimated from a design of masks, not fitted to all "

@@ -48,7 +48,9 @@ def few_shot_band_figure(factors: FactorsFile, tau: float, path: Path) -> list[P
     ks = sorted({_k(s) for s in rows["setting_a"].values.astype(str)})
     color = dict(zip(ks, colors(len(ks))))
     n_models = max(len(set(rows["model_a"].values.astype(str)[dataset == d])) for d in datasets)
-    fig, axes = grid(len(datasets), len(BANDS), 3.4, max(2.2, 1.0 + 0.28 * n_models),
+    # 50 models: rows of 0.18 in for two datasets, tighter for more (the figure under 20 in)
+    per_row = 0.28 if n_models <= 20 else min(0.18, (18.0 / len(datasets) - 1.0) / n_models)
+    fig, axes = grid(len(datasets), len(BANDS), 3.4, max(2.2, 1.0 + per_row * n_models),
                      f"{title}\nwhiskers: 95% paired-bootstrap CI; ×: test from n < 10 samples")
     offset = {k: (i + 1) / (len(ks) + 1) - 0.5 for i, k in enumerate(ks)}
     for row, d in zip(axes, datasets):
@@ -72,7 +74,8 @@ def few_shot_band_figure(factors: FactorsFile, tau: float, path: Path) -> list[P
                 ax.errorbar(a[i], y, xerr=whiskers([a[i]], [ca[i]]),
                             fmt="x" if few(n[i]) else "o", ms=4, color=color[k],
                             elinewidth=0.6)
-            ax.set_yticks(range(len(models)), models, fontsize=7)
+            ax.set_yticks(range(len(models)), models,
+                          fontsize=7 if n_models <= 20 else 6 if per_row >= 0.15 else 5)
             ax.set_ylim(len(models) - 0.5, -0.5)
             ax.set_xlabel(band_label(band), fontsize=8)
             ax.tick_params(axis="x", labelsize=7)
