@@ -113,3 +113,25 @@ def test_readme_at_fifty_models_uses_tables(paper_scale):
     assert "| llama-moe-v1-3_5b-2_8-sft | ✓ | ✓ | ✓ |" in text
     assert "Metrics files: 150 under" in text
     assert max(len(line) for line in text.splitlines() if not line.startswith("|")) < 1500
+
+
+def test_readme_leaves_a_long_claims_table_to_the_csv(paper_scale):
+    from types import SimpleNamespace
+
+    from ips.figures.readme import MAX_CLAIM_ROWS, claims_section
+
+    row = SimpleNamespace(claim="c", paper="the paper says", verdict="undecided",
+                          weights="random")
+    import ips.claims as claims
+
+    def fake_summary(rows):
+        return {"c": {"undecided": len(rows)}}
+
+    original = claims.summary
+    claims.summary = fake_summary
+    try:
+        text = "\n".join(claims_section([row] * (MAX_CLAIM_ROWS + 1)))
+    finally:
+        claims.summary = original
+    assert f"The {MAX_CLAIM_ROWS + 1} rows are in `claims.csv`" in text
+    assert text.count("\n|") == 0

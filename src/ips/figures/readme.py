@@ -229,7 +229,14 @@ def claims_section(rows: Sequence[claims.Claim], warning: str = "") -> list[str]
     for claim, c in counts.items():
         told = ", ".join(f"{k} {v}" for k, v in c.items() if v)
         lines.append(f"- `{claim}` ({told}): {statements[claim]}")
+    if len(rows) > MAX_CLAIM_ROWS:  # the paper's study: thousands of rows, a wall of text
+        return [*lines, "", f"The {len(rows)} rows are in `claims.csv` (one per claim, model, "
+                "dataset and band where it applies); the counts above sum them up."]
     return [*lines, "", *claims.markdown(rows)]
+
+
+MAX_CLAIM_ROWS = 200
+"""Beyond this many claims rows the README counts them and leaves the table to claims.csv."""
 
 
 # --------------------------------------------------------------------------------- driver
