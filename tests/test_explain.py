@@ -7,6 +7,7 @@ pair_sensitivity) that the printed IPS must equal.
 
 import json
 import math
+import warnings
 import re
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from ips.datasets import MCQItem
 from ips.case_study import CaseStudy, case_study
 from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
 from ips.explain import ExplainError, format_case
-from ips.figures.case_study import case_study_figure
+from ips.figures.case_study import _title, case_study_figure
 from ips.errors import InputError
 
 NAN = np.nan
@@ -155,6 +156,17 @@ def test_case_study_figure_files(tmp_path):
     empty = case_study(A * 0.1, B * 0.1, ["cat", "sat"], "A", "A", 0.1)
     files = case_study_figure(empty, tmp_path / "empty.png")
     assert all(f.stat().st_size > 1000 for f in files)
+
+
+def test_case_study_figure_escapes_a_control_character_prediction(tmp_path):
+    """A byte-level model may predict a control byte (found on the miniature's random
+    models): the title shows it escaped, so no glyph is missing from the font."""
+    c = case_study(A, B, ["cat", "sat"], "\x02", "\x00", 0.1, model="m", sample="s1",
+                   templates=("A1", "A4"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        case_study_figure(c, tmp_path / "case.png")
+    assert r"prediction \x02" in _title(c) and r"prediction \x00" in _title(c)
 
 
 # ------------------------------------------------------------------ the command on a tiny model

@@ -321,7 +321,7 @@ def test_a_job_larger_than_every_node_stops_the_run_in_one_line(cluster, tmp_pat
 
 def test_grouped_models_run_as_one_slurm_job_each(cluster, tmp_path):
     """profiles/miniature over the site profile: two random models of the miniature, each
-    model's prepare, score, fit and metrics jobs in one Slurm job within --cores and
+    model's prepare, score, fit and metrics jobs in a Slurm job of its own within --cores and
     --resources mem_mb; undrawn samples stop the grouped run before any job."""
     env = cluster
     mini = yaml.safe_load((ROOT / "workflow/configs/miniature.yaml").read_text())
@@ -344,9 +344,10 @@ def test_grouped_models_run_as_one_slurm_job_each(cluster, tmp_path):
     rc, out = finish(start(work, env, profile, *metrics, use=grouped))
     assert rc == 0, out[-6000:]
     print(f"grouped slurm run: {time.perf_counter() - t0:.0f} s")
-    # the plugin names a group job rule_<group>_<its rules>; both models' components fit in
-    # one group job (group-components model=5)
-    [job] = accounted(env, since)
-    assert job["rule"].startswith("model_") and "score" in job["rule"], job
-    assert (job["cpus"], job["partition"], job["state"]) == (1, CPU, "COMPLETED"), job
+    # the plugin names a group job rule_<group>_<its rules>; one group job per model
+    jobs = accounted(env, since)
+    assert len(jobs) == len(models), jobs
+    for job in jobs:
+        assert job["rule"].startswith("model_") and "score" in job["rule"], job
+        assert (job["cpus"], job["partition"], job["state"]) == (1, CPU, "COMPLETED"), job
     assert all((work / m).exists() for m in metrics)

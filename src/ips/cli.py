@@ -16,14 +16,13 @@ import sys
 import time
 from pathlib import Path
 
-from ips import __version__, explain
+from ips import __version__
 from ips.arguments import (add_sampling, int_between, json_arg, nonnegative_float,
                            positive_float, sampling_budget, setting, unit, add_compute)
 from ips.config import (DEFAULT_MODEL, DEFAULT_MODEL_ENTRY, DTYPES, EXHAUSTIVE_MAX_N,
-                        MODEL_CACHE, SCORERS, TARGETS, default)
+                        EXPLAIN_N_MAX, MODEL_CACHE, SCORERS, TARGETS, default)
 from ips.interactions import SGD_LEARNING_RATE, SGD_STEPS, SOLVERS
 from ips.errors import InputError
-from ips.files import check_output
 
 log = logging.getLogger("ips")
 
@@ -66,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     log.setLevel(args.log_level)
     try:
         if getattr(args, "out", None) is not None:  # the destination first, before any work
+            from ips.files import check_output  # here: xarray is slow to import, not every command needs it
+
             check_output(args.out, directory=args.command == "figures")
         return args.func(args)
     except InputError as e:
@@ -599,7 +600,7 @@ def _add_explain(sub, common) -> None:
     how.add_argument("--tau", type=unit, default=None,
                      help="salience threshold in (0, 1) (default: the config's tau, 0.1)")
     how.add_argument("--n-max", type=int_between(1, 32), default=None, metavar="N",
-                     help=f"most variables accepted (default: max({explain.EXPLAIN_N_MAX}, the config's "
+                     help=f"most variables accepted (default: max({EXPLAIN_N_MAX}, the config's "
                      "n_max))")
     how.add_argument("--target", choices=[t for ts in TARGETS.values() for t in ts],
                      help="what v scores (default: the dataset's target, else letter / response)")
@@ -625,8 +626,9 @@ def _add_explain(sub, common) -> None:
 
 def _explain(args: argparse.Namespace) -> int:
     """Print the case study's table and write its figure (and --json)."""
+    from ips import explain
     from ips.figures.case_study import case_study_figure
-    from ips.files import write_bytes
+    from ips.files import check_output, write_bytes
     from ips.models import load_model
 
     if args.json:
@@ -636,7 +638,7 @@ def _explain(args: argparse.Namespace) -> int:
     templates = tuple(args.templates) if args.templates else None
     spec = _explain_spec(args, config)
     tau = float(setting(args.tau, config, "tau"))
-    n_max = args.n_max or max(explain.EXPLAIN_N_MAX, int(config["n_max"]))
+    n_max = args.n_max or max(EXPLAIN_N_MAX, int(config["n_max"]))
     var = config.get("variables", {})
     strategy, merge = var.get("strategy", "content"), var.get("merge_phrases", True)
     template_file = config.get("templates", {}).get("file")
@@ -688,6 +690,8 @@ def _explain_config(args) -> dict:
 
 def _explain_item(args, config: dict):
     """The item, the fields variables come from, and the target (None: the kind's default)."""
+    from ips import explain
+
     given = [o for o, v in (("--question", args.question), ("--choices", args.choices),
                             ("--answer", args.answer)) if v is not None]
     if args.sample is not None:
@@ -712,6 +716,7 @@ def _explain_item(args, config: dict):
 
 
 def _explain_spec(args, config: dict):
+    from ips import explain
     from ips.models import ModelSpec
 
     name = args.model

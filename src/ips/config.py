@@ -35,6 +35,8 @@ SAMPLINGS = ("exhaustive", "sparse")
 DTYPES = ("float32", "float16", "bfloat16")
 #: most variables of an exhaustively scored prompt: 2**16 masked prompts per condition
 EXHAUSTIVE_MAX_N = 16
+#: `ips explain` accepts up to max(EXPLAIN_N_MAX, the config's n_max) variables unless --n-max says
+EXPLAIN_N_MAX = 8
 #: what v scores, per item kind; the first is the default (schema key `target`)
 TARGETS = {"mcq": ("letter", "choice_text"), "instruction": ("response", "greedy")}
 

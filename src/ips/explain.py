@@ -33,15 +33,13 @@ import numpy as np
 
 from ips import metrics
 from ips.errors import InputError
-from ips.config import TARGETS
+from ips.config import EXPLAIN_N_MAX, TARGETS
 from ips.case_study import CaseStudy, case_study, sparse_case_study
 
 log = logging.getLogger("ips")
 
 #: the template pair compared when none is given, per item kind
 DEFAULT_TEMPLATES = {"mcq": ("T1", "T4"), "instruction": ("A1", "A4")}
-#: explain accepts up to max(EXPLAIN_N_MAX, the config's n_max) variables unless --n-max says
-EXPLAIN_N_MAX = 8
 
 
 class ExplainError(InputError):

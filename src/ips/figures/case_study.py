@@ -26,7 +26,8 @@ def _title(case) -> str:
     gold = f", gold {case.gold}" if case.gold is not None else ""
     head = " · ".join(x for x in (case.model, case.sample) if x)
     value = "no salient interaction" if math.isnan(case.ips) else f"ips = {case.ips:.3f}"
-    title = (f"{head}\n{ta}: prediction {case.pred_a}   {tb}: prediction {case.pred_b}{gold}"
+    title = (f"{head}\n{ta}: prediction {_shown(case.pred_a)}   {tb}: prediction "
+             f"{_shown(case.pred_b)}{gold}"
              f"   |   {value} at τ = {case.tau:g}")
     sp = case.sparse
     if sp:  # an estimate: say how far it can be trusted
@@ -35,6 +36,12 @@ def _title(case) -> str:
                   f"{errors}: " + ("reliable" if sp["reliable"] else
                                     f"UNRELIABLE (above {sp['threshold']:.0%})"))
     return title
+
+
+def _shown(text) -> str:
+    """`text` with control characters escaped (a byte-level model may predict one; no font
+    has a glyph for it)."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in str(text))
 
 
 def _label(row, words) -> str:
