@@ -85,6 +85,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Sequence
 
@@ -769,7 +770,7 @@ class Entry:
     attrs: dict  # model attributes
     ds: xr.Dataset
 
-    @property
+    @cached_property
     def random_weights(self) -> bool:
         """Whether the model's source is `random` (`model_source`)."""
         return "random" in model_source(self.ds, self.path)

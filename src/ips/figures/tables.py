@@ -49,27 +49,70 @@ TAU_PAIR_COLUMNS = ("dataset", "tau_a", "tau_b", *TAU_MEASURES, "n_models", "wei
 TAU_TABLE_HEAD = ("model", "dataset", "group", "type", "architecture", "params")
 
 
+def _banded(ds: xr.Dataset, name: str, *dims: str) -> np.ndarray:
+    """`ds[name]` as floats with its axes in the order `dims`, then the rest; bands in `BANDS`
+    order. One selection per file and variable: xarray costs a millisecond a selection, and a
+    50-model study has tens of thousands of cells."""
+    return ds[name].sel(band=list(BANDS)).transpose(*dims, ...).values.astype(float)
+
+
+def _null_arrays(ds: xr.Dataset, name: str, dims: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """A null's IPS, interval, samples valued and per-sample IPS, indexed by the null's own
+    coordinates `dims` and the band (then bound / sample)."""
+    return {"ips": _banded(ds, f"{name}_ips", *dims, "band"),
+            "ci": _banded(ds, f"{name}_ips_ci", *dims, "band", "bound"),
+            "n": _banded(ds, f"{name}_n_valued", *dims, "band"),
+            "sample": _banded(ds, f"sample_{name}_ips", *dims, "band", "sample")}
+
+
+def _null_cells(null: dict[str, np.ndarray], at: tuple[int, ...],
+                sample_ips: np.ndarray) -> dict:
+    """A null at the index `at` of `_null_arrays`: its IPS, interval and samples, and the mean
+    per-sample IPS of the group (`sample_ips`, over the same samples) minus it over the
+    samples valued in both (and how many)."""
+    ci = null["ci"][at]
+    d = sample_ips - null["sample"][at]
+    ok = np.isfinite(d)
+    return {"null_ips": float(null["ips"][at]), "ci_low": float(ci[0]),
+            "ci_high": float(ci[1]), "n_valued_samples": int(null["n"][at]),
+            "ips_minus_null": float(d[ok].mean()) if ok.any() else np.nan,
+            "n_paired": int(ok.sum())}
+
+
+def _group_arrays(ds: xr.Dataset) -> dict[str, np.ndarray | None]:
+    """IPS and its per-sample values by (group, band[, sample]); a file without nulls need
+    not hold the per-sample values."""
+    return {"ips": _banded(ds, "ips", "group", "band"),
+            "sample": (_banded(ds, "sample_ips", "group", "band", "sample")
+                       if "sample_ips" in ds else None)}
+
+
 def table_rows(entries: list[Entry]) -> list[dict]:
     rows = []
     for e in entries:
         ds = e.ds
-        for g in ds["group"].values:
-            for b in BANDS:
-                ci = (ds["ips_ci"].sel(group=g, band=b).values.astype(float)
-                      if "ips_ci" in ds else (np.nan, np.nan))
-                n = int(ds["n_valued_samples"].sel(group=g, band=b))
-                matched = (_null_cells(ds, "matched_null", g, dict(group=g, band=b))
-                           if "matched_null_ips" in ds else {})
+        own = _group_arrays(ds)
+        ci = _banded(ds, "ips_ci", "group", "band", "bound") if "ips_ci" in ds else None
+        n_valued = _banded(ds, "n_valued_samples", "group", "band")
+        n_empty = _banded(ds, "n_empty_pairs", "group", "band")
+        matched = (_null_arrays(ds, "matched_null", ("group",))
+                   if "matched_null_ips" in ds else None)
+        for gi, g in enumerate(ds["group"].values):
+            for bi, b in enumerate(BANDS):
+                low, high = ci[gi, bi] if ci is not None else (np.nan, np.nan)
+                n = int(n_valued[gi, bi])
+                m = (_null_cells(matched, (gi, bi), own["sample"][gi, bi])
+                     if matched is not None else {})
                 rows.append({
                     "model": e.model, "dataset": e.dataset, "group": str(g), "band": b,
-                    "ips": float(ds["ips"].sel(group=g, band=b)),
-                    "ips_ci_low": float(ci[0]), "ips_ci_high": float(ci[1]),
+                    "ips": float(own["ips"][gi, bi]),
+                    "ips_ci_low": float(low), "ips_ci_high": float(high),
                     "n_valued_samples": n,
-                    "n_empty_pairs": int(ds["n_empty_pairs"].sel(group=g, band=b)),
-                    "matched_null_ips": matched.get("null_ips", np.nan),
-                    "matched_null_ci_low": matched.get("ci_low", np.nan),
-                    "matched_null_ci_high": matched.get("ci_high", np.nan),
-                    "ips_minus_matched_null": matched.get("ips_minus_null", np.nan),
+                    "n_empty_pairs": int(n_empty[gi, bi]),
+                    "matched_null_ips": m.get("null_ips", np.nan),
+                    "matched_null_ci_low": m.get("ci_low", np.nan),
+                    "matched_null_ci_high": m.get("ci_high", np.nan),
+                    "ips_minus_matched_null": m.get("ips_minus_null", np.nan),
                     "output_consistency": float(ds["output_consistency"].sel(group=g))
                     if "output_consistency" in ds else float("nan"),
                     "n_samples": int(ds["n_samples"]) if "n_samples" in ds else "",
@@ -80,20 +123,6 @@ def table_rows(entries: list[Entry]) -> list[dict]:
     return rows
 
 
-def _null_cells(ds: xr.Dataset, name: str, group: str, where: dict) -> dict:
-    """A null at `where` (band and its own coordinates): its IPS, interval and samples, and
-    the mean per-sample IPS of `group` minus it over the samples valued in both (and how
-    many)."""
-    ci = ds[f"{name}_ips_ci"].sel(**where).values.astype(float)
-    d = (ds["sample_ips"].sel(group=group, band=where["band"])
-         - ds[f"sample_{name}_ips"].sel(**where)).values.astype(float)
-    ok = np.isfinite(d)
-    return {"null_ips": float(ds[f"{name}_ips"].sel(**where)), "ci_low": float(ci[0]),
-            "ci_high": float(ci[1]), "n_valued_samples": int(ds[f"{name}_n_valued"].sel(**where)),
-            "ips_minus_null": float(d[ok].mean()) if ok.any() else np.nan,
-            "n_paired": int(ok.sum())}
-
-
 def null_rows(entries: list[Entry]) -> list[dict]:
     """Every null beside IPS: one row per model, dataset, group, band and null (the Gaussian
     null at each level, the matched-size null; the precision null of each second dtype,
@@ -101,27 +130,33 @@ def null_rows(entries: list[Entry]) -> list[dict]:
     rows = []
     for e in entries:
         ds = e.ds
-        for g in ds["group"].values:
-            for b in BANDS:
+        own = _group_arrays(ds)
+        levels = ds["null_level"].values if "null_ips" in ds else ()
+        gaussian = _null_arrays(ds, "null", ("group", "null_level")) if len(levels) else None
+        matched = (_null_arrays(ds, "matched_null", ("group",))
+                   if "matched_null_ips" in ds else None)
+        precision = (_null_arrays(ds, "precision_null", ("precision",))
+                     if "precision_null_ips" in ds else None)
+        for gi, g in enumerate(ds["group"].values):
+            for bi, b in enumerate(BANDS):
+                samples = own["sample"][gi, bi] if own["sample"] is not None else None
                 base = {"model": e.model, "dataset": e.dataset, "group": str(g), "band": b,
-                        "ips": float(ds["ips"].sel(group=g, band=b)),
+                        "ips": float(own["ips"][gi, bi]),
                         "tau": float(ds.attrs["tau"]), "weights": weights([e])}
-                for c in ds["null_level"].values if "null_ips" in ds else ():
+                for li, c in enumerate(levels):
                     rows.append({**base, "null": "gaussian", "level": float(c),
-                                 **_null_cells(ds, "null", g,
-                                               dict(group=g, band=b, null_level=c))})
-                if "matched_null_ips" in ds:
+                                 **_null_cells(gaussian, (gi, li, bi), samples)})
+                if matched is not None:
                     rows.append({**base, "null": "matched", "level": "",
-                                 **_null_cells(ds, "matched_null", g, dict(group=g, band=b))})
-                if "precision_null_ips" not in ds or g != MAIN_GROUP:
+                                 **_null_cells(matched, (gi, bi), samples)})
+                if precision is None or g != MAIN_GROUP:
                     continue
-                for d in ds["precision"].values:
+                for pi, d in enumerate(ds["precision"].values):
                     stats = {k: float(ds[f"precision_{k}"].sel(precision=d))
                              for k in PRECISION_STATS}
                     rows.append({**base, "null": "precision", "level": str(d), **stats,
                                  "games": int(stats["games"]),
-                                 **_null_cells(ds, "precision_null", g,
-                                               dict(precision=d, band=b))})
+                                 **_null_cells(precision, (pi, bi), samples)})
     return rows
 
 
@@ -129,41 +164,60 @@ def factor_rows(factors: xr.Dataset, entries: Sequence[Entry] = ()) -> list[dict
     """Every comparison and band of the factors file; `entries` tell which models have
     random weights."""
     rows = []
-    nan2 = np.full(2, np.nan)
     exact_max = json.loads(factors.attrs.get("test", "{}")).get("exact_max", EXACT_MAX)
-    for i in range(factors.sizes.get("comparison", 0)):
-        for b in BANDS:
-            def ci(name):
-                return (factors[name].sel(band=b).values[i].astype(float)
-                        if name in factors else nan2)
+    size = factors.sizes.get("comparison", 0)
+    by_model: dict[str, list[Entry]] = {}
+    for e in entries:
+        by_model.setdefault(e.model, []).append(e)
 
-            n = int(factors["n_tested"].sel(band=b).values[i]) if "n_tested" in factors else 0
+    def banded(name, *rest):  # (comparison, band, *rest); NaN where the file lacks it
+        if name in factors:
+            return _banded(factors, name, "comparison", "band", *rest)
+        return np.full((size, len(BANDS), *(2 for _ in rest)), np.nan)
+
+    def labels(name):
+        return factors[name].values.astype(str)
+
+    cis = {k: banded(k, "bound") for k in ("ips_a_ci", "ips_b_ci", "delta_ips_ci")}
+    values = {k: banded(k) for k in ("ips_a", "ips_b", "delta_ips", "p_value", "null_a",
+                                     "null_b", "delta_null", "excess", "p_excess")}
+    n_tested = banded("n_tested") if "n_tested" in factors else np.zeros((size, len(BANDS)))
+    n_excess = banded("n_excess") if "n_excess" in factors else np.zeros((size, len(BANDS)))
+    n_paired = (factors["n_paired"].values.astype(int) if "n_paired" in factors
+                else np.zeros(size, int))
+    text = {k: labels(k) for k in ("comparison_factor", "comparison_dataset",
+                                   "comparison_group", "model_a", "model_b", "setting_a",
+                                   "setting_b", "templates")}
+    for i in range(size):
+        weight = weights([*by_model.get(text["model_a"][i], ()),
+                          *by_model.get(text["model_b"][i], ())])
+        for j, b in enumerate(BANDS):
+            n = int(n_tested[i, j])
             rows.append({
-                "factor": str(factors["comparison_factor"].values[i]),
-                "dataset": str(factors["comparison_dataset"].values[i]),
-                "group": str(factors["comparison_group"].values[i]),
-                **{k: str(factors[k].values[i]) for k in
+                "factor": text["comparison_factor"][i],
+                "dataset": text["comparison_dataset"][i],
+                "group": text["comparison_group"][i],
+                **{k: text[k][i] for k in
                    ("model_a", "model_b", "setting_a", "setting_b", "templates")},
                 "band": b,
-                "ips_a": float(factors["ips_a"].sel(band=b).values[i]),
-                "ips_a_ci_low": ci("ips_a_ci")[0], "ips_a_ci_high": ci("ips_a_ci")[1],
-                "ips_b": float(factors["ips_b"].sel(band=b).values[i]),
-                "ips_b_ci_low": ci("ips_b_ci")[0], "ips_b_ci_high": ci("ips_b_ci")[1],
-                "delta_ips": float(factors["delta_ips"].sel(band=b).values[i]),
-                "delta_ips_ci_low": ci("delta_ips_ci")[0],
-                "delta_ips_ci_high": ci("delta_ips_ci")[1],
-                "p_value": float(factors["p_value"].sel(band=b).values[i])
-                if "p_value" in factors else float("nan"),
+                "ips_a": float(values["ips_a"][i, j]),
+                "ips_a_ci_low": cis["ips_a_ci"][i, j, 0],
+                "ips_a_ci_high": cis["ips_a_ci"][i, j, 1],
+                "ips_b": float(values["ips_b"][i, j]),
+                "ips_b_ci_low": cis["ips_b_ci"][i, j, 0],
+                "ips_b_ci_high": cis["ips_b_ci"][i, j, 1],
+                "delta_ips": float(values["delta_ips"][i, j]),
+                "delta_ips_ci_low": cis["delta_ips_ci"][i, j, 0],
+                "delta_ips_ci_high": cis["delta_ips_ci"][i, j, 1],
+                "p_value": float(values["p_value"][i, j]),
                 "test": sign_flip_label(n, exact_max),
                 "n_tested": n,
-                "n_paired": int(factors["n_paired"].values[i]) if "n_paired" in factors else 0,
+                "n_paired": int(n_paired[i]),
                 "few_samples": n < MIN_RELIABLE_N,
-                **{k: (float(factors[k].sel(band=b).values[i]) if k in factors else np.nan)
+                **{k: float(values[k][i, j])
                    for k in ("null_a", "null_b", "delta_null", "excess", "p_excess")},
-                "n_excess": int(factors["n_excess"].sel(band=b).values[i])
-                if "n_excess" in factors else 0,
-                "weights": weights(e for e in entries if e.model in (
-                    str(factors["model_a"].values[i]), str(factors["model_b"].values[i]))),
+                "n_excess": int(n_excess[i, j]),
+                "weights": weight,
             })
     return rows
 
