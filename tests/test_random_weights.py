@@ -9,6 +9,7 @@ import re
 import struct
 
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from test_factors import attrs, make_metrics, write_all
 from test_metrics_file import make_values, write_pair
 
@@ -74,7 +75,7 @@ def test_the_banner_is_a_red_line_above_the_title(tmp_path):
     fig, _ = panels(1, 8.0, 3.0, "a title")
     with banner("random weights (m): these numbers measure nothing"):
         save(fig, tmp_path / "marked.png")
-    (text,) = [t for t in fig.texts if "random" in t.get_text()]
+    (text,) = [t for t in fig.artists if "random" in t.get_text()]
     assert text.get_text() == "random weights (m): these numbers measure nothing"
     assert text.get_color() == BANNER_COLOR and text.get_fontsize() == TITLE_SIZE - 2
     assert fig.get_suptitle() == "\na title"
@@ -83,6 +84,23 @@ def test_the_banner_is_a_red_line_above_the_title(tmp_path):
     fig, _ = panels(1, 8.0, 3.0, "a title")
     save(fig, tmp_path / "after.png")  # the banner ends with its block
     assert fig.get_suptitle() == "a title" and png_size(tmp_path / "after.png") == (w0, h0)
+
+
+@pytest.mark.parametrize("height", [3.0, 13.0])
+def test_the_banner_lies_above_the_title_in_a_tall_figure(tmp_path, height):
+    """The layout moves the title up by a margin fixed in inches, so in a 50-model figure
+    (13 in tall) a banner at a fixed figure fraction lay on the title's first line (seen on
+    the miniature's figures); it sits on the title's empty first line at any height."""
+    fig, _ = panels(3, 5.2, height, "a title\nits second line")
+    with banner("random weights (m): these numbers measure nothing"):
+        save(fig, tmp_path / "marked.png")
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    (text,) = [t for t in fig.artists if "random" in t.get_text()]
+    mark = text.get_window_extent(canvas.get_renderer())
+    title = fig._suptitle.get_window_extent(canvas.get_renderer())
+    line = title.height / 3  # "\na title\nits second line"
+    assert mark.y0 >= title.y1 - line - 1 and mark.y1 <= title.y1 + 1, (mark, title)
 
 
 @pytest.fixture(scope="module")

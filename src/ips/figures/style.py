@@ -12,6 +12,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from matplotlib.figure import Figure
+from matplotlib.text import Annotation
 
 from ips.files import atomic_path
 
@@ -89,8 +90,12 @@ def _add_banner(fig: Figure, text: str, height: float = 0.25) -> None:
     w, h = fig.get_size_inches()
     fig.set_size_inches(w, h + height)
     title = fig.suptitle("\n" + fig.get_suptitle(), fontsize=TITLE_SIZE)
-    fig.text(0.5, title.get_position()[1], text, ha="center", va="top",
-             color=BANNER_COLOR, fontsize=TITLE_SIZE - 2, fontweight="bold")
+    # anchored to the title's box as drawn: the layout moves the title up by a margin fixed in
+    # inches, so a fixed figure fraction lands on the title's first line in a tall figure
+    mark = Annotation(text, xy=(0.5, 1.0), xycoords=title, ha="center", va="top",
+                      color=BANNER_COLOR, fontsize=TITLE_SIZE - 2, fontweight="bold")
+    mark.set_in_layout(False)
+    fig.add_artist(mark)
 
 
 def save(fig: Figure, path: str | Path) -> list[Path]:
