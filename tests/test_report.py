@@ -2,6 +2,8 @@
 docutils system message (a stray ``|x|`` is a substitution reference, an error)."""
 
 import io
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -62,3 +64,24 @@ def test_report_sections(file, section):
 def test_workflow_description_renders_cleanly():
     html = render("workflow.rst")
     assert "sign-flip" in html
+
+
+def test_the_factor_captions_are_the_four_factors():
+    from ips.factors import FACTORS
+    from ips.figures.captions import FACTOR_TITLES
+
+    assert tuple(FACTOR_TITLES) == FACTORS
+
+
+def test_a_snakemake_start_imports_no_heavy_library():
+    """Every snakemake start (each Slurm job step, each job of a group) imports what
+    workflow/rules/common.smk imports from ips: 2 s of matplotlib, SciPy and xarray before,
+    through the figures package and the file helpers; none of them now."""
+    common = (Path(__file__).parents[1] / "workflow/rules/common.smk").read_text()
+    imports = "\n".join(line for line in common.splitlines() if line.startswith("from ips"))
+    assert "captions" in imports and "ips.models" in imports
+    probe = imports + ("\nimport sys\nprint(sorted(m for m in ('matplotlib', 'scipy', "
+                       "'xarray', 'torch', 'transformers', 'h5py') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]", out

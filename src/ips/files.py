@@ -18,17 +18,14 @@ import shutil
 import uuid
 from pathlib import Path
 
-import h5netcdf
+from typing import TYPE_CHECKING
+
 import numpy as np
-import xarray as xr
 
 from ips.errors import InputError, OutputError
 
-# h5netcdf 1.8 leaves `_writable` unset when opening a damaged file fails, and its __del__
-# then prints an AttributeError traceback after our one-line error; a class default keeps
-# that quiet (the failed file is closed as read-only, which it is)
-if not hasattr(h5netcdf.File, "_writable"):
-    h5netcdf.File._writable = False
+if TYPE_CHECKING:
+    import xarray as xr
 
 log = logging.getLogger(__name__)
 
@@ -259,6 +256,21 @@ def _acquire(lock: Path, path: Path) -> int | None:
             os.close(fd)
 
 
+def _xarray():
+    """xarray with the h5netcdf engine, imported on first read: it takes most of a second,
+    and the commands that write only plain files (samples, the model cache) and every
+    Snakemake start, which imports this module, need none of it."""
+    import h5netcdf
+    import xarray
+
+    # h5netcdf 1.8 leaves `_writable` unset when opening a damaged file fails, and its
+    # __del__ then prints an AttributeError traceback after our one-line error; a class
+    # default keeps that quiet (the failed file is closed as read-only, which it is)
+    if not hasattr(h5netcdf.File, "_writable"):
+        h5netcdf.File._writable = False
+    return xarray
+
+
 def read_dataset(path: str | os.PathLike, what: str, variables: tuple[str, ...] = (),
                  command: str = "") -> xr.Dataset:
     """Load an HDF5/netCDF file of this package into memory; `InputError` names the file.
@@ -269,7 +281,7 @@ def read_dataset(path: str | os.PathLike, what: str, variables: tuple[str, ...] 
     if not Path(path).is_file():
         raise InputError(f"{path}: no such {what} file")
     try:
-        ds = xr.open_dataset(path, engine="h5netcdf")
+        ds = _xarray().open_dataset(path, engine="h5netcdf")
     except READ_ERRORS as e:
         raise InputError(f"{path}: not a readable {what} file ({reason(e)})") from None
     with ds:

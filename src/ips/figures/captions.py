@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from typing import NamedTuple, Sequence
 
-from ips.factors import FACTORS
 from ips.uncertainty import EXACT_MAX, MIN_RELIABLE_N
 
 INTERACTIONS, MODELS, FACTOR_SECTION, ROBUSTNESS, TABLE_SECTION = (
@@ -71,7 +70,7 @@ FIGURES = {
         "and the p-value of a paired sign-flip test over samples with the samples it rests "
         f"on, n (Figs. 5-8); bars hatched where n < {MIN_RELIABLE_N}; an absent factor is "
         "named with its reason",
-        FACTOR_SECTION) for f in FACTORS},
+        FACTOR_SECTION) for f in FACTOR_TITLES},
     "ips_by_order": Caption(
         "IPS by interaction order (paper Figs. 9, 20)",
         "IPS of low-, mid- and high-order interactions (order bands of ⌊n/3⌋, ⌊2n/3⌋) per "

@@ -1,0 +1,175 @@
+"""Every figure, table and the README of `ips figures`, drawn into one directory
+(`make_figures`); the tables are written by `ips.figures.tables`, the README by
+`ips.figures.readme`.
+
+Reads the metrics files of `ips metrics` (one per model and dataset) and the factors file of
+`ips factors`, and writes a directory: every figure as PNG and PDF (`style.save`), the tables
+and a README. What each file shows is its caption in `ips.figures.captions`; each figure
+family is drawn by a module of its own (`sparsity`, `case_study`, `types`, `ranking`,
+`factors`, `order`, `scale`, `shots`, `robustness`, `perturbation`, `representation`,
+`nulls`); the appendix tables are computed by `appendix`.
+
+The case-study figures need `ips.case_study` and `ips.figures.case_study`; they are drawn for
+every metrics file that holds a case (`case_sample` attribute, see `ips.metrics_file`). The
+directory is written next to its destination under a temporary name and renamed onto it
+when complete, so a reader sees either the old or the new directory, never half of one.
+Figures are drawn with matplotlib's object API on the Agg canvas (no display, no pyplot
+state).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ips import claims
+from ips.factors import FactorsFile, read_factors
+from ips.metrics_file import Entry, read_metrics
+from ips.figures.captions import CASE_STUDY, FIGURES, TABLES, case_study_name
+from ips.figures.appendix import (MATCHED_COLUMNS, PERTURBATION_COLUMNS,
+                                  REPRESENTATION_COLUMNS, matched_rows, perturbation_rows,
+                                  representation_rows)
+from ips.figures.common import MAIN_GROUP, PERTURBATION_GROUP, random_note
+from ips.figures.factors import draw_factors
+from ips.figures.nulls import nulls_figure
+from ips.figures.order import order_figure
+from ips.figures.perturbation import perturbation_figure
+from ips.figures.ranking import consistency_figure, ranking_figure
+from ips.figures.readme import readme_text
+from ips.figures.representation import representation_figure
+from ips.figures.robustness import tau_figure
+from ips.figures.scale import scale_figure
+from ips.figures.shots import few_shot_band_figure
+from ips.figures.sparsity import matching_figure, sparsity_figure
+from ips.figures.style import DPI, MIN_WIDTH, banner
+from ips.figures.tables import (FACTOR_COLUMNS, NULL_COLUMNS, TABLE_COLUMNS, TAU_COLUMNS,
+                               TAU_PAIR_COLUMNS, factor_rows, null_rows, tau_pair_rows,
+                               tau_rows, tau_table_columns, tau_table_rows, write_csv,
+                               write_table)
+from ips.figures.types import types_figure
+from ips.errors import InputError
+from ips.files import atomic_dir
+from ips.sparse import UNRELIABLE_HELDOUT
+from ips.uncertainty import DRAWS
+
+
+log = logging.getLogger(__name__)
+
+FILES = {**{f"{k}.png": c.text for k, c in FIGURES.items()},
+         **{k: c.text for k, c in TABLES.items()}}
+"""Files every run writes (each figure also as PDF), with what they show."""
+
+
+def figure_files() -> list[str]:
+    """The fixed figure files (PNG and PDF)."""
+    return [f"{k}.{ext}" for k in FIGURES for ext in ("png", "pdf")]
+
+
+def case_study_figures(entries: list[Entry], tau: float, out: Path) -> list[str]:
+    """One case-study figure per metrics file that holds a case (`ips.case_study.case_study`
+    drawn by `ips.figures.case_study`)."""
+    # local: the submodule ips.figures.case_study would shadow a package-level name
+    from ips.case_study import case_study
+    from ips.figures.case_study import case_study_figure
+
+    names = []
+    for e in entries:
+        ds = e.ds
+        if not ds.attrs.get("case_sample") or "case_norm" not in ds:
+            log.info("%s: no case-study sample (no valued template pair)", e.path)
+            continue
+        a = ds.attrs
+        case = case_study(
+            ds["case_norm"].sel(case_side="a").values, ds["case_norm"].sel(case_side="b").values,
+            [str(w) for w in ds["case_words"].values], a["case_pred_a"], a["case_pred_b"], tau,
+            model=e.model, sample=str(a["case_sample"]),
+            templates=(str(a["case_condition_a"]), str(a["case_condition_b"])),
+            gold=a.get("case_gold") or None,
+            sets=ds["case_set"].values if "case_set" in ds.dims else None,
+        )
+        if "heldout_error" in ds and ds["case_mask"].size < 1 << case.n:  # an estimate
+            games = dict(sample=a["case_sample"],
+                         condition=[a["case_condition_a"], a["case_condition_b"]])
+            case.sparse = {"masks": int(ds["case_mask"].size),
+                           "heldout_error": ds["heldout_error"].sel(**games).values.tolist(),
+                           "threshold": UNRELIABLE_HELDOUT,
+                           "reliable": bool(ds["reliable"].sel(**games).all())}
+        name = case_study_name(e.model, e.dataset)
+        for p in case_study_figure(case, out / f"{name}.png"):
+            names.append(Path(p).name)
+    return names
+
+
+def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path) -> list[str]:
+    """Draw every figure and write the tables into the existing directory `out`; when a
+    model has random weights, every figure carries `random_note` above its title."""
+    out = Path(out)
+    with banner(random_note(entries)):
+        cases = _draw_figures(entries, factors, tau, out)
+    test = json.loads(factors.ds.attrs.get("test", "{}") or "{}")
+    draws, seed = int(test.get("draws", DRAWS)), int(test.get("seed", 0))
+    perturbation = perturbation_rows(entries, draws, seed)
+    matched = matched_rows(entries, draws, seed)
+    write_table(entries, out / "ips_table.csv")
+    write_csv(null_rows(entries), NULL_COLUMNS, out / "null_table.csv")
+    write_csv(factor_rows(factors.ds, entries), FACTOR_COLUMNS, out / "factors_table.csv")
+    write_csv(tau_rows(factors.tau, entries), TAU_COLUMNS, out / "tau_robustness.csv")
+    write_csv(tau_pair_rows(factors.ds, entries), TAU_PAIR_COLUMNS, out / "tau_pairs.csv")
+    write_csv(tau_table_rows(entries), tau_table_columns(entries), out / "tau_table.csv")
+    write_csv(perturbation, PERTURBATION_COLUMNS, out / "perturbation_types.csv")
+    write_csv(representation_rows(entries, factors), REPRESENTATION_COLUMNS,
+              out / "representation_pairs.csv")
+    write_csv(matched, MATCHED_COLUMNS, out / "moe_matched.csv")
+    rows = claims.claims(entries, factors.ds, draws=draws, seed=seed,
+                         perturbation=perturbation, matched=matched)
+    write_csv([asdict(r) for r in rows], claims.COLUMNS, out / "claims.csv")
+    (out / "README.md").write_text(readme_text(entries, factors, tau, cases, rows),
+                                   encoding="utf-8")
+    return [*figure_files(), *cases, *TABLES, "README.md"]
+
+
+def _draw_figures(entries: list[Entry], factors: FactorsFile, tau: float,
+                  out: Path) -> list[str]:
+    """Every figure of `FIGURES` and the case studies (whose names it returns)."""
+    sparsity_figure(entries, tau, out / "sparsity.png")
+    matching_figure(entries, out / "universal_matching.png")
+    types_figure(entries, tau, out / "interaction_types.png")
+    ranking_figure(entries, tau, out / "ips_ranking.png")
+    consistency_figure(entries, tau, out / "ips_vs_consistency.png")
+    draw_factors(factors, tau, out)
+    order_figure(entries, tau, out / "ips_by_order.png")
+    scale_figure(entries, MAIN_GROUP, tau, out / "scale_by_order.png",
+                 "IPS by order band across model sizes (0-shot templates)")
+    scale_figure(entries, PERTURBATION_GROUP, tau, out / "perturbation_group_scale_by_order.png",
+                 f"IPS by order band across model sizes ({PERTURBATION_GROUP} group)")
+    few_shot_band_figure(factors, tau, out / "few_shot_by_order.png")
+    tau_figure(entries, factors.tau, tau, out / "tau_robustness.png")
+    perturbation_figure(entries, tau, out / "perturbation_types.png")
+    representation_figure(entries, tau, out / "representation_baseline.png")
+    nulls_figure(entries, tau, out / "nulls.png")
+    return case_study_figures(entries, tau, out)
+
+
+def make_figures(metrics_paths: Sequence[str | os.PathLike], factors_path: str | os.PathLike,
+                 out: str | os.PathLike) -> list[str]:
+    """Write the figures, the tables and the README into the directory `out`; return the
+    file names. Intervals computed here (Appendix G means) use the bootstrap settings
+    recorded in each metrics file, so they match the tables'."""
+    if not metrics_paths:
+        raise InputError("no metrics files given")
+    entries = [read_metrics(p) for p in metrics_paths]
+    factors = read_factors(factors_path)
+    tau = float(factors.ds.attrs.get("tau", entries[0].ds.attrs["tau"]))
+    for e in entries:
+        if not np.isclose(float(e.ds.attrs["tau"]), tau):
+            raise InputError(f"{e.path}: computed at τ = {e.ds.attrs['tau']}, but "
+                             f"{factors_path} at τ = {tau}")
+    with atomic_dir(out) as tmp:
+        names = draw_all(entries, factors, tau, tmp)
+    return names
