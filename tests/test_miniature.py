@@ -56,7 +56,7 @@ def subset_run(tmp_path_factory):
     conditions and items as keep every comparison (Dolly's perturbation group is paired in
     tests/test_workflow.py)."""
     work = tmp_path_factory.mktemp("miniature")
-    cfg = {**MINIATURE, "n_max": 4, "n_items": 3, "shard_size": 3,
+    cfg = {**MINIATURE,
            "templates": {"mcq": ["T1", "T2", "T4"], "file": None},
            "few_shot": {"templates": ["T1", "T4"], "shots": [1]},
            "permutation": {"draws": 199}, "bootstrap": {"resamples": 200, "level": 0.95},
