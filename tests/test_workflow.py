@@ -178,6 +178,17 @@ def test_report_holds_every_figure_and_table(finished):
             assert name in html, name
     assert "Universal matching with the largest interactions" in html  # a caption
     assert "Instruct vs base models" in html
+    # the case studies under their dataset, apart from the section's own figures
+    start = html.index("categories = ") + len("categories = ")
+    categories, _ = json.JSONDecoder().raw_decode(html[start:])
+    section = categories["1 Interactions"]
+    cases = [f for f in expected_figures() if f.startswith("case_study_") and f.endswith(".png")]
+    assert cases
+    for name in cases:
+        dataset = next(d for d in ("arc-easy", "dolly") if name.endswith(f"_{d}.png"))
+        assert f"results/figures/{name}" in section[f"case studies: {dataset}"], name
+    assert not any("case_study" in f for f in section["Other"])
+    assert "results/figures/sparsity.png" in section["Other"]
 
 
 def test_nothing_to_do_after_a_run(finished):

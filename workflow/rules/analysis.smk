@@ -71,6 +71,7 @@ rule figures:
             patterns=["{name}.{ext,png|csv}"],
             caption="../report/figures.rst",
             category=report_category,
+            subcategory=report_subcategory,
             labels={"file": "{name}.{ext}"},
         ),
     params:

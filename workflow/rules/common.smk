@@ -14,7 +14,7 @@ from ips import cluster
 from ips.config import MODEL_CACHE, precision_conditions, precision_dtypes
 from ips.gguf import missing_packages
 from ips.models import ModelSpec, job_mem_mb
-from ips.figures.captions import report_captions, report_section
+from ips.figures.captions import report_captions, report_section, report_subsections
 from ips.errors import InputError
 from ips.samples import dataset_settings, load_samples
 
@@ -186,6 +186,12 @@ def all_interactions(wildcards):
 def report_category(wildcards):
     """The report section of a results file (`ips.figures.captions`)."""
     return report_section(f"{wildcards.name}.{wildcards.ext}")
+
+
+def report_subcategory(wildcards):
+    """A case study's dataset (`ips.figures.captions.report_subsections`); None, the
+    section's default, for every other file."""
+    return report_subsections(MODELS, DATASETS).get(f"{wildcards.name}.{wildcards.ext}")
 
 
 def slurm_requests():

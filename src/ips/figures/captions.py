@@ -277,3 +277,11 @@ def report_section(file: str) -> str:
     if stem in FIGURES:
         return FIGURES[stem].section
     return CASE_STUDY_CAPTION.section if stem.startswith("case_study_") else TABLE_SECTION
+
+
+def report_subsections(models: Sequence[str], datasets: Sequence[str]) -> dict[str, str]:
+    """The report subcategory of each case-study figure, by file name: its dataset. At 50
+    models a section would otherwise list 150 case studies before its own figures; every
+    other file stays in its section's default subcategory."""
+    return {f"{case_study_name(m, d)}.png": f"case studies: {d}"
+            for m in models for d in datasets}
