@@ -80,6 +80,7 @@ def test_a_snakemake_start_imports_no_heavy_library():
     common = (Path(__file__).parents[1] / "workflow/rules/common.smk").read_text()
     imports = "\n".join(line for line in common.splitlines() if line.startswith("from ips"))
     assert "captions" in imports and "ips.models" in imports
+    imports += "\nfrom ips.cli import main"  # and every command's start, before its handler
     probe = imports + ("\nimport sys\nprint(sorted(m for m in ('matplotlib', 'scipy', "
                        "'xarray', 'torch', 'transformers', 'h5py') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

@@ -23,6 +23,7 @@ from ips.config import (DEFAULT_MODEL, DEFAULT_MODEL_ENTRY, DTYPES, EXHAUSTIVE_M
                         EXPLAIN_N_MAX, MODEL_CACHE, SCORERS, TARGETS, default)
 from ips.interactions import SGD_LEARNING_RATE, SGD_STEPS, SOLVERS
 from ips.errors import InputError
+from ips.files import check_output
 
 log = logging.getLogger("ips")
 
@@ -65,8 +66,6 @@ def main(argv: list[str] | None = None) -> int:
     log.setLevel(args.log_level)
     try:
         if getattr(args, "out", None) is not None:  # the destination first, before any work
-            from ips.files import check_output  # here: xarray is slow to import, not every command needs it
-
             check_output(args.out, directory=args.command == "figures")
         return args.func(args)
     except InputError as e:
@@ -628,7 +627,7 @@ def _explain(args: argparse.Namespace) -> int:
     """Print the case study's table and write its figure (and --json)."""
     from ips import explain
     from ips.figures.case_study import case_study_figure
-    from ips.files import check_output, write_bytes
+    from ips.files import write_bytes
     from ips.models import load_model
 
     if args.json:
