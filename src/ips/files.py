@@ -17,7 +17,6 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import numpy as np

@@ -188,10 +188,15 @@ def report_category(wildcards):
     return report_section(f"{wildcards.name}.{wildcards.ext}")
 
 
+@functools.cache
+def _report_subsections():
+    return report_subsections(MODELS, DATASETS)
+
+
 def report_subcategory(wildcards):
     """A case study's dataset (`ips.figures.captions.report_subsections`); None, the
     section's default, for every other file."""
-    return report_subsections(MODELS, DATASETS).get(f"{wildcards.name}.{wildcards.ext}")
+    return _report_subsections().get(f"{wildcards.name}.{wildcards.ext}")
 
 
 def slurm_requests():

@@ -170,24 +170,20 @@ def factor_rows(factors: xr.Dataset, entries: Sequence[Entry] = ()) -> list[dict
     for e in entries:
         by_model.setdefault(e.model, []).append(e)
 
-    def banded(name, *rest):  # (comparison, band, *rest); NaN where the file lacks it
+    def banded(name, *rest, missing=np.nan):  # (comparison, band, *rest)
         if name in factors:
             return _banded(factors, name, "comparison", "band", *rest)
-        return np.full((size, len(BANDS), *(2 for _ in rest)), np.nan)
-
-    def labels(name):
-        return factors[name].values.astype(str)
+        return np.full((size, len(BANDS), *(2 for _ in rest)), missing)
 
     cis = {k: banded(k, "bound") for k in ("ips_a_ci", "ips_b_ci", "delta_ips_ci")}
     values = {k: banded(k) for k in ("ips_a", "ips_b", "delta_ips", "p_value", "null_a",
                                      "null_b", "delta_null", "excess", "p_excess")}
-    n_tested = banded("n_tested") if "n_tested" in factors else np.zeros((size, len(BANDS)))
-    n_excess = banded("n_excess") if "n_excess" in factors else np.zeros((size, len(BANDS)))
+    n_tested, n_excess = banded("n_tested", missing=0), banded("n_excess", missing=0)
     n_paired = (factors["n_paired"].values.astype(int) if "n_paired" in factors
                 else np.zeros(size, int))
-    text = {k: labels(k) for k in ("comparison_factor", "comparison_dataset",
-                                   "comparison_group", "model_a", "model_b", "setting_a",
-                                   "setting_b", "templates")}
+    text = {k: factors[k].values.astype(str) for k in (
+        "comparison_factor", "comparison_dataset", "comparison_group", "model_a", "model_b",
+        "setting_a", "setting_b", "templates")}
     for i in range(size):
         weight = weights([*by_model.get(text["model_a"][i], ()),
                           *by_model.get(text["model_b"][i], ())])
