@@ -86,3 +86,14 @@ def test_a_snakemake_start_imports_no_heavy_library():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]", out
+
+
+def test_scoring_and_fitting_import_no_statistics():
+    """`ips score` and `ips fit` import the mask design and the estimator (`ips.sparse`), which
+    import `ips.metrics`; SciPy's statistics there cost each score job 0.6 s of its 6-11 s
+    in the miniature, and only the τ sweep of `ips metrics` uses them."""
+    probe = ("import sys\nimport ips.sparse, ips.fit\n"
+             "print('scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False", out

@@ -49,7 +49,6 @@ from typing import NamedTuple
 import warnings
 
 import numpy as np
-import scipy.stats
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
@@ -773,6 +772,10 @@ def tau_sweep(ips_by_model_tau: ArrayLike) -> TauSweep:
     nan_mat = np.full((n_tau, n_tau), np.nan)
     if n_model < 3 or n_tau < 2:
         return TauSweep(float("nan"), float("nan"), nan_mat, nan_mat.copy())
+    # here, not at the top: scoring and fitting import this module (through ips.sparse), and
+    # SciPy's statistics cost each of their jobs 0.6 s (measured on a miniature score job)
+    import scipy.stats
+
     i, j = np.triu_indices(n_tau, k=1)
     ranks = scipy.stats.rankdata(x, axis=0)  # Spearman ρ = Pearson r of (average) ranks
     with warnings.catch_warnings():
