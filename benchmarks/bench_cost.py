@@ -42,11 +42,17 @@ import numpy as np
 import torch
 from common import MODELS, measure
 
-from ips.config import load_config, precision_conditions, precision_dtypes
-from ips.kernel import token_owners
-from ips.models import ModelSpec, job_mem_mb, load_model, prepare_model
-from ips.samples import dataset_settings, prepare_samples
-from ips.trie import TrieScorer, plan_levels, trie_budget
+from ips.config import (
+    dataset_settings,
+    load_config,
+    precision_conditions,
+    precision_dtypes,
+)
+from ips.models.entries import ModelSpec, job_mem_mb
+from ips.models.loading import load_model, prepare_model
+from ips.prompts.samples import prepare_samples
+from ips.scoring.log_odds import token_owners
+from ips.scoring.trie import TrieScorer, plan_levels, trie_budget
 
 #: a forward's fixed cost in tokens on an accelerator, as `TrieScorer` sets it on CUDA
 GPU_FORWARD_COST = 512
@@ -279,7 +285,7 @@ def check_trie(sets, counts, tok_name: str, cache_dir: Path, k: int, budget: int
           f"{GPU_FORWARD_COST}): tokens and pairs against the count")
     loaded = load_model(ModelSpec.from_config(tok_name, MODELS[tok_name]), cache_dir=cache_dir,
                         threads=threads)
-    from ips.scoring import letter_tokens
+    from ips.scoring.engine import letter_tokens
 
     games, picked = [], []
     for d, ss in sets.items():  # the first sample with n = 10 (or the largest n), 0- and 3-shot
@@ -345,10 +351,10 @@ def time_metrics(config: dict, ss, games) -> float:
 
     import xarray as xr
 
-    from ips.cli import main as ips_main
-    from ips.files import write_dataset
+    from ips.cli.main import main as ips_main
     from ips.fit import fit_values
-    from ips.values_file import Values
+    from ips.formats.hdf5 import write_dataset
+    from ips.formats.values import Values
 
     rng = np.random.default_rng(0)
     conds = ss.conditions

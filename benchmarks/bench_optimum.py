@@ -32,10 +32,10 @@ from collections import defaultdict
 
 import numpy as np
 
-from ips import metrics
+from ips.analysis import metrics
+from ips.formats.metrics import BANDS
+from ips.formats.shards import read_shard
 from ips.interactions import SGD_LEARNING_RATE, SGD_STEPS, and_or
-from ips.metrics_file import BANDS
-from ips.shards import read_shard
 
 
 def fit_all(v: np.ndarray, n_vars: np.ndarray, **kwargs):

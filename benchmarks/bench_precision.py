@@ -34,17 +34,18 @@ import numpy as np
 import torch
 from common import MODELS
 
-from ips.config import DEFAULT_MODEL, load_config
+from ips.analysis.metrics import normalize, salient
+from ips.analysis.summary import summarize
+from ips.config import DEFAULT_MODEL, dataset_settings, load_config
 from ips.fit import fit_values
-from ips.files import write_dataset
-from ips.values_file import read_values
-from ips.kernel import NonFiniteError
-from ips.metrics import normalize, salient
-from ips.models import ModelSpec, load_model
-from ips.samples import dataset_settings, prepare_samples
-from ips.scoring import score_shard
-from ips.metrics_file import summarize
-from ips.tiny_models import TINY_ATTRS, make_tiny_llama
+from ips.formats.hdf5 import write_dataset
+from ips.formats.values import read_values
+from ips.models.entries import ModelSpec
+from ips.models.loading import load_model
+from ips.models.testing import TINY_ATTRS, make_tiny_llama
+from ips.prompts.samples import prepare_samples
+from ips.scoring.log_odds import NonFiniteError
+from ips.scoring.shard import score_shard
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -24,10 +24,12 @@ import numpy as np
 import torch
 from common import MODELS, arc_easy, item_with, measure, status_mb
 
-from ips.models import ModelSpec, load_model
-from ips.kernel import log_odds, masked_inputs, token_owners
-from ips.scoring import Engine, letter_tokens
-from ips.templates import load_templates, render
+from ips.models.entries import ModelSpec
+from ips.models.loading import load_model
+from ips.prompts.templates import load_templates, render
+from ips.scoring.engine import Engine, letter_tokens
+from ips.scoring.log_odds import log_odds, masked_inputs, token_owners
+
 
 def naive(loaded, rows: np.ndarray, target: int) -> np.ndarray:
     logp = np.empty(len(rows))

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from ips.tiny_models import make_tiny_llama
+from ips.models.testing import make_tiny_llama
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = ROOT / "tests" / "slurm" / "cluster"

@@ -47,15 +47,18 @@ import scipy.stats
 import torch
 from common import DATASETS, MODELS, dataset_items
 
-from ips import sparse
-from ips.interactions import and_or
+from ips.analysis import sparse_metrics
+from ips.analysis.layout import BANDS
+from ips.analysis.metrics import DEFAULT_TAU
 from ips.config import TARGETS
-from ips.metrics import BANDS, DEFAULT_TAU
-from ips.models import ModelSpec, load_model
-from ips.samples import Sample
-from ips.scoring import Engine, _Answers, score_sample
-from ips.templates import Condition, load_templates, render
-from ips.variables import select_variables
+from ips.formats import interactions
+from ips.interactions import and_or, design, sparse
+from ips.models.entries import ModelSpec
+from ips.models.loading import load_model
+from ips.prompts.samples import Sample
+from ips.prompts.templates import Condition, load_templates, render
+from ips.prompts.variables import select_variables
+from ips.scoring.engine import Engine, _Answers, score_sample
 
 #: the template pair of each item kind
 TEMPLATES = {"mcq": ("T1", "T2"), "instruction": ("A1", "A2")}
@@ -162,18 +165,18 @@ def sparse_fit(args, where: Path, n: int, a: int, b: int, v: np.ndarray, frac: F
     path = where / f"estimate_{a}_{b}_{budget}_{args.seed}.npz"
     if path.exists():
         with np.load(path) as z:
-            est = sparse.from_arrays(z, [n], 0, 0)
+            est = interactions.from_arrays(z, [n], 0, 0)
             est.info["seconds"] = float(z["seconds"])
         return est
-    d = sparse.design(n, budget, seed=args.seed)
+    d = design.design(n, budget, seed=args.seed)
     est = sparse.estimate(d, v[d], n, refit=False, seed=args.seed)
-    np.savez(path, **sparse.to_arrays([[est]]), seconds=est.info["seconds"])
+    np.savez(path, **interactions.to_arrays([[est]]), seconds=est.info["seconds"])
     return est
 
 
 def jaccard(a: sparse.SparseInteractions, b: sparse.SparseInteractions, tau: float) -> float:
     sa, sb = (set(zip(e.kinds[m].tolist(), e.masks[m].tolist()))
-              for e, m in ((a, sparse.salient(a, tau)), (b, sparse.salient(b, tau))))
+              for e, m in ((a, sparse_metrics.salient(a, tau)), (b, sparse_metrics.salient(b, tau))))
     return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
 
 
@@ -191,8 +194,8 @@ def against_noise(args, v: np.ndarray, exact: np.ndarray, relative: float) -> tu
     fit = and_or(noisy, solver="auto")
     nx = [[sparse.from_dense(fit.and_[a, b], fit.or_[a, b]) for b in range(v.shape[1])]
           for a in range(len(v))]
-    ips_x = np.array([sparse.pair_ips(*ee, args.tau) for ee in ex])
-    ips_n = np.array([sparse.pair_ips(*pair, args.tau) for pair in nx])
+    ips_x = np.array([sparse_metrics.pair_ips(*ee, args.tau) for ee in ex])
+    ips_n = np.array([sparse_metrics.pair_ips(*pair, args.tau) for pair in nx])
     return (float(np.mean([jaccard(s, e, args.tau) for pair, ee in zip(nx, ex)
                            for s, e in zip(pair, ee)])),
             float(np.nanmean(np.abs(ips_n - ips_x))))
@@ -206,14 +209,14 @@ def compare(args, where: Path, n: int, v: np.ndarray, exact: np.ndarray, frac: F
     everything = np.arange(1 << n)
     row = {"jaccard": np.mean([jaccard(s, e, args.tau) for pair, ee in zip(sp, ex)
                                for s, e in zip(pair, ee)])}
-    ips_x = np.array([sparse.pair_ips(*ee, args.tau) for ee in ex])
-    ips_s = np.array([sparse.pair_ips(*pair, args.tau) for pair in sp])
+    ips_x = np.array([sparse_metrics.pair_ips(*ee, args.tau) for ee in ex])
+    ips_s = np.array([sparse_metrics.pair_ips(*pair, args.tau) for pair in sp])
     row["dips"] = float(np.nanmean(np.abs(ips_s - ips_x)))
     row["spearman"] = (float(scipy.stats.spearmanr(ips_s, ips_x).statistic)
                        if len(v) >= 3 else float("nan"))
     for band in BANDS:
-        bx = np.array([sparse.pair_ips(*ee, args.tau, band) for ee in ex])
-        bs = np.array([sparse.pair_ips(*pair, args.tau, band) for pair in sp])
+        bx = np.array([sparse_metrics.pair_ips(*ee, args.tau, band) for ee in ex])
+        bs = np.array([sparse_metrics.pair_ips(*pair, args.tau, band) for pair in sp])
         both = ~np.isnan(bx) & ~np.isnan(bs)  # pairs with a value on both sides
         diff = np.abs(bs - bx)[both]
         row[band] = float(diff.mean()) if diff.size else float("nan")
@@ -222,7 +225,7 @@ def compare(args, where: Path, n: int, v: np.ndarray, exact: np.ndarray, frac: F
     row["full"] = float(np.mean([np.sqrt(np.mean((s.predict(everything) - w) ** 2)) / np.ptp(w)
                                  for s, w in flat]))
     row["entries"] = float(np.mean([len(s) for s, _ in flat]))
-    row["exact_salient"] = float(np.mean([sparse.salient(e, args.tau).sum()
+    row["exact_salient"] = float(np.mean([sparse_metrics.salient(e, args.tau).sum()
                                           for ee in ex for e in ee]))
     row["seconds"] = float(np.mean([s.info.get("seconds", np.nan) for s, _ in flat]))
     row["floor_j"], row["floor_dips"] = (against_noise(args, v, exact, row["full"])

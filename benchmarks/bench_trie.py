@@ -41,10 +41,11 @@ import numpy as np
 import torch
 from common import MODELS, Flops, finish, measure, prompt_case, start, status_mb
 
-from ips.models import ModelSpec, load_model
-from ips.sparse import design
-from ips.scoring import Engine
-from ips.trie import TrieScorer, trie_budget
+from ips.interactions.design import design
+from ips.models.entries import ModelSpec
+from ips.models.loading import load_model
+from ips.scoring.engine import Engine
+from ips.scoring.trie import TrieScorer, trie_budget
 
 
 def parse_args() -> argparse.Namespace:

@@ -52,8 +52,8 @@ import torch
 from common import Flops, finish, items_with, load_named, measure, start, status_mb
 
 from ips.config import SCORERS
-from ips.scoring import Engine, _Answers, _encode
-from ips.templates import render
+from ips.prompts.templates import render
+from ips.scoring.engine import Engine, _Answers, _encode
 
 
 def parse_args() -> argparse.Namespace:

@@ -14,12 +14,12 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ips.datasets import load_items
 from ips.config import load_config
-from ips.kernel import token_owners
-from ips.scoring import letter_tokens
-from ips.templates import load_templates, render
-from ips.variables import Skip, select_variables
+from ips.prompts.datasets import load_items
+from ips.prompts.templates import load_templates, render
+from ips.prompts.variables import Skip, select_variables
+from ips.scoring.engine import letter_tokens
+from ips.scoring.log_odds import token_owners
 
 # the embedded default's models and datasets, as the repository's config.yaml gives them
 _CONFIG = load_config(Path(__file__).resolve().parents[1] / "config.yaml")
@@ -183,7 +183,8 @@ class Flops:
 def load_named(name: str, cache_dir: Path, threads: int):
     """Model `name` of config.yaml, or else the transformers directory `cache_dir/<name>`
     (a model converted by hand; its factor attributes are placeholders)."""
-    from ips.models import ModelSpec, load_model
+    from ips.models.entries import ModelSpec
+    from ips.models.loading import load_model
 
     entry = MODELS.get(name) or {"source": {"path": str(Path(cache_dir) / name)},
                                  "family": "other", "series": "other", "type": "base",

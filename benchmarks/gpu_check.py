@@ -52,15 +52,17 @@ import numpy as np
 import torch
 from common import Flops, arc_easy, matmul_rate, prompt_case
 
-from ips import __version__, metrics
-from ips.config import DTYPES, load_config
-from ips.files import atomic_path
+from ips import __version__
+from ips.analysis import metrics
+from ips.config import DTYPES, check_settings, load_config
 from ips.interactions import and_or
-from ips.kernel import ScoringError
-from ips.models import ModelSpec, load_model
-from ips.samples import check_settings, prepare_samples
-from ips.scoring import Engine, _Answers, score_sample
-from ips.templates import load_templates
+from ips.models.entries import ModelSpec
+from ips.models.loading import load_model
+from ips.outputs import atomic_path
+from ips.prompts.samples import prepare_samples
+from ips.prompts.templates import load_templates
+from ips.scoring.engine import Engine, _Answers, score_sample
+from ips.scoring.log_odds import ScoringError
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = Path(__file__).with_name("gpu_reference.json")

@@ -7,12 +7,14 @@ import os
 import re
 from pathlib import Path
 
+import huggingface_hub.constants
 import pytest
 from hypothesis import settings
 
 from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
-from ips.models import ModelSpec, prepare_model
-from ips.tiny_models import load_tiny, make_tiny_gemma, make_tiny_llama
+from ips.models.entries import ModelSpec
+from ips.models.loading import prepare_model
+from ips.models.testing import load_tiny, make_tiny_gemma, make_tiny_llama
 
 # Property tests give one verdict per commit: by default Hypothesis draws its examples from a
 # seed derived from each test and keeps no example database. `make explore` runs them with
@@ -99,3 +101,10 @@ def full_disk(monkeypatch):
 
     monkeypatch.setattr(builtins, "open", fake_open)
     monkeypatch.setattr(io, "open", fake_open)  # pathlib writes through io.open
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """No hub access, as on compute nodes (huggingface_hub reads the variable at import)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)

@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ips.cluster import Node, Partitions, Request, chosen_partition, gres_gpus, misfit, read_sinfo
+from ips.cluster import (
+    Node,
+    Partitions,
+    Request,
+    chosen_partition,
+    gres_gpus,
+    misfit,
+    read_sinfo,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "profiles" / "slurm" / "partitions.yaml"

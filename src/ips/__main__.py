@@ -2,7 +2,7 @@
 
 import sys
 
-from ips.cli import main
+from ips.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -14,12 +14,18 @@ import math
 import re
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jsonschema
 import yaml
 
-from ips.datasets import ITEM_TYPES, LOCAL_SUFFIXES, local_source
 from ips.errors import InputError
+from ips.prompts.datasets import LOCAL_SUFFIXES, local_source
+from ips.prompts.items import ITEM_TYPES
+from ips.prompts.templates import dataset_conditions, load_templates
+
+if TYPE_CHECKING:  # torch is imported only where a model is used
+    pass
 
 #: the embedded default model: the `smollm2-135m-instruct` entry of the repository's config.yaml
 #: where converted models are kept (one directory per model, `ips.models.prepare_model`)
@@ -254,7 +260,6 @@ def _check_templates(templates: dict, few_shot: dict, kinds: set[str], source: s
     """The template file loads, and every listed name is a template of the kind it is listed
     for (`templates.<kind>`; few-shot is an MCQ setting) — checked for the kinds of items the
     datasets have, so a template file need not cover a kind no dataset uses."""
-    from ips.templates import load_templates  # imports the variable selection (NLTK)
 
     try:
         template_set = load_templates(templates.get("file"))
@@ -301,7 +306,6 @@ def precision_dtypes(config: dict, model: str) -> list[str]:
 def precision_conditions(config: dict, dataset: str) -> list[str]:
     """The conditions of `dataset` scored again for the precision null: those of
     `precision_null.conditions` that the dataset has ([]: its first template, 0-shot)."""
-    from ips.templates import dataset_conditions
 
     kind = ITEM_TYPES[config["datasets"][dataset]["format"]].kind
     made, _ = dataset_conditions(kind, config["templates"], config["few_shot"],
@@ -356,3 +360,42 @@ def load_config(path: str | Path, overrides: dict | None = None) -> dict:
         raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
     config.update(overrides or {})
     return validate(config, str(path))
+
+
+def dataset_settings(config: dict, dataset: str) -> dict:
+    """The values of a validated config (`ips.config.validate`: defaults filled in) that decide
+    a dataset's samples (what the workflow passes as params)."""
+    try:
+        entry = config["datasets"][dataset]
+    except KeyError:
+        known = ", ".join(config.get("datasets", {})) or "none"
+        raise InputError(f"config: no dataset {dataset!r} under 'datasets' (configured: {known})") from None
+    few = config["few_shot"]
+    return {
+        "dataset": dataset,
+        "entry": entry,
+        "n_items": entry.get("n_items", config["n_items"]),
+        "n_max": config["n_max"],
+        "seed": config["seed"],
+        "variables": _variables(config["variables"]),
+        "templates": config["templates"],
+        "few_shot": {"templates": few["templates"], "shots": few["shots"]},
+        "perturbations": config["perturbations"],
+    }
+
+
+def check_settings(settings: dict) -> dict:
+    """Settings given as JSON (`ips samples --settings`), validated like a config and completed
+    with its defaults (`ips.config.validate_settings`), then reduced as `dataset_settings`
+    reduces them, so that the same values give the same settings either way."""
+    settings = validate_settings(settings)
+    settings["variables"] = _variables(settings["variables"])
+    return settings
+
+
+def _variables(opts: dict) -> dict:
+    """The variable options that decide the samples: the reference model only for occlusion."""
+    opts = {"reduce": opts["reduce"], **opts}  # reduce first, as samples files record it
+    if opts["reduce"] != "occlusion":
+        opts.pop("reference_model", None)
+    return opts

@@ -3,6 +3,10 @@
 They sit below every other module, so that configuration, templates and argument types raise
 `InputError` without importing the HDF5 machinery of `ips.files`.
 """
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    pass
 
 
 class InputError(ValueError):
@@ -15,3 +19,13 @@ class OutputError(InputError):
 
 class ModelError(InputError):
     """A model entry, or the files it points to, cannot be used (the CLI exits with code 2)."""
+
+
+def reason(e: BaseException) -> str:
+    """The cause of `e` in one line (HDF5 messages span lines; OSError has strerror)."""
+    if isinstance(e, OSError) and e.strerror:
+        text = e.strerror
+        text = text[:1].lower() + text[1:]
+    else:
+        text = str(e.args[0]) if e.args else type(e).__name__
+    return " ".join(text.split())

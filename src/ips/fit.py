@@ -17,7 +17,9 @@ import xarray as xr
 from tqdm import tqdm
 
 from ips import __version__
-from ips.values_file import DIMS, Values
+from ips.formats import interactions
+from ips.formats.values import DIMS, Values
+from ips.interactions import design as interactions_design
 
 log = logging.getLogger(__name__)
 
@@ -133,8 +135,7 @@ def fit_sparse(
     `ips.sparse.UNRELIABLE_HELDOUT`). Returns the arrays of `ips.sparse.to_arrays` with
     `n_vars`, the file's coordinates and `sampling`/`budget` attributes.
     """
-    from ips import sparse
-    from ips.interactions import and_or
+    from ips.interactions import and_or, sparse
 
     if values.masks is None and budget is None:
         raise ValueError("budget: an exhaustively scored file needs a budget to fit sparsely")
@@ -145,7 +146,7 @@ def fit_sparse(
         for s in range(n_samples):
             n = int(values.n_vars[s])
             if values.masks is None:
-                design = sparse.scored_masks(n, budget, seed)
+                design = interactions_design.scored_masks(n, budget, seed)
                 design = np.arange(1 << n) if design is None else design
                 rows = values.v[s][:, design]
             else:
@@ -171,9 +172,9 @@ def fit_sparse(
                      ", ".join("exact" if g.complete else f"{g.heldout_error:.3g}" for g in row),
                      f"; {unreliable} unreliable (> {sparse.UNRELIABLE_HELDOUT:g})"
                      if unreliable else "")
-    arrays = sparse.to_arrays(games)
+    arrays = interactions.to_arrays(games)
     entry_dims = DIMS[:2] + ("entry",)
-    data = {k: (entry_dims if k in sparse.ENTRY_VARIABLES else DIMS[:2], a)
+    data = {k: (entry_dims if k in interactions.ENTRY_VARIABLES else DIMS[:2], a)
             for k, a in arrays.items()}
     data["n_vars"] = (DIMS[:1], values.n_vars)
     coords = {k: ((k,), a) for k, a in values.coords.items()}

@@ -12,11 +12,12 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from ips import cluster
 from ips.config import MODEL_CACHE, precision_conditions, precision_dtypes
-from ips.gguf import missing_packages
-from ips.models import ModelSpec, job_mem_mb
+from ips.models.gguf import missing_packages
+from ips.models.entries import ModelSpec, job_mem_mb
 from ips.figures.captions import report_captions, report_section, report_subsections
 from ips.errors import InputError
-from ips.samples import dataset_settings, load_samples
+from ips.config import dataset_settings
+from ips.prompts.samples import load_samples
 
 # Rules run `python -m ips ...`. Snakemake runs in the project's environment (make's .venv),
 # and its jobs use the same python; with `--sdm conda` the job's environment has the

@@ -14,15 +14,15 @@ from collections import defaultdict
 
 import numpy as np
 
-from ips import uncertainty
-from ips.claims import bootstrap_settings
+from ips.analysis import uncertainty
+from ips.analysis.uncertainty import MIN_RELIABLE_N, sign_flip_label
+from ips.comparisons.claims.verdicts import bootstrap_settings
 from ips.config import MODEL_ATTRIBUTES
-from ips.factors import FactorsFile
-from ips.figures.common import MAIN_GROUP, ips_value
+from ips.figures.numbers import MAIN_GROUP, ips_value
 from ips.figures.perturbation import label_columns, label_mean
 from ips.figures.tables import attr_text
-from ips.metrics_file import Entry, weights
-from ips.uncertainty import MIN_RELIABLE_N, sign_flip_label
+from ips.formats.factors import FactorsFile
+from ips.formats.metrics import Entry, weights
 
 PERTURBATION_COLUMNS = (
     "model", "dataset", *MODEL_ATTRIBUTES,

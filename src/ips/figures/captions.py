@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple, Sequence
 
-from ips.uncertainty import EXACT_MAX, MIN_RELIABLE_N
+from ips.analysis.uncertainty import EXACT_MAX, MIN_RELIABLE_N
 
 INTERACTIONS, MODELS, FACTOR_SECTION, ROBUSTNESS, TABLE_SECTION = (
     "1 Interactions", "2 IPS of the models", "3 Factors", "4 Robustness and baselines",

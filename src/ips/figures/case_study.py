@@ -15,8 +15,8 @@ from pathlib import Path
 
 from matplotlib.patches import Patch
 
+from ips.analysis.interaction_types import INTERACTION_TYPE_NAMES
 from ips.figures.style import INTERACTION_TYPE_COLORS, note, panels, save
-from ips.metrics import INTERACTION_TYPE_NAMES
 
 _LABEL_CHARS = 38  # longer interaction labels are shortened (see _label)
 

@@ -28,16 +28,23 @@ from typing import Sequence
 
 import numpy as np
 
-from ips import claims
-from ips.factors import FactorsFile, read_factors
-from ips.metrics_file import Entry, read_metrics
-from ips.figures.captions import CASE_STUDY, FIGURES, TABLES, case_study_name
-from ips.figures.appendix import (MATCHED_COLUMNS, PERTURBATION_COLUMNS,
-                                  REPRESENTATION_COLUMNS, matched_rows, perturbation_rows,
-                                  representation_rows)
-from ips.figures.common import MAIN_GROUP, PERTURBATION_GROUP, random_note
+from ips.analysis.uncertainty import DRAWS
+from ips.comparisons.claims import table as claims
+from ips.comparisons.claims import verdicts
+from ips.errors import InputError
+from ips.figures.appendix import (
+    MATCHED_COLUMNS,
+    PERTURBATION_COLUMNS,
+    REPRESENTATION_COLUMNS,
+    matched_rows,
+    perturbation_rows,
+    representation_rows,
+)
+from ips.figures.captions import FIGURES, TABLES, case_study_name
 from ips.figures.factors import draw_factors
+from ips.figures.interaction_types import types_figure
 from ips.figures.nulls import nulls_figure
+from ips.figures.numbers import MAIN_GROUP, PERTURBATION_GROUP, random_note
 from ips.figures.order import order_figure
 from ips.figures.perturbation import perturbation_figure
 from ips.figures.ranking import consistency_figure, ranking_figure
@@ -47,17 +54,25 @@ from ips.figures.robustness import tau_figure
 from ips.figures.scale import scale_figure
 from ips.figures.shots import few_shot_band_figure
 from ips.figures.sparsity import matching_figure, sparsity_figure
-from ips.figures.style import DPI, MIN_WIDTH, banner
-from ips.figures.tables import (FACTOR_COLUMNS, NULL_COLUMNS, TABLE_COLUMNS, TAU_COLUMNS,
-                               TAU_PAIR_COLUMNS, factor_rows, null_rows, tau_pair_rows,
-                               tau_rows, tau_table_columns, tau_table_rows, write_csv,
-                               write_table)
-from ips.figures.types import types_figure
-from ips.errors import InputError
-from ips.files import atomic_dir
-from ips.sparse import UNRELIABLE_HELDOUT
-from ips.uncertainty import DRAWS
-
+from ips.figures.style import banner
+from ips.figures.tables import (
+    FACTOR_COLUMNS,
+    NULL_COLUMNS,
+    TAU_COLUMNS,
+    TAU_PAIR_COLUMNS,
+    factor_rows,
+    null_rows,
+    tau_pair_rows,
+    tau_rows,
+    tau_table_columns,
+    tau_table_rows,
+    write_csv,
+    write_table,
+)
+from ips.formats.factors import FactorsFile, read_factors
+from ips.formats.metrics import Entry, read_metrics
+from ips.interactions.sparse import UNRELIABLE_HELDOUT
+from ips.outputs import atomic_dir
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +90,7 @@ def case_study_figures(entries: list[Entry], tau: float, out: Path) -> list[str]
     """One case-study figure per metrics file that holds a case (`ips.case_study.case_study`
     drawn by `ips.figures.case_study`)."""
     # local: the submodule ips.figures.case_study would shadow a package-level name
-    from ips.case_study import case_study
+    from ips.analysis.case_study import case_study
     from ips.figures.case_study import case_study_figure
 
     names = []
@@ -128,7 +143,7 @@ def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path) 
     write_csv(matched, MATCHED_COLUMNS, out / "moe_matched.csv")
     rows = claims.claims(entries, factors.ds, draws=draws, seed=seed,
                          perturbation=perturbation, matched=matched)
-    write_csv([asdict(r) for r in rows], claims.COLUMNS, out / "claims.csv")
+    write_csv([asdict(r) for r in rows], verdicts.COLUMNS, out / "claims.csv")
     (out / "README.md").write_text(readme_text(entries, factors, tau, cases, rows),
                                    encoding="utf-8")
     return [*figure_files(), *cases, *TABLES, "README.md"]

@@ -14,13 +14,26 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ips.factors import FACTORS, FactorsFile
+from ips.comparisons.factors import FACTORS
 from ips.figures.captions import FACTOR_TITLES
-from ips.figures.common import (MAIN_GROUP, PERTURBATION_GROUP, blank, colors, few_hatch,
-                                few_note, legend_below, p_text, patch, row_font, row_height,
-                                whiskers)
-from ips.figures.style import band_label, grid, note, panels, save
-from ips.metrics_file import BANDS
+from ips.figures.numbers import MAIN_GROUP, PERTURBATION_GROUP, few_note, p_text
+from ips.figures.style import (
+    band_label,
+    blank,
+    colors,
+    few_hatch,
+    grid,
+    legend_below,
+    note,
+    panels,
+    patch,
+    row_font,
+    row_height,
+    save,
+    whiskers,
+)
+from ips.formats.factors import FactorsFile
+from ips.formats.metrics import BANDS
 
 SIDE_COLORS = ("#1b9e77", "#bdbdbd")  # A (has the factor), B
 #: what A and B of a factor are (legend of the factor figures)

@@ -11,11 +11,25 @@ from pathlib import Path
 import numpy as np
 from matplotlib.lines import Line2D
 
-from ips.figures.common import (MAIN_GROUP, NULL_MARKS, by_dataset, datasets_of, ips_ci,
-                                ips_value, legend_below, null_values, row_font, row_height,
-                                whiskers)
-from ips.figures.style import note, panels, save
-from ips.metrics_file import Entry
+from ips.figures.numbers import (
+    MAIN_GROUP,
+    by_dataset,
+    datasets_of,
+    ips_ci,
+    ips_value,
+    null_values,
+)
+from ips.figures.style import (
+    NULL_MARKS,
+    legend_below,
+    note,
+    panels,
+    row_font,
+    row_height,
+    save,
+    whiskers,
+)
+from ips.formats.metrics import Entry
 
 PAIR_COLOR, PRECISION_COLOR = "#1f78b4", "#d95f02"
 

@@ -7,13 +7,32 @@ from pathlib import Path
 
 import numpy as np
 
-from ips.metrics_file import Entry
-from ips.metrics import BANDS
-from ips.figures.common import (NULL_MARKS, band_test_text, by_dataset, datasets_of, few_hatch,
-                                few_note, ips_ci, ips_value, legend_below, n_valued,
-                                null_legend, null_values, patch, row_font, row_height,
-                                whiskers)
-from ips.figures.style import BAND_COLORS, band_label, panels, save
+from ips.analysis.layout import BANDS
+from ips.figures.numbers import (
+    band_test_text,
+    by_dataset,
+    datasets_of,
+    few_note,
+    ips_ci,
+    ips_value,
+    n_valued,
+    null_values,
+)
+from ips.figures.style import (
+    BAND_COLORS,
+    NULL_MARKS,
+    band_label,
+    few_hatch,
+    legend_below,
+    null_legend,
+    panels,
+    patch,
+    row_font,
+    row_height,
+    save,
+    whiskers,
+)
+from ips.formats.metrics import Entry
 
 
 def order_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:

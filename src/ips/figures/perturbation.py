@@ -7,12 +7,22 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ips import uncertainty
-from ips.claims import bootstrap_settings
-from ips.metrics_file import Entry
-from ips.figures.common import (MAIN_GROUP, by_dataset, datasets_of, legend_below, patch,
-                                row_font, row_height, whiskers)
-from ips.figures.style import LABEL_COLORS, TITLE_SIZE, note, panels, save
+from ips.analysis import uncertainty
+from ips.comparisons.claims.verdicts import bootstrap_settings
+from ips.figures.numbers import MAIN_GROUP, by_dataset, datasets_of
+from ips.figures.style import (
+    LABEL_COLORS,
+    TITLE_SIZE,
+    legend_below,
+    note,
+    panels,
+    patch,
+    row_font,
+    row_height,
+    save,
+    whiskers,
+)
+from ips.formats.metrics import Entry
 
 LABELS = ("altering", "adding", "perturbation")
 LABEL_TEXT = {

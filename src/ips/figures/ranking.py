@@ -8,14 +8,36 @@ from pathlib import Path
 
 import numpy as np
 
-from ips.metrics_file import Entry
-from ips.figures.common import (MAIN_GROUP, NULL_MARKS, by_dataset, correlation_text,
-                                datasets_of, family_colors, family_legend, few, few_note, ips_ci, ips_value, legend_below,
-                                marker, model_colors, n_valued, null_legend, null_values,
-                                row_font, row_height, whiskers)
+from ips.analysis.uncertainty import MIN_RELIABLE_N
+from ips.figures.numbers import (
+    MAIN_GROUP,
+    by_dataset,
+    correlation_text,
+    datasets_of,
+    few,
+    few_note,
+    ips_ci,
+    ips_value,
+    n_valued,
+    null_values,
+)
 from ips.figures.sparsity import MAX_LEGEND
-from ips.uncertainty import MIN_RELIABLE_N
-from ips.figures.style import TYPE_COLORS, panels, save
+from ips.figures.style import (
+    NULL_MARKS,
+    TYPE_COLORS,
+    family_colors,
+    family_legend,
+    legend_below,
+    marker,
+    model_colors,
+    null_legend,
+    panels,
+    row_font,
+    row_height,
+    save,
+    whiskers,
+)
+from ips.formats.metrics import Entry
 
 
 def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:

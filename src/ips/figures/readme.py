@@ -8,19 +8,27 @@ from typing import Sequence
 
 import numpy as np
 
-from ips import __version__, claims
-from ips.metrics_file import WEIGHTS, Entry
-from ips.factors import FactorsFile
-from ips.figures.captions import (CASE_STUDY, CASE_STUDY_CAPTION, FACTOR_TITLES, FIGURES,
-                                  TABLES, case_study_name)
-from ips.figures.common import MAIN_GROUP, datasets_of, random_note, robustness_text
+from ips import __version__
+from ips.analysis.uncertainty import EXACT_MAX, MIN_RELIABLE_N
+from ips.comparisons.claims import table as claims
+from ips.comparisons.claims import verdicts
+from ips.figures.captions import (
+    CASE_STUDY,
+    CASE_STUDY_CAPTION,
+    FACTOR_TITLES,
+    FIGURES,
+    TABLES,
+    case_study_name,
+)
+from ips.figures.numbers import MAIN_GROUP, datasets_of, random_note, robustness_text
 from ips.figures.tables import null_rows
-from ips.sparse import UNRELIABLE_HELDOUT
-from ips.uncertainty import EXACT_MAX, MIN_RELIABLE_N
+from ips.formats.factors import FactorsFile
+from ips.formats.metrics import WEIGHTS, Entry
+from ips.interactions.sparse import UNRELIABLE_HELDOUT
 
 
 def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
-           case_names: Sequence[str] = (), rows: Sequence[claims.Claim] = ()) -> str:
+           case_names: Sequence[str] = (), rows: Sequence[verdicts.Claim] = ()) -> str:
     datasets = datasets_of(entries)
     models = list(dict.fromkeys(e.model for e in entries))
     warning = random_note(entries)
@@ -212,7 +220,7 @@ def sparse_section(entries: list[Entry]) -> list[str]:
             "docs/benchmarks.md#sparse-estimation.", "", *lines]
 
 
-def claims_section(rows: Sequence[claims.Claim], warning: str = "") -> list[str]:
+def claims_section(rows: Sequence[verdicts.Claim], warning: str = "") -> list[str]:
     """The README section of the claims: verdict counts, each claim's statement, the table;
     `warning` (`random_note`) heads it when a model has random weights."""
     counts = claims.summary(rows)
@@ -221,7 +229,7 @@ def claims_section(rows: Sequence[claims.Claim], warning: str = "") -> list[str]
              *([f"**{warning[0].upper()}{warning[1:]}:** {random} of the {len(rows)} rows "
                 "rest on them (`weights` = `random`); their verdicts say nothing about the "
                 "paper.", ""] if warning else []),
-             f"`claims.csv`; verdicts at α = {claims.ALPHA:g} (`ips.claims`): directional "
+             f"`claims.csv`; verdicts at α = {verdicts.ALPHA:g} (`ips.claims`): directional "
              "claims by a paired sign-flip test, level claims by whether the 95% interval lies "
              "inside the paper's range. `undecided` means these samples cannot tell; it is not "
              "evidence against the paper.", ""]

@@ -7,11 +7,19 @@ from pathlib import Path
 
 import numpy as np
 
-from ips.metrics_file import Entry
-from ips.figures.common import (MAIN_GROUP, correlation_text, datasets_of, family_colors,
-                                family_legend, legend_below, marker, model_colors)
+from ips.figures.numbers import MAIN_GROUP, correlation_text, datasets_of
 from ips.figures.sparsity import MAX_LEGEND
-from ips.figures.style import grid, note, save
+from ips.figures.style import (
+    family_colors,
+    family_legend,
+    grid,
+    legend_below,
+    marker,
+    model_colors,
+    note,
+    save,
+)
+from ips.formats.metrics import Entry
 
 MEASURES = (("rep_cosine", "cosine similarity of the hidden states"),
             ("rep_l2", "L2 distance of the hidden states"))

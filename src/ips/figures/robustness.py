@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ips.factors import TauRobustness
-from ips.metrics_file import Entry
-from ips.figures.common import (MAIN_GROUP, by_dataset, colors, datasets_of, legend_below,
-                                model_colors, robustness_text)
-from ips.figures.style import grid, panels, save
+from ips.figures.numbers import MAIN_GROUP, by_dataset, datasets_of, robustness_text
+from ips.figures.style import colors, grid, legend_below, model_colors, panels, save
+from ips.formats.factors import TauRobustness
+from ips.formats.metrics import Entry
 
 #: beyond this many models the lines are drawn in one panel per family, coloured by series
 MAX_LINES = 12

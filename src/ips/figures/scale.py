@@ -10,11 +10,20 @@ import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
-from ips.figures.common import (blank, colors, datasets_of, few, ips_ci, ips_value,
-                                legend_below, n_valued, whiskers)
-from ips.figures.style import band_label, grid, note, panels, save
-from ips.metrics import BANDS
-from ips.metrics_file import Entry
+from ips.analysis.layout import BANDS
+from ips.figures.numbers import datasets_of, few, ips_ci, ips_value, n_valued
+from ips.figures.style import (
+    band_label,
+    blank,
+    colors,
+    grid,
+    legend_below,
+    note,
+    panels,
+    save,
+    whiskers,
+)
+from ips.formats.metrics import Entry
 
 TYPE_STYLES = {"instruct": "-", "base": "--"}
 

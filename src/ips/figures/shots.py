@@ -10,10 +10,20 @@ import numpy as np
 import xarray as xr
 from matplotlib.lines import Line2D
 
-from ips.factors import FactorsFile
-from ips.figures.common import MAIN_GROUP, blank, colors, few, legend_below, whiskers
-from ips.figures.style import band_label, grid, note, panels, save
-from ips.metrics import BANDS
+from ips.analysis.layout import BANDS
+from ips.figures.numbers import MAIN_GROUP, few
+from ips.figures.style import (
+    band_label,
+    blank,
+    colors,
+    grid,
+    legend_below,
+    note,
+    panels,
+    save,
+    whiskers,
+)
+from ips.formats.factors import FactorsFile
 
 ZERO_COLOR = "#999999"
 

@@ -7,10 +7,22 @@ from pathlib import Path
 
 import numpy as np
 
-from ips.metrics_file import Entry
-from ips.figures.common import (FAMILY_STYLES, datasets_of, family_colors, family_legend,
-                                legend_below, model_colors, patch, row_font, row_height)
-from ips.figures.style import grid, note, panels, save
+from ips.figures.numbers import datasets_of
+from ips.figures.style import (
+    FAMILY_STYLES,
+    family_colors,
+    family_legend,
+    grid,
+    legend_below,
+    model_colors,
+    note,
+    panels,
+    patch,
+    row_font,
+    row_height,
+    save,
+)
+from ips.formats.metrics import Entry
 
 MAX_LEGEND = 12
 """Beyond this many models the sparsity curves are coloured by family, not named one by one."""

@@ -11,10 +11,13 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
+import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.text import Annotation
 
-from ips.files import atomic_path
+from ips.figures.numbers import few
+from ips.formats.metrics import Entry
+from ips.outputs import atomic_path
 
 BAND_COLORS = {"all": "#4d4d4d", "low": "#1b9e77", "mid": "#d95f02", "high": "#7570b3"}
 TYPE_COLORS = {"base": "#d95f02", "instruct": "#1b9e77"}
@@ -111,3 +114,107 @@ def save(fig: Figure, path: str | Path) -> list[Path]:
             fig.savefig(tmp, dpi=DPI, format=p.suffix[1:],
                         metadata={"CreationDate": None} if p.suffix == ".pdf" else None)
     return out
+
+
+FEW_HATCH = "////"
+"""Hatch of a bar whose interval rests on fewer than MIN_RELIABLE_N samples."""
+
+
+#: how the nulls are marked beside IPS (ips.nulls): the matched-size null and the Gaussian null
+NULL_MARKS = {"matched": dict(marker="D", color="#e6ab02", mfc="none", ms=6, ls=""),
+              "gaussian": dict(marker="|", color="#222222", ms=9, mew=1.5, ls="")}
+
+
+def null_legend() -> list:
+    """Legend entries of `NULL_MARKS`."""
+    from matplotlib.lines import Line2D
+
+    return [Line2D([], [], label="matched-size null", **NULL_MARKS["matched"]),
+            Line2D([], [], label="Gaussian null (each level)", **NULL_MARKS["gaussian"])]
+
+
+def few_hatch(n) -> str | None:
+    return FEW_HATCH if few(n) else None
+
+
+def whiskers(values, cis) -> np.ndarray:
+    """matplotlib's xerr/yerr (2, n) from values and (n, 2) intervals; 0 where unknown."""
+    v = np.asarray(values, float)
+    c = np.asarray(cis, float).reshape(-1, 2)
+    err = np.stack([v - c[:, 0], c[:, 1] - v])
+    return np.where(np.isfinite(err), np.maximum(err, 0.0), 0.0)
+
+
+def colors(n: int) -> list:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10" if n <= 10 else "tab20"]
+    return [cmap(i % cmap.N) for i in range(max(n, 1))]
+
+
+def model_colors(entries: list[Entry]) -> dict[str, tuple]:
+    models = list(dict.fromkeys(e.model for e in entries))
+    return dict(zip(models, colors(len(models))))
+
+
+ROW_INCHES = (0.32, 0.24)
+"""Height of one model's row in the figures with a row per model: up to 20 rows, beyond."""
+
+
+def row_height(n: int) -> float:
+    """Inches of one of n rows of a row-per-model panel: roomy for a few models, tighter for
+    the paper's 50, so that 50 rows stay under about 20 inches (`ROW_INCHES`)."""
+    return ROW_INCHES[0] if n <= 20 else ROW_INCHES[1]
+
+
+def row_font(n: int) -> float:
+    """Font size of the row labels of a panel with n rows: 8 points up to 20 rows, 7 beyond."""
+    return 8 if n <= 20 else 7
+
+
+FAMILY_STYLES = {"instruct": "-", "base": "--"}
+
+
+def family_colors(entries: list[Entry]) -> dict[str, tuple]:
+    """One colour per model family (`family` attribute): the line figures colour their 50
+    lines by family, not by model (a legend of 50 colours cannot be read)."""
+    fams = sorted({e.attrs.get("family", "?") for e in entries})
+    return dict(zip(fams, colors(len(fams))))
+
+
+def family_legend(entries: list[Entry]) -> list:
+    """Legend entries of `family_colors` with the line style of each model type."""
+    from matplotlib.lines import Line2D
+
+    count = {}
+    for e in entries:
+        count.setdefault(e.attrs.get("family", "?"), set()).add(e.model)
+    hs = [Line2D([], [], color=c, label=f"{f} ({len(count[f])} models)")
+          for f, c in family_colors(entries).items()]
+    return hs + [Line2D([], [], color="#555555", ls=s, label=t) for t, s in
+                 FAMILY_STYLES.items()]
+
+
+def marker(color, label: str):
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], marker="o", linestyle="", color=color, label=label)
+
+
+def patch(color, label: str):
+    from matplotlib.patches import Patch
+
+    return Patch(facecolor=color, label=label)
+
+
+def legend_below(fig, handles, ncols: int = 4, labels=None) -> None:
+    """One legend for the whole figure, below its panels (labels: the handles' own)."""
+    if handles:
+        extra = {} if labels is None else {"labels": list(labels)}
+        fig.legend(handles=list(handles), loc="outside lower center",
+                   ncols=min(ncols, max(1, len(handles))), fontsize=8, frameon=False, **extra)
+
+
+def blank(ax) -> None:
+    for side in ("top", "right", "bottom", "left"):
+        ax.spines[side].set_visible(False)

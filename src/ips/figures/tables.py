@@ -16,14 +16,12 @@ from typing import Sequence
 import numpy as np
 import xarray as xr
 
+from ips.analysis.uncertainty import EXACT_MAX, MIN_RELIABLE_N, sign_flip_label
 from ips.config import MODEL_ATTRIBUTES
 from ips.errors import InputError
-from ips.factors import TauDifferences, TauRobustness
-from ips.metrics_file import Entry, weights
-from ips.figures.common import MAIN_GROUP
-from ips.metrics_file import BANDS
-from ips.uncertainty import EXACT_MAX, MIN_RELIABLE_N, sign_flip_label
-
+from ips.figures.numbers import MAIN_GROUP
+from ips.formats.factors import TauDifferences, TauRobustness
+from ips.formats.metrics import BANDS, Entry, weights
 
 TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_ci_low", "ips_ci_high",
                  "n_valued_samples", "n_empty_pairs", "matched_null_ips", "matched_null_ci_low",

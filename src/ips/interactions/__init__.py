@@ -32,8 +32,14 @@ from ips.interactions.exact import l1_optimum
 from ips.interactions.result import AndOrResult, unit_scale
 from ips.interactions.sgd import SGD_LEARNING_RATE, SGD_STEPS
 from ips.interactions.solve import AUTO_EXACT_MAX_N, SOLVERS, and_or
-from ips.interactions.transforms import (DEFAULT_N_MAX, complement, harsanyi, mobius,
-                                         reconstruct, zeta)
+from ips.interactions.transforms import (
+                                         DEFAULT_N_MAX,
+                                         complement,
+                                         harsanyi,
+                                         mobius,
+                                         reconstruct,
+                                         zeta,
+)
 
 __all__ = [
     "AUTO_EXACT_MAX_N",

@@ -87,3 +87,8 @@ def _rescale(res: AndOrResult, v: np.ndarray, scale: np.ndarray) -> AndOrResult:
     res.lower_bound = res.lower_bound * scale[:, 0]
     res.matching_error = np.abs(reconstruct(res.and_, res.or_) - v).max(-1)
     return res
+
+
+#: |I| ≤ ZERO_TOL · max|I| of its row counts as 0 in `normalize` (below the float32
+#: precision of v, so its sign carries no information)
+ZERO_TOL = 1e-6

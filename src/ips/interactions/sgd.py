@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ips.interactions.certificate import (_dual_bound, _lambda_from_multiplier,
-                                          _lambda_from_or_multiplier)
+from ips.interactions.certificate import (
+    _dual_bound,
+    _lambda_from_multiplier,
+    _lambda_from_or_multiplier,
+)
 from ips.interactions.result import AndOrResult, _finish
 from ips.interactions.transforms import _MOBIUS, _blocks, _butterfly, complement
-
 
 #: Defaults of ``solver="sgd"``. Optimiser, momentum, decay and the step count follow the public
 #: code of the paper's lineage (see :func:`_sgd`); the learning rate, relative to the game's
@@ -63,18 +65,6 @@ def _gradient_from_signs(sgn: np.ndarray) -> np.ndarray:
     grad = sgn[:, :rows] + sgn[::-1, rows:]
     grad[0] = 0.0
     return grad
-
-
-def _l1_loss_and_gradient(v: np.ndarray, gamma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """L(γ) = Σ_{S≠∅} |I_AND(S)| + |I_OR(S)| and its (sub)gradient in γ, rows (rows, 2^n)."""
-    a = np.ascontiguousarray((0.5 * v + gamma).T)
-    c = np.ascontiguousarray(_butterfly(complement(v).copy(), _MOBIUS).T)
-    fwd = np.empty((a.shape[0], 2 * a.shape[1]))
-    sgn = np.empty_like(fwd)
-    _l1_signs(a, c, fwd, sgn)
-    loss = np.abs(fwd[1:]).sum(0)
-    rows = a.shape[1]
-    return loss[:rows] + loss[rows:], _gradient_from_signs(sgn).T
 
 
 def _sgd(v: np.ndarray, n: int, learning_rate: float, steps: int):

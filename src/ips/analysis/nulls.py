@@ -1,0 +1,402 @@
+r"""Null IPS: what IPS reports when nothing but unstructured change separates two games
+(beyond the paper; docs/method.md#nulls).
+
+IPS compares the salient interactions of two templates (Section 4.1). Any change of v moves
+them, so an IPS is read against what noise alone gives. Two perturbation models:
+
+*Gaussian null* at level c (a share of the game's range). Every value of the game moves,
+
+    v'(x_T) = v(x_T) + σ·ε_T,   ε_T iid N(0, 1) for every T ⊆ N (∅ and N included),
+    σ = c·(max_T v(x_T) − min_T v(x_T)),
+
+v' is fitted like v (same solver and settings), and the pair (v, v') is scored as a template
+pair: the game's null IPS is ips(x, v, v') (Eq. 3's inner term), per order band and τ. A
+sample's null IPS in a condition group is the mean over the group's conditions (and draws),
+and the group's null IPS the mean over samples, as for IPS. It models rounding of v as
+independent noise; the precision null measures rounding itself.
+
+*Matched-size null* of a template pair (T, T̂) of one sample. The size of the pair's change
+is the standard deviation of Δv = v_T̂ − v_T over the 2^n masks (population sd: the mean
+change, which only moves I_AND(∅) outside Ω, does not count),
+
+    σ_TT̂ = sd_T(Δv),
+
+and each side gets unstructured noise of that size: the matched null is the mean of
+ips(x, v_T, v_T + σε) and ips(x, v_T̂, v_T̂ + σε'), symmetric in the two templates. Template
+IPS above it says that the template moved the interactions more than unstructured change of
+the same size would; below it, that the template's change is structured (it moves v in ways
+the interactions absorb).
+
+*Precision null* of a game: the same prompt scored again in half precision (`ips score
+--dtype`), fitted alike, and the two fits scored as a template pair, ips(x, v_float32,
+v_half). It measures the rounding of the forward pass itself, correlated across masks as
+Gaussian noise is not (`precision_null`).
+
+What a null cannot show: it is a reference for the size of IPS, not a test that the model
+is insensitive; a game's null depends on its own interactions (a flat game, whose Ĩ are all
+near τ, is disturbed more by the same noise).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import warnings
+import zlib
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ips.analysis import layout, metrics, nulls, uncertainty
+from ips.errors import InputError
+from ips.formats.metrics import BANDS
+from ips.formats.shards import Merged
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What `ips metrics` computes: Gaussian nulls at ``levels`` with ``draws`` draws per game
+    and level (0: no null at all), the matched-size null of every pair when ``matched``, all
+    drawn from ``seed``. The defaults are the config schema's (`nulls`)."""
+
+    levels: tuple[float, ...]
+    draws: int
+    matched: bool = True
+    seed: int = 0
+
+
+#: fits games of one n: rows (k, 2**n) → (and_, or_) of the same shape
+Fitter = Callable[[NDArray[np.float64]], tuple[NDArray[np.float64], NDArray[np.float64]]]
+
+
+def _masked(v: NDArray[np.float64], n_vars: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """True on the first 2**n entries of every game (v: (..., 2**n_max), n_vars: v.shape[:-1])."""
+    return np.arange(v.shape[-1]) < (np.int64(1) << np.asarray(n_vars))[..., None]
+
+
+def game_range(v: NDArray[np.float64], n_vars: NDArray[np.int64]) -> NDArray[np.float64]:
+    """max_T v(x_T) − min_T v(x_T) of every game, over its 2**n masks."""
+    inside = _masked(v, n_vars)
+    return (np.max(np.where(inside, v, -np.inf), -1) - np.min(np.where(inside, v, np.inf), -1))
+
+
+def change_size(v_a: NDArray[np.float64], v_b: NDArray[np.float64],
+                n_vars: NDArray[np.int64]) -> NDArray[np.float64]:
+    """σ = sd_T(v_b − v_a) over each game's 2**n masks (population sd)."""
+    inside = _masked(v_a, n_vars)
+    d = np.where(inside, v_b - v_a, 0.0)
+    size = inside.sum(-1)
+    mean = d.sum(-1) / size
+    return np.sqrt(np.where(inside, (d - mean[..., None]) ** 2, 0.0).sum(-1) / size)
+
+
+def standard_noise(samples, shape: tuple[int, ...], seed: int, *stream: int
+                   ) -> NDArray[np.float64]:
+    """ε iid N(0, 1) of shape (sample, *shape), each sample's drawn from its own generator
+    seeded by (seed, *stream, CRC-32 of its id): the same sample gets the same noise whatever
+    the shard it is in and whatever other samples are there (as the bootstrap's sorted ids)."""
+    return np.stack([np.random.default_rng([seed, *stream, zlib.crc32(str(s).encode())])
+                     .standard_normal(shape) for s in samples]) if len(samples) else \
+        np.zeros((0, *shape))
+
+
+def perturb(v: NDArray[np.float64], n_vars: NDArray[np.int64], sigma: NDArray[np.float64],
+            eps: NDArray[np.float64]) -> NDArray[np.float64]:
+    """v + σ·ε on each game's 2**n masks (ε of v's shape); the padding is left as it is."""
+    return np.where(_masked(v, n_vars), v + np.asarray(sigma)[..., None] * eps, v)
+
+
+def fit_games(v: NDArray[np.float64], n_vars: NDArray[np.int64],
+              fit: Fitter) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(and_, or_) of every game of v (..., 2**n_max), NaN beyond 2**n, grouped by n."""
+    flat = v.reshape(-1, v.shape[-1])
+    nv = np.broadcast_to(np.asarray(n_vars), v.shape[:-1]).reshape(-1)
+    and_, or_ = np.full(flat.shape, np.nan), np.full(flat.shape, np.nan)
+    for n in np.unique(nv).tolist():
+        idx = np.flatnonzero(nv == n)
+        and_[idx, : 1 << n], or_[idx, : 1 << n] = fit(flat[idx, : 1 << n])
+    return and_.reshape(v.shape), or_.reshape(v.shape)
+
+
+@dataclass(frozen=True)
+class GameNull:
+    """ips(x, v, v') of every game against its perturbed fit: ``bands`` (..., band) over
+    ("all", "low", "mid", "high"), ``sweep`` (..., tau); NaN where U is empty."""
+
+    bands: NDArray[np.float64]
+    sweep: NDArray[np.float64]
+
+
+def score_against(norm: NDArray[np.float64], norm_null: NDArray[np.float64], tau: float,
+                  sweep: NDArray[np.float64]) -> GameNull:
+    """Score each game's normalised interactions (..., 2, M) against their null (same shape)
+    as a template pair, in every band at ``tau`` and over ``sweep`` (band all)."""
+    bands = [metrics.pair_sensitivity(norm, norm_null, tau, band).value
+             for band in (None, *layout.BANDS)]
+    swept = metrics.pair_sensitivity(norm, norm_null, np.asarray(sweep, float)).value
+    return GameNull(np.stack(bands, -1), np.moveaxis(swept, 0, -1))
+
+
+def gaussian_null(v: NDArray[np.float64], n_vars: NDArray[np.int64],
+                  norm: NDArray[np.float64], fit: Fitter, level: float,
+                  eps: NDArray[np.float64], tau: float, sweep: NDArray[np.float64]) -> GameNull:
+    """The Gaussian null of every game of v (sample, condition, 2**n_max) at one level for
+    one draw of ε (v's shape): v + level·range(v)·ε fitted by ``fit`` and scored against
+    ``norm`` (the normalised interactions of v's own fit, (sample, condition, 2, 2**n_max))."""
+    noisy = perturb(v, n_vars[:, None], level * game_range(v, n_vars[:, None]), eps)
+    return _null_of(noisy, n_vars[:, None], norm, fit, tau, sweep)
+
+
+def matched_null(v: NDArray[np.float64], n_vars: NDArray[np.int64],
+                 norm: NDArray[np.float64], pairs: NDArray[np.int64], fit: Fitter,
+                 eps: NDArray[np.float64], tau: float,
+                 sweep: NDArray[np.float64]) -> tuple[GameNull, NDArray[np.float64]]:
+    """The matched-size null of every (sample, pair) of condition indices ``pairs`` (P, 2)
+    for one draw ε (sample, 2, P, 2**n_max: side T, side T̂), and the change size σ
+    (sample, pair). The null is the mean of the two sides (nan-mean: a side with an empty U
+    does not count)."""
+    nv = n_vars[:, None]
+    sigma = change_size(v[:, pairs[:, 0]], v[:, pairs[:, 1]], nv)
+    sides = []
+    for side in (0, 1):
+        noisy = perturb(v[:, pairs[:, side]], nv, sigma, eps[:, side])
+        sides.append(_null_of(noisy, nv, norm[:, pairs[:, side]], fit, tau, sweep))
+    mean = GameNull(nan_mean(np.stack([s.bands for s in sides]), 0),
+                    nan_mean(np.stack([s.sweep for s in sides]), 0))
+    return mean, sigma
+
+
+@dataclass(frozen=True)
+class PrecisionNull:
+    """Two precisions of the same games (sample, condition): ``game`` their ips(x, v, v'),
+    ``jaccard`` |U ∩ U'| / |U ∪ U'| of their salient sets at τ (NaN where both are empty),
+    ``abs_dv`` |v' − v| on every mask of every game, ``dv_rel`` sd_T(v' − v) / range of v per
+    game."""
+
+    game: GameNull
+    jaccard: NDArray[np.float64]
+    abs_dv: NDArray[np.float64]
+    dv_rel: NDArray[np.float64]
+
+
+def precision_null(v: NDArray[np.float64], v_half: NDArray[np.float64],
+                   n_vars: NDArray[np.int64], norm: NDArray[np.float64],
+                   norm_half: NDArray[np.float64], tau: float,
+                   sweep: NDArray[np.float64]) -> PrecisionNull:
+    """The precision null of games (sample, condition, 2**n_max) scored in two precisions,
+    from their values and normalised fits (sample, condition, 2, 2**n_max)."""
+    nv = np.broadcast_to(n_vars[:, None], v.shape[:-1])
+    a, b = metrics.salient(norm, tau), metrics.salient(norm_half, tau)
+    union = (a | b).sum((-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        jaccard = np.where(union > 0, (a & b).sum((-2, -1)) / union, np.nan)
+        dv_rel = change_size(v, v_half, nv) / game_range(v, nv)
+    return PrecisionNull(score_against(norm, norm_half, tau, sweep), jaccard,
+                         np.abs(v_half - v)[_masked(v, nv)], dv_rel)
+
+
+def nan_mean(x: NDArray[np.float64], axis) -> NDArray[np.float64]:
+    """Mean over ``axis`` ignoring NaN; NaN (silently) where every value is NaN."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(x, axis=axis)
+
+
+def nan_median(x: NDArray[np.float64]) -> float:
+    """Median of the finite entries of x; NaN where there is none."""
+    x = np.asarray(x, np.float64)
+    x = x[np.isfinite(x)]
+    return float(np.median(x)) if x.size else float("nan")
+
+
+def _null_of(noisy, n_vars, norm, fit, tau, sweep) -> GameNull:
+    and_, or_ = fit_games(noisy, np.broadcast_to(n_vars, noisy.shape[:-1]), fit)
+    norm_null = metrics.normalize(and_, or_, np.broadcast_to(n_vars, noisy.shape[:-1]))
+    return score_against(norm, norm_null, tau, sweep)
+
+
+def fitter(fit_attrs: dict) -> Fitter:
+    """The fit that made an interactions file (its attributes `solver_requested`, `noise`, and sgd's
+    `sgd_learning_rate`, `sgd_steps`), so that a null is fitted as its reference was."""
+    from ips.interactions import and_or
+
+    solver = str(fit_attrs.get("solver_requested", "auto"))
+    options = {"noise": float(fit_attrs.get("noise", 0.0))}
+    if solver == "sgd":
+        options |= {"learning_rate": float(fit_attrs["sgd_learning_rate"]),
+                    "steps": int(fit_attrs["sgd_steps"])}
+
+    def fit(rows):
+        res = and_or(rows, solver=solver, **options)
+        return res.and_, res.or_
+
+    return fit
+
+
+def _null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_group: list[dict],
+                    tau: float, sweep: np.ndarray, null: nulls.Settings, order: np.ndarray,
+                    counts: np.ndarray, level: float):
+    """The null IPS beside IPS (`ips.nulls`): the Gaussian null per sample, group, level and
+    band (with intervals over samples, n and the τ sweep), the matched-size null per sample
+    and pair, the size of every pair's change, and the range of every game."""
+    if null.draws == 0:
+        return {}, {}
+    if merged.games is not None:
+        log.warning("%s: null IPS not computed (sparse fits: only exhaustive fits have one)",
+                    merged.values_files[0])
+        return {}, {}
+    t0 = time.perf_counter()
+    fit = nulls.fitter(merged.fit_attrs)
+    v, n_vars, samples = merged.v, merged.n_vars, merged.samples
+    S, C, M = v.shape
+    ranges = nulls.game_range(v, n_vars[:, None])
+    data = {"sample_v_range": (("sample", "condition"), ranges[order])}
+    coords = {"null_level": np.asarray(null.levels, np.float64)}
+    game, game_sweep = [], []
+    for c in null.levels:
+        runs = [nulls.gaussian_null(v, n_vars, norm, fit, c,
+                                    nulls.standard_noise(samples, (C, M), null.seed, 1,
+                                                         round(c * 1e9), d), tau, sweep)
+                for d in range(null.draws)]
+        game.append(nulls.nan_mean(np.stack([r.bands for r in runs]), 0))  # (S, C, B)
+        game_sweep.append(nulls.nan_mean(np.stack([r.sweep for r in runs]), 0))
+    game, game_sweep = np.stack(game, 2), np.stack(game_sweep, 2)  # (S, C, L, B|T)
+    index = {str(c): i for i, c in enumerate(merged.conditions["condition"])}
+    members = [[index[c] for c in merged.groups[g]] for g in groups]
+    sample_null = np.stack([nulls.nan_mean(game[:, m], 1) for m in members], 1)[order]
+    sample_sweep = np.stack([nulls.nan_mean(game_sweep[:, m], 1) for m in members], 1)[order]
+    data |= _over_samples("null", sample_null, ("group", "null_level", "band"), counts, level)
+    data["null_ips_sweep"] = (("tau", "group", "null_level"),
+                              np.moveaxis(nulls.nan_mean(sample_sweep, 0), -1, 0))
+    if null.matched:
+        data |= _matched_variables(merged, norm, per_group, tau, sweep, null, fit, order,
+                                   counts, level, ranges)
+    log.info("null IPS: %d games x %d levels x %d draws%s, %.1f s", S * C, len(null.levels),
+             null.draws, ", matched-size null of every pair" if null.matched else "",
+             time.perf_counter() - t0)
+    return data, coords
+
+
+def _precision_variables(merged: Merged, norm: np.ndarray, precision: Sequence[Merged],
+                         tau: float, sweep: np.ndarray, order: np.ndarray, counts: np.ndarray,
+                         level: float):
+    """The precision null (`ips.nulls.precision_null`) of every second-precision run: per
+    sample (mean over its re-scored conditions; NaN for a sample not re-scored), precision
+    and band with intervals, n and the τ sweep, and how far v moved (max and median |Δv|,
+    median sd(Δv)/range of v, mean salient-set Jaccard, games compared)."""
+    if not precision:
+        return {}, {}
+    S, B = len(merged.samples), len(BANDS)
+    per_sample = np.full((S, len(precision), B), np.nan)
+    per_sweep = np.full((S, len(precision), len(sweep)), np.nan)
+    stats = {k: np.full(len(precision), np.nan)
+             for k in ("max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")}
+    for k, p in enumerate(precision):
+        si, ci = _precision_index(merged, p)
+        got = nulls.precision_null(merged.v[si][:, ci], p.v, p.n_vars, norm[si][:, ci],
+                                   metrics.normalize(p.and_, p.or_, p.n_vars[:, None]), tau,
+                                   sweep)
+        per_sample[si, k] = nulls.nan_mean(got.game.bands, 1)
+        per_sweep[si, k] = nulls.nan_mean(got.game.sweep, 1)
+        stats["max_abs_dv"][k] = got.abs_dv.max(initial=0.0)
+        stats["median_abs_dv"][k] = nulls.nan_median(got.abs_dv)
+        stats["dv_rel"][k] = nulls.nan_median(got.dv_rel)
+        stats["jaccard"][k] = nulls.nan_mean(got.jaccard, None)
+        stats["games"][k] = got.jaccard.size
+        log.info("precision null %s vs %s: %d games, IPS %.3f, max |dv| %.3g",
+                 p.attrs.get("dtype"), merged.attrs.get("dtype", "?"), got.jaccard.size,
+                 float(nulls.nan_mean(per_sample[si, k, 0], None)), stats["max_abs_dv"][k])
+    data = _over_samples("precision_null", per_sample[order], ("precision", "band"), counts,
+                         level)
+    data["precision_null_ips_sweep"] = (("tau", "precision"),
+                                        nulls.nan_mean(per_sweep, 0).T)
+    data |= {f"precision_{k}": (("precision",), v) for k, v in stats.items()}
+    return data, {"precision": np.array([str(p.attrs.get("dtype", "")) for p in precision],
+                                        dtype=object)}
+
+
+def _precision_index(merged: Merged, p: Merged) -> tuple[np.ndarray, np.ndarray]:
+    """Where the samples and conditions of a second-precision run `p` are in `merged`;
+    `InputError` naming its file if it is not a run of the same games."""
+    where = p.values_files[0]
+    for name in ("model", "dataset", "target"):
+        if p.attrs.get(name) != merged.attrs.get(name):
+            raise InputError(f"{where}: {name} {p.attrs.get(name)!r}, but the values files "
+                             f"have {merged.attrs.get(name)!r}; a precision run re-scores "
+                             "the same model and dataset")
+    if p.attrs.get("dtype") == merged.attrs.get("dtype"):
+        raise InputError(f"{where}: dtype {p.attrs.get('dtype')!r} is the values files' own; "
+                         "a precision run is scored in another dtype (ips score --dtype)")
+    if p.games is not None or merged.games is not None:
+        raise InputError(f"{where}: the precision null needs exhaustive fits on both sides")
+    samples = {s: i for i, s in enumerate(merged.samples)}
+    position = {c: i for i, c in enumerate(merged.conditions["condition"])}
+    missing = ([s for s in p.samples if s not in samples]
+               + [c for c in p.conditions["condition"] if c not in position])
+    if missing:
+        raise InputError(f"{where}: sample or condition {missing[0]!r} is not in the values "
+                         "files; a precision run re-scores some of their games")
+    si = np.array([samples[s] for s in p.samples], dtype=np.int64)
+    ci = np.array([position[c] for c in p.conditions["condition"]], dtype=np.int64)
+    if not np.array_equal(merged.n_vars[si], p.n_vars) or p.v.shape[2] != merged.v.shape[2]:
+        raise InputError(f"{where}: its samples have other variables than in the values files")
+    return si, ci
+
+
+def _over_samples(name: str, per_sample: np.ndarray, dims: tuple[str, ...],
+                  counts: np.ndarray, level: float) -> dict:
+    """`sample_{name}_ips` (sample, *dims), its mean over samples `{name}_ips`, the bootstrap
+    interval `{name}_ips_ci` and the samples valued `{name}_n_valued`."""
+    est, ci = uncertainty.bootstrap_ci(per_sample[:, None], level=level, counts=counts)
+    return {f"sample_{name}_ips": (("sample", *dims), per_sample),
+            f"{name}_ips": (dims, np.asarray(est, np.float64).reshape(per_sample.shape[1:])),
+            f"{name}_ips_ci": ((*dims, "bound"), ci.reshape(*per_sample.shape[1:], 2)),
+            f"{name}_n_valued": (dims, np.isfinite(per_sample).sum(0).astype(np.int64))}
+
+
+def _matched_variables(merged: Merged, norm: np.ndarray, per_group: list[dict], tau: float,
+                       sweep: np.ndarray, null: nulls.Settings, fit, order: np.ndarray,
+                       counts: np.ndarray, level: float, ranges: np.ndarray) -> dict:
+    """The matched-size null of every pair (sample, pair, band), per group and sample, and
+    the size of each pair's change, absolute and relative to the mean range of its games."""
+    pairs = np.concatenate([g["pairs"] for g in per_group]).reshape(-1, 2)
+    S, _, M = merged.v.shape
+    runs, sigma = [], np.zeros((S, len(pairs)))
+    for d in range(null.draws):
+        eps = nulls.standard_noise(merged.samples, (2, len(pairs), M), null.seed, 2, d)
+        got, sigma = nulls.matched_null(merged.v, merged.n_vars, norm, pairs, fit, eps, tau,
+                                        sweep)
+        runs.append(got.bands)
+    pair_null = nulls.nan_mean(np.stack(runs), 0)[order]  # (S, P, B)
+    bounds = np.cumsum([0] + [len(g["pairs"]) for g in per_group])
+    sample_matched = np.stack([nulls.nan_mean(pair_null[:, a:b], 1)
+                               for a, b in zip(bounds[:-1], bounds[1:])], 1)
+    mean_range = 0.5 * (ranges[:, pairs[:, 0]] + ranges[:, pairs[:, 1]])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        relative = np.where(mean_range > 0, sigma / mean_range, np.nan)
+    return {
+        **_over_samples("matched_null", sample_matched, ("group", "band"), counts, level),
+        "sample_pair_matched_null": (("sample", "pair", "band"), pair_null),
+        "pair_matched_null": (("pair", "band"), nulls.nan_mean(pair_null, 0)),
+        "sample_pair_change": (("sample", "pair"), sigma[order]),
+        "sample_pair_change_rel": (("sample", "pair"), relative[order]),
+    }
+
+
+def _null_attribute(merged: Merged, null: nulls.Settings) -> str:
+    """How the null IPS was made (JSON): the perturbation models, levels, draws, seed, fit."""
+    if null.draws == 0 or merged.games is not None:
+        return json.dumps({"computed": False})
+    return json.dumps({
+        "computed": True,
+        "gaussian": "v + level * (max v - min v) * N(0, 1) on every mask, fitted like v and "
+                    "scored against v's fit as a template pair (ips.nulls)",
+        "matched": ("each side of a pair + sd(v_b - v_a) * N(0, 1), fitted and scored against "
+                    "its own fit; mean of the two sides") if null.matched else "",
+        "levels": list(null.levels), "draws": int(null.draws), "seed": int(null.seed),
+        "fit": merged.fit_attrs.get("solver_requested", "auto")})

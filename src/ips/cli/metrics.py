@@ -1,0 +1,78 @@
+"""`ips metrics`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from pathlib import Path
+
+from ips.cli.arguments import _add_uncertainty, int_between, unit
+from ips.config import default
+
+log = logging.getLogger("ips")
+
+
+def _add_metrics(sub, common) -> None:
+    p = sub.add_parser(
+        "metrics",
+        parents=[common],
+        help="IPS, its order bands, interaction types, consistency and baselines of one "
+        "model on one dataset (netCDF out)",
+        description="Merge the shards of one model on one dataset (values files of `ips score` "
+        "and, in the same order, their interactions files of `ips fit`) and compute IPS by "
+        "condition group and order band at --tau (with paired sign-flip tests of the band order), the "
+        "τ sweep, per-pair IPS with Appendix G labels, interaction types, output "
+        "consistency, accuracy and the representation baseline. "
+        "The layout is documented in `ips.metrics_file`.",
+    )
+    p.add_argument("--values", type=Path, nargs="+", required=True, metavar="V.h5",
+                   help="values files (one per shard)")
+    p.add_argument("--interactions", type=Path, nargs="+", required=True, metavar="I.h5",
+                   help="interactions files, one per values file, in the same order")
+    p.add_argument("--tau", type=unit, default=0.1,
+                   help="salience threshold in (0, 1) (default: %(default)s)")
+    p.add_argument("--tau-sweep", type=unit, nargs="+", default=None, metavar="TAU",
+                   help="thresholds of the τ sweep (default: 0.05 0.06 ... 0.20)")
+    _add_uncertainty(p)
+    nulls = default("nulls")
+    p.add_argument("--null-levels", type=unit, nargs="+", default=nulls["levels"], metavar="C",
+                   help="Gaussian null levels: noise of C times the range of v on every value "
+                   "of a game, refitted and scored against its fit (default: %(default)s)")
+    p.add_argument("--null-draws", type=int_between(0, 1000), default=nulls["draws"],
+                   metavar="K", help="noise draws per game and level (and per side of a pair "
+                   "for the matched-size null); 0 computes no null (default: %(default)s)")
+    p.add_argument("--no-matched-null", dest="matched_null", action="store_false",
+                   default=nulls["matched"],
+                   help="skip the matched-size null of every template pair")
+    p.add_argument("--precision-values", type=Path, nargs="*", default=[], metavar="V.h5",
+                   help="values files of some of the same games scored in another precision "
+                   "(ips score --dtype --conditions): the precision null, per dtype")
+    p.add_argument("--precision-interactions", type=Path, nargs="*", default=[],
+                   metavar="I.h5", help="their interactions files, in the same order")
+    p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
+    p.set_defaults(func=_metrics)
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    from ips.analysis.nulls import Settings
+    from ips.analysis.summary import summarize
+    from ips.formats.hdf5 import write_dataset
+
+    t0 = time.perf_counter()
+    null = Settings(tuple(args.null_levels), args.null_draws, args.matched_null, args.seed)
+    ds = summarize(args.values, args.interactions, tau=args.tau, tau_sweep=args.tau_sweep,
+                   seed=args.seed, n_boot=args.resamples, level=args.level,
+                   draws=args.permutations, null=null,
+                   precision_values=args.precision_values,
+                   precision_interactions=args.precision_interactions)
+    write_dataset(ds, args.out)
+    ips0 = ds["ips"].sel(band="all").values
+    a = ds.attrs
+    estimate = (f"; sparse estimate: {a['unreliable_games']} of {a['games']} games UNRELIABLE"
+                if a["sampling"] == "sparse" else "")
+    log.info("wrote %s: %s on %s, %d samples, IPS at τ=%g %s%s (%.2f s)", args.out,
+             a["model"], a["dataset"], int(ds["n_samples"]), args.tau,
+             ", ".join(f"{g} {x:.4f}" for g, x in zip(ds["group"].values, ips0)), estimate,
+             time.perf_counter() - t0)
+    return 0

@@ -1,0 +1,113 @@
+"""`ips score`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import time
+from pathlib import Path
+
+from ips.cli.arguments import (
+    _model_args,
+    _model_spec,
+    add_compute,
+    add_sampling,
+    int_between,
+    sampling_budget,
+    setting,
+)
+from ips.config import DTYPES, SCORERS, TARGETS, default
+from ips.errors import InputError
+
+log = logging.getLogger("ips")
+
+
+def _add_score(sub, common) -> None:
+    p = sub.add_parser(
+        "score",
+        parents=[common],
+        help="v(x_S) of one model on every mask of every sample of one shard (HDF5 out)",
+        description="Score every (sample, condition, mask S) of one shard: v(x_S) = log-odds of "
+        "the target at the answer position with the variables outside S replaced by the "
+        "model's mask token (paper Appendix E.4). Resumes an interrupted run of the same inputs. "
+        "Settings come from --config (and --dataset), or from the flags (workflow rules).",
+    )
+    _model_args(p)
+    p.add_argument("--dataset", help="dataset name under `datasets` in the config")
+    p.add_argument("--samples", type=Path, metavar="SAMPLES.json",
+                   help="samples written by `ips samples` (default: prepare them from the config)")
+    p.add_argument("--shard", type=int_between(0, 10**9), default=0, metavar="K",
+                   help="score samples [K*shard_size, (K+1)*shard_size) (default: %(default)s)")
+    p.add_argument("--shard-size", type=int_between(1, 10**9), metavar="S",
+                   help="samples per shard (default: config's shard_size, else all samples)")
+    p.add_argument("--target", choices=[t for ts in TARGETS.values() for t in ts],
+                   help="what v scores (default: the dataset's target, else letter / response)")
+    p.add_argument("--scorer", choices=SCORERS,
+                   help="plain batches, shared-prefix trie, or auto (default: config's scorer, "
+                   "else auto)")
+    add_compute(p)
+    p.add_argument("--dtype", choices=DTYPES,
+                   help="compute in this precision instead of the entry's dtype (the precision "
+                   "null: docs/method.md#precision)")
+    p.add_argument("--conditions", nargs="+", metavar="NAME",
+                   help="score only these conditions (default: every condition of the samples)")
+    add_sampling(p, "default: the config's sampling.mode, else exhaustive",
+                 f"default: the config's sampling.budget, else {default('sampling')['budget']}")
+    p.add_argument("--out", type=Path, required=True, metavar="OUT.h5")
+    p.set_defaults(func=_score)
+
+
+def _score(args: argparse.Namespace) -> int:
+    from ips.outputs import output_lock
+
+    # held for the whole run: a second run on the same --out would discard the resume folder
+    with output_lock(args.out):
+        return _score_locked(args)
+
+
+def _score_locked(args: argparse.Namespace) -> int:
+    from ips.config import dataset_settings, load_config
+    from ips.models.loading import load_model
+    from ips.prompts.samples import load_samples, prepare_samples
+    from ips.scoring.occlusion import _occlusion
+    from ips.scoring.shard import check_shard, score_shard
+
+    config = load_config(args.config) if args.config else None
+    spec = _model_spec(args, config)
+    settings = None
+    if config is not None:
+        if args.dataset is None:
+            raise InputError("--config needs --dataset")
+        settings = dataset_settings(config, args.dataset)
+    elif args.samples is None:
+        raise InputError("without --config, give the prepared --samples")
+    if args.samples:
+        sample_set = load_samples(args.samples)
+        if args.dataset and sample_set.dataset != args.dataset:
+            raise InputError(f"{args.samples}: holds samples of dataset {sample_set.dataset!r}, "
+                             f"not {args.dataset!r}")
+        if settings is not None and sample_set.settings != settings:
+            log.warning("%s was prepared with other settings than %s now gives; run "
+                        "`ips samples` again to use the current ones", args.samples, args.config)
+    else:
+        sample_set = prepare_samples(settings, _occlusion(args, settings, config))
+    if args.conditions:
+        sample_set = sample_set.with_conditions(args.conditions)
+    if args.dtype:
+        spec = dataclasses.replace(spec, dtype=args.dtype)
+    shard_size = args.shard_size or (config["shard_size"] if config else len(sample_set.samples))
+    target = args.target or sample_set.settings.get("entry", {}).get("target")
+    batch_tokens = setting(args.batch_tokens, config, "batch_tokens")
+    scorer = setting(args.scorer, config, "scorer")
+    budget = sampling_budget(args, setting(None, config, "sampling"))
+    # cheap checks before a model load that can take minutes
+    check_shard(sample_set, args.shard, shard_size, target, budget)
+    t0 = time.perf_counter()
+    loaded = load_model(spec, cache_dir=args.cache_dir, device=args.device, threads=args.threads)
+    log.info("loaded %s on %s (%s, mask token %r id %d from %s) in %.1f s", args.model,
+             loaded.device, loaded.dtype, loaded.mask_token, loaded.mask_token_id,
+             loaded.mask_source, time.perf_counter() - t0)
+    score_shard(loaded, sample_set, args.out, shard=args.shard, shard_size=shard_size,
+                target=target, batch_tokens=batch_tokens, scorer=scorer, budget=budget)
+    return 0

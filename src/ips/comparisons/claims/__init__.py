@@ -1,0 +1,1 @@
+"""The paper's claims tested on the configured models (`table.claims`)."""

@@ -1,0 +1,187 @@
+"""Claims across models: consistency, tau robustness, factors, perturbations."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from typing import Sequence
+
+import numpy as np
+import xarray as xr
+
+from ips.comparisons.claims.verdicts import (
+    MAIN_GROUP,
+    MIN_MODELS,
+    Claim,
+    _few,
+    _notes,
+    _scope,
+    _unattainable,
+    binomial_row,
+    directional,
+    spearman_permutation,
+    within,
+)
+from ips.comparisons.factors import FACTORS
+from ips.formats.metrics import WEIGHTS, Entry, weights
+
+TAU_SPEARMAN = 0.9
+"""'Rankings stable across τ' (paper: mean Spearman 0.9905) read as: mean Spearman ≥ this."""
+
+
+def consistency_claims(entries: list[Entry], datasets: list[str], draws: int,
+                       seed: int) -> list[Claim]:
+    """IPS correlates negatively with output consistency across models (Section 3.4, Fig. 4b)."""
+    paper = "IPS correlates negatively with output consistency across models (Fig. 4b)"
+    out = []
+    for d in datasets:
+        rows = [(float(e.ds["ips"].sel(group=MAIN_GROUP, band="all")),
+                 float(e.ds["output_consistency"].sel(group=MAIN_GROUP)))
+                for e in entries if e.dataset == d and MAIN_GROUP in e.ds["group"].values]
+        rows = [r for r in rows if all(np.isfinite(r))]
+        if len(rows) < MIN_MODELS:
+            out.append(Claim("ips_vs_consistency", d, paper, n=len(rows),
+                             note=f"{len(rows)} model(s); a correlation across models needs at "
+                             f"least {MIN_MODELS}"))
+            continue
+        x, y = np.array(rows).T
+        r, p = spearman_permutation(x, y, draws, seed)
+        out.append(Claim("ips_vs_consistency", d, paper, r, n=len(rows),
+                         test="Spearman ρ across models, permutation p", p_value=p,
+                         verdict=directional(r, p, -1),
+                         note=_notes("n counts models", _unattainable(len(rows), "models"))))
+    return out
+
+
+def tau_claims(factors: xr.Dataset, datasets: list[str]) -> list[Claim]:
+    """Model rankings are robust to τ (Section 3.4, Table 2/3)."""
+    paper = (f"IPS rankings agree across τ = 0.05…0.20 (mean Spearman 0.9905); read as: mean "
+             f"Spearman ≥ {TAU_SPEARMAN:g}")
+    out = []
+    for d in datasets:
+        if d not in factors["dataset"].values:
+            out.append(Claim("tau_robustness", d, paper, note="dataset not in the factors file"))
+            continue
+        n = int(factors["tau_n_models"].sel(dataset=d))
+        r = float(factors["tau_spearman"].sel(dataset=d))
+        if n < MIN_MODELS or not np.isfinite(r):
+            out.append(Claim("tau_robustness", d, paper, n=n,
+                             note=f"{n} model(s); rank correlations need at least {MIN_MODELS}"))
+            continue
+        out.append(Claim("tau_robustness", d, paper, r, n=n,
+                         test=f"descriptive: mean Spearman vs {TAU_SPEARMAN:g} (no test)",
+                         verdict="supported" if r >= TAU_SPEARMAN else "contradicted",
+                         note="n counts models; with few models a rank correlation is coarse"))
+    return out
+
+
+FACTOR_CLAIMS = {
+    "instruct_vs_base": "instruct/chat models have lower IPS than their base models (Fig. 5)",
+    "scale": "within a series, larger models have lower IPS (Fig. 6)",
+    "dense_vs_moe": "dense models have lower IPS than MoE models of the same family (Fig. 7)",
+    "few_shot": "k-shot prompting lowers IPS against 0-shot on the same templates (Fig. 8)",
+}
+
+
+def factor_claims(factors: xr.Dataset, entries: Sequence[Entry] = ()) -> list[Claim]:
+    """One row per factor comparison (A has the factor; the paper: IPS_A < IPS_B); `entries`
+    tell which models have random weights."""
+    out = []
+    absent = json.loads(factors.attrs.get("absent", "{}") or "{}")
+    comp_factor = factors["comparison_factor"].values.astype(str)
+    for f in FACTORS:
+        claim = f"factor_{f}"
+        rows = np.flatnonzero(comp_factor == f)
+        if rows.size == 0:
+            out.append(Claim(claim, "", FACTOR_CLAIMS[f],
+                             note=absent.get(f, "no comparison in the factors file"),
+                             weights=weights(entries)))
+            continue
+        for i in rows:
+            row = factors.isel(comparison=i)
+            c = row.sel(band="all")
+            a, b = str(c["model_a"].values), str(c["model_b"].values)
+            sa, sb = str(c["setting_a"].values), str(c["setting_b"].values)
+            scope = _scope(str(c["comparison_dataset"].values),
+                           f"{a} vs {b}" if a != b else a,
+                           f"{sa} vs {sb}" if f == "few_shot" else sa)
+            n = int(c["n_tested"].values) if "n_tested" in c else 0
+            est = float(c["delta_ips"].values)
+            ci = c["delta_ips_ci"].values.astype(float)
+            p = float(c["p_value"].values)
+            rows = [Claim(claim, scope, FACTOR_CLAIMS[f], est, float(ci[0]), float(ci[1]),
+                          n, "paired sign-flip on per-sample IPS_A − IPS_B; interval: "
+                          "paired bootstrap of ΔIPS", p,
+                          directional(est, p, -1),
+                          _notes("estimate: ΔIPS = (IPS_A − IPS_B)/IPS_B", _few(n))),
+                    _beyond_null(c, f, scope), _low_falls_most(row, f, scope)]
+            w = weights(e for e in entries if e.model in (a, b))
+            out += [replace(r, weights=w) for r in rows]
+    return out
+
+
+def _low_falls_most(c: xr.Dataset, factor: str, scope: str) -> Claim:
+    """Does the factor lower low-order IPS most (one comparison, every band)?"""
+    claim = f"factor_{factor}_low_falls_most"
+    paper = ("the factor lowers IPS most in the low-order band: ΔIPS^low below ΔIPS^mid and "
+             "ΔIPS^high (Section 4.3, Fig. 10)")
+    if "low_gap" not in c:
+        return Claim(claim, scope, paper, note="no low_gap in the factors file (an older file)")
+    ci = c["low_gap_ci"].values.astype(float)
+    n = int(min(c["n_tested"].sel(band=b) for b in ("low", "mid", "high")))
+    return Claim(claim, scope, paper, float(c["low_gap"].values), float(ci[0]), float(ci[1]),
+                 n, "paired bootstrap interval of max(ΔIPS^low − ΔIPS^mid, ΔIPS^low − "
+                 "ΔIPS^high); supported when it lies below 0, contradicted when above",
+                 verdict=within(ci, -math.inf, 0.0, n),
+                 note=_notes("estimate: max(ΔIPS^low − ΔIPS^mid, ΔIPS^low − ΔIPS^high)",
+                             _few(n, level=True)))
+
+
+def _beyond_null(c: xr.Dataset, factor: str, scope: str) -> Claim:
+    """Does the factor lower IPS beyond how it moves the matched-size null (one comparison,
+    band all)?"""
+    claim, paper = f"factor_{factor}_beyond_null", (
+        f"(not in the paper) {FACTOR_CLAIMS[factor]}, beyond the difference of the two sides' "
+        "matched-size nulls")
+    n = int(c["n_excess"].values) if "n_excess" in c else 0
+    if n == 0:
+        return Claim(claim, scope, paper, note="no per-sample matched-size null on both sides "
+                     "(nulls.draws = 0 or nulls.matched: false, or an older file)")
+    est, p = float(c["excess"].values), float(c["p_excess"].values)
+    return Claim(claim, scope, paper, est, n=n,
+                 test="paired sign-flip on per-sample (IPS_A − IPS_B) − (null_A − null_B)",
+                 p_value=p, verdict=directional(est, p, -1),
+                 note=_notes("estimate: mean per-sample (IPS_A − IPS_B) − (null_A − null_B); "
+                             f"ΔIPS of the nulls {float(c['delta_null'].values):+.3f}", _few(n)))
+
+
+ARCHITECTURE_NAMES = {"dense": "dense", "moe": "MoE"}
+
+
+PERTURBATION_CLAIMS = {
+    "dense": ("adding", "dense models are more sensitive to adding tokens than to altering "
+              "them: 9 of the 10 dense models (Appendix G, Table 4)"),
+    "moe": ("altering", "MoE models are more sensitive to altering tokens than to adding "
+            "them: 5 of the 6 MoE models (Appendix G, Table 5)"),
+}
+
+
+def perturbation_claims(rows: Sequence[dict], datasets: Sequence[str]) -> list[Claim]:
+    """Appendix G: per dataset, how many dense (MoE) models have a higher mean IPS over the
+    0-shot pairs that add tokens (alter tokens) than over those that alter (add) them, among
+    the models valued on both kinds (`more_sensitive` of `perturbation_types.csv`; a tie
+    counts for neither side and leaves n)."""
+    out = []
+    for d in datasets:
+        for arch, (side, paper) in PERTURBATION_CLAIMS.items():
+            mine = [r for r in rows if r["dataset"] == d and r["architecture"] == arch]
+            told = [r for r in mine if r["more_sensitive"]]
+            k = sum(r["more_sensitive"] == side for r in told)
+            out.append(binomial_row(
+                f"perturbation_{arch}_{side}", d, paper, k, len(told),
+                f"more sensitive to {side} tokens",
+                f"no {ARCHITECTURE_NAMES[arch]} model with IPS on both altering and adding "
+                "0-shot pairs",
+                WEIGHTS[any(r["weights"] == WEIGHTS[1] for r in mine)]))
+    return out

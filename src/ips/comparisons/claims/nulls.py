@@ -1,0 +1,175 @@
+"""Claims of IPS against its nulls (Gaussian, matched-size, precision)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Sequence
+
+import numpy as np
+
+from ips.analysis import uncertainty
+from ips.comparisons.claims.verdicts import (
+    MAIN_GROUP,
+    Claim,
+    _few,
+    _notes,
+    _scope,
+    _unattainable,
+    bootstrap_settings,
+    directional,
+    spearman_permutation,
+)
+from ips.formats.metrics import Entry
+
+NULL_CLAIMS = {
+    "template_below_matched_null": (
+        "(not in the paper) template changes disturb the interactions less than unstructured "
+        "change of the same size (the matched-size null)"),
+    "template_above_gaussian_null": (
+        "(not in the paper; the paper assumes it) the template IPS exceeds the IPS of Gaussian "
+        "noise on v"),
+    "order_low_below_mid_beyond_null": (
+        "(not in the paper) IPS^low < IPS^mid (Fig. 9) once each band's matched-size null is "
+        "subtracted"),
+    "order_mid_below_high_beyond_null": (
+        "(not in the paper) IPS^mid < IPS^high (Fig. 9) once each band's matched-size null is "
+        "subtracted"),
+    "ips_falls_with_range": (
+        "(not in the paper) samples whose v spans a wider range (a more decided model) have "
+        "lower IPS"),
+}
+
+
+#: the rows of `precision_claims` (metrics files with a precision run only)
+PRECISION_CLAIMS = {
+    "template_above_precision_null": (
+        "(not in the paper; the paper assumes it) the template IPS exceeds the IPS that "
+        "rounding alone gives (the precision null: the same prompts in another precision)"),
+}
+
+
+def _paired_row(e: Entry, claim: str, d: np.ndarray, sign: int, what: str, draws: int,
+                seed: int, where: str = "") -> Claim:
+    """A directional row on per-sample differences d (S,): their mean with a bootstrap
+    interval over samples, and the two-sided paired sign-flip p."""
+    boot_seed, n_boot, level = bootstrap_settings(e)
+    t = uncertainty.sign_flip_test(d, draws=draws, seed=seed)
+    n = int(t.n)
+    _, ci = (uncertainty.bootstrap_ci(d, n_boot=n_boot, level=level, seed=boot_seed) if n
+             else (None, np.full(2, np.nan)))
+    est = float(t.mean_difference)
+    paper = NULL_CLAIMS.get(claim) or PRECISION_CLAIMS[claim]
+    return Claim(claim, _scope(e.model, e.dataset, MAIN_GROUP, where), paper, est,
+                 float(ci[0]), float(ci[1]), n,
+                 f"paired sign-flip ({t.method}) on per-sample {what}; interval: bootstrap",
+                 float(t.p_value), directional(est, float(t.p_value), sign),
+                 _notes(f"estimate: mean per-sample {what}", _few(n)))
+
+
+def null_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
+    """Each (model, dataset)'s IPS read against its nulls (main group, band all): below the
+    matched-size null, above the Gaussian null at every level, and its association with the
+    range of v over samples."""
+    ds = e.ds
+    scope = _scope(e.model, e.dataset, MAIN_GROUP)
+    if "sample_null_ips" not in ds or MAIN_GROUP not in ds["group"].values:
+        return [Claim(c, scope, p, note="metrics file has no null IPS (nulls.draws = 0, a "
+                      "sparse fit, or an older file); rerun ips metrics")
+                for c, p in NULL_CLAIMS.items()]
+    ips = ds["sample_ips"].sel(group=MAIN_GROUP, band="all").values.astype(float)
+    out = []
+    if "sample_matched_null_ips" in ds:
+        matched = ds["sample_matched_null_ips"].sel(group=MAIN_GROUP, band="all").values
+        out.append(_paired_row(e, "template_below_matched_null", ips - matched, -1,
+                               "IPS − matched-size null IPS", draws, seed))
+        out += _order_beyond_null(e, draws, seed)
+    for c in ds["null_level"].values:
+        null = ds["sample_null_ips"].sel(group=MAIN_GROUP, null_level=c, band="all").values
+        out.append(_paired_row(e, "template_above_gaussian_null", ips - null, +1,
+                               "IPS − Gaussian null IPS", draws, seed,
+                               f"noise {float(c):.3g} × range of v"))
+    members = list(json.loads(ds.attrs["groups"])[MAIN_GROUP])
+    spread = ds["sample_v_range"].sel(condition=members).values.mean(axis=1)
+    ok = np.isfinite(ips) & np.isfinite(spread)
+    n = int(ok.sum())
+    if n < 3:
+        out.append(Claim("ips_falls_with_range", scope, NULL_CLAIMS["ips_falls_with_range"], n=n,
+                         note=f"{n} sample(s); a rank correlation needs at least 3"))
+    else:
+        r, p = spearman_permutation(spread[ok], ips[ok], draws, seed)
+        out.append(Claim("ips_falls_with_range", scope, NULL_CLAIMS["ips_falls_with_range"], r,
+                         n=n, test="Spearman ρ over samples of per-sample IPS and the mean "
+                         "range of v over the group's conditions, permutation p", p_value=p,
+                         verdict=directional(r, p, -1),
+                         note=_notes("n counts samples", _unattainable(n))))
+    return out
+
+
+def _order_beyond_null(e: Entry, draws: int, seed: int) -> list[Claim]:
+    """The order bands of IPS minus its matched-size null (the noise-aware reading of
+    `order_claims`, beside it): per sample (IPS − N)^lo − (IPS − N)^hi, Holm-adjusted over the
+    two rows as `order_claims` adjusts over its band tests."""
+    x = (e.ds["sample_ips"] - e.ds["sample_matched_null_ips"]).sel(group=MAIN_GROUP)
+    rows = [_paired_row(e, f"order_{lo}_below_{hi}_beyond_null",
+                        (x.sel(band=lo) - x.sel(band=hi)).values, -1,
+                        f"(IPS − matched null)^{lo} − (IPS − matched null)^{hi}", draws, seed)
+            for lo, hi in (("low", "mid"), ("mid", "high"))]
+    adjusted = uncertainty.holm([r.p_value for r in rows])
+    return [replace(r, p_value=float(p), verdict=directional(r.estimate, float(p), -1),
+                    test=f"{r.test}; Holm-adjusted over the 2 rows")
+            for r, p in zip(rows, adjusted)]
+
+
+def precision_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
+    """Per second precision and band: is the template IPS above the precision null, on the
+    samples that were scored again (paired over samples)?"""
+    ds = e.ds
+    if "sample_precision_null_ips" not in ds:
+        return []
+    own = json.loads(ds.attrs.get("precision", "{}") or "{}").get("dtype", "?")
+    out = []
+    for dtype in ds["precision"].values:
+        for band in ds["band"].values:
+            ips = ds["sample_ips"].sel(group=MAIN_GROUP, band=band).values.astype(float)
+            null = ds["sample_precision_null_ips"].sel(precision=dtype, band=band).values
+            out.append(_paired_row(e, "template_above_precision_null", ips - null, +1,
+                                   "IPS − precision null IPS", draws, seed,
+                                   f"{own} vs {dtype}, band {band}"))
+    return out
+
+
+MATCHED_CLAIM = ("MoE models are more sensitive than dense models with similar activated "
+                 "parameters (Section 4.2, Appendix I, Table 7)")
+
+
+def matched_claims(rows: Sequence[dict], datasets: Sequence[str]) -> list[Claim]:
+    """Table 7: one row per MoE model and its matched dense model (`moe_matched.csv`; the
+    paper: IPS_dense < IPS_MoE), tested like a factor comparison; an MoE model without a
+    match is untestable with the reason."""
+    out = []
+    for d in datasets:
+        mine = [r for r in rows if r["dataset"] == d]
+        if not mine:
+            out.append(Claim("moe_above_dense_matched", d, MATCHED_CLAIM,
+                             note="no MoE model on this dataset"))
+        for r in mine:
+            scope = _scope(d, f"{r['dense_model'] or '–'} vs {r['moe_model']}")
+            if not r["matched"]:
+                out.append(Claim("moe_above_dense_matched", scope, MATCHED_CLAIM,
+                                 note=r["note"], weights=r["weights"]))
+                continue
+            est, p, n = r["delta_ips"], r["p_value"], r["n_tested"]
+            if n == 0:
+                out.append(Claim("moe_above_dense_matched", scope, MATCHED_CLAIM,
+                                 note="no sample valued on both models (or metrics files "
+                                 "without per-sample IPS)", weights=r["weights"]))
+                continue
+            out.append(Claim(
+                "moe_above_dense_matched", scope, MATCHED_CLAIM, est, r["delta_ips_ci_low"],
+                r["delta_ips_ci_high"], n, "paired sign-flip on per-sample IPS_dense − "
+                "IPS_MoE; interval: paired bootstrap of ΔIPS", p, directional(est, p, -1),
+                _notes("estimate: ΔIPS = (IPS_dense − IPS_MoE)/IPS_MoE; activated "
+                       f"parameters dense/MoE {r['active_ratio']:.2f}", _few(n)),
+                r["weights"]))
+    return out

@@ -1,0 +1,135 @@
+"""The paper's claims, tested on the configured models (`claims.csv`; paper Sections 3-4).
+
+Each row tests one claim of the paper in one *scope* (a model on a dataset, a dataset across
+models, or one factor comparison) and gives the paper's statement, our estimate with its interval
+and the number of samples (or models) ``n`` behind it, the test, its p-value and a verdict:
+
+* **directional** claims (an effect has a sign: IPS^low < IPS^mid, few-shot lowers IPS, …):
+  ``supported`` when the estimate has the paper's sign and p < ``ALPHA``, ``contradicted`` when
+  it has the other sign and p < ``ALPHA``, else ``undecided``. The p-values are two-sided paired
+  sign-flip permutation p on per-sample differences (`ips.uncertainty.sign_flip_test`); where one
+  claim makes several tests in one scope (the order bands), they are Holm-adjusted over the
+  three band tests and the test column says so.
+* **level** claims (a share near the paper's, an error below a bound): the paper's statement is
+  read as a range [lo, hi] (the reading is in the ``paper`` column); ``supported`` when the
+  bootstrap interval lies inside it, ``contradicted`` when it lies wholly outside, else
+  ``undecided``. No p-value. A percentile bootstrap interval from fewer than
+  ``ips.uncertainty.MIN_RELIABLE_N`` samples undercovers (from one sample it has width 0), so
+  such a row stays ``undecided`` whatever its interval.
+* **count** claims (k of n models behave alike: Appendix G): the share k/n with its exact
+  (Clopper-Pearson) interval and the two-sided exact binomial test of k against n/2, the
+  count noise alone gives (each model's side a fair coin); ``supported`` / ``contradicted``
+  as a directional claim on k/n − 1/2.
+* ``untestable`` when the configured models, datasets or settings cannot test the claim; the
+  ``note`` says why (e.g. a correlation across models needs at least 3 models, a binomial
+  test at least 6).
+
+Every row has ``weights``: ``random`` when a model it rests on has random weights (its
+numbers measure nothing about an LLM), else ``trained`` (`ips.metrics_file.WEIGHTS`); a row
+that rests on no one model (an absent factor) rests on the run's models.
+
+``ALPHA = 0.05``. Rows are not adjusted across scopes: each row answers its own question, and a
+reader who combines rows (e.g. "every model") should adjust for that. Rows whose interval or test
+rests on fewer than ``ips.uncertainty.MIN_RELIABLE_N`` samples say so in ``note``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Sequence
+
+import numpy as np
+import xarray as xr
+
+from ips.comparisons.claims.across_models import (
+    consistency_claims,
+    factor_claims,
+    perturbation_claims,
+    tau_claims,
+)
+from ips.comparisons.claims.nulls import matched_claims, null_claims, precision_claims
+from ips.comparisons.claims.per_model import (
+    few_shot_curve_claim,
+    order_claims,
+    sparsity_claims,
+    type_claims,
+)
+from ips.comparisons.claims.verdicts import VERDICTS, Claim
+from ips.formats.metrics import Entry, weights
+
+# ------------------------------------------------------------------------------- verdicts
+
+
+# ----------------------------------------------------------------------- per-sample claims
+
+
+# ------------------------------------------------------------- against the nulls (ips.nulls)
+
+
+# ------------------------------------------------------------------ claims across models
+
+
+# ------------------------------------------------- appendix tables (ips.figures.appendix)
+
+
+# --------------------------------------------------------------------------------- all
+
+
+def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: int = 0,
+           perturbation: Sequence[dict] = (), matched: Sequence[dict] = ()) -> list[Claim]:
+    """Every claim the configured models can test, and those they cannot (with the reason).
+    `perturbation`, `matched`: the rows of the Appendix G and Table 7 tables
+    (`ips.figures.appendix`), whose numbers the count and matched-MoE claims read."""
+    datasets = list(dict.fromkeys(e.dataset for e in entries))
+    out: list[Claim] = []
+
+    def marked(rows: list[Claim], mine) -> list[Claim]:
+        w = weights(mine)
+        return [replace(r, weights=w) for r in rows]
+
+    for e in entries:
+        out += marked([*sparsity_claims(e), *type_claims(e), *order_claims(e),
+                       *null_claims(e, draws, seed), *precision_claims(e, draws, seed)], [e])
+    out += factor_claims(factors, entries)
+    out += [replace(few_shot_curve_claim(e, draws, seed), weights=weights([e]))
+            for e in entries if e.ds.attrs.get("kind", "mcq") == "mcq"]
+    for d in datasets:
+        mine = [e for e in entries if e.dataset == d]
+        out += marked([*consistency_claims(entries, [d], draws, seed),
+                       *tau_claims(factors, [d])], mine)
+    out += perturbation_claims(perturbation, datasets)
+    out += matched_claims(matched, datasets)
+    return out
+
+
+def summary(rows: Sequence[Claim]) -> dict[str, dict[str, int]]:
+    """Verdict counts per claim."""
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        out.setdefault(r.claim, dict.fromkeys(VERDICTS, 0))[r.verdict] += 1
+    return out
+
+
+def markdown(rows: Sequence[Claim]) -> list[str]:
+    """The claims as a Markdown table (README of the figures)."""
+
+    def num(x: float, digits: int = 3) -> str:
+        return "" if not np.isfinite(x) else f"{x:.{digits}g}"
+
+    lines = ["| claim | scope | estimate | interval | n | p | verdict | note |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ci = (f"[{num(r.ci_low)}, {num(r.ci_high)}]"
+              if np.isfinite(r.ci_low) and np.isfinite(r.ci_high) else "")
+        lines.append(f"| `{r.claim}` | {r.scope} | {num(r.estimate)} | {ci} | {r.n or ''} | "
+                     f"{num(r.p_value, 2)} | **{r.verdict}** | {r.note} |")
+    return lines
+
+
+__all__ = [
+    "VERDICTS",
+    "Claim",
+    "claims",
+    "summary",
+    "markdown",
+]

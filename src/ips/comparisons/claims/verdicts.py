@@ -1,0 +1,157 @@
+"""A claim's row and verdict: thresholds, `Claim`, directional and interval tests."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, fields
+from itertools import permutations
+from typing import Sequence
+
+import numpy as np
+
+from ips.analysis import uncertainty
+from ips.formats.metrics import WEIGHTS, Entry
+from ips.prompts.templates import ZERO_SHOT
+
+ALPHA = 0.05
+"""Significance level of every directional verdict."""
+
+
+VERDICTS = ("supported", "contradicted", "undecided", "untestable")
+
+
+MAIN_GROUP = ZERO_SHOT
+
+
+MIN_MODELS = 3
+"""Correlations across models need at least this many models."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One row of `claims.csv`."""
+
+    claim: str
+    scope: str
+    paper: str
+    estimate: float = math.nan
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    n: int = 0
+    test: str = ""
+    p_value: float = math.nan
+    verdict: str = "untestable"
+    note: str = ""
+    weights: str = WEIGHTS[0]
+
+
+COLUMNS = tuple(f.name for f in fields(Claim))
+
+
+def directional(estimate: float, p: float, sign: int) -> str:
+    """Verdict of a claim that the effect has sign ``sign`` (−1 or +1)."""
+    if not (np.isfinite(estimate) and np.isfinite(p)) or estimate == 0 or p >= ALPHA:
+        return "undecided"
+    return "supported" if np.sign(estimate) == sign else "contradicted"
+
+
+def within(ci: Sequence[float], lo: float, hi: float, n: int) -> str:
+    """Verdict of a claim that a quantity lies in [lo, hi], from its interval over n samples."""
+    a, b = (float(x) for x in ci)
+    if n < uncertainty.MIN_RELIABLE_N or not (np.isfinite(a) and np.isfinite(b)):
+        return "undecided"
+    if lo <= a and b <= hi:
+        return "supported"
+    if b < lo or a > hi:
+        return "contradicted"
+    return "undecided"
+
+
+def _few(n: int, level: bool = False) -> str:
+    """What n samples allow: a bootstrap interval (``level``) or a sign-flip test."""
+    if not 0 < n < uncertainty.MIN_RELIABLE_N:
+        return ""
+    if level:
+        return (f"fewer than {uncertainty.MIN_RELIABLE_N} samples: too few to decide from a "
+                "bootstrap interval")
+    if 2 / 2**n >= ALPHA:  # the exact two-sided sign flip: both all-same-sign vectors
+        return (f"with {n} samples the smallest attainable p is 2/2^{n} = {2 / 2**n:.3g} ≥ "
+                f"{ALPHA:g}: this test cannot decide, whatever the data")
+    return f"fewer than {uncertainty.MIN_RELIABLE_N} samples: interval and test are rough"
+
+
+def _notes(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def _scope(*parts: str) -> str:
+    return " / ".join(p for p in parts if p)
+
+
+def bootstrap_settings(e: Entry) -> tuple[int, int, float]:
+    """(seed, n_boot, level) recorded in a metrics file, so intervals match its tables."""
+    b = json.loads(e.ds.attrs.get("bootstrap", "{}") or "{}")
+    return (int(b.get("seed", 0)), int(b.get("n_boot", uncertainty.N_BOOT)),
+            float(b.get("level", uncertainty.LEVEL)))
+
+
+def spearman_permutation(x: np.ndarray, y: np.ndarray, draws: int = 9999,
+                         seed: int = 0) -> tuple[float, float]:
+    """Spearman ρ and its two-sided permutation p (exact over all n! pairings for n ≤ 8,
+    else Monte Carlo with p = (b+1)/(B+1))."""
+    from scipy.stats import rankdata
+
+    rx, ry = rankdata(x), rankdata(y)
+
+    def rho(a, b):
+        a, b = a - a.mean(), b - b.mean()
+        den = math.sqrt(float(a @ a) * float(b @ b))
+        return float(a @ b) / den if den > 0 else math.nan
+
+    r = rho(rx, ry)
+    if not np.isfinite(r):
+        return r, math.nan
+    n = len(rx)
+    if n <= 8:
+        stats = np.array([rho(rx, ry[list(p)]) for p in permutations(range(n))])
+        return r, float(np.mean(np.abs(stats) >= abs(r) - 1e-12))
+    rng = np.random.default_rng(seed)
+    b = sum(abs(rho(rx, rng.permutation(ry))) >= abs(r) - 1e-12 for _ in range(draws))
+    return r, (b + 1) / (draws + 1)
+
+
+def _unattainable(n: int, what: str = "samples") -> str:
+    """Why a two-sided exact Spearman test over `n` models or samples cannot decide: its
+    smallest attainable p (both perfect orderings, 2 of n! pairings) is not below ALPHA."""
+    if n > 8 or 2 / math.factorial(n) < ALPHA:
+        return ""
+    return (f"with {n} {what} the smallest attainable p is 2/{n}! = {2 / math.factorial(n):.3f}"
+            f" ≥ {ALPHA:g}: this test cannot decide, whatever the data")
+
+
+def binomial_row(claim: str, scope: str, paper: str, k: int, n: int, what: str,
+                 empty: str, weights_: str) -> Claim:
+    """A count claim: k of n models behave as the paper says. Estimate k/n with its exact
+    (Clopper-Pearson) interval; two-sided exact binomial p of k against Binomial(n, 1/2),
+    which is what n fair coins (noise alone) give; untestable where even k = 0 or k = n
+    could not reach p < ALPHA (the smallest two-sided p is 2/2^n: n ≤ 5). `what` says what
+    the k models do, `empty` why n is 0."""
+    import scipy.stats
+
+    if n == 0:
+        return Claim(claim, scope, paper, note=empty, weights=weights_)
+    est = k / n
+    if 2 / 2**n >= ALPHA:
+        return Claim(claim, scope, paper, est, n=n, note=(
+            f"{k} of {n}; with {n} models the smallest two-sided binomial p is 2/2^{n} = "
+            f"{2 / 2**n:.3g} ≥ {ALPHA:g}: at least 6 are needed"), weights=weights_)
+    test = scipy.stats.binomtest(k, n, 0.5)
+    ci = test.proportion_ci(confidence_level=0.95, method="exact")
+    p = float(test.pvalue)
+    return Claim(claim, scope, paper, est, float(ci.low), float(ci.high), n,
+                 "exact two-sided binomial test of k against n/2 (noise alone: each model's "
+                 "side a fair coin); interval: Clopper-Pearson 95%", p,
+                 directional(est - 0.5, p, +1),
+                 f"estimate: share of the n models {what} ({k} of {n}); models counted as "
+                 "independent", weights_)

@@ -1,0 +1,505 @@
+"""Factor comparisons and τ robustness across models (`ips factors`; paper Sections 4.1–4.3).
+
+Input: the metrics files of `ips metrics`, one per (model, dataset). Every comparison is
+made within one dataset, between A (the model or setting *with* the factor) and B:
+
+| factor | A | B | pairs |
+|---|---|---|---|
+| `instruct_vs_base` | type instruct | type base | same family, series and params |
+| `scale` | larger params | next smaller params | same series, type and architecture; adjacent sizes only (each size against the next smaller one present) |
+| `dense_vs_moe` | architecture dense | architecture moe | same family and type; every dense × moe pair (paper 4.3 averages over all of them) |
+| `few_shot` | k-shot group | 0-shot group, same model | the k-shot group's template pairs (T1, T4 by default) against the 0-shot value of the *same* template pairs |
+
+For the three model factors, one comparison is made for every condition group both files
+hold (`0shot`, the k-shot groups, `perturbation`), with `IPS_A`, `IPS_B` the groups' IPS.
+For `few_shot` the 0-shot group has more templates (T1–T5) than a k-shot group (T1, T4),
+so its group IPS averages other pairs: A and B are instead the mean over the k-shot group's
+pairs of `pair_ips` and the mean of `pair_ips` of the 0-shot pairs with the same two
+templates (with a single pair, A equals the k-shot group's IPS). Pairs without a 0-shot
+counterpart are left out; a group with none is reported absent.
+
+`ΔIPS^band = (IPS_A − IPS_B)/IPS_B` (`ips.metrics.delta_ips`) for band all, low, mid, high;
+NaN where IPS_B is 0 or either side has no value.
+
+Output layout (netCDF/HDF5):
+
+| variable | dims | content |
+|---|---|---|
+| `ips_a`, `ips_b`, `delta_ips` | comparison, band | the two IPS values and ΔIPS of each comparison |
+| (coords) `comparison_factor`, `comparison_dataset`, `comparison_group`, `model_a`, `model_b`, `setting_a`, `setting_b`, `templates` | comparison | what was compared; `setting_*` is the condition group on each side, `templates` the template pairs of a few-shot comparison |
+| `ips_a_ci`, `ips_b_ci`, `delta_ips_ci` | comparison, band, bound | percentile-bootstrap intervals (bound `low`, `high`) of IPS_A, IPS_B and ΔIPS |
+| `p_value` | comparison, band | two-sided paired sign-flip p-value of the per-sample differences A_s − B_s (see below) |
+| `n_tested` | comparison, band | samples in that test (valued on both sides in that band) |
+| `n_paired` | comparison | samples with a value on both sides (paired by sample id; band all) |
+| `null_a`, `null_b`, `delta_null` | comparison, band | the matched-size null (`ips.nulls`) of the same groups / template pairs on each side, and (null_A − null_B)/null_B |
+| `low_gap`, `low_gap_ci` | comparison (, bound) | max(ΔIPS^low − ΔIPS^mid, ΔIPS^low − ΔIPS^high): below 0 when the factor lowers low-order IPS most (the paper's common mechanism, Section 4.3, Fig. 10), with its paired-bootstrap interval (the max taken in every replicate) |
+| `excess`, `p_excess`, `n_excess` | comparison, band | mean over samples of (A_s − B_s) − (N^A_s − N^B_s), the IPS difference beyond the null's difference, its two-sided paired sign-flip p-value and the samples in it (NaN / 0 without per-sample nulls) |
+| `delta_ips_mean` | summary, band | mean ΔIPS over the comparisons of one (factor, dataset, group) |
+| `delta_ips_mean_ci` | summary, band, bound | interval of that mean (the comparisons' replicates share their resamples and are averaged) |
+| `p_value_mean`, `n_tested_mean` | summary, band | sign-flip p-value of the per-sample mean over the row's comparisons of A_s − B_s, and the samples valued in every one of them |
+| `n_comparisons` | summary | how many comparisons that mean holds (those with a finite ΔIPS, band all) |
+| (coords) `summary_factor`, `summary_dataset`, `summary_group` | summary | the key of each row |
+| `factor_present`, `factor_note` | factor | whether a factor has any comparison, and why not (`absent: …`) |
+| `tau_spearman`, `tau_pearson` | dataset | mean Spearman / Pearson correlation of the models' IPS (0-shot, band all) between every pair of sweep τ values (`ips.metrics.tau_sweep`); NaN with < 3 models |
+| `tau_spearman_matrix`, `tau_pearson_matrix` | dataset, tau, tau_b | the pairwise correlations |
+| `tau_kendall`, `tau_rmse`, `tau_mad` | dataset | the same models' Kendall τ_b, root mean square difference and mean absolute difference of IPS between every pair of sweep τ values, averaged over the pairs (`tau_differences`; Appendix F.8.1, Table 2); Kendall NaN with < 3 models, the differences with none |
+| `tau_kendall_matrix`, `tau_rmse_matrix`, `tau_mad_matrix` | dataset, tau, tau_b | the pairwise values |
+| `tau_n_models`, `tau_note` | dataset | models used; why the correlation is NaN or which models were left out |
+
+Attributes: `tau`, `metrics_files` (JSON), `absent` (JSON: factor → reason, for factors with
+no comparison at all), `bootstrap` (JSON: method, n_boot, level, seed), `test` (JSON:
+method, exact_max, draws, seed), `ips_version`.
+
+Uncertainty (`ips.uncertainty`). The per-sample values come from the metrics files
+(`sample_ips` of the group for the model factors, `sample_pair_ips` of the compared template
+pairs for few-shot); both sides are aligned by sample id (the workflow draws the same items
+for every model). *Intervals*: paired percentile bootstrap; one count matrix per dataset
+(seeded by `seed`, over the sorted union of its sample ids) is used for every comparison of
+that dataset, so the replicates of several comparisons can be averaged for the summary
+rows. *Tests*: sample s's value on side A is A_s, the NaN-aware mean over the side's K
+columns (K = 1 for a group, the template pairs for few-shot), likewise B_s; the samples
+valued on both sides in a band (sorted by id) give d_s = A_s − B_s, and `p_value` is the
+two-sided paired sign-flip test of their mean (`ips.uncertainty.sign_flip_test`: exact for
+at most 16 samples, else `draws` random sign vectors seeded by `seed`). A summary row tests
+the per-sample mean of d_s over its comparisons, on the samples valued in all of them.
+Metrics files without per-sample tables give NaN intervals and p-values (n_tested 0).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import xarray as xr
+
+from ips import __version__
+from ips.analysis import metrics, uncertainty
+from ips.comparisons.factors import (
+    ABSENT,
+    FACTORS,
+    _groups,
+    _pairs_instruct,
+    _pairs_moe,
+    _pairs_scale,
+)
+from ips.comparisons.robustness import ROBUSTNESS_GROUP, _robustness_variables
+from ips.errors import InputError
+from ips.formats.hdf5 import labels
+from ips.formats.metrics import BANDS, Entry, read_metrics
+from ips.prompts.templates import ZERO_SHOT
+
+log = logging.getLogger(__name__)
+
+
+_SHOT_GROUP = re.compile(r"^(\d+)shot$")
+
+
+@dataclass
+class Comparison:
+    factor: str
+    dataset: str
+    group: str
+    model_a: str
+    model_b: str
+    setting_a: str
+    setting_b: str
+    templates: str
+    ips_a: np.ndarray  # (band,)
+    ips_b: np.ndarray
+    # per-sample values behind ips_a / ips_b: (sample ids, (S, K, band)); None if the
+    # metrics file has none
+    samples_a: tuple[np.ndarray, np.ndarray] | None = None
+    samples_b: tuple[np.ndarray, np.ndarray] | None = None
+    # the matched-size null of the same groups / pairs (`ips.nulls`), and per sample; NaN /
+    # None where the metrics files have none
+    null_a: np.ndarray | None = None
+    null_b: np.ndarray | None = None
+    null_samples_a: tuple[np.ndarray, np.ndarray] | None = None
+    null_samples_b: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def _group_ips(e: Entry, group: str) -> np.ndarray:
+    return e.ds["ips"].sel(group=group).reindex(band=list(BANDS)).values.astype(float)
+
+
+def _sample_ids(e: Entry) -> np.ndarray | None:
+    if "sample_ips" not in e.ds.variables or "sample_pair_ips" not in e.ds.variables:
+        return None
+    return e.ds["sample"].values.astype(str)
+
+
+def _group_samples(e: Entry, group: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per-sample IPS of a group: (ids, (S, 1, band))."""
+    ids = _sample_ids(e)
+    if ids is None:
+        return None
+    x = e.ds["sample_ips"].sel(group=group).reindex(band=list(BANDS)).values.astype(float)
+    return ids, x[:, None, :]
+
+
+def _pair_samples(e: Entry, rows: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per-sample ips of some pairs: (ids, (S, K, band))."""
+    ids = _sample_ids(e)
+    if ids is None:
+        return None
+    x = e.ds["sample_pair_ips"].reindex(band=list(BANDS)).values.astype(float)
+    return ids, x[:, rows, :]
+
+
+def _group_null(e: Entry, group: str) -> tuple[np.ndarray, tuple | None]:
+    """The matched-size null of a group (band,) and per sample (ids, (S, 1, band))."""
+    ds = e.ds
+    if "sample_matched_null_ips" not in ds:
+        return np.full(len(BANDS), np.nan), None
+    x = ds["sample_matched_null_ips"].sel(group=group).reindex(band=list(BANDS)).values
+    return (ds["matched_null_ips"].sel(group=group).reindex(band=list(BANDS)).values
+            .astype(float), (ds["sample"].values.astype(str), x.astype(float)[:, None, :]))
+
+
+def _pair_null(e: Entry, rows: list[int]) -> tuple[np.ndarray, tuple | None]:
+    """The matched-size null of some pairs: their mean (band,) and per sample (S, K, band)."""
+    ds = e.ds
+    if "sample_pair_matched_null" not in ds:
+        return np.full(len(BANDS), np.nan), None
+    x = ds["sample_pair_matched_null"].reindex(band=list(BANDS)).values.astype(float)
+    return (_nanmean(ds["pair_matched_null"].reindex(band=list(BANDS)).values[rows]),
+            (ds["sample"].values.astype(str), x[:, rows, :]))
+
+
+def _model_comparisons(factor: str, dataset: str, a: Entry, b: Entry) -> list[Comparison]:
+    out = []
+    for g in _groups(a):
+        if g in _groups(b):
+            (na, sa), (nb, sb) = _group_null(a, g), _group_null(b, g)
+            out.append(Comparison(factor, dataset, g, a.model, b.model, g, g, "",
+                                  _group_ips(a, g), _group_ips(b, g),
+                                  _group_samples(a, g), _group_samples(b, g), na, nb, sa, sb))
+    return out
+
+
+def _few_shot(dataset: str, e: Entry) -> tuple[list[Comparison], list[str]]:
+    """k-shot group vs the same template pairs of the 0-shot group of one model."""
+    groups = _groups(e)
+    notes = []
+    if ZERO_SHOT not in groups:
+        return [], [f"{e.model}: no {ZERO_SHOT} group"]
+    ds = e.ds
+    template = dict(zip(map(str, ds["condition"].values), map(str, ds["template"].values)))
+    pair_group = ds["pair_group"].values.astype(str)
+    key = [frozenset((template[str(a)], template[str(b)]))
+           for a, b in zip(ds["pair_a"].values, ds["pair_b"].values)]
+    pair_ips = ds["pair_ips"].reindex(band=list(BANDS)).values.astype(float)
+    zero = {k: i for i, (k, g) in enumerate(zip(key, pair_group)) if g == ZERO_SHOT}
+    out = []
+    for g in groups:
+        m = _SHOT_GROUP.match(g)
+        if not m or int(m.group(1)) == 0:
+            continue
+        rows = [i for i in np.flatnonzero(pair_group == g) if key[i] in zero]
+        if not rows:
+            notes.append(f"{e.model}: group {g} has no template pair that is in {ZERO_SHOT}")
+            continue
+        b_rows = [zero[key[i]] for i in rows]
+        names = ";".join(sorted("–".join(sorted(key[i])) for i in rows))
+        a_val, b_val = _nanmean(pair_ips[rows]), _nanmean(pair_ips[b_rows])
+        (na, sa), (nb, sb) = _pair_null(e, rows), _pair_null(e, b_rows)
+        out.append(Comparison("few_shot", dataset, g, e.model, e.model, g, ZERO_SHOT, names,
+                              a_val, b_val, _pair_samples(e, rows), _pair_samples(e, b_rows),
+                              na, nb, sa, sb))
+    return out, notes
+
+
+def _nanmean(x: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Mean over an axis ignoring NaN; NaN (without a warning) where nothing is left."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(x, axis=axis)
+
+
+def _delta(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    ok = np.isfinite(a) & np.isfinite(b) & (b != 0)
+    out = np.full(a.shape, np.nan)
+    if ok.any():
+        out[ok] = metrics.delta_ips(a[ok], b[ok])
+    return out
+
+
+def _paired(comps: list[Comparison], datasets: list[str], seed: int, n_boot: int,
+            level: float) -> list[uncertainty.PairedTest | None]:
+    """Paired bootstrap intervals of every comparison (`ips.uncertainty.paired_test`).
+
+    Per dataset one count matrix over the sorted union of the sample ids of its comparisons
+    (so replicate b draws the same items for every comparison and model); both sides of a
+    comparison are aligned by sample id, and a sample missing on either side counts on
+    neither."""
+    out: list[uncertainty.PairedTest | None] = [None] * len(comps)
+    for d in datasets:
+        mine = [i for i, c in enumerate(comps) if c.dataset == d
+                and c.samples_a is not None and c.samples_b is not None]
+        if not mine:
+            continue
+        ids = np.array(sorted({s for i in mine for s in
+                               (*comps[i].samples_a[0], *comps[i].samples_b[0])}), dtype=object)
+        pos = {s: k for k, s in enumerate(ids)}
+        counts = uncertainty.resample_counts(ids.size, n_boot, seed)
+        for i in mine:
+            c = comps[i]
+            common = set(c.samples_a[0]) & set(c.samples_b[0])
+            sides = []
+            for sid, x in (c.samples_a, c.samples_b):
+                full = np.full((ids.size,) + x.shape[1:], np.nan)
+                keep = np.array([s in common for s in sid], dtype=bool)
+                full[[pos[s] for s in sid[keep]]] = x[keep]
+                sides.append(full)
+            out[i] = uncertainty.paired_test(*sides, level=level, counts=counts)
+    return out
+
+
+def _differences(samples_a, samples_b) -> dict[str, np.ndarray] | None:
+    """Per-sample differences d_s = A_s − B_s (band,) of the samples on both sides, by id.
+
+    A_s is the NaN-aware mean over side A's K columns of sample s (likewise B_s); a band
+    where either side has no value is NaN. None without per-sample tables."""
+    if samples_a is None or samples_b is None:
+        return None
+    side_a, side_b = ({str(s): _nanmean(x, axis=0) for s, x in zip(ids, xs)}
+                      for ids, xs in (samples_a, samples_b))
+    return {s: side_a[s] - side_b[s] for s in side_a if s in side_b}
+
+
+def _excess(c: Comparison) -> dict[str, np.ndarray] | None:
+    """Per-sample (A_s − B_s) − (N^A_s − N^B_s): how far the factor moves IPS beyond how it
+    moves the matched-size null (None without per-sample nulls)."""
+    ips, null = (_differences(c.samples_a, c.samples_b),
+                 _differences(c.null_samples_a, c.null_samples_b))
+    if ips is None or null is None:
+        return None
+    return {s: ips[s] - null[s] for s in ips if s in null}
+
+
+def _sign_flip(diffs: list[dict[str, np.ndarray]], draws: int,
+               seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(p, n) per band of the sign-flip test of the per-sample mean over ``diffs`` (the
+    d_s of one or more comparisons) on the samples, sorted by id, with a finite d_s in
+    every one of them."""
+    nb = len(BANDS)
+    p, n = np.full(nb, np.nan), np.zeros(nb, np.int64)
+    ids = sorted(set.intersection(*(set(d) for d in diffs)))
+    if not ids:
+        return p, n
+    d = np.mean([[x[s] for s in ids] for x in diffs], axis=0)  # (S, band); NaN stays NaN
+    for b in range(nb):
+        t = uncertainty.sign_flip_test(d[:, b], draws=draws, seed=seed)
+        p[b], n[b] = t.p_value, t.n
+    return p, n
+
+
+def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
+            n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
+            draws: int = uncertainty.DRAWS) -> xr.Dataset:
+    """All factor comparisons and the τ robustness of the given metrics files.
+
+    ``seed``, ``n_boot``, ``level``: the paired bootstrap intervals of every comparison
+    (`_paired`); ``seed``, ``draws``: its sign-flip tests (`_sign_flip`)."""
+    entries, tau = _read_entries(paths)
+    datasets = list(dict.fromkeys(e.dataset for e in entries))
+    by_dataset = {d: [e for e in entries if e.dataset == d] for d in datasets}
+    comps, few_notes = _find_comparisons(datasets, by_dataset)
+    tests = _paired(comps, datasets, seed, n_boot, level)
+    diffs = [_differences(c.samples_a, c.samples_b) for c in comps]
+    ips_a, ips_b = (np.array([getattr(c, k) for c in comps], float).reshape(-1, len(BANDS))
+                    for k in ("ips_a", "ips_b"))
+    presence, absent = _factor_presence(comps, datasets)
+    data, coords = {}, {"factor": labels(FACTORS), "dataset": labels(datasets),
+                        "band": labels(BANDS), "bound": labels(uncertainty.BOUNDS)}
+    for d, c in (_comparison_variables(comps, ips_a, ips_b, tests, diffs, level, draws, seed),
+                 _summary_variables(comps, _delta(ips_a, ips_b), tests, diffs, level, draws,
+                                    seed),
+                 (presence, {}),
+                 _robustness_variables(datasets, by_dataset)):
+        data.update(d)
+        coords.update(c)
+    attrs = {
+        "tau": tau,
+        "robustness_group": ROBUSTNESS_GROUP,
+        "metrics_files": json.dumps([str(e.path) for e in entries]),
+        "absent": json.dumps(absent),
+        "few_shot_notes": json.dumps(few_notes),
+        "ips_version": __version__,
+        "bootstrap": json.dumps({"method": "paired percentile bootstrap over sample ids",
+                                 "n_boot": int(n_boot), "level": float(level),
+                                 "seed": int(seed)}),
+        "test": json.dumps({"method": "paired sign-flip permutation",
+                            "statistic": "|mean of per-sample differences A_s - B_s|",
+                            "exact_max": uncertainty.EXACT_MAX, "draws": int(draws),
+                            "seed": int(seed)}),
+    }
+    ds = xr.Dataset(data, coords=coords, attrs=attrs)
+    ds["delta_ips"].attrs["description"] = "(IPS_A - IPS_B) / IPS_B; A has the factor"
+    return ds
+
+
+def _read_entries(paths: Sequence[str | os.PathLike]) -> tuple[list[Entry], float]:
+    """The metrics files, each (model, dataset) once, all at one τ."""
+    if not paths:
+        raise InputError("no metrics files given")
+    entries = [read_metrics(p) for p in paths]
+    seen: dict[tuple[str, str], Path] = {}
+    tau = float(entries[0].ds.attrs["tau"])
+    for e in entries:
+        if (e.model, e.dataset) in seen:
+            raise InputError(f"{e.path}: model {e.model!r} on dataset {e.dataset!r} is also in "
+                             f"{seen[e.model, e.dataset]}")
+        seen[e.model, e.dataset] = e.path
+        if not np.isclose(float(e.ds.attrs["tau"]), tau):
+            raise InputError(f"{e.path}: computed at τ = {e.ds.attrs['tau']}, but "
+                             f"{entries[0].path} at τ = {tau}; factors compare IPS at one τ")
+    return entries, tau
+
+
+def _find_comparisons(datasets: list[str], by_dataset: dict[str, list[Entry]]
+                      ) -> tuple[list[Comparison], list[str]]:
+    """The model pairs of every model factor, then the few-shot comparisons, per dataset;
+    and the notes on few-shot groups that could not be compared."""
+    comps: list[Comparison] = []
+    few_notes: list[str] = []
+    finders = {"instruct_vs_base": _pairs_instruct, "scale": _pairs_scale,
+               "dense_vs_moe": _pairs_moe}
+    for d in datasets:
+        for factor, finder in finders.items():
+            for a, b in finder(by_dataset[d]):
+                comps += _model_comparisons(factor, d, a, b)
+        for e in by_dataset[d]:
+            c, notes = _few_shot(d, e)
+            comps += c
+            few_notes += [f"{d}: {n}" for n in notes]
+    for n in few_notes:
+        log.info("few_shot: %s", n)
+    return comps, few_notes
+
+
+def _low_gap(delta: np.ndarray) -> np.ndarray:
+    """max(ΔIPS^low − ΔIPS^mid, ΔIPS^low − ΔIPS^high) over the last axis (band); NaN
+    where a band has none."""
+    lo, mid, hi = (delta[..., BANDS.index(b)] for b in ("low", "mid", "high"))
+    return np.maximum(lo - mid, lo - hi)
+
+
+def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.ndarray,
+                          tests: list, diffs: list, level: float, draws: int, seed: int):
+    """Every comparison: IPS of A and B, ΔIPS, their paired intervals and sign-flip tests."""
+    C, nb = len(comps), len(BANDS)
+    nan2 = np.full((nb, 2), np.nan)
+    ci = {name: np.array([getattr(t, name) if t else nan2 for t in tests], float
+                         ).reshape(C, nb, 2) for name in ("ci_a", "ci_b", "delta_ci")}
+    p_val, n_tested = np.full((C, nb), np.nan), np.zeros((C, nb), np.int64)
+    for i, d in enumerate(diffs):
+        if d is not None:
+            p_val[i], n_tested[i] = _sign_flip([d], draws, seed)
+    null_a, null_b = (np.array([getattr(c, k) for c in comps], float).reshape(C, nb)
+                      for k in ("null_a", "null_b"))
+    excess, p_excess = np.full((C, nb), np.nan), np.full((C, nb), np.nan)
+    n_excess = np.zeros((C, nb), np.int64)
+    for i, c in enumerate(comps):
+        d = _excess(c)
+        if d:
+            excess[i] = _nanmean(np.array(list(d.values())))
+            p_excess[i], n_excess[i] = _sign_flip([d], draws, seed)
+    delta = _delta(ips_a, ips_b)
+    low_gap, low_gap_ci = _low_gap(delta), np.full((C, 2), np.nan)
+    for i, t in enumerate(tests):
+        if t is not None:
+            low_gap_ci[i] = uncertainty.percentile_ci(_low_gap(t.delta_replicates), level,
+                                                      low_gap[i])
+    data = {
+        "ips_a": (("comparison", "band"), ips_a),
+        "ips_b": (("comparison", "band"), ips_b),
+        "delta_ips": (("comparison", "band"), delta),
+        "ips_a_ci": (("comparison", "band", "bound"), ci["ci_a"]),
+        "ips_b_ci": (("comparison", "band", "bound"), ci["ci_b"]),
+        "delta_ips_ci": (("comparison", "band", "bound"), ci["delta_ci"]),
+        "p_value": (("comparison", "band"), p_val),
+        "n_tested": (("comparison", "band"), n_tested),
+        # A_s and B_s valued in band all
+        "n_paired": (("comparison",), n_tested[:, BANDS.index("all")].copy()),
+        "null_a": (("comparison", "band"), null_a),
+        "null_b": (("comparison", "band"), null_b),
+        "delta_null": (("comparison", "band"), _delta(null_a, null_b)),
+        "low_gap": (("comparison",), low_gap),
+        "low_gap_ci": (("comparison", "bound"), low_gap_ci),
+        "excess": (("comparison", "band"), excess),
+        "p_excess": (("comparison", "band"), p_excess),
+        "n_excess": (("comparison", "band"), n_excess),
+    }
+    coords = {"comparison": np.arange(C)}
+    for name in ("factor", "dataset", "group"):
+        coords[f"comparison_{name}"] = ("comparison", labels(getattr(c, name) for c in comps))
+    for name in ("model_a", "model_b", "setting_a", "setting_b", "templates"):
+        coords[name] = ("comparison", labels(getattr(c, name) for c in comps))
+    return data, coords
+
+
+def _summary_variables(comps: list[Comparison], delta: np.ndarray, tests: list, diffs: list,
+                       level: float, draws: int, seed: int):
+    """Mean ΔIPS over the comparisons of one (factor, dataset, group), its interval (the
+    replicates share their resamples) and its sign-flip test."""
+    keys = list(dict.fromkeys((c.factor, c.dataset, c.group) for c in comps))
+    K, nb = len(keys), len(BANDS)
+    mean = np.full((K, nb), np.nan)
+    mean_ci = np.full((K, nb, 2), np.nan)
+    mean_p = np.full((K, nb), np.nan)
+    mean_n = np.zeros((K, nb), np.int64)
+    count = np.zeros(K, np.int64)
+    for k, key in enumerate(keys):
+        rows = [i for i, c in enumerate(comps) if (c.factor, c.dataset, c.group) == key]
+        mean[k] = _nanmean(delta[rows])
+        count[k] = int(np.isfinite(delta[rows, 0]).sum())
+        if all(tests[i] is not None for i in rows):
+            reps = _nanmean(np.stack([tests[i].delta_replicates for i in rows]))
+            mean_ci[k] = uncertainty.percentile_ci(reps, level, mean[k])
+        if all(diffs[i] is not None for i in rows):
+            mean_p[k], mean_n[k] = _sign_flip([diffs[i] for i in rows], draws, seed)
+    data = {
+        "delta_ips_mean": (("summary", "band"), mean),
+        "delta_ips_mean_ci": (("summary", "band", "bound"), mean_ci),
+        "p_value_mean": (("summary", "band"), mean_p),
+        "n_tested_mean": (("summary", "band"), mean_n),
+        "n_comparisons": (("summary",), count),
+    }
+    coords = {"summary": np.arange(K)}
+    for i, name in enumerate(("factor", "dataset", "group")):
+        coords[f"summary_{name}"] = ("summary", labels(k[i] for k in keys))
+    return data, coords
+
+
+def _factor_presence(comps: list[Comparison], datasets: list[str]) -> tuple[dict, dict]:
+    """`factor_present` and `factor_note` (how many comparisons per dataset, or why none),
+    and the reasons of the absent factors."""
+    present, notes, absent = [], [], {}
+    for f in FACTORS:
+        mine = [c for c in comps if c.factor == f]
+        if not mine:
+            present.append(False)
+            notes.append(f"absent: {ABSENT[f]}")
+            absent[f] = ABSENT[f]
+            continue
+        present.append(True)
+        unit = "(model, k-shot group) comparison(s)" if f == "few_shot" else "model pair(s)"
+        per_d = {d: len({(c.model_a, c.model_b, c.setting_a if f == "few_shot" else "")
+                         for c in mine if c.dataset == d}) for d in datasets}
+        parts = [f"{d}: {n} {unit}" if n else f"{d}: none ({ABSENT[f]})"
+                 for d, n in per_d.items()]
+        notes.append("present; " + "; ".join(parts))
+    data = {"factor_present": (("factor",), np.array(present, bool)),
+            "factor_note": (("factor",), labels(notes))}
+    return data, absent
+
+
+# ---------------------------------------------------------------------------------- reading

@@ -1,0 +1,105 @@
+"""A model entry of the config: where its weights come from (`ModelSource`) and what it
+is (`ModelSpec`); a job's memory (`job_mem_mb`). Loads no torch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from ips.config import ConfigError, validate_model
+from ips.errors import ModelError
+
+if TYPE_CHECKING:  # torch loads in seconds: the workflow asks this module about entries
+    pass
+
+
+SourceKind = Literal["hub", "path", "gguf_package", "parts", "random"]
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a model's weights come from: `hub`, `path`, a GGUF file in pip packages
+    (`gguf_package`, and/or `parts`; kind "parts" when `parts` alone is set), or `random`
+    weights of an architecture class drawn from `seed` (`ips.random_models`)."""
+
+    kind: SourceKind
+    hub: str | None = None
+    revision: str | None = None
+    path: str | None = None
+    gguf_package: str | None = None
+    gguf_file: str | None = None
+    parts: tuple[str, ...] = ()
+    part_file: str | None = None
+    version: str | None = None
+    sha256_file: str | None = None
+    sha256: str | None = None
+    random: str | None = None
+    seed: int | None = None
+
+    @property
+    def packages(self) -> list[str]:
+        """The pip packages that hold the GGUF file, main package first (none for hub/path)."""
+        return [p for p in (self.gguf_package, *self.parts) if p]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry's `source` mapping, without unset keys."""
+        d = {k: v for k, v in asdict(self).items() if k != "kind" and v not in (None, ())}
+        if self.parts:
+            d["parts"] = list(self.parts)
+        return d
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One validated model entry of the configuration (attributes: `config.MODEL_ATTRIBUTES`)."""
+
+    name: str
+    source: ModelSource
+    family: str
+    series: str
+    type: Literal["base", "instruct"]
+    architecture: Literal["dense", "moe"]
+    params: int
+    active_params: int
+    dtype: Literal["float32", "float16", "bfloat16"] = "float32"
+    # GPUs of the scoring job, and how accelerate spreads the model over them (None: whole)
+    gpus: int = 1
+    device_map: Literal["auto", "balanced", "balanced_low_0", "sequential"] | None = None
+    mask_token: str | int | None = None
+    # run the model code a hub repository ships (InternLM2, LLaMA-MoE): only when asked for
+    trust_remote_code: bool = False
+
+    @classmethod
+    def from_config(cls, name: str, entry: Mapping[str, Any]) -> ModelSpec:
+        """Validate a config entry with the config schema (`ips.config.validate_model`); a bad
+        one raises `ModelError` naming the model and field."""
+        try:
+            e = validate_model(name, entry)
+        except ConfigError as err:
+            raise ModelError(str(err)) from None
+        src = e["source"]
+        kind = next(k for k in get_args(SourceKind) if k in src)
+        source = ModelSource(kind=kind, **{k: v for k, v in src.items() if k != "parts"},
+                             parts=tuple(src.get("parts", ())))
+        return cls(name=name, **{**e, "source": source})
+
+
+#: bytes a parameter takes at each dtype
+_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def job_mem_mb(spec: ModelSpec, job: Literal["prepare", "score"]) -> int:
+    """Host memory (MB) a workflow job that holds the model asks for (its `mem_mb`): 2 GB
+    plus the weights 1.5 times, at the entry's dtype to `score` (and for the samples of an
+    occlusion reference), in float32 to `prepare` a GGUF (dequantised); preparing any other
+    source only locates or downloads files, 2 GB. A model with a `device_map` has its layers
+    loaded straight onto the GPUs, one checkpoint shard (up to ~10 GB) at a time, so it
+    scores in at most 12 GB. A `random` model is tiny whatever its `params` say (they are its
+    namesake's): 2 GB. Measured peaks: docs/workflow.md#memory."""
+    if spec.source.kind == "random" or (
+            job == "prepare" and spec.source.kind not in ("gguf_package", "parts")):
+        return 2000
+    weights = (4 if job == "prepare" else _BYTES[spec.dtype]) * spec.params / 1e6
+    need = 2000 + int(1.5 * weights)
+    return min(need, 12000) if job == "score" and spec.device_map else need

@@ -1,0 +1,268 @@
+"""From a configured dataset to the prompts that get scored: items, variables, conditions.
+
+`prepare_samples(settings)` loads the dataset, draws `n_items` items that qualify (they
+have variables, at most `n_max` of them after the reduction rule `variables.reduce` of
+`ips.variables`, and every condition renders), fixes the few-shot examples, and renders every
+(item, condition) prompt with its variables' spans. It depends on no model, except for the
+one reference model of the `occlusion` rule, so every model is explained over the same
+variables and prompts. The result round-trips through JSON (`results/samples/{dataset}.json`),
+with each sample's `Reduction` (units before reduction, whether reduced, the rule, occlusion
+scores and reference model).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from ips import __version__
+from ips.errors import InputError
+from ips.outputs import atomic_path
+from ips.prompts.datasets import load_items, load_shot_items
+from ips.prompts.draw import sample_items
+from ips.prompts.items import InstructionItem, Item, MCQItem
+from ips.prompts.templates import (
+    Condition,
+    Prompt,
+    dataset_conditions,
+    load_perturbations,
+    load_templates,
+    perturb,
+    render,
+)
+from ips.prompts.variables import Reduction, Skip, Variable, select
+
+if TYPE_CHECKING:  # torch is imported only where a model is used
+    from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Sample:
+    """One item with its variables and its rendered prompt under every condition."""
+
+    item: Item
+    variables: list[Variable]
+    prompts: dict[str, Prompt]
+    reduction: Reduction | None = None  # None: not recorded (samples built by hand)
+
+
+@dataclass
+class SampleSet:
+    """Everything scoring needs about one dataset, independent of the model."""
+
+    dataset: str
+    kind: str  # "mcq" | "instruction"
+    conditions: list[Condition]
+    groups: dict[str, list[str]]
+    samples: list[Sample]
+    shots: list[Item] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+    n_considered: int = 0
+    settings: dict = field(default_factory=dict)
+
+    def shard(self, index: int, size: int) -> list[Sample]:
+        """Samples [index·size, (index+1)·size) of this set."""
+        return self.samples[index * size : (index + 1) * size]
+
+    def n_shards(self, size: int) -> int:
+        return max(1, -(-len(self.samples) // size))
+
+    def with_conditions(self, names: Sequence[str]) -> SampleSet:
+        """This set with only the named conditions (and groups cut to them); `InputError`
+        naming the known conditions if one is not among them."""
+        known = [c.name for c in self.conditions]
+        for name in names:
+            if name not in known:
+                raise InputError(f"dataset {self.dataset!r}: no condition {name!r} "
+                                 f"(its conditions: {', '.join(known)})")
+        groups = {g: [c for c in members if c in names] for g, members in self.groups.items()}
+        return replace(self, conditions=[c for c in self.conditions if c.name in names],
+                       groups={g: m for g, m in groups.items() if m})
+
+
+def prepare_samples(settings: dict, occlusion: Callable | None = None) -> SampleSet:
+    """Load, sample, select variables and render every condition (see the module docstring).
+
+    `settings`: `dataset_settings` of a validated config, or `check_settings` of JSON ones.
+
+    `occlusion` (an `ips.scoring.Occlusion` of the reference model) is required by the rule
+    `occlusion`: an item with more than n_max units is rendered with all its units as
+    variables under the first condition (the first template, 0-shot) and ranked by it.
+    """
+    name, entry = settings["dataset"], settings["entry"]
+    loaded = load_items(name, entry)
+    kind = "mcq" if loaded.items and isinstance(loaded.items[0], MCQItem) else "instruction"
+    templates = load_templates(settings["templates"].get("file"))
+    pert = settings["perturbations"]
+    conditions, groups = dataset_conditions(kind, settings["templates"], settings["few_shot"],
+                                            pert)
+    perturbations = (load_perturbations(pert.get("file"))
+                     if any(c.perturbation for c in conditions) else {})
+    if settings["variables"]["reduce"] == "occlusion" and occlusion is None:
+        raise InputError("variables.reduce is occlusion: give the reference model "
+                         "(`ips samples --config ...`, or `--reference-entry` with --settings)")
+    prepared: dict[str, Sample] = {}
+
+    def qualifies(item: Item) -> str | None:
+        got = _prepare(item, settings, templates, conditions, perturbations, occlusion)
+        if isinstance(got, str):
+            return got
+        prepared[item.id] = got
+        return None
+
+    drawn = sample_items(loaded.items, n_items=settings["n_items"], seed=settings["seed"],
+                         n_shots=max((c.shots for c in conditions), default=0),
+                         shot_items=load_shot_items(name, entry), qualifies=qualifies)
+    samples = []
+    for item in drawn.items:
+        s = prepared[item.id]
+        for c in conditions:  # shots are known once the items are drawn
+            if c.shots:
+                s.prompts[c.name] = render(templates[c.template], item, s.variables,
+                                           drawn.shots[: c.shots], templates)
+        samples.append(s)
+    skipped = dict(Counter(loaded.skipped) + Counter(drawn.skipped))
+    _report(name, samples, drawn, skipped, settings, len(conditions))
+    return SampleSet(name, kind, conditions, groups, samples, list(drawn.shots), skipped,
+                     drawn.n_considered, settings)
+
+
+def _prepare(item: Item, settings: dict, templates, conditions, perturbations: dict,
+             occlusion: Callable | None) -> Sample | str:
+    """The item's sample (variables, and its own rendering under every condition), or why it
+    does not qualify."""
+    opts, n_max, entry = settings["variables"], settings["n_max"], settings["entry"]
+    first = conditions[0]  # the first template, 0-shot, unperturbed: where occlusion ranks units
+
+    def rank(units: list[Variable]):
+        prompt = render(templates[first.template], item, units)
+        return occlusion(item, prompt, first.name, entry.get("target"))
+
+    try:
+        variables, reduction = select(item, strategy=opts["strategy"], n_max=n_max,
+                                      merge_phrases=opts["merge_phrases"],
+                                      fields=entry.get("fields"), reduce=opts["reduce"],
+                                      occlusion=rank)
+    except Skip as s:
+        return s.reason if s.code == "none" else f"more than {n_max} variables"
+    if reduction.scores:
+        reduction = replace(reduction, reference_model=occlusion.model)
+    prompts = {}
+    for c in conditions:
+        fields, vs = None, variables
+        if c.perturbation:
+            p = perturbations.get(item.id, {}).get(c.perturbation)
+            if p is None:
+                return f"no {c.perturbation} perturbation in the perturbation file"
+            fields, vs = perturb(item, variables, p)
+        # shots are rendered after sampling; here only the item's own rendering is checked
+        prompts[c.name] = render(templates[c.template], item, vs, fields=fields)
+    return Sample(item, variables, prompts, reduction)
+
+
+def _report(name: str, samples: list[Sample], drawn, skipped: dict, settings: dict,
+            n_conditions: int) -> None:
+    """Log what was drawn; warn when fewer items qualify than asked, stop when none does."""
+    n_reduced = sum(s.reduction.reduced for s in samples)
+    why = ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none"
+    log.info(
+        "%s: %d items drawn of %d considered: %d kept all their units, %d reduced to "
+        "n_max = %d (%s); skipped: %s; %d conditions",
+        name, len(samples), drawn.n_considered, len(samples) - n_reduced, n_reduced,
+        settings["n_max"], settings["variables"]["reduce"], why, n_conditions,
+    )
+    if samples and not drawn.complete:  # the run goes on, with fewer samples than asked
+        log.warning("dataset %r: only %d items qualify, n_items asks for %d (skipped: %s); "
+                    "lower n_items, raise n_max or add items", name, len(samples),
+                    drawn.n_requested, why)
+    if not samples:
+        raise InputError(f"dataset {name!r}: no item qualifies ({skipped}); raise n_max or "
+                         "change the variable selection")
+
+
+def save_samples(sample_set: SampleSet, path: str | Path) -> None:
+    """Write a SampleSet as JSON, atomically."""
+    doc = {
+        "ips_version": __version__,
+        "dataset": sample_set.dataset,
+        "kind": sample_set.kind,
+        "conditions": [asdict(c) for c in sample_set.conditions],
+        "groups": sample_set.groups,
+        "shots": [_item_dict(i) for i in sample_set.shots],
+        "skipped": sample_set.skipped,
+        "n_considered": sample_set.n_considered,
+        "settings": sample_set.settings,
+        "samples": [
+            {
+                "item": _item_dict(s.item),
+                "variables": [asdict(v) for v in s.variables],
+                "reduction": None if s.reduction is None else asdict(s.reduction),
+                "prompts": {k: {"text": p.text, "spans": p.spans, "cue": p.cue}
+                            for k, p in s.prompts.items()},
+            }
+            for s in sample_set.samples
+        ],
+    }
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(json.dumps(doc, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
+def load_samples(path: str | Path) -> SampleSet:
+    """Read a SampleSet written by `save_samples`."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such samples file; run `ips samples` first") from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}: not a samples file ({e})") from None
+    try:
+        return _sample_set(doc)
+    except (KeyError, TypeError, ValueError) as e:
+        raise InputError(f"{path}: not a samples file written by `ips samples` "
+                         f"({type(e).__name__}: {e}); run `ips samples` again") from None
+
+
+def _sample_set(doc: dict) -> SampleSet:
+    samples = [
+        Sample(
+            _item(s["item"]),
+            [Variable(**v) for v in s["variables"]],
+            {k: Prompt(p["text"], tuple(map(tuple, p["spans"])), p["cue"])
+             for k, p in s["prompts"].items()},
+            _reduction(s.get("reduction")),
+        )
+        for s in doc["samples"]
+    ]
+    return SampleSet(
+        doc["dataset"], doc["kind"], [Condition(**c) for c in doc["conditions"]], doc["groups"],
+        samples, [_item(i) for i in doc["shots"]], doc["skipped"], doc["n_considered"],
+        doc["settings"],
+    )
+
+
+def _reduction(d: dict | None) -> Reduction | None:
+    if d is None:
+        return None
+    return Reduction(d["rule"], d["n_units"], d["reduced"],
+                     tuple(Variable(**u) for u in d["units"]), tuple(d["scores"]),
+                     d["reference_model"])
+
+
+def _item_dict(item: Item) -> dict:
+    return {"kind": item.kind} | asdict(item)
+
+
+def _item(d: dict) -> Item:
+    d = dict(d)
+    kind = d.pop("kind")
+    if kind == "mcq":
+        d["choices"] = tuple(d["choices"])
+        return MCQItem(**d)
+    return InstructionItem(**d)

@@ -1,0 +1,87 @@
+"""Occlusion scores of a reference model, for the `occlusion` reduction of variables."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+import numpy as np
+
+from ips.cli.arguments import setting
+from ips.config import TARGETS
+from ips.errors import InputError
+from ips.scoring.engine import BATCH_TOKENS, Engine, _Answers, _encode, _target
+from ips.scoring.log_odds import naming_model
+
+log = logging.getLogger(__name__)
+
+
+def _occlusion(args: argparse.Namespace, settings: dict, config: dict | None):
+    """The reference model's `ips.scoring.Occlusion` under `reduce: occlusion`, else None.
+
+    The model is loaded when the first item needs ranking, not here.
+    """
+    variables = settings.get("variables", {})
+    if variables.get("reduce") != "occlusion":
+        return None
+    from ips.models.entries import ModelSpec
+    from ips.models.loading import load_model
+    pass
+
+    name = variables.get("reference_model")
+    if not name:
+        raise InputError("settings: variables.reference_model: required when variables.reduce "
+                         "is occlusion")
+    if config is not None:  # validated: the name is under models
+        entry = config["models"][name]
+    elif getattr(args, "reference_entry", None) is not None:  # `ips score` has none
+        entry = args.reference_entry
+    else:
+        raise InputError(f"variables.reduce is occlusion: give the entry of {name!r} "
+                         "(--reference-entry JSON)")
+    spec = ModelSpec.from_config(name, entry)
+    batch_tokens = setting(args.batch_tokens, config, "batch_tokens")
+
+    def load():
+        return load_model(spec, cache_dir=args.cache_dir, device=args.device,
+                          threads=args.threads)
+
+    return Occlusion(name, load, batch_tokens)
+
+
+class Occlusion:
+    """Occlusion scores of one reference model, for the ``occlusion`` reduction of variables.
+
+    For a prompt whose n units are its variables, unit i scores
+
+        o_i = |v(x_N) − v(x_{N∖{i}})|,
+
+    v, the masking, the mask token and the target y* exactly as `score_sample` computes them
+    (the plain engine), from n + 1 forward passes (one more for `target: greedy`, whose y* is
+    the unmasked greedy token). The model is loaded by `load()` on the first call, so that a
+    dataset without a sample over n_max never loads it.
+    """
+
+    def __init__(self, model: str, load, batch_tokens: int = BATCH_TOKENS):
+        self.model = model
+        self._load = load
+        self.batch_tokens = batch_tokens
+        self._engine: Engine | None = None
+        self._answers: _Answers | None = None
+
+    def __call__(self, item, prompt, condition: str, target: str | None = None) -> np.ndarray:
+        """o_i of every variable of `prompt` (a rendering of `item` under `condition`)."""
+        if self._engine is None:
+            loaded = self._load()
+            log.info("occlusion ranking with %s (mask token %r)", self.model, loaded.mask_token)
+            self._engine = Engine(loaded.model, loaded.mask_token_id, self.batch_tokens,
+                                  loaded.device)
+            self._answers = _Answers(loaded.tokenizer)
+        engine, answers = self._engine, self._answers
+        target = target or TARGETS[item.kind][0]
+        ids, owners, letters, options = _encode(answers, item, prompt)
+        greedy = engine.unmasked(ids).greedy if target == "greedy" else None
+        y, _ = _target(answers, item, condition, prompt.cue, target, letters, options, greedy)
+        with naming_model(self.model):
+            v = engine.occlusion(ids, owners, len(prompt.spans), y)
+        return np.abs(v[0] - v[1:])

@@ -1,0 +1,598 @@
+"""Shared-prefix (trie) evaluation of the 2**n masked versions of one prompt.
+
+All masked inputs x_S of a prompt agree on every token before the first variable, and two
+masks that agree on the variables 1..k (in prompt order) agree on every token before variable
+k+1. The masked inputs are therefore the leaves of a binary tree over the variables:
+
+    level 0     the tokens before the first variable (the whole few-shot demonstration
+                block included), run once, for 1 node;
+    level k     the tokens from variable k up to variable k+1, run for the 2**k nodes that
+                fix variables 1..k (the children of node b are 2b, variable k masked, and
+                2b+1, kept);
+    level m     the last variable up to the end (and the target's first tokens), run for the
+                2**m leaves, of which only the answer positions are projected to logits.
+
+Every node's segment is computed once, and its keys/values are stored once, in a per-level
+tensor `[kv_heads, nodes, segment, head_dim]` per layer. A row attends to the shared prefix
+(one tensor for all rows: one large matmul), to the segments of its ancestors (rows grouped
+by ancestor: a batched matmul over views of the stored tensors), and causally to its own
+segment; the scores of all levels share one softmax. No cache is replicated per row
+(`batch_repeat_interleave` would copy the whole prefix 2**k times per level and
+concatenate on every update), no key/value is repeated for grouped-query attention, no mask
+is built. The attention runs through transformers' `AttentionInterface` (registered as
+"ips_trie", selected only for the duration of a trie forward), so the model's own code
+computes embeddings, projections, norms, rotary embeddings (from explicit position ids) and
+MLPs; the sliding windows of Gemma 3's local layers are applied here (a key at position j
+is seen from position i when i − window < j ≤ i, as in `masking_utils`), so prompts longer
+than the window branch like any other.
+
+A forward has a fixed cost (reading every weight; launching kernels) besides its tokens, so
+the first, narrow levels may fix several variables at once (`plan_levels`: 2**r children
+per node for a level of r variables), where that is cheaper. Breadth is capped by a token
+budget: the nodes of a level run in chunks of at most `budget` tokens, depth-first over
+subtrees, so memory is bounded by about (levels × budget) stored tokens of keys/values plus
+one forward's activations, whatever n.
+
+A model whose attention cannot be evaluated this way (not a transformers model, attention
+outside AttentionInterface, bidirectional, linear or chunked attention layers, attention
+sinks, a mask it builds itself ...) is detected before use or on its first forward;
+`Engine(scorer="auto")` then uses the plain scorer and logs the reason once,
+`scorer="trie"` raises `ScoringError`. On its first prompt the trie also checks itself
+against the plain scorer on two masks (all kept, none kept), which catches, e.g., an output
+head other than `lm_head` (+ Gemma's final soft-capping) that this module reproduces.
+The model's attention setting is switched for the trie's forwards only (under a lock), so
+the same model must not run plain forwards from another thread meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ips.scoring.log_odds import (
+    ScoringError,
+    finite_values,
+    log_odds,
+    masked_inputs,
+    model_dtype,
+    v_from_logits,
+)
+
+log = logging.getLogger(__name__)
+
+ATTENTION = "ips_trie"
+SCORERS = ("plain", "trie", "auto")
+# layer kinds whose attention is causal softmax attention over all (or a window of) earlier tokens
+_LAYER_TYPES = {"full_attention", "sliding_attention"}
+# attention arguments that change the computation in ways this kernel does not reproduce
+_UNSUPPORTED_KWARGS = ("s_aux", "sinks", "position_bias", "attention_chunk_size")
+_LOCK = threading.Lock()
+
+
+class TrieUnsupported(Exception):
+    """The model's attention cannot be evaluated as a trie (the message says why)."""
+
+
+@dataclass
+class TrieStats:
+    """What the trie computed, summed over calls (for benchmarks and tests)."""
+
+    prompts: int = 0
+    masks: int = 0  # masked evaluations returned (2**n per prompt)
+    tokens: int = 0  # token positions run through the decoder
+    plain_tokens: int = 0  # what the plain scorer would run: 2**n × row length per prompt
+    key_pairs: int = 0  # (query, key) pairs attended, summed over layers
+    forwards: int = 0
+    projected: int = 0  # positions projected to logits
+    peak_stored: int = 0  # most key/value bytes stored at once
+
+
+MIN_BUDGET = 4096
+_BLOCK = 1 << 18  # float64 elements of one block of exp terms (2 MB: stays in cache)
+
+
+def trie_budget(batch_tokens: int) -> int:
+    """Tokens per trie forward for an engine capped at `batch_tokens` per plain forward.
+
+    A trie forward runs a few tokens per row over a stored context, so its activations per
+    token are those of a plain forward's without the prompt's attention; small budgets make
+    the early (narrow) levels' matmuls inefficient, so it is at least MIN_BUDGET.
+    """
+    return max(int(batch_tokens), MIN_BUDGET)
+
+
+def _device_of(model) -> torch.device:
+    params = next(model.parameters(), None) if hasattr(model, "parameters") else None
+    return params.device if params is not None else torch.device("cpu")
+
+
+def plan_levels(firsts: Sequence[int], length: int, budget: int,
+                forward_cost: int) -> list[tuple[int, int, int]]:
+    """The trie's levels: `(start, end, variables fixed)` per level, level 0 first.
+
+    `firsts`: the first token position of each variable, in prompt order; `length`: the
+    row length. Level 0 is the prefix before the first variable (one node; empty where it is
+    merged into level 1). A level after it fixes a run of consecutive variables i..j−1 and
+    runs positions [firsts[i], firsts[j]) for 2**j nodes. One variable per level computes
+    the fewest tokens, but each forward also costs about `forward_cost` tokens' time
+    (reading the weights; launching kernels), so narrow early levels are merged where that
+    is cheaper: the plan minimises Σ (tokens + forwards × forward_cost), forwards =
+    ⌈tokens / budget⌉, by dynamic programming over the split points.
+    """
+    m = len(firsts)
+    F = list(firsts) + [length]
+
+    def cost(a: int, j: int) -> int:
+        tokens = (1 << j) * (F[j] - a)
+        return tokens + -(-tokens // budget) * forward_cost
+
+    # best[j]: cheapest way to have run every position before F[j] (variables 0..j−1 fixed)
+    best = [0.0] * (m + 1)
+    prev: list[int | None] = [None] * (m + 1)  # None: the level starts at position 0
+    best[0] = F[0] + forward_cost if F[0] > 0 else 0
+    for j in range(1, m + 1):
+        best[j], prev[j] = cost(0, j), None  # the prefix merged into this level
+        for i in range(j):
+            c = best[i] + cost(F[i], j)
+            if c < best[j]:
+                best[j], prev[j] = c, i
+    if m == 0:
+        return [(0, length, 0)]
+    ends, j = [], m
+    while j:  # stops at 0 (a separate prefix level) or None (the prefix merged)
+        ends.append(j)
+        j = prev[j]
+    start = F[0] if j == 0 else 0
+    levels = [(0, start, 0)]
+    for e in reversed(ends):
+        levels.append((start, F[e], e))
+        start = F[e]
+    return levels
+
+
+#: the "variables fixed" of a design's leaf level: larger than any node index's bit length,
+#: so that every leaf row's ancestor at level 0 is the one prefix node (`_Tree.attend`)
+_DESIGN_BITS = 62
+
+
+def _pow2_floor(x: int) -> int:
+    return 1 << (max(1, int(x)).bit_length() - 1)
+
+
+def unsupported_reason(model) -> str | None:
+    """Why `model` cannot be evaluated as a trie, or None if nothing speaks against it.
+
+    Static checks only; a model that passes them is still checked on its first forward
+    (every layer must call the registered attention) and against the plain scorer.
+    """
+    config = getattr(model, "config", None)
+    if config is None or not hasattr(model, "get_decoder"):
+        return f"{type(model).__name__} is not a transformers model"
+    # accelerate's map: GPU indices, "cpu", "disk". The trie reads `lm_head.weight` itself
+    # (offloaded weights are on "meta" outside the hooks) and caches masks per level, not
+    # per device, so it runs on one device only
+    devices = {str(d) for d in (getattr(model, "hf_device_map", None) or {}).values()}
+    if len(devices) > 1:
+        return f"the model is dispatched across devices ({', '.join(sorted(devices))})"
+    if getattr(config, "is_encoder_decoder", False):
+        return "encoder-decoder models are not supported"
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    if getattr(text, "use_bidirectional_attention", False) or not getattr(text, "is_causal", True):
+        return "the model's attention is bidirectional"
+    kinds = set(getattr(text, "layer_types", None) or ["full_attention"])
+    if not kinds <= _LAYER_TYPES:
+        return f"layer types {sorted(kinds - _LAYER_TYPES)} are not softmax attention"
+    for name in ("attention_chunk_size", "sliding_window_pattern_chunked"):
+        if getattr(text, name, None):
+            return f"chunked attention ({name}) is not supported"
+    can_set = getattr(type(model), "_can_set_attn_implementation", None)
+    if can_set is None or not can_set():
+        return "the model does not route its attention through transformers' AttentionInterface"
+    head = getattr(model, "lm_head", None)
+    if head is None or model.get_output_embeddings() is not head:
+        return "the model has no plain `lm_head` output projection"
+    return None
+
+
+class _Tree:
+    """Keys/values of the stored levels, and the attention of one level's rows over them."""
+
+    def __init__(self, levels: list[tuple[int, int, int]], n_layers: int):
+        self.starts = [a for a, _, _ in levels]  # first position of each level's segment
+        self.lengths = [b - a for a, b, _ in levels]
+        self.bits = [v for _, _, v in levels]  # variables fixed by a node of each level
+        starts = self.starts
+        self.n_layers = n_layers
+        self.kv: list[dict[int, tuple[torch.Tensor, torch.Tensor]] | None] = [None] * len(starts)
+        self.first: list[int] = [0] * len(starts)  # node index of the first stored node
+        self.level = 0
+        self.lo = 0  # first node of the rows being run
+        self.store = True
+        self.calls = 0
+        self.pairs = 0  # (query, key) pairs of the current forward, one layer
+        self._masks: dict = {}
+
+    def stored_bytes(self) -> int:
+        return sum(k.numel() * k.element_size() * 2 for lv in self.kv if lv for k, _ in lv.values())
+
+    def _allowed(self, j: int, window: int | None, device) -> torch.Tensor | None | bool:
+        """Which keys of level j each query of the current level sees: a `[s, s_j]` mask,
+        None (all of them) or False (none)."""
+        key = (self.level, j, window)
+        if key not in self._masks:
+            q = self.starts[self.level] + torch.arange(self.lengths[self.level], device=device)
+            kp = self.starts[j] + torch.arange(self.lengths[j], device=device)
+            ok = kp[None, :] <= q[:, None]
+            if window is not None:
+                ok &= kp[None, :] > q[:, None] - window
+            self._masks[key] = None if bool(ok.all()) else (False if not bool(ok.any()) else ok)
+        return self._masks[key]
+
+    def attend(self, module, query, key, value, scaling, window, softcap):
+        layer = module.layer_idx
+        R, H, s, d = query.shape
+        kvh = key.shape[1]
+        if key.shape[0] != R or key.shape[2] != s or H % kvh or s != self.lengths[self.level]:
+            raise TrieUnsupported(f"unexpected attention shapes query {tuple(query.shape)}, key "
+                                  f"{tuple(key.shape)} in layer {layer}")
+        g = H // kvh
+        k_new = key.transpose(0, 1).contiguous()  # [kvh, R, s, d]
+        v_new = value.transpose(0, 1).contiguous()
+        if self.store:
+            if self.kv[self.level] is None:
+                self.kv[self.level] = {}
+            self.kv[self.level][layer] = (k_new, v_new)
+        # [R, H, s, d] -> [kvh, R, g, s, d]: query head h reads key head h // g
+        q = (query * scaling).view(R, kvh, g, s, d).permute(1, 0, 2, 3, 4).contiguous()
+        parts, scores = [], []
+        for j in range(self.level + 1):
+            if self.lengths[j] == 0:
+                continue
+            allowed = self._allowed(j, window, query.device)
+            if allowed is False:
+                continue
+            if j < self.level:
+                K, V = self.kv[j][layer]
+                shift = self.bits[self.level] - self.bits[j]
+                groups = max(1, R >> shift)  # distinct ancestors of the rows at level j
+                a0 = (self.lo >> shift) - self.first[j]
+                K, V = K[:, a0:a0 + groups], V[:, a0:a0 + groups]
+            else:
+                K, V, groups = k_new, v_new, R
+            sj = K.shape[2]
+            sc = torch.matmul(q.view(kvh, groups, -1, d), K.transpose(-1, -2))
+            sc = sc.view(kvh, R, g, s, sj)
+            if softcap is not None:
+                sc = torch.tanh(sc / softcap) * softcap
+            if allowed is not None:
+                sc = sc.masked_fill(~allowed, -torch.inf)
+            parts.append((V, groups, sj))
+            scores.append(sc)
+            self.pairs += R * (s * sj if allowed is None else int(allowed.sum()))
+        sc = torch.cat(scores, dim=-1) if len(scores) > 1 else scores[0]
+        upcast = query.dtype in (torch.float16, torch.bfloat16)
+        p = torch.softmax(sc, dim=-1, dtype=torch.float32 if upcast else None).to(query.dtype)
+        out, off = None, 0
+        for V, groups, sj in parts:
+            o = torch.matmul(p[..., off:off + sj].reshape(kvh, groups, -1, sj), V)
+            out = o.view(kvh, R, g, s, d) if out is None else out.add_(o.view(kvh, R, g, s, d))
+            off += sj
+        self.calls += 1
+        # [kvh, R, g, s, d] -> [R, s, H, d], what the attention interface returns
+        return out.permute(1, 3, 0, 2, 4).reshape(R, s, H, d), None
+
+
+def _trie_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0,
+                    sliding_window=None, softcap=None, **kwargs):
+    """The attention function registered as "ips_trie" (see transformers' AttentionInterface)."""
+    tree = kwargs.get("ips_trie")
+    if tree is None:
+        raise TrieUnsupported("the trie attention was called outside a trie forward")
+    if attention_mask is not None:
+        raise TrieUnsupported("the model builds its own attention mask")
+    if kwargs.get("is_causal", getattr(module, "is_causal", True)) is False:
+        raise TrieUnsupported("the model's attention is not causal")
+    for name in _UNSUPPORTED_KWARGS:
+        if kwargs.get(name) is not None:
+            raise TrieUnsupported(f"the model's attention uses {name!r}")
+    if scaling is None:
+        scaling = query.shape[-1] ** -0.5
+    return tree.attend(module, query, key, value, scaling, sliding_window, softcap)
+
+
+def _register() -> None:
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(ATTENTION, _trie_attention)
+
+
+class TrieScorer:
+    """v(x_S) for all 2**n masks of a prompt, evaluated as a trie; same values as `Engine`.
+
+    `budget`: most tokens (rows × segment length) per forward; `logits_budget`: most logits
+    (rows × target length × vocabulary slice) held at once at the output projection;
+    `forward_cost`: a forward's fixed cost in tokens (see `plan_levels`; default: 48 on a
+    CPU, 512 on an accelerator); `check`: compare with a plain forward on the first prompt.
+    `mode`: "trie" raises `ScoringError` where the model cannot be evaluated as a trie,
+    "auto" logs why once and makes `values` return None (the caller then scores plainly).
+    `stats` sums what was computed (tokens, forwards, stored keys/values ...).
+    """
+
+    def __init__(self, model, mask_id: int, budget: int = 4096, device=None, *,
+                 mode: str = "trie", logits_budget: int = 1 << 22, check: bool = True,
+                 forward_cost: int | None = None):
+        if mode not in ("trie", "auto"):
+            raise ValueError(f"mode must be 'trie' or 'auto', got {mode!r}")
+        self.model = model
+        self.mask_id = int(mask_id)
+        self.budget = max(1, int(budget))
+        self.logits_budget = max(1, int(logits_budget))
+        self.mode = mode
+        self.check = check  # compare with the plain scorer on the first prompt
+        self.device = device if device is not None else _device_of(model)
+        # a forward's fixed cost in tokens' time (see `plan_levels`): measured on a 2-core CPU
+        # with SmolLM2 (about 60 ms per forward against 1.4 ms per token); on an accelerator
+        # launching the kernels of a forward costs more tokens' time
+        if forward_cost is None:
+            forward_cost = 48 if torch.device(self.device).type == "cpu" else 512
+        self.forward_cost = int(forward_cost)
+        self.stats = TrieStats()
+        self.reason: str | None = None
+        reason = unsupported_reason(model)
+        if reason is None:
+            _register()
+            self.decoder = model.get_decoder()
+            self.n_layers = model.config.get_text_config().num_hidden_layers
+            self.softcap = getattr(model.config.get_text_config(), "final_logit_softcapping", None)
+            self._configs = self._find_configs()
+        else:
+            self._unsupported(reason)
+
+    @property
+    def active(self) -> bool:
+        return self.reason is None
+
+    def _unsupported(self, reason: str) -> None:
+        self.reason = reason
+        name = type(self.model).__name__
+        if self.mode == "trie":
+            raise ScoringError(f"scorer 'trie': {name} cannot be evaluated as a trie: {reason}; "
+                               "use scorer 'plain' or 'auto'")
+        log.warning("scorer 'auto': %s cannot be evaluated as a trie (%s); using the plain "
+                    "scorer", name, reason)
+
+    # ------------------------------------------------------------------ evaluation
+
+    def values(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int],
+               masks: np.ndarray | None = None) -> np.ndarray | None:
+        """v(x_S) for all 2**n masks S, or for the bitmasks `masks` (a design, in its order),
+        as `Engine.values`; None where `mode` is "auto" and the model cannot be evaluated as
+        a trie (the reason is logged once).
+
+        A design is a two-level trie: the tokens before the first variable run once, and
+        every design mask runs the rest attending to them (the masks of a design share no
+        longer prefix in general)."""
+        if not self.active:
+            return None
+        try:
+            # before the self-check: an overflow is the precision's fault, not the trie's
+            v = finite_values(self._values(ids, owners, n, target, masks), model_dtype(self.model))
+            if self.check:
+                self._self_check(ids, owners, n, target, v, masks)
+        except TrieUnsupported as e:
+            self._unsupported(str(e))
+            return None
+        return v
+
+    @torch.inference_mode()
+    def _values(self, ids, owners, n, target, design=None) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int64)
+        owners = np.asarray(owners, dtype=np.int64)
+        target = [int(t) for t in target]
+        seq = np.concatenate([ids, np.asarray(target[:-1], dtype=np.int64)])
+        own = np.concatenate([owners, np.full(len(target) - 1, -1, dtype=np.int64)])
+        # the variables that own tokens, in the order of their first token
+        firsts = {}
+        for pos, o in enumerate(own):
+            if 0 <= o < n and o not in firsts:
+                firsts[int(o)] = pos
+        order = sorted(firsts, key=firsts.get)
+        m = len(order)
+        if design is None:
+            levels = plan_levels([firsts[o] for o in order], len(seq), self.budget,
+                                 self.forward_cost)
+        else:  # the prefix, then every design mask as a child of it (see `values`)
+            start = firsts[order[0]] if order else len(seq)
+            levels = [(0, start, 0), (start, len(seq), _DESIGN_BITS)]
+        self._seq, self._own, self._n, self._order = seq, own, n, np.asarray(order, dtype=np.int64)
+        self._target = target
+        self._leaf = np.empty(1 << m if design is None else len(design), dtype=np.float64)
+        tree = _Tree(levels, self.n_layers)
+        self._tree = tree
+        configs = self._configs
+        saved = [c._attn_implementation_internal for c in configs]
+        with _LOCK:
+            try:
+                for c in configs:
+                    c._attn_implementation_internal = ATTENTION
+                if design is None:
+                    self._run(0, 0, 1)
+                else:
+                    self._run_design(np.asarray(design, dtype=np.int64))
+            finally:
+                for c, a in zip(configs, saved):
+                    c._attn_implementation_internal = a
+                self._tree = None
+        st = self.stats
+        st.prompts += 1
+        if design is not None:
+            st.masks += len(design)
+            st.plain_tokens += len(design) * len(seq)
+            return self._leaf.copy()
+        # every mask S: its leaf is the node that keeps exactly the ordered variables in S
+        masks = np.arange(1 << n, dtype=np.int64)
+        leaf = np.zeros(1 << n, dtype=np.int64)
+        for j, o in enumerate(order):
+            leaf |= ((masks >> o) & 1) << (m - 1 - j)
+        st.masks += 1 << n
+        st.plain_tokens += (1 << n) * len(seq)
+        return self._leaf[leaf]
+
+    def _find_configs(self) -> list:
+        """Every distinct config object the model's modules read `_attn_implementation` from."""
+        seen = {}
+        for mod in self.model.modules():
+            c = getattr(mod, "config", None)
+            if c is not None and hasattr(c, "_attn_implementation_internal"):
+                seen[id(c)] = c
+        return list(seen.values())
+
+    def _rows(self, level: int) -> int:
+        """Most nodes of `level` per forward (a power of two)."""
+        return _pow2_floor(self.budget // max(1, self._tree.lengths[level]))
+
+    def _run(self, level: int, lo: int, hi: int) -> None:
+        """Run nodes [lo, hi) of `level` (their ancestors are stored), then their subtrees."""
+        tree = self._tree
+        last = len(tree.lengths) - 1
+        if tree.lengths[level] > 0:
+            self._forward(level, lo, hi, last)
+        if level == last:
+            return
+        r = tree.bits[level + 1] - tree.bits[level]  # each node has 2**r children
+        step = min((hi - lo) << r, self._rows(level + 1))
+        for c in range(lo << r, hi << r, step):
+            self._run(level + 1, c, c + step)
+        tree.kv[level] = None  # the subtree is done: free this level's chunk
+
+    def _run_design(self, design: np.ndarray) -> None:
+        """The two levels of a design: the prefix (if any), then the design's masks in
+        chunks of the token budget, each chunk's rows being leaves lo..hi−1."""
+        tree = self._tree
+        if tree.lengths[0] > 0:
+            self._forward(0, 0, 1, 1)
+        step = self._rows(1)
+        for lo in range(0, len(design), step):
+            self._forward(1, lo, min(lo + step, len(design)), 1, design[lo:lo + step])
+
+    def _forward(self, level: int, lo: int, hi: int, last: int, masks=None) -> None:
+        """Run nodes lo..hi−1 of `level`; their masks follow from the node index (bit
+        (fixed−1−j) keeps the j-th variable in order) unless given (a design's leaves)."""
+        tree = self._tree
+        a, s = tree.starts[level], tree.lengths[level]
+        if masks is None:
+            nodes = np.arange(lo, hi, dtype=np.int64)
+            masks = np.zeros(len(nodes), dtype=np.int64)
+            fixed = tree.bits[level]
+            for j in range(fixed):
+                masks |= ((nodes >> (fixed - 1 - j)) & 1) << self._order[j]
+        rows = masked_inputs(self._seq[a:a + s], self._own[a:a + s], self._n, self.mask_id, masks)
+        input_ids = torch.as_tensor(rows, device=self.device)
+        position_ids = torch.arange(a, a + s, device=self.device)[None]
+        tree.level, tree.lo, tree.store = level, lo, level < last
+        tree.first[level] = lo
+        tree.calls, tree.pairs = 0, 0
+        out = self.decoder(input_ids=input_ids, position_ids=position_ids, use_cache=False,
+                           ips_trie=tree)
+        if tree.calls != self.n_layers:
+            raise TrieUnsupported(f"{tree.calls} of {self.n_layers} layers called the trie "
+                                  "attention (the model does not use AttentionInterface)")
+        st = self.stats
+        st.forwards += 1
+        st.tokens += len(rows) * s
+        st.key_pairs += tree.pairs
+        st.peak_stored = max(st.peak_stored, tree.stored_bytes())
+        if level == last:
+            k = len(self._target)
+            self._leaf[lo:hi] = self._project(out.last_hidden_state[:, -k:, :])
+            st.projected += len(rows) * k
+
+    def _project(self, hidden: torch.Tensor) -> np.ndarray:
+        """v of each row from the decoder's output at its last k positions, `[rows, k, dim]`.
+
+        The logits as the model's forward computes them (`lm_head`, then Gemma's final
+        soft-capping if configured) and v from them in float64 as `ips.kernel.v_from_logits` does, but
+        streamed over slices of the vocabulary, so that each slice of the output matrix is
+        read once for many rows (Gemma 3's is 262144 × 640) and nothing vocabulary-sized is
+        allocated per row: per slice, the maximum is taken in the logits' precision (exact),
+        every term exp(l − max) in float64 in cache-sized blocks, and the slices' log-sum-
+        exps are combined with logaddexp (the same terms; only the order of the sums differs,
+        ~1e-16 relative).
+        """
+        head = self.model.lm_head
+        weight, bias = head.weight, head.bias
+        vocab, dim = weight.shape
+        rows, k = hidden.shape[:2]
+        device = hidden.device
+        target = torch.as_tensor(self._target, device=device)
+        per = max(1, min(rows, self.logits_budget // (k * min(vocab, 1024))))  # rows per pass
+        out = np.empty(rows, dtype=np.float64)
+        for r0 in range(0, rows, per):
+            h = hidden[r0:r0 + per].reshape(-1, dim)  # [rows·k, dim]
+            n = h.shape[0]
+            y = target.repeat(n // k)  # the target token of each (row, position)
+            step = max(1, min(vocab, self.logits_budget // n))  # vocabulary slice
+            block = max(1, min(step, _BLOCK // n))  # columns per float64 block
+            flat = torch.empty(n * step, dtype=h.dtype, device=device)
+            flat64 = torch.empty(n * block, dtype=torch.float64, device=device)
+            ly = torch.empty(n, dtype=torch.float64, device=device)
+            lse = torch.full((n,), -torch.inf, dtype=torch.float64, device=device)
+            for c0 in range(0, vocab, step):
+                c1 = min(vocab, c0 + step)
+                logits = flat[:n * (c1 - c0)].view(n, c1 - c0)
+                torch.mm(h, weight[c0:c1].t(), out=logits)
+                if bias is not None:
+                    logits.add_(bias[c0:c1])
+                if self.softcap is not None:
+                    logits.div_(self.softcap).tanh_().mul_(self.softcap)
+                inside = ((y >= c0) & (y < c1)).nonzero().flatten()
+                if len(inside):
+                    cols = y[inside] - c0
+                    ly[inside] = logits[inside, cols].double()
+                    if k == 1:  # v = l_y − logsumexp over the other tokens
+                        logits[inside, cols] = -torch.inf
+                top = logits.amax(dim=-1).double()
+                top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+                total = torch.zeros(n, dtype=torch.float64, device=device)
+                for b0 in range(0, c1 - c0, block):
+                    b1 = min(c1 - c0, b0 + block)
+                    terms = flat64[:n * (b1 - b0)].view(n, b1 - b0).copy_(logits[:, b0:b1])
+                    total += terms.sub_(top[:, None]).exp_().sum(dim=-1)
+                lse = torch.logaddexp(lse, top + total.log())
+            if k == 1:
+                out[r0:r0 + n] = (ly - lse).cpu().numpy()
+            else:
+                out[r0:r0 + n // k] = log_odds((ly - lse).view(-1, k).sum(dim=1).cpu().numpy())
+        return out
+
+    @torch.inference_mode()
+    def _self_check(self, ids, owners, n, target, v, design=None) -> None:
+        """Compare with the plain scorer on masks "all kept" and "none kept" (those of them
+        in `design`, whose v is in design order), once."""
+        self.check = False
+        seq = np.concatenate([np.asarray(ids), np.asarray(target[:-1], dtype=np.int64)])
+        own = np.concatenate([np.asarray(owners), np.full(len(target) - 1, -1, dtype=np.int64)])
+        masks = np.array(sorted({0, (1 << n) - 1}))
+        at = masks
+        if design is not None:
+            design = np.asarray(design)
+            masks = masks[np.isin(masks, design)]
+            at = np.array([int(np.flatnonzero(design == m)[0]) for m in masks], dtype=np.int64)
+            if len(masks) == 0:
+                self.check = True  # nothing to compare here; check the next prompt
+                return
+        rows = torch.as_tensor(masked_inputs(seq, own, n, self.mask_id, masks), device=self.device)
+        logits = self.model(input_ids=rows, logits_to_keep=len(target), use_cache=False).logits
+        plain = v_from_logits(logits, target)
+        dtype = model_dtype(self.model)
+        tol = 1e-3 if dtype in (torch.float32, torch.float64) else 0.1
+        err = np.abs(plain - v[at])
+        if not np.all(err <= tol * np.maximum(1.0, np.abs(plain))):
+            raise TrieUnsupported(f"the trie's v differs from the plain scorer's by "
+                                  f"{err.max():.3g} (masks {masks.tolist()})")
+        log.debug("trie self-check passed: max |dv| = %.2g", err.max())

@@ -1,0 +1,172 @@
+"""ips.uncertainty: bootstrap intervals, the paired sign-flip test and Holm (fixed seeds)."""
+
+import numpy as np
+import pytest
+
+from ips.analysis import uncertainty as u
+
+
+def test_counts_are_seeded_and_sum_to_the_sample_count():
+    w = u.resample_counts(7, 50, seed=3)
+    assert w.shape == (50, 7) and np.all(w.sum(axis=1) == 7)
+    np.testing.assert_array_equal(w, u.resample_counts(7, 50, seed=3))
+    assert not np.array_equal(w, u.resample_counts(7, 50, seed=4))
+
+
+def test_replicate_means_equal_explicit_resampling():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(9, 3))
+    x[2, 1] = np.nan
+    w = u.resample_counts(9, 20, seed=1)
+    got = u.replicate_means(x, w)
+    for b in range(20):
+        idx = np.repeat(np.arange(9), w[b].astype(int))
+        cols = [np.nanmean(x[idx, k]) for k in range(3)]
+        assert got[b] == pytest.approx(np.nanmean(cols))
+    assert u.point_mean(x) == pytest.approx(np.mean([np.nanmean(x[:, k]) for k in range(3)]))
+
+
+def test_interval_contains_the_estimate_and_shrinks_with_more_samples():
+    rng = np.random.default_rng(5)
+    widths = []
+    for n in (20, 200, 2000):
+        x = rng.uniform(1.0, 2.0, size=n)
+        x[::7] = np.nan  # samples without a value are ignored
+        est, ci = u.bootstrap_ci(x, n_boot=1000, seed=0)
+        assert est == pytest.approx(np.nanmean(x))
+        assert ci[0] <= est <= ci[1]
+        widths.append(ci[1] - ci[0])
+    assert widths[0] > widths[1] > widths[2]
+    # 95% interval of a mean of U(1, 2): about 2 * 1.96 * 0.289 / sqrt(n)
+    assert widths[2] == pytest.approx(2 * 1.96 * 0.2887 / np.sqrt(2000 * 6 / 7), rel=0.2)
+
+
+def test_interval_is_deterministic_and_per_trailing_axis():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(30, 1, 4))  # (sample, column, band)
+    est, ci = u.bootstrap_ci(x, n_boot=300, seed=9)
+    est2, ci2 = u.bootstrap_ci(x, n_boot=300, seed=9)
+    np.testing.assert_array_equal(ci, ci2)
+    assert est.shape == (4,) and ci.shape == (4, 2)
+    assert np.all((ci[:, 0] <= est) & (est <= ci[:, 1]))
+
+
+def test_no_value_gives_nan():
+    est, ci = u.bootstrap_ci(np.full(5, np.nan), n_boot=50)
+    assert np.isnan(est) and np.isnan(ci).all()
+
+
+def test_paired_test_finds_a_planted_difference():
+    rng = np.random.default_rng(11)
+    base = rng.uniform(1.2, 1.8, size=60)  # per-sample IPS of B
+    a = base * 0.9 + rng.normal(scale=0.02, size=60)  # A is 10% lower, per sample
+    res = u.paired_test(a, base, n_boot=2000, seed=0)
+    assert res.delta == pytest.approx((a.mean() - base.mean()) / base.mean())
+    assert res.delta_ci[1] < 0 and res.delta_ci[0] <= res.delta <= res.delta_ci[1]
+    assert res.ci_a[0] <= res.ips_a <= res.ci_a[1]
+
+
+def test_paired_test_finds_nothing_where_there_is_nothing():
+    rng = np.random.default_rng(12)
+    base = rng.uniform(1.2, 1.8, size=60)
+    b = base + rng.normal(scale=0.05, size=60)  # same mean, sample noise only
+    a = base + rng.normal(scale=0.05, size=60)
+    res = u.paired_test(a, b, n_boot=2000, seed=0)
+    assert res.delta_ci[0] < 0 < res.delta_ci[1]
+
+
+def test_pairing_matters():
+    """Large between-sample spread, small within-pair change: the paired test sees it."""
+    rng = np.random.default_rng(13)
+    base = rng.uniform(0.5, 2.0, size=40)
+    a = base * 0.97
+    assert u.paired_test(a, base, n_boot=1000, seed=1).delta_ci[1] < 0
+
+
+def test_paired_test_with_columns_and_bands():
+    rng = np.random.default_rng(14)
+    b = rng.uniform(1.0, 2.0, size=(50, 2, 4))  # two pairs, four bands
+    a = b.copy()
+    a[..., 3] *= 1.2  # only the last band differs
+    res = u.paired_test(a, b, n_boot=1000, seed=2)
+    assert res.delta.shape == (4,) and res.delta_ci.shape == (4, 2)
+    assert res.delta_ci[3, 0] > 0 and np.all(res.delta_ci[:3] == 0.0)
+    np.testing.assert_allclose(res.delta[:3], 0.0)
+    with pytest.raises(ValueError):
+        u.paired_test(a, b[:10], n_boot=10)
+
+
+# ----------------------------------------------------------------------- sign-flip test
+
+
+def test_exact_sign_flip_by_hand():
+    # d = [1, 2, 3, 4]: |Σ ε d| ≥ 10 only for ε = ±(1, 1, 1, 1): 2 of 16
+    r = u.sign_flip_test([1.0, 2.0, 3.0, 4.0])
+    assert (r.p_value, r.n, r.method, r.draws) == (2 / 16, 4, "exact", 16)
+    assert r.mean_difference == 2.5
+    # d = [1, -2, 3, 4], Σ = 6: the sums ±1 ±2 ±3 ±4 with |sum| ≥ 6 are 10, 8, 6 and their
+    # negatives (flip none, flip the 1, flip the -2 back to +2): 6 of 16
+    sums = [abs(a * 1 + b * -2 + c * 3 + e * 4) for a in (1, -1) for b in (1, -1)
+            for c in (1, -1) for e in (1, -1)]
+    assert sum(s >= 6 for s in sums) == 6
+    assert u.sign_flip_test([1.0, -2.0, 3.0, 4.0]).p_value == 6 / 16
+    # three positive differences: the smallest p three samples can give
+    assert u.sign_flip_test([0.1, 0.2, 0.3]).p_value == 0.25
+
+
+def test_nan_dropped_zeros_kept_ties_counted():
+    r = u.sign_flip_test([1.0, np.nan, 2.0, 3.0, 4.0, np.nan])
+    assert (r.p_value, r.n) == (2 / 16, 4)
+    # a zero difference counts as a sample but does not change the exact p
+    z = u.sign_flip_test([1.0, 2.0, 3.0, 4.0, 0.0])
+    assert (z.p_value, z.n) == (2 / 16, 5)
+    # all zeros: every sign vector ties with the observed 0
+    assert u.sign_flip_test(np.zeros(6)).p_value == 1.0
+    # a mean that is 0 up to rounding (0.1 + 0.2 + 0.3 − 0.6 = 1e-16) ties with everything
+    assert u.sign_flip_test([0.1, 0.2, 0.3, -0.6]).p_value == 1.0
+    none = u.sign_flip_test([np.nan, np.nan])
+    assert np.isnan(none.p_value) and none.n == 0 and none.method == "none"
+    assert np.isnan(u.sign_flip_test([]).p_value)
+
+
+def test_exact_and_monte_carlo_agree_and_mc_is_b_plus_one_over_b_plus_one():
+    d = np.random.default_rng(3).normal(0.4, 1.0, size=12)
+    exact = u.sign_flip_test(d)
+    mc = u.sign_flip_test(d, draws=20000, seed=1, exact_max=0)
+    assert exact.method == "exact" and mc.method == "monte carlo" and mc.draws == 20000
+    # binomial standard error of the MC estimate at this p is < 0.004
+    assert mc.p_value == pytest.approx(exact.p_value, abs=0.015)
+    # the MC p is (b + 1)/(B + 1) with b counted here independently, with the same signs
+    B = 500
+    signs = 1.0 - 2.0 * np.random.default_rng(7).integers(0, 2, size=(B, d.size))
+    b = int(np.sum(np.abs(signs @ d) >= abs(d.sum()) - 1e-9))
+    assert u.sign_flip_test(d, draws=B, seed=7, exact_max=0).p_value == (b + 1) / (B + 1)
+    # never 0, even when no draw reaches the observed statistic
+    far = u.sign_flip_test(np.full(40, 5.0), draws=99, seed=0)
+    assert far.p_value == 1 / 100 and far.method == "monte carlo"
+
+
+def test_sign_flip_is_calibrated_under_h0():
+    rng = np.random.default_rng(2024)
+    p = np.array([u.sign_flip_test(rng.standard_t(3, size=8)).p_value for _ in range(400)])
+    # exact test: P(p ≤ 0.05) ≤ 0.05; 400 draws, 3 binomial standard errors ≈ 0.033
+    assert np.mean(p <= 0.05) <= 0.05 + 0.033
+    assert np.mean(p <= 0.5) == pytest.approx(0.5, abs=0.1)  # not trivially conservative
+
+
+def test_sign_flip_is_invariant_to_sample_order_when_exact():
+    d = np.random.default_rng(5).normal(size=10)
+    assert u.sign_flip_test(d).p_value == u.sign_flip_test(d[::-1]).p_value
+    assert u.sign_flip_test(d).p_value == u.sign_flip_test(-d).p_value
+    assert u.sign_flip_label(10) == "sign-flip exact" and u.sign_flip_label(17) == "sign-flip MC"
+    assert u.sign_flip_label(0) == ""
+
+
+def test_holm_by_hand():
+    p = [0.01, 0.04, np.nan, 0.03]
+    # sorted finite: 0.01·3 = 0.03, 0.03·2 = 0.06, max(0.06, 0.04·1) = 0.06
+    np.testing.assert_allclose(u.holm(p), [0.03, 0.06, np.nan, 0.06])
+    np.testing.assert_allclose(u.holm([0.5, 0.6, 0.02]), [1.0, 1.0, 0.06])  # capped at 1
+    assert np.isnan(u.holm([np.nan])).all()
+    q = u.holm(np.random.default_rng(0).uniform(size=20))
+    assert np.all(np.diff(q[np.argsort(np.random.default_rng(0).uniform(size=20))]) >= 0)

