@@ -21,6 +21,7 @@ figures: $(STAMP)
 	$(BIN)/snakemake --cores all results/figures
 
 test: $(STAMP)
+	$(BIN)/ruff check
 	$(BIN)/python -m pytest -q
 
 # Property tests with fresh random examples, ROUNDS times (`make test` runs them derandomised,

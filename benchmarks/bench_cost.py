@@ -12,7 +12,7 @@ Measured here (no GPU needed):
    with --spm, which needs `pip install sentencepiece`) and per dataset and condition: prompt
    tokens, words, tokens per word, and what scoring computes for one prompt: the plain
    scorer's 2**n x length tokens, and the shared-prefix (trie) scorer's tokens, counted from
-   its structure (`ips.trie.plan_levels` with a GPU's forward cost and the config's
+   its structure (`ips.scoring.trie.plan_levels` with a GPU's forward cost and the config's
    batch_tokens: every level runs its segment once per node), with the attended (query, key)
    pairs, the keys/values it stores at once and its largest forward;
 3. the count of step 2 checked against the trie itself: --check prompts scored by
@@ -40,8 +40,8 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from common import MODELS, measure
 
+from common import MODELS, measure
 from ips.config import (
     dataset_settings,
     load_config,
@@ -329,7 +329,7 @@ def time_fits(games, levels) -> dict:
     rng = np.random.default_rng(0)
     for label, c in [("scored", 0.0)] + [(f"null {x:g}", x) for x in levels]:
         secs = []
-        for n, v in games:
+        for _, v in games:
             w = v + c * (v.max() - v.min()) * rng.standard_normal(v.shape)
             t = time.perf_counter()
             and_or(w[None], solver="auto")
@@ -414,7 +414,6 @@ class Job(NamedTuple):
 
 
 def plan(config, sets, counts, tokenizers, fits, args) -> None:
-    budget = trie_budget(config["batch_tokens"])
     # the measured tokenizer with the most prompt tokens stands for every model's own
     totals = {t.name: sum(x.length for (n, _, _), xs in counts.items() if n == t.name for x in xs)
               for t in tokenizers}

@@ -6,9 +6,9 @@ The paper works at n = 10, where every interaction is a signed sum of up to 1,02
 v; this measures how the nulls (docs/method.md#nulls, #precision) grow with n. For each n,
 the first `--samples` ARC-Easy items of the seeded draw (question and options as units, the
 n longest kept: the paper's setting), templates `--templates` 0-shot, are scored by each
-model in float32 and in each half precision (`ips.scoring.score_shard` with the entry's
+model in float32 and in each half precision (`ips.scoring.shard.score_shard` with the entry's
 dtype set), fitted as the workflow fits (`ips.fit.fit_values`), and summarised by
-`ips.metrics_file.summarize` exactly as `ips metrics --precision-values ...` does: the template
+`ips.analysis.summary.summarize` exactly as `ips metrics --precision-values ...` does: the template
 IPS (band all, 0-shot), the Gaussian null at each `--levels` c, and per half precision its
 precision null with the median sd(Δv)/range of v and the mean salient-set Jaccard.
 
@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 import torch
-from common import MODELS
 
+from common import MODELS
 from ips.analysis.nulls import Settings
 from ips.analysis.summary import summarize
 from ips.config import DEFAULT_MODEL, dataset_settings, load_config

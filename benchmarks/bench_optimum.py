@@ -10,10 +10,10 @@ games, the values files written by ``ips score`` (default: ``results/values/*/*/
 fits every (sample, condition) row both ways and prints
 
 * per game: the Jaccard overlap of the salient sets {(kind, S): |Ĩ| > τ} (τ = 0.1, Ĩ of
-  ``ips.metrics.normalize``), the relative objective excess of sgd over the canonical
+  ``ips.analysis.metrics.normalize``), the relative objective excess of sgd over the canonical
   optimum, and sgd's certified duality gap;
 * per (sample, condition pair) of each condition group: |Δ ips(x, T, T̂)| for the bands all /
-  low / mid / high (``ips.metrics.ips``, as ``ips.metrics_file`` computes it);
+  low / mid / high (``ips.analysis.metrics.ips``, as ``ips.formats.metrics`` computes it);
 * per (model, dataset, group): IPS and IPS^low/mid/high under both optima and their change;
 
 each with mean, median and n. The objective excess separates the two effects: where it is

@@ -5,9 +5,9 @@ Run:  .venv/bin/python benchmarks/bench_precision.py [--quick] [--threads 2]
 The same ARC-Easy samples (the config's dataset `arc-easy`, the first `--samples` items of
 its seeded draw, at most `--n-max` variables, templates `--templates` 0-shot) are scored by
 each model in float32, bfloat16 and float16 on the CPU, each run exactly as the workflow
-does it: `ips.scoring.score_shard` (a model entry with `dtype` overridden), `ips.fit.
-fit_values` (the canonical split) and `ips.metrics_file.summarize` (what `ips metrics` writes).
-Models: a tiny random Llama (ips.tiny_models), SmolLM2-135M-Instruct and Gemma 3 270M
+does it: `ips.scoring.shard.score_shard` (a model entry with `dtype` overridden), `ips.fit.
+fit_values` (the canonical split) and `ips.analysis.summary.summarize` (what `ips metrics` writes).
+Models: a tiny random Llama (ips.models.testing), SmolLM2-135M-Instruct and Gemma 3 270M
 (both converted once into resources/models/; `--quick`: the tiny model and SmolLM2).
 
 Against float32, per model and half precision:
@@ -17,8 +17,8 @@ Against float32, per model and half precision:
 - the Jaccard index of the salient sets {(kind, S): |Ĩ| > tau} per sample and condition
   (mean and minimum), and the share of rows whose predicted letter changes.
 
-A precision whose v is not finite (`ips.kernel.finite_values`: float16 overflows for models
-trained in bfloat16) is reported as such. Half precision on a CPU is emulated and slow (about
+A precision whose v is not finite (`ips.scoring.log_odds.finite_values`: float16 overflows for
+models trained in bfloat16) is reported as such. Half precision on a CPU is emulated and slow (about
 4× float32 here); the figures are about numbers, not speed.
 """
 
@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from common import MODELS
 
+from common import MODELS
 from ips.analysis.metrics import normalize, salient
 from ips.analysis.summary import summarize
 from ips.config import DEFAULT_MODEL, dataset_settings, load_config

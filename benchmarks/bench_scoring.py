@@ -7,7 +7,7 @@ sampling order, that has exactly 8 content variables), scored on all 2**n masks 
 135M-Instruct (converted once to resources/models/). Side by side in one run:
 
 - naive: one prompt per forward, logits of every position (what a plain script does);
-- batched: `ips.scoring.Engine` with rows of equal length and only the last position
+- batched: `ips.scoring.engine.Engine` with rows of equal length and only the last position
   projected, for batch sizes 16..256 rows.
 
 Prints masked evaluations per second, the speed-up over naive, the peak resident memory of
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from common import MODELS, arc_easy, item_with, measure, status_mb
 
+from common import MODELS, arc_easy, item_with, measure, status_mb
 from ips.models.entries import ModelSpec
 from ips.models.loading import load_model
 from ips.prompts.templates import load_templates, render

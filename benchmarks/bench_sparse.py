@@ -1,4 +1,5 @@
-"""Benchmark of sparse AND-OR estimation (ips.sparse) against the exact fit on real models.
+"""Benchmark of sparse AND-OR estimation (ips.interactions.sparse) against the exact fit on real
+models.
 
 Run:  .venv/bin/python benchmarks/bench_sparse.py [--quick] [--threads 2] [--cache DIR]
       [--models M ...] [--datasets D ...] [--ns N ...] [--budgets 1/8 1/4 ...]
@@ -8,7 +9,7 @@ For each model (default: SmolLM2-135M-Instruct and Gemma 3 270M) and dataset of 
 with at least n content units (all fields; their n longest kept, as the workflow's
 `reduce: longest`) are rendered with two templates (T1, T2 for MCQ; A1, A2 for instructions:
 one template pair per item) and scored on all 2**n masks by the workflow's own code
-(`ips.scoring.score_sample`, trie scorer, the kind's default target); the games are cached
+(`ips.scoring.engine.score_sample`, trie scorer, the kind's default target); the games are cached
 under `--cache` (default results/bench_sparse/) so that a rerun only fits. The exact
 interactions are `and_or(v, solver="auto")`. For every budget fraction β (default 1/32 …
 1/2) the sparse estimate sees only the values on `sparse.design(n, β·2^n)` and is compared
@@ -45,8 +46,8 @@ from pathlib import Path
 import numpy as np
 import scipy.stats
 import torch
-from common import DATASETS, MODELS, dataset_items
 
+from common import DATASETS, MODELS, dataset_items
 from ips.analysis import sparse_metrics
 from ips.analysis.layout import BANDS
 from ips.analysis.metrics import DEFAULT_TAU
@@ -58,7 +59,7 @@ from ips.models.loading import load_model
 from ips.prompts.samples import Sample
 from ips.prompts.templates import Condition, load_templates, render
 from ips.prompts.variables import select_variables
-from ips.scoring.engine import Engine, _Answers, score_sample
+from ips.scoring.engine import Answers, Engine, score_sample
 
 #: the template pair of each item kind
 TEMPLATES = {"mcq": ("T1", "T2"), "instruction": ("A1", "A2")}
@@ -129,7 +130,7 @@ def games(args, model: str, dataset: str) -> dict[int, np.ndarray]:
                                 cache_dir=args.cache_dir, threads=args.threads)
                 engine = Engine(loaded.model, loaded.mask_token_id, 1024, loaded.device,
                                 scorer="trie")
-                answers = _Answers(loaded.tokenizer)
+                answers = Answers(loaded.tokenizer)
             conditions = [Condition(t, t) for t in names]
             sample = Sample(item, variables, {t: render(templates[t], item, variables, (),
                                                          templates) for t in names})

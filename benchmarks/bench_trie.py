@@ -22,9 +22,9 @@ plain, trie, trie: the trie's time is the median of its three runs). Printed per
   says that the case's times are not comparable.
 
 `--quick` runs SmolLM2 at n = 8, 0-shot and 3-shot. The full run adds n = 12 for the trie
-alone (memory). `--design F` scores a sparse design of F·2^n masks (`ips.sparse.design`)
-instead of all of them, with both scorers: the trie then shares only the tokens before the
-first variable. Every run ends with one line per case:
+alone (memory). `--design F` scores a sparse design of F·2^n masks
+(`ips.interactions.design.design`) instead of all of them, with both scorers: the trie then shares
+only the tokens before the first variable. Every run ends with one line per case:
 `speedup <model> <k>-shot n=<n>: <ratio>x max|dv|=<err>`.
 """
 
@@ -39,8 +39,8 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from common import MODELS, Flops, finish, measure, prompt_case, start, status_mb
 
+from common import MODELS, Flops, finish, measure, prompt_case, start, status_mb
 from ips.interactions.design import design
 from ips.models.entries import ModelSpec
 from ips.models.loading import load_model
@@ -175,7 +175,7 @@ def main() -> None:
 def report(results, extra, run) -> None:
     """The matmul rate after the cases and one line per case."""
     rate = finish(run)
-    for name, k, n, ratio, err, achieved in results:
+    for name, k, n, _, _, achieved in results:
         print(f"trie {name} {k}-shot n={n}: {achieved / 1e9:.0f} GFLOP/s = "
               f"{achieved / rate:.2f} of the matmul rate")
     for line in extra:

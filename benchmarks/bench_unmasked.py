@@ -6,7 +6,7 @@ Per condition, scoring runs v(x_S) on the 2**n masks (`Engine.values`) and the u
 pass (`Engine.unmasked`: the greedy token, the option letters' logits, log P of each option's
 text, the last hidden state). Side by side in one process, on ARC-Easy T1 prompts with 0 and
 3 solved examples (the first bundled items, in the seeded order of the other benchmarks, with
-exactly n content variables, tokenized as `ips score` does, `ips.scoring._encode`):
+exactly n content variables, tokenized as `ips score` does, `ips.scoring.engine._encode`):
 
 - old: the unmasked pass as it was, implemented here as the reference: a forward of the
   prompt, then a full forward of prompt + option for each option (5 forwards for 4 options);
@@ -49,11 +49,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from common import Flops, finish, items_with, load_named, measure, start, status_mb
 
+from common import Flops, finish, items_with, load_named, measure, start, status_mb
 from ips.config import SCORERS
 from ips.prompts.templates import render
-from ips.scoring.engine import Engine, _Answers, _encode
+from ips.scoring.engine import Answers, Engine, _encode
 
 
 def parse_args() -> argparse.Namespace:
@@ -117,7 +117,7 @@ def one_at_a_time(model, ids, options):
 
 def cases(loaded, items, order, templates, n: int, k: int, count: int):
     """(item id, ids, owners, letters, options, target) of `count` T1 prompts with k shots."""
-    answers = _Answers(loaded.tokenizer)
+    answers = Answers(loaded.tokenizer)
     out = []
     for item, variables in items_with(items, order, n, count):
         pool = [items[i] for i in order if items[i].id != item.id]

@@ -4,16 +4,17 @@ Run:  python benchmarks/gpu_check.py [--device auto|cuda|cpu] [--write-reference
 
 On a machine with CUDA (meant to finish within 8 minutes, converting the GGUF packages on a
 fresh machine included), for the models under `models:` of config.yaml (SmolLM2-135M-Instruct
-and Gemma 3 270M), loaded by `ips.models.load_model` (in float32, and on CUDA also in bfloat16):
+and Gemma 3 270M), loaded by `ips.models.loading.load_model` (in float32, and on CUDA also in
+bfloat16):
 
-1. accuracy: the fixed samples (the first SAMPLES ARC-Easy items that `ips.samples.
+1. accuracy: the fixed samples (the first SAMPLES ARC-Easy items that `ips.prompts.samples.
    prepare_samples` draws with seed 0, question and options as units, the N longest kept,
    templates T1 and T2, 0-shot; target the gold letter) are scored as `ips score` scores them
-   (`ips.scoring.score_sample`) with the plain and the trie scorer; their v is compared with
+   (`ips.scoring.engine.score_sample`) with the plain and the trie scorer; their v is compared with
    the committed float32 CPU reference (`gpu_reference.json`, plain scorer): max |Δv|, and
    IPS of the pair (T1, T2) (`ips.interactions.and_or` with the configured solver →
-   `ips.metrics.normalize` → `ips.metrics.ips` at the configured tau) against the IPS of the
-   reference v: |ΔIPS| of the IPS over the samples, and the largest per-sample change;
+   `ips.analysis.metrics.normalize` → `ips.analysis.metrics.ips` at the configured tau) against the
+   IPS of the reference v: |ΔIPS| of the IPS over the samples, and the largest per-sample change;
 2. speed: masked evaluations per second of the plain and the trie scorer on the prompts of
    benchmarks/bench_trie.py (T1, n = 8 and 10 variables, 0 and 3 solved examples), and the
    model's achieved FLOP/s — useful FLOPs (`common.Flops`: 2 × the decoder's linear-layer
@@ -50,8 +51,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from common import Flops, arc_easy, matmul_rate, prompt_case
 
+from common import Flops, arc_easy, matmul_rate, prompt_case
 from ips import __version__
 from ips.analysis import metrics
 from ips.config import DTYPES, check_settings, load_config
@@ -61,7 +62,7 @@ from ips.models.loading import load_model
 from ips.outputs import atomic_path
 from ips.prompts.samples import prepare_samples
 from ips.prompts.templates import load_templates
-from ips.scoring.engine import Engine, _Answers, score_sample
+from ips.scoring.engine import Answers, Engine, score_sample
 from ips.scoring.log_odds import ScoringError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,7 +112,7 @@ def score_all(loaded, conditions, samples, scorer: str,
     """v of every (sample, condition), shape (samples, conditions, 2**N), as `ips score`
     computes it (target: the gold letter), and the seconds it took."""
     engine = Engine(loaded.model, loaded.mask_token_id, batch_tokens, loaded.device, scorer=scorer)
-    answers = _Answers(loaded.tokenizer)
+    answers = Answers(loaded.tokenizer)
     t = time.perf_counter()
     v = np.stack([score_sample(engine, answers, s, conditions, "letter")["v"] for s in samples])
     return v, time.perf_counter() - t

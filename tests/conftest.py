@@ -51,13 +51,13 @@ def smollm2_dir(smollm2_spec, smollm2_cache) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_llama_dir(tmp_path_factory) -> Path:
-    """A tiny random Llama with unk and pad tokens (see ips.tiny_models)."""
+    """A tiny random Llama with unk and pad tokens (see ips.models.testing)."""
     return make_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
 
 
 @pytest.fixture(scope="session")
 def tiny_gemma_dir(tmp_path_factory) -> Path:
-    """A tiny random Gemma 3 text model (see ips.tiny_models)."""
+    """A tiny random Gemma 3 text model (see ips.models.testing)."""
     return make_tiny_gemma(tmp_path_factory.mktemp("tiny-gemma"))
 
 

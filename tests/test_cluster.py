@@ -1,5 +1,5 @@
 """ips.cluster: the nodes sinfo reports, the partition the Slurm plugin picks, and the
-one-line verdict on a job that no node can take (without a cluster; tests/test_slurm.py runs
+one-line verdict on a job that no node can take (without a cluster; tests/pipeline/test_slurm.py runs
 the same check on a real one)."""
 
 from pathlib import Path
@@ -136,7 +136,7 @@ def test_memory_is_checked_on_the_nodes_with_the_cpus():
 ])
 def test_a_group_job_is_bounded_by_cores_and_mem_mb(request_, why):
     """A group runs as one Slurm job that asks for all its parallel jobs' threads and memory
-    at once unless --cores and --resources mem_mb bound it (tests/test_slurm.py submits one)."""
+    at once unless --cores and --resources mem_mb bound it (tests/pipeline/test_slurm.py submits one)."""
     partition = chosen_partition(request_, SHIPPED, PARTITIONS)
     assert partition == CPU
     assert misfit(request_, "cpu", PARTITIONS, SHIPPED) == why

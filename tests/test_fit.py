@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import reference
 import xarray as xr
 
+import reference
 from ips.analysis.diagnostics import sparsity
 from ips.analysis.interaction_types import interaction_type_shares
 from ips.analysis.metrics import ips as ips_of
@@ -21,7 +21,6 @@ def test_sparse_scoring_scores_the_design_and_fits_it(llama, tmp_path):
     `fit_sparse` of the exhaustive file at the same budget; a sample whose 2**n masks fit in
     the budget is fitted exactly, as `and_or`."""
     from builders import ITEMS, sample_set
-
     from ips.fit import fit_sparse
     from ips.formats.values import read_values
     from ips.scoring.shard import score_shard
@@ -64,7 +63,6 @@ def test_metrics_of_sparse_fits(llama, tmp_path):
     equals the exhaustive run's; with a partial design the pair IPS equals `sparse.pair_ips`
     of the stored games, and the file says which estimates are reliable."""
     from builders import sample_set
-
     from ips.analysis.summary import summarize
     from ips.fit import fit_sparse, fit_values
     from ips.formats.hdf5 import write_dataset
@@ -96,7 +94,7 @@ def test_metrics_of_sparse_fits(llama, tmp_path):
     arrays = {k: fit[k].values for k in fit.data_vars}
     games = [[interactions.from_arrays(arrays, fit.n_vars.values, s, c) for c in range(2)]
              for s in range(4)]
-    # a partial design: the metrics on the entries' sets equal ips.metrics on the games'
+    # a partial design: the metrics on the entries' sets equal ips.analysis.metrics on the games'
     # dense form (every interaction that is not an entry 0)
     dense = np.array([[np.stack(reference.to_dense(g)) for g in row] for row in games])
     norm = normalize(dense[:, :, 0], dense[:, :, 1])

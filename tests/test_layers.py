@@ -1,5 +1,6 @@
-"""The modules of `ips` import one another without cycles, and only down the layers that
-docs/api.md lists.
+"""The package's shape: its stages import one another without cycles and only down the
+layers docs/api.md lists; no module over 600 lines, no function over 80; the test models
+stay out of the runtime; the workflow's and the commands' start loads no heavy library.
 
 The graph has an edge A → B for every `import` of B in A, at module level or inside a
 function: a lazy import hides a cycle from the interpreter, not from the design.
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import ips
@@ -17,8 +20,8 @@ SRC = Path(ips.__file__).parent
 API = SRC.parents[1] / "docs" / "api.md"
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(SRC.parent).with_suffix("").parts
+def _module_name(path: Path, src: Path = SRC) -> str:
+    parts = path.relative_to(src.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -97,9 +100,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_graph_sees_imports():
     graph = import_graph()
-    assert "ips.files" in graph["ips.scoring"]
+    assert "ips.formats.hdf5" in graph["ips.formats.values"]
     assert "ips.figures.style" in graph["ips.figures.case_study"]
-    assert "ips.scoring" in graph["ips.cli"]  # a function-level import
+    assert "ips.scoring.shard" in graph["ips.cli.score"]  # a function-level import
 
 
 def test_cycles_are_found():
@@ -111,7 +114,8 @@ def test_no_import_cycles():
 
 
 def layers(text: str) -> list[str]:
-    """The modules of docs/api.md's list, in its order (a folder stands for its package)."""
+    """The packages and modules of docs/api.md's list, in its order (a folder stands for its
+    package)."""
     found = re.findall(r"^src/ips/(\S+?)(?:\.py|/)\s", text, flags=re.M)
     return ["ips." + p.replace("/", ".") for p in found if p != "data"]
 
@@ -127,17 +131,86 @@ def upward_imports(graph: dict[str, set[str]], order: list[str]) -> list[str]:
 
 
 def test_upward_imports_are_found():
-    order = ["ips.files", "ips.figures", "ips.cli"]
-    graph = {"ips.files": {"ips.cli"}, "ips.figures.a": {"ips.figures.b", "ips.files"},
-             "ips.figures.b": set(), "ips.cli": {"ips.figures.a"}}
-    assert upward_imports(graph, order) == ["ips.files -> ips.cli"]
-    assert layers("src/ips/files.py   x\nsrc/ips/figures/   y\nsrc/ips/data/   z\n") == [
-        "ips.files", "ips.figures"]
+    order = ["ips.outputs", "ips.figures", "ips.cli"]
+    graph = {"ips.outputs": {"ips.cli.main"}, "ips.figures.a": {"ips.figures.b", "ips.outputs"},
+             "ips.figures.b": {"ips.figures.a"}, "ips.cli.main": {"ips.figures.a"}}
+    assert upward_imports(graph, order) == ["ips.outputs -> ips.cli.main"]
+    assert layers("src/ips/outputs.py   x\nsrc/ips/figures/   y\nsrc/ips/data/   z\n") == [
+        "ips.outputs", "ips.figures"]
 
 
 def test_every_module_is_listed_and_imports_point_down_the_list():
     order = layers(API.read_text(encoding="utf-8"))
     graph = import_graph(type_checking=False)
-    top = {m.split(".")[1] if m.count(".") else m for m in graph} - {"ips", "__main__"}
+    top = {m.split(".")[1] for m in graph if m.count(".")} - {"__main__"}
     assert sorted(top - {m.split(".")[1] for m in order}) == []  # every module has a layer
     assert upward_imports(graph, order) == []
+
+
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 600, 80
+
+
+def oversized(src: Path = SRC) -> list[str]:
+    """Modules over MAX_MODULE_LINES lines and functions (decorators to last line) over
+    MAX_FUNCTION_LINES, with their counts."""
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        name = _module_name(path, src)
+        if (n := len(text.splitlines())) > MAX_MODULE_LINES:
+            found.append(f"module {name} {n}")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                if (n := node.end_lineno - first + 1) > MAX_FUNCTION_LINES:
+                    found.append(f"function {name}.{node.name} {n}")
+    return found
+
+
+def test_oversized_modules_and_functions_are_found(tmp_path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    (tmp_path / "big.py").write_text("@staticmethod\ndef f():\n" + body)
+    (tmp_path / "small.py").write_text("def g():\n" + body[: -len("    x79 = 79\n")])
+    name = tmp_path.name
+    assert oversized(tmp_path) == [f"function {name}.big.f {MAX_FUNCTION_LINES + 2}"]
+
+
+def test_no_module_over_600_lines_and_no_function_over_80():
+    assert oversized() == []
+
+
+def test_the_test_models_are_not_imported_by_the_package():
+    graph = import_graph()
+    assert sorted(m for m, bs in graph.items() if "ips.models.testing" in bs) == []
+
+
+HEAVY = ("matplotlib", "scipy", "xarray", "torch", "transformers", "h5py", "h5netcdf",
+         "tokenizers")
+
+
+def _loaded(code: str, modules=HEAVY) -> list[str]:
+    """Which of `modules` a fresh interpreter has loaded after running `code`."""
+    probe = code + f"\nimport sys\nprint(sorted(m for m in {modules!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout
+    return eval(out)  # a list of names printed by the probe above
+
+
+def test_a_snakemake_start_imports_no_heavy_library():
+    """Every snakemake start (each Slurm job step, each job of a group) imports what the
+    Snakefile and workflow/rules/common.smk import from ips, and every command imports
+    `ips.cli.main.main` before its handler: 2 s of matplotlib, SciPy and xarray once, through the
+    figures package and the file helpers; none of them now."""
+    root = SRC.parents[1]
+    lines = [line for f in ("Snakefile", "workflow/rules/common.smk")
+             for line in (root / f).read_text().splitlines() if line.startswith("from ips")]
+    assert any("captions" in line for line in lines) and any("ips.models" in line for line in lines)
+    assert _loaded("\n".join([*lines, "from ips.cli.main import main"])) == []
+
+
+def test_scoring_and_fitting_import_no_statistics():
+    """`ips score` and `ips fit` import the mask design and the sparse estimator; SciPy's
+    statistics cost each score job 0.6 s of its 6-11 s in the miniature (docs/miniature.md),
+    and only the τ sweep of `ips factors` uses them."""
+    code = "import ips.scoring.shard, ips.interactions.sparse, ips.fit, ips.cli.score"
+    assert _loaded(code, ("scipy.stats",)) == []

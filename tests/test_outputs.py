@@ -1,4 +1,4 @@
-"""ips.files: atomic writes, checksummed HDF5, guarded reads (also of a values file),
+"""ips.outputs: atomic writes, checksummed HDF5, guarded reads (also of a values file),
 destination checks, the lock."""
 
 import fcntl
@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from builders import small_dataset
 
+from builders import small_dataset
 from ips.errors import OutputError
 from ips.formats.hdf5 import write_dataset
 from ips.outputs import atomic_path, check_output, output_lock

@@ -2,7 +2,7 @@
 
 Decomposes an LLM's output score on masked prompts into sparse AND-OR interactions
 (`ips.interactions`) and measures how they change between prompt templates
-(`ips.metrics`). `python -m ips --help` lists the command-line tools.
+(`ips.analysis.metrics`). `python -m ips --help` lists the command-line tools.
 
 The names below are what a user calls, one per step of the workflow (docs/api.md):
 

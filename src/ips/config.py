@@ -14,7 +14,6 @@ import math
 import re
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import jsonschema
 import yaml
@@ -24,18 +23,15 @@ from ips.prompts.datasets import LOCAL_SUFFIXES, local_source
 from ips.prompts.items import ITEM_TYPES
 from ips.prompts.templates import dataset_conditions, load_templates
 
-if TYPE_CHECKING:  # torch is imported only where a model is used
-    pass
-
 #: the embedded default model: the `smollm2-135m-instruct` entry of the repository's config.yaml
-#: where converted models are kept (one directory per model, `ips.models.prepare_model`)
+#: where converted models are kept (one directory per model, `ips.models.loading.prepare_model`)
 MODEL_CACHE = Path("resources/models")
 #: the attributes a model entry describes its model by; the factor comparisons group models by
-#: them (`ips.factors`), and every values file records them (`model_attributes`)
+#: them (`ips.comparisons.compare`), and every values file records them (`model_attributes`)
 MODEL_ATTRIBUTES = ("family", "series", "type", "architecture", "params", "active_params")
-#: how the 2**n masked prompts are evaluated (`ips.scoring.Engine`; schema key `scorer`)
+#: how the 2**n masked prompts are evaluated (`ips.scoring.engine.Engine`; schema key `scorer`)
 SCORERS = ("auto", "trie", "plain")
-#: which masked prompts are scored (`ips.sparse`; schema key `sampling.mode`)
+#: which masked prompts are scored (`ips.interactions.sparse`; schema key `sampling.mode`)
 SAMPLINGS = ("exhaustive", "sparse")
 #: the precisions a model computes in (schema key `dtype` of a model entry); float32 first
 DTYPES = ("float32", "float16", "bfloat16")
@@ -117,7 +113,7 @@ def validate(config: dict, source: str = "config") -> dict:
     return config
 
 
-#: the top-level config keys that decide a dataset's samples (`ips.samples.dataset_settings`)
+#: the top-level config keys that decide a dataset's samples (`ips.config.dataset_settings`)
 SETTINGS_KEYS = ("n_items", "n_max", "seed", "variables", "templates", "few_shot", "perturbations")
 
 
@@ -369,7 +365,8 @@ def dataset_settings(config: dict, dataset: str) -> dict:
         entry = config["datasets"][dataset]
     except KeyError:
         known = ", ".join(config.get("datasets", {})) or "none"
-        raise InputError(f"config: no dataset {dataset!r} under 'datasets' (configured: {known})") from None
+        raise InputError(f"config: no dataset {dataset!r} under 'datasets' "
+                         f"(configured: {known})") from None
     few = config["few_shot"]
     return {
         "dataset": dataset,

@@ -1,12 +1,8 @@
 """The errors the command line reports in one line, with exit code 2.
 
 They sit below every other module, so that configuration, templates and argument types raise
-`InputError` without importing the HDF5 machinery of `ips.files`.
+`InputError` without importing the HDF5 machinery of `ips.outputs`.
 """
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
 
 
 class InputError(ValueError):

@@ -3,8 +3,8 @@
 Exhaustive sampling (`fit_values`): samples are grouped by their number of variables n;
 each group's rows (sample x condition) go to `ips.interactions.and_or` in batches of shape
 (rows, 2**n). Sparse sampling (`fit_sparse`): each (sample, condition) game is estimated
-from its design's values by `ips.sparse.estimate` (a design of all 2**n masks is fitted
-exactly by `and_or`) and stored as entries (`ips.sparse.to_arrays`).
+from its design's values by `ips.interactions.sparse.estimate` (a design of all 2**n masks is fitted
+exactly by `and_or`) and stored as entries (`ips.formats.interactions.to_arrays`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ import xarray as xr
 from tqdm import tqdm
 
 from ips import __version__
+from ips.config import EXHAUSTIVE_MAX_N, default
+from ips.errors import InputError
 from ips.formats import interactions
-from ips.formats.values import DIMS, Values
+from ips.formats.values import Values
 from ips.interactions import design as interactions_design
 
 log = logging.getLogger(__name__)
@@ -89,10 +91,6 @@ def fit_values(
                 np.max(per_row["matching_error"][idx]), time.perf_counter() - t0,
             )
 
-    data = {k: (DIMS, a) for k, a in per_mask.items()}
-    data |= {k: (DIMS[:2], a) for k, a in per_row.items()}
-    data["n_vars"] = (DIMS[:1], n_vars)
-    coords = {k: ((k,), a) for k, a in values.coords.items()}
     attrs = {
         "solver_requested": solver,
         "solver_used": "; ".join(solvers_used),
@@ -102,7 +100,7 @@ def fit_values(
     }
     if solver == "sgd":
         attrs |= {"sgd_learning_rate": float(learning_rate), "sgd_steps": int(steps)}
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+    return interactions.exhaustive_dataset(per_mask, per_row, n_vars, values.coords, attrs)
 
 
 def _optimum(solver: str, learning_rate: float, steps: int) -> str:
@@ -128,12 +126,13 @@ def fit_sparse(
     """Sparse AND-OR interactions of every (sample, condition) game of `values`.
 
     The design of sample s is the file's (`values.masks`), or, for an exhaustively scored
-    file and a `budget`, `ips.sparse.scored_masks(n, budget, seed)` taken from its values
-    (what sparse scoring would have scored). A design of all 2**n masks is fitted exactly
-    (`and_or(solver, noise)`; `complete` 1), any other by `ips.sparse.estimate` (its noise
-    steps; `heldout_error` on held-out design masks, `reliable` 0 above
-    `ips.sparse.UNRELIABLE_HELDOUT`). Returns the arrays of `ips.sparse.to_arrays` with
-    `n_vars`, the file's coordinates and `sampling`/`budget` attributes.
+    file and a `budget`, `ips.interactions.design.scored_masks(n, budget, seed)` taken from its
+    values (what sparse scoring would have scored). A design of all 2**n masks is fitted exactly
+    (`and_or(solver, noise)`; `complete` 1), any other by `ips.interactions.sparse.estimate` (its
+    noise steps; `heldout_error` on held-out design masks, `reliable` 0 above
+    `ips.interactions.sparse.UNRELIABLE_HELDOUT`). Returns the arrays of
+    `ips.formats.interactions.to_arrays` with `n_vars`, the file's coordinates and
+    `sampling`/`budget` attributes.
     """
     from ips.interactions import and_or, sparse
 
@@ -172,17 +171,50 @@ def fit_sparse(
                      ", ".join("exact" if g.complete else f"{g.heldout_error:.3g}" for g in row),
                      f"; {unreliable} unreliable (> {sparse.UNRELIABLE_HELDOUT:g})"
                      if unreliable else "")
-    arrays = interactions.to_arrays(games)
-    entry_dims = DIMS[:2] + ("entry",)
-    data = {k: (entry_dims if k in interactions.ENTRY_VARIABLES else DIMS[:2], a)
-            for k, a in arrays.items()}
-    data["n_vars"] = (DIMS[:1], values.n_vars)
-    coords = {k: ((k,), a) for k, a in values.coords.items()}
     attrs = {"sampling": "sparse", "unreliable_heldout": sparse.UNRELIABLE_HELDOUT,
              "solver_requested": solver, "noise": float(noise), "seed": int(seed),
              "ips_version": __version__}
     if values.masks is None:
         attrs["budget"] = int(budget)
+    ds = interactions.sparse_dataset(games, values.n_vars, values.coords, attrs)
     log.info("fit %d games in %.1f s: %d unreliable", n_samples * n_cond,
-             time.perf_counter() - t0, int((arrays["reliable"] == 0).sum()))
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+             time.perf_counter() - t0, int((ds["reliable"] == 0).sum()))
+    return ds
+
+
+def default_sampling(values: Values) -> dict:
+    """How a values file is fitted unless told otherwise: sparsely on its design if it has
+    one, else exhaustively (the budget the schema's default)."""
+    return {**default("sampling"), "mode": "sparse" if values.masks is not None else "exhaustive"}
+
+
+def fit_file(values: Values, source, *, exhaustive: bool, budget: int | None, seed: int,
+             solver: str, noise: float, learning_rate: float, steps: int) -> xr.Dataset:
+    """Fit the values file `source` (read as `values`) the way it asks: on its design if it
+    has one, sparsely from `budget` masks if one is given (`fit_sparse`), else exhaustively
+    (`fit_values`). `exhaustive`: the caller asked for an exhaustive fit. A request the file
+    cannot meet, or a fit that fails on its values, is an `InputError` naming the file."""
+    designed = values.masks is not None
+    if designed and exhaustive:
+        raise InputError(f"--sampling: {source} holds a sparse design (dataset 'masks'), "
+                         "not every mask; fit it with --sampling sparse")
+    sparse = designed or budget is not None
+    if not sparse and values.n_vars.max() > EXHAUSTIVE_MAX_N:
+        raise InputError(f"{source}: n = {values.n_vars.max()} variables: the exhaustive "
+                         f"fit takes n <= {EXHAUSTIVE_MAX_N}; use --sampling sparse")
+    n_samples, n_cond, _ = values.v.shape
+    log.info(
+        "fit %s: %d samples x %d conditions, n in %s, %s, solver %s, noise %g",
+        source, n_samples, n_cond, sorted(set(values.n_vars.tolist())),
+        "sparse " + ("(the file's design)" if designed else f"(budget {budget})") if sparse
+        else "exhaustive", solver, noise,
+    )
+    try:
+        if sparse:
+            return fit_sparse(values, budget=None if designed else budget, seed=seed,
+                              solver=solver, noise=noise)
+        return fit_values(values, solver=solver, noise=noise, learning_rate=learning_rate,
+                          steps=steps)
+    except (ValueError, RuntimeError) as e:  # bad values or options; no feasible sparse fit
+        log.debug("fit failed", exc_info=True)
+        raise InputError(f"{source}: {e}") from e

@@ -17,12 +17,8 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ips.errors import OutputError, reason
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The case study's choice of cell (ips.case_study.choose_cell), by hand."""
+"""The case study's choice of cell (ips.analysis.case_study.choose_cell), by hand."""
 
 import numpy as np
 

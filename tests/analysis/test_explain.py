@@ -1,4 +1,4 @@
-"""`ips explain`: the case study of one item under a template pair (ips.explain).
+"""`ips explain`: the case study of one item under a template pair (ips.analysis.explain).
 
 Ground truth: hand-computed U, types, order and ips on small normalised arrays, and, on a
 tiny random Llama, an independent pipeline (plain Engine → and_or → normalize →
@@ -75,7 +75,7 @@ def test_case_study_agrees_with_metrics_and_other_tau():
 
 
 def test_case_study_zero_side_and_ties():
-    # zero on one side counts as same sign & different effect (ips.metrics convention);
+    # zero on one side counts as same sign & different effect (ips.analysis.metrics convention);
     # equal changes are ordered by |S|, then AND before OR, then mask
     a = np.array([[NAN, 0.5, 0.0, 0.2], [NAN, 0.0, 0.2, 1.0]])
     b = np.array([[NAN, 0.0, 0.5, 0.0], [NAN, 0.5, 0.0, 1.0]])

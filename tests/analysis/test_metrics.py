@@ -1,4 +1,5 @@
-"""Tests of ips.metrics against an independent, loop-based reference written from the paper's definitions (Sections 3.2-3.3).
+"""Tests of ips.analysis.metrics against an independent, loop-based reference written from the
+paper's definitions (Sections 3.2-3.3).
 
 The reference below works on plain dicts keyed by (kind, frozenset(S)) and never touches the
 bitmask layout except to read the inputs, so it shares no code path with the vectorised module.
@@ -10,7 +11,12 @@ import math
 
 import numpy as np
 import pytest
+
 import reference
+from ips.analysis import diagnostics as D
+from ips.analysis import interaction_types, layout
+from ips.analysis import metrics as M
+from ips.comparisons import robustness
 from reference import (
     N_MAX,
     TAUS,
@@ -25,11 +31,6 @@ from reference import (
     ref_union,
     to_dict,
 )
-
-from ips.analysis import diagnostics as D
-from ips.analysis import interaction_types, layout
-from ips.analysis import metrics as M
-from ips.comparisons import robustness
 
 # --------------------------------------------------------------------------------------------
 # reference implementation (plain Python, straight from the paper's definitions)

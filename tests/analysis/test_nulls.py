@@ -1,4 +1,5 @@
-"""Null IPS (ips.nulls) against hand-computed games and invariants, and in `ips metrics`."""
+"""Null IPS (ips.analysis.nulls) against hand-computed games and invariants, and in `ips
+metrics`."""
 
 from __future__ import annotations
 

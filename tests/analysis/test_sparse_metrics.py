@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 import reference
 from builders import sparse_game
-from reference import order_bands
-
 from ips.analysis import interaction_types, sparse_metrics
 from ips.analysis.layout import band_of
 from ips.analysis.metrics import normalize, pair_sensitivity, salient
 from ips.interactions import reconstruct, sparse
+from reference import order_bands
 
 
 def test_sparse_metrics_equal_dense_metrics_on_the_full_set():
@@ -70,7 +70,7 @@ def random_game(n: int, k: int, rng) -> sparse.SparseInteractions:
 
 def test_metrics_on_the_entry_grid_equal_the_dense_axis():
     """`entry_grid` + `SetLayout`: IPS with its bands and τ sweep, types, sparsity and the
-    kept-top surrogate on samples of different n equal `ips.metrics` on the padded 2^n_max
+    kept-top surrogate on samples of different n equal `ips.analysis.metrics` on the padded 2^n_max
     axis of the games' dense form; among them a complete game (Min > 0), a sample whose
     games have no entry (constant v) and entries of value 0 and tied values."""
     from ips.analysis import diagnostics, metrics

@@ -1,11 +1,13 @@
-"""`ips metrics` (ips.shards, ips.metrics_file): synthetic values cubes, fitted for real, checked against an
-independent computation with `ips.metrics`, shard merging, labels, baseline, bad inputs."""
+"""`ips metrics` (ips.formats.shards, ips.formats.metrics): synthetic values cubes, fitted for real,
+checked against an independent computation with `ips.analysis.metrics`, shard merging, labels,
+baseline, bad inputs."""
 
 import json
 
 import numpy as np
 import pytest
 import xarray as xr
+
 from builders import (
     ATTRS,
     CONDITIONS,
@@ -15,7 +17,6 @@ from builders import (
     make_values,
     write_pair,
 )
-
 from ips.analysis import diagnostics, interaction_types, metrics
 from ips.analysis.diagnostics import representation_baseline
 from ips.analysis.summary import band_tests, summarize

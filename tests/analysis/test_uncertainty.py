@@ -1,4 +1,5 @@
-"""ips.uncertainty: bootstrap intervals, the paired sign-flip test and Holm (fixed seeds)."""
+"""ips.analysis.uncertainty: bootstrap intervals, the paired sign-flip test and Holm (fixed
+seeds)."""
 
 import numpy as np
 import pytest

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 import xarray as xr
 import yaml
-from builders import flip_in_chunk, make_fit, make_values
 
+from builders import flip_in_chunk, make_fit, make_values
 from ips.cli.main import main
 from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
 from ips.formats.hdf5 import write_dataset
@@ -279,7 +279,8 @@ def partial(scoring, tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("killed")
     mp = pytest.MonkeyPatch()
-    mp.setattr(ips.scoring.shard, "write_dataset", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt))
+    mp.setattr(ips.scoring.shard, "write_values",
+               lambda *a: (_ for _ in ()).throw(KeyboardInterrupt))
     with pytest.raises(KeyboardInterrupt):
         main(score_args(scoring, tmp / "v.h5"))
     mp.undo()

@@ -102,7 +102,8 @@ CONFIG_CASES = [
      ["sampling.budget: 4", "allowed: sampling.budget >= 16"]),
     ("missing-format", {"datasets.mine.format": None}, "mine",
      ["datasets.mine.format: missing", "allowed: arc, mmlu, mcq, dolly"]),
-    # model entries: the schema's $defs/model, as ips.models.ModelSpec.from_config checks them
+    # model entries: the schema's $defs/model, as ips.models.entries.ModelSpec.from_config checks
+    # them
     ("model-type", {"models.m": MODEL | {"type": "chat"}}, "mine",
      ["models.m.type: 'chat' is not one of", "allowed: base, instruct"]),
     ("model-name", {"models": {"a b": MODEL}}, "mine",

@@ -1,5 +1,5 @@
-"""The claims table (ips.claims): verdict rules, the permutation tests it adds, and the rows
-written from metrics and factors files."""
+"""The claims table (ips.comparisons.claims): verdict rules, the permutation tests it adds, and the
+rows written from metrics and factors files."""
 
 import json
 import math
@@ -8,6 +8,7 @@ from itertools import permutations
 import numpy as np
 import pytest
 import scipy.stats
+
 from builders import (
     attrs,
     make_metrics,
@@ -16,7 +17,6 @@ from builders import (
     write_all,
     write_pair,
 )
-
 from ips.analysis import uncertainty
 from ips.analysis.summary import summarize
 from ips.comparisons import compare as factors

@@ -1,5 +1,5 @@
-"""`ips factors` (ips.factors): hand-built metrics files with known IPS give the expected
-ΔIPS; factors the models cannot show are reported absent; τ robustness; bad inputs."""
+"""`ips factors` (ips.comparisons.compare): hand-built metrics files with known IPS give the
+expected ΔIPS; factors the models cannot show are reported absent; τ robustness; bad inputs."""
 
 import itertools
 import json
@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 import xarray as xr
-from builders import BANDS, SWEEP, attrs, make_metrics, with_matched_null, write_all
 
+from builders import BANDS, SWEEP, attrs, make_metrics, with_matched_null, write_all
 from ips.analysis import metrics, uncertainty
 from ips.cli.main import main
 from ips.comparisons import robustness

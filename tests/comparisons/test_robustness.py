@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 import pytest
-from reference import random_interactions
 
 from ips.analysis import metrics as M
 from ips.comparisons import robustness
+from reference import random_interactions
 
 
 # --------------------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import scipy.stats
 import xarray as xr
-from builders import LABELS, SWEEP, attrs, make_metrics, write_all
 
+from builders import LABELS, SWEEP, attrs, make_metrics, write_all
 from ips.comparisons import compare as factors
 from ips.comparisons.claims.across_models import perturbation_claims
 from ips.comparisons.claims.nulls import matched_claims

@@ -8,8 +8,8 @@ import struct
 import numpy as np
 import pytest
 import xarray as xr
-from builders import attrs, make_metrics, make_values, write_all, write_pair
 
+from builders import attrs, make_metrics, make_values, write_all, write_pair
 from ips.cli.main import main
 from ips.figures.captions import TABLES, case_study_name
 from ips.figures.draw import FILES, figure_files, make_figures

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from builders import attrs, make_metrics, write_all
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from builders import attrs, make_metrics, write_all
 from ips.cli.main import main
 from ips.figures.factors import draw_factors
 from ips.figures.interaction_types import types_figure

@@ -2,16 +2,13 @@
 docutils system message (a stray ``|x|`` is a substitution reference, an error)."""
 
 import io
-import subprocess
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import docutils.core
 import jinja2
 import pytest
-from builders import CONFIG, REPORT
 
+from builders import CONFIG, REPORT
 from ips.config import validate
 from ips.figures.captions import (
     TABLES,
@@ -74,29 +71,3 @@ def test_the_factor_captions_are_the_four_factors():
     from ips.figures.captions import FACTOR_TITLES
 
     assert tuple(FACTOR_TITLES) == FACTORS
-
-
-def test_a_snakemake_start_imports_no_heavy_library():
-    """Every snakemake start (each Slurm job step, each job of a group) imports what
-    workflow/rules/common.smk imports from ips: 2 s of matplotlib, SciPy and xarray before,
-    through the figures package and the file helpers; none of them now."""
-    common = (Path(__file__).parents[2] / "workflow/rules/common.smk").read_text()
-    imports = "\n".join(line for line in common.splitlines() if line.startswith("from ips"))
-    assert "captions" in imports and "ips.models" in imports
-    imports += "\nfrom ips.cli import main"  # and every command's start, before its handler
-    probe = imports + ("\nimport sys\nprint(sorted(m for m in ('matplotlib', 'scipy', "
-                       "'xarray', 'torch', 'transformers', 'h5py') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True).stdout
-    assert out.strip() == "[]", out
-
-
-def test_scoring_and_fitting_import_no_statistics():
-    """`ips score` and `ips fit` import the mask design and the estimator (`ips.sparse`), which
-    import `ips.metrics`; SciPy's statistics there cost each score job 0.6 s of its 6-11 s
-    in the miniature, and only the τ sweep of `ips metrics` uses them."""
-    probe = ("import sys\nimport ips.sparse, ips.fit\n"
-             "print('scipy.stats' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True).stdout
-    assert out.strip() == "False", out

@@ -5,8 +5,8 @@ from __future__ import annotations
 import h5py
 import pytest
 import xarray as xr
-from builders import flip_in_chunk, small_dataset
 
+from builders import flip_in_chunk, small_dataset
 from ips.errors import InputError
 from ips.formats.hdf5 import read_dataset, write_dataset
 from ips.formats.values import read_values

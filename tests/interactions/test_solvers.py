@@ -1,4 +1,5 @@
-"""The interaction core against brute-force definitions (paper Section 3.1), LP ground truth and planted games."""
+"""The interaction core against brute-force definitions (paper Section 3.1), LP ground truth and
+planted games."""
 
 from __future__ import annotations
 
@@ -6,6 +7,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+
+import ips.interactions as interactions
+from ips.interactions import and_or, design, harsanyi, reconstruct
+from ips.interactions import exact as exact_solver
+from ips.interactions.certificate import _dual_bound
 from reference import (
     _l1_loss_and_gradient,
     brute_and_or,
@@ -16,11 +22,6 @@ from reference import (
     planted_game,
     stacked,
 )
-
-import ips.interactions as interactions
-from ips.interactions import and_or, design, harsanyi, reconstruct
-from ips.interactions import exact as exact_solver
-from ips.interactions.certificate import _dual_bound
 
 # ----------------------------------------------------------------------------- brute force
 
@@ -312,7 +313,8 @@ def test_noise_term_is_bounded_and_sparsifies():
         and_or(v, solver="first_order", noise=0.02)
 
 
-# ----------------------------------------------------------------------------- sgd (paper's optimiser)
+# ----------------------------------------------------------------------------- sgd (paper's
+# optimiser)
 
 
 def optimal_face_ranges(v: np.ndarray) -> np.ndarray:

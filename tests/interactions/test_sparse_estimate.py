@@ -1,17 +1,17 @@
-"""Sparse AND-OR estimation (ips.sparse) against ground truth built by construction.
+"""Sparse AND-OR estimation (ips.interactions.sparse) against ground truth built by construction.
 
 Games are generated from known sparse AND/OR interactions with `reconstruct`; their exact
 Eq. 12 fit equals the generating interactions (checked), so recovery is measured against
-both. The sparse-form metrics are checked against `ips.metrics` on the same dense arrays.
+both. The sparse-form metrics are checked against `ips.analysis.metrics` on the same dense arrays.
 """
 
 from math import comb
 
 import numpy as np
 import pytest
+
 import reference
 from builders import sparse_game
-
 from ips.interactions import and_or, design, sparse
 
 

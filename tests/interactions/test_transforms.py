@@ -6,13 +6,13 @@ import itertools
 
 import numpy as np
 import pytest
-from reference import brute_harsanyi, brute_matching
 
 from ips.interactions import harsanyi, mobius, reconstruct, zeta
 from ips.interactions.transforms import _butterfly
+from reference import brute_harsanyi, brute_matching
 
 
-@pytest.mark.parametrize("n", range(0, 7))
+@pytest.mark.parametrize("n", range(7))
 def test_harsanyi_matches_brute_force(n):
     rng = np.random.default_rng(n)
     v = rng.normal(size=1 << n) * 5

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from builders import GEMMA, spec
 
 import ips.models.gguf
+from builders import GEMMA, spec
 from ips.errors import ModelError
 from ips.models.entries import ModelSpec
 from ips.models.gguf import assemble_parts
@@ -86,7 +86,7 @@ def fake_convert(monkeypatch):
         (out / "config.json").write_text("{}")
         os.link(gguf, out / "copy.gguf")  # parts are assembled in the cache: same file system
 
-    monkeypatch.setattr(ips.gguf, "_convert_gguf", convert)
+    monkeypatch.setattr(ips.models.gguf, "_convert_gguf", convert)
     return calls
 
 
@@ -145,7 +145,7 @@ def test_concurrent_conversion_keeps_the_first(tmp_path, monkeypatch):
         manifest = {"source": ips.models.gguf._manifest_source(s.source)}
         (theirs / "ips-model.json").write_text(json.dumps(manifest))
 
-    monkeypatch.setattr(ips.gguf, "_convert_gguf", convert)
+    monkeypatch.setattr(ips.models.gguf, "_convert_gguf", convert)
     out = prepare_model(s, cache)
     assert not (out / "mine").exists() and sorted(p.name for p in cache.iterdir()) == ["m"]
 

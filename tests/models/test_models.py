@@ -7,8 +7,8 @@ import huggingface_hub.constants
 import pytest
 import torch
 import transformers
-from builders import GEMMA, spec
 
+from builders import GEMMA, spec
 from ips.config import DEFAULT_MODEL_ENTRY as SMOLLM2
 from ips.errors import InputError, ModelError
 from ips.models import entries

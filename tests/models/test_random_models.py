@@ -8,8 +8,8 @@ import hashlib
 import numpy as np
 import pytest
 import torch
-from builders import plain_v, prompt, trie_v
 
+from builders import plain_v, prompt, trie_v
 from ips.errors import ModelError
 from ips.models.cache import MANIFEST
 from ips.models.entries import ModelSpec, job_mem_mb

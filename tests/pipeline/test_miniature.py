@@ -54,7 +54,7 @@ def test_the_subset_covers_every_class():
 def subset_run(tmp_path_factory):
     """The subset through results/figures on ARC-Challenge (few-shot included), with as few
     conditions and items as keep every comparison (Dolly's perturbation group is paired in
-    tests/test_workflow.py)."""
+    tests/pipeline/test_workflow.py)."""
     work = tmp_path_factory.mktemp("miniature")
     cfg = {**MINIATURE,
            "templates": {"mcq": ["T1", "T2", "T4"], "file": None},

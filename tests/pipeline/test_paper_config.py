@@ -1,8 +1,9 @@
 """workflow/configs/paper.yaml: valid, and it holds what reproducing the paper needs.
 
 The 50 models of the paper's Table 1 (Appendix E.2) with attributes that make the four
-factor comparisons constructible (ips.factors pairs on family/series/type/architecture/params),
-the mask tokens of Appendix E.4, and the paper's science settings.
+factor comparisons constructible (ips.comparisons.compare pairs on
+family/series/type/architecture/params), the mask tokens of Appendix E.4, and the paper's science
+settings.
 """
 
 import re

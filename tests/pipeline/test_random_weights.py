@@ -9,9 +9,9 @@ import re
 import struct
 
 import pytest
-from builders import attrs, make_metrics, make_values, write_all, write_pair
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+from builders import attrs, make_metrics, make_values, write_all, write_pair
 from ips.analysis.summary import summarize
 from ips.cli.main import main
 from ips.errors import InputError
@@ -182,8 +182,8 @@ def test_the_report_says_so():
 
     import docutils.core
     import jinja2
-    from builders import CONFIG, REPORT
 
+    from builders import CONFIG, REPORT
     from ips.config import validate
 
     def html(config):

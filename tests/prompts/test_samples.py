@@ -1,5 +1,5 @@
-"""ips.samples: reduction of long items to n_max (longest, skip, occlusion), its record in the
-samples file, the log counts, and `ips samples` with a reference model."""
+"""ips.prompts.samples: reduction of long items to n_max (longest, skip, occlusion), its record in
+the samples file, the log counts, and `ips samples` with a reference model."""
 
 import json
 import logging

@@ -3,7 +3,6 @@
 import re
 
 import pytest
-from reference import template_pairs
 
 from ips.config import dataset_settings, validate
 from ips.prompts.datasets import load_items
@@ -19,6 +18,7 @@ from ips.prompts.templates import (
     render,
 )
 from ips.prompts.variables import select_variables
+from reference import template_pairs
 
 ITEM = MCQItem("q1", "Which gas do green plants absorb?", ("oxygen", "carbon dioxide", "helium", "neon"), 1)
 SHOT = MCQItem("s1", "What is frozen water called?", ("steam", "ice", "fog", "dew"), 1)

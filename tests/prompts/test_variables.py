@@ -1,4 +1,4 @@
-"""ips.variables: word rules, phrase merging, strategies, skips, stop-word loading."""
+"""ips.prompts.variables: word rules, phrase merging, strategies, skips, stop-word loading."""
 
 import json
 import os
@@ -192,7 +192,7 @@ def test_stopwords_load_from_shipped_data_alone(tmp_path):
         import json, nltk
         # Keep only NLTK_DATA (an empty folder): no system-wide nltk_data can interfere.
         nltk.data.path[:] = nltk.data.path[:1]
-        from ips.variables import stopwords
+        from ips.prompts.variables import stopwords
         words = sorted(stopwords())
         print(json.dumps({"path": nltk.data.path, "words": words,
                           "found": str(nltk.data.find("corpora/stopwords/english"))}))
@@ -213,8 +213,8 @@ def test_installed_nltk_data_wins(tmp_path):
     got = _run(
         """
         import json
-        from ips.datasets import InstructionItem
-        from ips.variables import select_variables, stopwords
+        from ips.prompts.items import InstructionItem
+        from ips.prompts.variables import select_variables, stopwords
         item = InstructionItem("i", "alpha beta the", "", "", "")
         print(json.dumps({"words": sorted(stopwords()),
                           "vars": [v.text for v in select_variables(item)]}))
@@ -229,8 +229,8 @@ def test_deterministic_across_processes():
     item = instruction(XFILES, "Dana Scully or Fox Mulder")
     code = f"""
         import json
-        from ips.datasets import InstructionItem
-        from ips.variables import select_variables
+        from ips.prompts.items import InstructionItem
+        from ips.prompts.variables import select_variables
         item = InstructionItem(*{[item.id, item.instruction, item.context, "", ""]!r})
         print(json.dumps([list(v.__dict__.values()) for v in select_variables(item, n_max=50)]))
         """

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 import torch
 import xarray as xr
-from builders import ITEMS, _Confident, encode, sample_set
 
+from builders import ITEMS, _Confident, encode, sample_set
 from ips.models.entries import ModelSpec
 from ips.models.loading import load_model
 from ips.models.testing import TINY_ATTRS, load_tiny
 from ips.prompts.items import InstructionItem
 from ips.prompts.templates import load_templates, render
-from ips.scoring.engine import Engine, _Answers, letter_tokens
+from ips.scoring.engine import Answers, Engine, letter_tokens
 from ips.scoring.log_odds import (
     NonFiniteError,
     ScoringError,
@@ -179,7 +179,7 @@ class _NoCache(torch.nn.Module):
 def unmasked_cases(lm):
     """(ids, letters, options) of a 0-shot and a 2-shot prompt (a long shared prefix), with
     the items' own option texts, options of 1 to 15 tokens (padding) and of one token."""
-    answers = _Answers(lm.tokenizer)
+    answers = Answers(lm.tokenizer)
     ss = sample_set(ITEMS, names=("T1",), shots=(2,))
     cases = []
     for name in ("T1", "T1-2shot"):

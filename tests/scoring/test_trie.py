@@ -5,9 +5,9 @@ import logging
 import numpy as np
 import pytest
 import torch
-from builders import _Confident, plain_v, prompt, sample_set, trie_v
 
 import ips.scoring.trie as trie
+from builders import _Confident, plain_v, prompt, sample_set, trie_v
 from ips.models.loading import input_device
 from ips.models.testing import load_tiny
 from ips.scoring.engine import Engine
@@ -57,7 +57,7 @@ def test_plan_levels_cover_the_row_and_fix_the_variables_in_order():
     for cost in (0, 48, 10**6):
         levels = plan_levels(firsts, L, 4096, cost)
         assert levels[0][0] == 0 and levels[0][2] == 0 and levels[-1][1:] == (L, len(firsts))
-        for (a, b, v), (c, d, w) in zip(levels, levels[1:]):
+        for (_, b, v), (c, _, w) in zip(levels, levels[1:]):
             assert b == c  # contiguous (an empty prefix level ends at 0)
             assert w > v and c == (firsts[v] if b > 0 or v > 0 else 0)
     # no cost per forward: the plain trie, one variable per level after the prefix

@@ -1,17 +1,17 @@
 """The case study of one sample under a template pair T, T̂ (paper Section 3.3, Fig. 1).
 
-From the normalised interactions Ĩ_T, Ĩ_T̂ of one sample (`ips.metrics.normalize`),
+From the normalised interactions Ĩ_T, Ĩ_T̂ of one sample (`ips.analysis.metrics.normalize`),
 `case_study` computes what `ips explain` prints and `ips.figures.case_study` draws: the
 salient set U = {(kind, S): |Ĩ_T(S)| > τ or |Ĩ_T̂(S)| > τ}, each interaction's type
-(`ips.metrics.type_codes`) and change |Ĩ_T(S) − Ĩ_T̂(S)|, and ips(x, T, T̂) at τ (Eq. 3,
-`ips.metrics.pair_sensitivity`).
+(`ips.analysis.metrics.type_codes`) and change |Ĩ_T(S) − Ĩ_T̂(S)|, and ips(x, T, T̂) at τ (Eq. 3,
+`ips.analysis.metrics.pair_sensitivity`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -58,7 +58,7 @@ class Interaction:
     words: str  # the variables of S joined by " ∧ " (AND) or " ∨ " (OR)
     value_a: float  # Ĩ under T
     value_b: float  # Ĩ under T̂
-    type: str  # one of ips.metrics.INTERACTION_TYPES
+    type: str  # one of ips.analysis.interaction_types.INTERACTION_TYPES
     change: float  # |value_a − value_b|
 
     @property
@@ -94,8 +94,8 @@ class CaseStudy:
     label: str = ""  # the pair's Appendix G label (altering / adding / mixed), when known
     prompts: tuple[str, str] = ("", "")  # the two rendered prompts, when known
     seconds: dict[str, float] = field(default_factory=dict)  # time per step, when measured
-    # sparse estimation (`ips.sparse`), empty when every mask was scored: masks scored per
-    # template, held-out error per template, its threshold, and whether both are reliable
+    # sparse estimation (`ips.interactions.sparse`), empty when every mask was scored: masks scored
+    # per template, held-out error per template, its threshold, and whether both are reliable
     sparse: dict = field(default_factory=dict)
 
     @property
@@ -132,11 +132,11 @@ def case_study(
 ) -> CaseStudy:
     """The case study of one sample from its normalised interactions under T and T̂.
 
-    `norm_a`, `norm_b`: shape (2, 2**n) (axis 0 AND, 1 OR) as `ips.metrics.normalize` returns
-    for one sample (a NaN-padded (2, 2**n_max) row works too), or shape (2, M) on the bitmasks
-    `sets` (∅ first, as `ips.sparse.entry_grid`'s columns of the sample; every interaction
-    off them is 0); `words` the n variable texts in bit order. U, the type of each
-    interaction and ips come from `ips.metrics` (`salient`, `type_codes`,
+    `norm_a`, `norm_b`: shape (2, 2**n) (axis 0 AND, 1 OR) as `ips.analysis.metrics.normalize`
+    returns for one sample (a NaN-padded (2, 2**n_max) row works too), or shape (2, M) on the
+    bitmasks `sets` (∅ first, as `ips.analysis.sparse_metrics.entry_grid`'s columns of the sample;
+    every interaction off them is 0); `words` the n variable texts in bit order. U, the type of each
+    interaction and ips come from `ips.analysis.metrics` (`salient`, `type_codes`,
     `pair_sensitivity`). Raises `ValueError` for inconsistent inputs.
     """
     a = np.asarray(norm_a, dtype=np.float64)
@@ -166,9 +166,9 @@ def case_study(
 def sparse_case_study(est_a, est_b, words: Sequence[str], pred_a, pred_b, tau: float, *,
                       model: str = "", sample: str = "", templates: tuple[str, str] = ("", ""),
                       gold=None) -> CaseStudy:
-    """The case study from two sparse estimates (`ips.sparse.SparseInteractions`, one per
-    template): `case_study` on their `ips.sparse.entry_grid` (an interaction that is not an
-    entry is 0), the same rows as `case_study` gives on their dense form."""
+    """The case study from two sparse estimates (`ips.interactions.sparse.SparseInteractions`, one
+    per template): `case_study` on their `ips.analysis.sparse_metrics.entry_grid` (an interaction
+    that is not an entry is 0), the same rows as `case_study` gives on their dense form."""
     if len(words) != est_a.n:
         raise ValueError(f"words: {len(words)} given, but the estimates have n = {est_a.n} "
                          "variables")
@@ -218,7 +218,7 @@ def case_study_data(merged: Merged, norm: np.ndarray, layout: analysis_layout.Se
     """The sample and template pair drawn in the case study (paper Fig. 3a / Fig. 19).
 
     Choice (deterministic): in the group `0shot` (else the first group with two conditions),
-    the cell `ips.case_study.choose_cell` picks (the largest ips(x, T, T̂) among the cells
+    the cell `ips.analysis.case_study.choose_cell` picks (the largest ips(x, T, T̂) among the cells
     whose prediction changed, if any; pairs in `all_pairs` order).
 
     Returns (data, coords, attrs) for the metrics file: `case_norm` (case_side, kind,

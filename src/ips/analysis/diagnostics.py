@@ -1,11 +1,11 @@
-"""Diagnostics stored beside IPS by `ips.metrics_file` (paper Section 4.1, Fig. 2, App. H).
+"""Diagnostics stored beside IPS by `ips.formats.metrics` (paper Section 4.1, Fig. 2, App. H).
 
 * Output level (Section 4.1): :func:`output_consistency`, :func:`pair_consistency` and
   :func:`accuracy` of the (sample, condition) predictions.
 * Hidden states (App. H): :func:`representation_baseline`, cosine and L2 distance of the final
   hidden states of a template pair.
 * Sparsity (Fig. 2a): :func:`sparsity`, the sorted |Ĩ| of every row on relative ranks, from
-  normalised interactions in the layout of :mod:`ips.metrics` (also on a `SetLayout`).
+  normalised interactions in the layout of :mod:`ips.analysis.metrics` (also on a `SetLayout`).
 * Universal matching (Fig. 2b): :func:`matching_nrmse`, the error of the surrogate that keeps
   only the largest interactions (:func:`keep_top`, shares `KEEP`).
 """
@@ -64,7 +64,8 @@ def pair_consistency(pred: ArrayLike, pairs: ArrayLike | None = None) -> NDArray
 
 
 def accuracy(pred: ArrayLike, gold: ArrayLike) -> NDArray[np.float64]:
-    """Accuracy per condition: mean over samples of ``pred[s, c] == gold[s]``; shape (condition,)."""
+    """Accuracy per condition: mean over samples of ``pred[s, c] == gold[s]``; shape
+    (condition,)."""
     pr = _check_pred(pred)
     g = np.asarray(gold)
     if g.shape != (pr.shape[0],):
@@ -167,7 +168,7 @@ def matching_nrmse(v: np.ndarray, and_: np.ndarray, or_: np.ndarray,
     all rows, and per sample (sample, k: mean over its conditions; NaN for n = 0).
 
     v, and_, or_: (sample, condition, 2**n_max), NaN-padded; n_vars: (sample,). (Sparse fits:
-    ``ips.sparse.keep_top`` on their design's masks.)
+    ``ips.analysis.sparse_metrics.keep_top`` on their design's masks.)
     """
     S, C = v.shape[:2]
     errs = np.full((S, C, len(KEEP)), np.nan)

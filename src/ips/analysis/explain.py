@@ -9,11 +9,11 @@ templates, fits the sparsest AND-OR interactions, normalises them, and reports
   |Ĩ_T − Ĩ_T̂|, with their words, kind (AND/OR), both normalised values and type,
 
 and draws the case-study figure (`ips.figures.case_study`); U, the types and ips come from
-`ips.case_study`. Every step is the workflow's own
-code: `ips.variables.select_variables`, `ips.templates.render`, `ips.scoring.score_sample`
-(the same masked scoring, target and prediction as `ips score`), `ips.interactions.and_or`
-(as `ips fit`) and `ips.metrics` (as `ips metrics`), so the numbers agree with a workflow
-run of the same item, model, scorer and solver.
+`ips.analysis.case_study`. Every step is the workflow's own
+code: `ips.prompts.variables.select_variables`, `ips.prompts.templates.render`,
+`ips.scoring.engine.score_sample` (the same masked scoring, target and prediction as `ips score`),
+`ips.interactions.and_or` (as `ips fit`) and `ips.analysis.metrics` (as `ips metrics`), so the
+numbers agree with a workflow run of the same item, model, scorer and solver.
 
 Public API: :func:`explain` (from a loaded model and an item), :func:`format_case` (the
 table), :func:`custom_item` / :func:`dataset_item` (the item), and the checks the command runs
@@ -27,8 +27,8 @@ import logging
 import math
 import re
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -130,13 +130,13 @@ def explain(
     """Score, fit and compare one item under two templates with a loaded model.
 
     `budget`: None scores all 2**n masks and fits Eq. 12 exactly; a number of masked prompts
-    per template below 2**n scores the design `ips.sparse.scored_masks(n, budget)` and
-    estimates the interactions with `ips.sparse.estimate` (the case's `sparse` then holds
-    the held-out error and whether the estimate is reliable).
+    per template below 2**n scores the design `ips.interactions.design.scored_masks(n, budget)` and
+    estimates the interactions with `ips.interactions.sparse.estimate` (the case's `sparse` then
+    holds the held-out error and whether the estimate is reliable).
 
-    `loaded`: an `ips.models.LoadedModel`; `item`: an `MCQItem` or `InstructionItem`; `templates`:
-    two template names (default `DEFAULT_TEMPLATES[item.kind]`). Variables are selected by
-    `select_variables(item, strategy, n_max, merge_phrases, fields)`, rendered by `render`,
+    `loaded`: an `ips.models.loading.LoadedModel`; `item`: an `MCQItem` or `InstructionItem`;
+    `templates`: two template names (default `DEFAULT_TEMPLATES[item.kind]`). Variables are selected
+    by `select_variables(item, strategy, n_max, merge_phrases, fields)`, rendered by `render`,
     scored by `score_sample` (target: `target`, default the kind's first, `letter` /
     `response`), fitted by `and_or(solver, noise)` (with `sgd`'s `learning_rate` and `steps`
     for solver "sgd") and normalised by `metrics.normalize`.
@@ -146,7 +146,7 @@ def explain(
     from ips.interactions import sparse
     from ips.prompts.samples import Sample
     from ips.prompts.templates import Condition, render
-    from ips.scoring.engine import BATCH_TOKENS, Engine, _Answers, score_sample
+    from ips.scoring.engine import BATCH_TOKENS, Answers, Engine, score_sample
     from ips.scoring.log_odds import naming_model
 
     template_set, names, target = check_comparison(item, templates, template_file, target)
@@ -161,7 +161,7 @@ def explain(
     engine = Engine(loaded.model, loaded.mask_token_id, batch_tokens or BATCH_TOKENS, loaded.device,
                     scorer=scorer)
     with naming_model(loaded.spec.name):
-        scored = score_sample(engine, _Answers(loaded.tokenizer), sample, conditions, target,
+        scored = score_sample(engine, Answers(loaded.tokenizer), sample, conditions, target,
                               design)
     seconds["score"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -197,7 +197,7 @@ def _fit(v: np.ndarray, design, n: int, solver: str, noise: float, sgd: dict | N
         how = f"fitted ({fit.solver}), max matching error {np.max(fit.matching_error):.2g}"
         return metrics.normalize(fit.and_, fit.or_), how
     ests = [sparse.estimate(design, row, n) for row in v]
-    return ests, ("estimated from a design (ips.sparse), held-out error "
+    return ests, ("estimated from a design (ips.interactions.sparse), held-out error "
                   + ", ".join(f"{e.heldout_error:.3g}" for e in ests))
 
 
@@ -205,10 +205,10 @@ def _predictions(loaded, item, scored: dict) -> tuple[list[str], str | None]:
     """The prediction under each template and the gold answer, as the workflow takes them:
     the option letter of highest logit (MCQ), else the greedy token (no gold)."""
     if item.kind == "mcq":
-        from ips.formats.values import _argmax
+        from ips.formats.values import best_option
         from ips.prompts.items import letter
 
-        return [letter(p) for p in _argmax(scored["letter_logit"]).tolist()], item.gold_letter
+        return [letter(p) for p in best_option(scored["letter_logit"]).tolist()], item.gold_letter
     return [repr(loaded.tokenizer.decode([int(g)])) for g in scored["greedy"]], None
 
 
@@ -314,7 +314,9 @@ def dataset_item(config: dict, dataset: str, sample_id: str):
 DEFAULT_CONFIG = Path("config.yaml")  # what `ips explain` reads when no --config is given
 
 
-def _explain_config(args) -> dict:
+def explain_config(args) -> dict:
+    """The validated config of `ips explain`: --config, else ./config.yaml, else the default
+    model alone."""
     from ips.config import load_config, validate
 
     path = args.config
@@ -326,41 +328,40 @@ def _explain_config(args) -> dict:
     return validate({"models": {DEFAULT_MODEL: DEFAULT_MODEL_ENTRY}})
 
 
-def _explain_item(args, config: dict):
+def choose_item(args, config: dict):
     """The item, the fields variables come from, and the target (None: the kind's default)."""
-    from ips.analysis import explain
-
     given = [o for o, v in (("--question", args.question), ("--choices", args.choices),
                             ("--answer", args.answer)) if v is not None]
     if args.sample is not None:
         if given:
-            raise explain.ExplainError(f"--sample: give either --dataset/--sample or --question/--choices/"
+            raise ExplainError(f"--sample: give either --dataset/--sample or --question/--choices/"
                                f"--answer, not both ({', '.join(given)} given)")
         if not args.dataset:
-            raise explain.ExplainError("--dataset: --sample needs the dataset it is an item of")
-        item = explain.dataset_item(config, args.dataset, args.sample)
+            raise ExplainError("--dataset: --sample needs the dataset it is an item of")
+        item = dataset_item(config, args.dataset, args.sample)
         entry = config["datasets"][args.dataset]
         return item, args.fields or entry.get("fields"), args.target or entry.get("target")
     if args.dataset:
-        raise explain.ExplainError("--sample: --dataset needs the id of one of its items")
+        raise ExplainError("--sample: --dataset needs the id of one of its items")
     if not given:
-        raise explain.ExplainError("--question: give an item (--question, --choices, --answer) or "
+        raise ExplainError("--question: give an item (--question, --choices, --answer) or "
                            "--dataset and --sample")
     for o, v in (("--question", args.question), ("--choices", args.choices)):
         if v is None:
-            raise explain.ExplainError(f"{o}: missing (an item given here needs --question, --choices "
+            raise ExplainError(f"{o}: missing (an item given here needs --question, --choices "
                                "and --answer)")
-    return explain.custom_item(args.question, args.choices, args.answer), args.fields, args.target
+    return custom_item(args.question, args.choices, args.answer), args.fields, args.target
 
 
-def _explain_spec(args, config: dict):
-    from ips.analysis import explain
+def choose_spec(args, config: dict):
+    """The model to explain: --entry, else --model's config entry (default: the default model),
+    else a local model directory."""
     from ips.models.entries import ModelSpec
 
     name = args.model
     if args.entry is not None:
         if name is None:
-            raise explain.ExplainError("--model: --entry needs the model's name (it names the cache "
+            raise ExplainError("--model: --entry needs the model's name (it names the cache "
                                "directory of a converted model)")
         return ModelSpec.from_config(name, args.entry)
     models = config.get("models", {})
@@ -377,7 +378,7 @@ def _explain_spec(args, config: dict):
                                     "series": "local", "type": "base",
                                     "architecture": "dense", "params": 1})
     known = ", ".join(models) or "none"
-    raise explain.ExplainError(f"--model: no model {name!r} under 'models' in the config (configured: "
+    raise ExplainError(f"--model: no model {name!r} under 'models' in the config (configured: "
                        f"{known}) and no such model directory")
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ips.analysis.layout import SetLayout, _as_float, _check_pair_inputs, _check_pairs
+from ips.analysis.layout import SetLayout, _check_pair_inputs, _check_pairs, as_float
 from ips.analysis.metrics import DEFAULT_TAU, _union_grid, all_pairs
 
 INTERACTION_TYPES: tuple[str, str, str] = (
@@ -97,7 +97,7 @@ def interaction_type_shares(
     pairs : (n_pairs, 2) condition pairs; default all unordered pairs.
     layout : as in :func:`ips`.
     """
-    x = _as_float(norm, "norm")
+    x = as_float(norm, "norm")
     if x.ndim != 4:
         raise ValueError(
             f"norm must have shape (sample, condition, 2, 2**n_max); got shape {x.shape}"

@@ -34,7 +34,7 @@ def _n_max_of(length: int, name: str) -> int:
     return length.bit_length() - 1
 
 
-def _as_float(x: ArrayLike, name: str) -> NDArray[np.float64]:
+def as_float(x: ArrayLike, name: str) -> NDArray[np.float64]:
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -66,7 +66,7 @@ def infer_n_vars(norm: ArrayLike, name: str = "norm") -> NDArray[np.int64]:
     n is read from the NaN padding (2**n − 1 non-NaN entries among masks 1..2**n_max−1, for
     both kinds); a row whose NaN pattern is not such a prefix raises ``ValueError``.
     """
-    x = _as_float(norm, name)
+    x = as_float(norm, name)
     _check_norm_shape(x, name)
     n_and = _infer_n(x[..., 0, :], name)
     n_or = _infer_n(x[..., 1, :], name)
@@ -109,8 +109,8 @@ def _check_pair_inputs(
     norm_a: ArrayLike, norm_b: ArrayLike, layout: SetLayout | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], SetLayout]:
     """(a, b, the layout of their columns: the bitmasks 0..M-1 unless ``layout`` is given)."""
-    a = _as_float(norm_a, "norm_a")
-    b = _as_float(norm_b, "norm_b")
+    a = as_float(norm_a, "norm_a")
+    b = as_float(norm_b, "norm_b")
     if layout is None:
         _check_norm_shape(a, "norm_a")
         _check_norm_shape(b, "norm_b")
@@ -195,7 +195,7 @@ def band_of(sizes: ArrayLike, n: ArrayLike) -> NDArray[np.int8]:
 class SetLayout:
     """The last axis of normalised interactions as listed sets instead of all 2^n bitmasks.
 
-    For n beyond what a 2^n axis holds, ``ips.sparse.entry_grid`` puts a sample's
+    For n beyond what a 2^n axis holds, ``ips.analysis.sparse_metrics.entry_grid`` puts a sample's
     interactions on the sets that are an entry of any of its games: column j of a row is the
     set with bitmask ``sets[..., j]``, column 0 is ∅ (never in Ω) and −1 pads a row (NaN in
     the grid). An interaction of Ω outside the listed sets is 0. Every function that takes a
@@ -220,7 +220,7 @@ class SetLayout:
         """|Ω| = 2·(2^n − 1) of every row (a float: 2^n overflows nothing up to n = 62)."""
         return 2.0 * (np.exp2(np.asarray(self.n, dtype=np.float64)) - 1.0)
 
-    def rows(self, axes: int) -> "SetLayout":
+    def rows(self, axes: int) -> SetLayout:
         """The layout of a grid with ``axes`` more row axes after the sample axis (e.g. the
         (sample, pair) rows of a pair comparison)."""
         sets, n = np.asarray(self.sets), np.asarray(self.n)

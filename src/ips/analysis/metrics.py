@@ -2,8 +2,8 @@
 
 Everything here works on interactions that the interaction core has already extracted, and
 implements the definitions of the paper's Section 3.2-3.3 literally. The diagnostics that
-`ips.metrics_file` stores beside IPS (consistency, sparsity, universal matching, the hidden-state
-baseline) are in `ips.diagnostics`.
+`ips.formats.metrics` stores beside IPS (consistency, sparsity, universal matching, the hidden-state
+baseline) are in `ips.analysis.diagnostics`.
 
 Data layout
 -----------
@@ -18,9 +18,9 @@ entries.  Any number of leading (batch) axes is allowed.
 Normalised interactions (the output of :func:`normalize`) have shape ``(..., 2, 2**n_max)``,
 kind axis ``0 = AND, 1 = OR``, and hold NaN exactly outside Ω (mask 0 and the padding).
 
-Beyond 2^n arrays (sparse fits, ``ips.sparse.entry_grid``) the last axis may instead list
-sets: a :class:`SetLayout` gives each column's bitmask, and the functions that take a
-``layout`` (IPS, bands, types; ``ips.diagnostics.sparsity`` takes |Ω|) compute the same
+Beyond 2^n arrays (sparse fits, ``ips.analysis.sparse_metrics.entry_grid``) the last axis may
+instead list sets: a :class:`SetLayout` gives each column's bitmask, and the functions that take a
+``layout`` (IPS, bands, types; ``ips.analysis.diagnostics.sparsity`` takes |Ω|) compute the same
 numbers, every interaction off the listed sets being 0.
 
 Conventions chosen here (where the paper is silent)
@@ -52,7 +52,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from ips.analysis.layout import (
     SetLayout,
-    _as_float,
     _check_band,
     _check_norm_shape,
     _check_pair_inputs,
@@ -60,6 +59,7 @@ from ips.analysis.layout import (
     _check_tau,
     _n_max_of,
     _row_n,
+    as_float,
 )
 from ips.interactions.result import ZERO_TOL
 
@@ -112,8 +112,8 @@ def normalize(
         shapes of ``and_`` / ``or_`` differ or are not 2**n_max long; NaN or ±inf inside Ω;
         ``n_vars`` not an integer in 0..n_max or not broadcastable; AND and OR padding disagree.
     """
-    a = _as_float(and_, "and_")
-    o = _as_float(or_, "or_")
+    a = as_float(and_, "and_")
+    o = as_float(or_, "or_")
     if a.ndim == 0 or o.ndim == 0:
         raise ValueError("and_ and or_ must be arrays of shape (..., 2**n_max)")
     if a.shape != o.shape:
@@ -145,7 +145,7 @@ def salient(norm: ArrayLike, tau: ArrayLike = DEFAULT_TAU) -> NDArray[np.bool_]:
     ``tau`` is a scalar or a 1-D array in (0, 1); for a 1-D array the result gets a leading
     τ axis: shape ``(len(tau),) + norm.shape``.  Mask 0 is never salient.
     """
-    x = _as_float(norm, "norm")
+    x = as_float(norm, "norm")
     t, scalar = _check_tau(tau)
     absx = np.abs(x)
     with np.errstate(invalid="ignore"):
@@ -335,7 +335,7 @@ def ips(
     layout : :class:`SetLayout` of the last axis (sets (sample, M), n (sample,)) when it is
         not the 2**n_max bitmasks.
     """
-    x = _as_float(norm, "norm")
+    x = as_float(norm, "norm")
     if x.ndim != 4:
         raise ValueError(
             f"norm must have shape (sample, condition, 2, 2**n_max); got shape {x.shape}"
@@ -385,8 +385,8 @@ def default_tau_sweep() -> NDArray[np.float64]:
 def delta_ips(ips_a: ArrayLike, ips_b: ArrayLike) -> float | NDArray[np.float64]:
     """Relative change ΔIPS = (IPS_A − IPS_B) / IPS_B (Section 4.3); A has the factor
     (instruct, dense, few-shot).  Works elementwise on arrays; ``ValueError`` if IPS_B == 0."""
-    a = _as_float(ips_a, "ips_a")
-    b = _as_float(ips_b, "ips_b")
+    a = as_float(ips_a, "ips_a")
+    b = as_float(ips_b, "ips_b")
     if np.any(b == 0):
         raise ValueError("ips_b must be non-zero (it is the denominator of ΔIPS)")
     out = (a - b) / b

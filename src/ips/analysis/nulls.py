@@ -44,8 +44,8 @@ import logging
 import time
 import warnings
 import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -241,8 +241,8 @@ def fitter(fit_attrs: dict) -> Fitter:
 def _null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_group: list[dict],
                     tau: float, sweep: np.ndarray, null: nulls.Settings, order: np.ndarray,
                     counts: np.ndarray, level: float):
-    """The null IPS beside IPS (`ips.nulls`): the Gaussian null per sample, group, level and
-    band (with intervals over samples, n and the τ sweep), the matched-size null per sample
+    """The null IPS beside IPS (`ips.analysis.nulls`): the Gaussian null per sample, group, level
+    and band (with intervals over samples, n and the τ sweep), the matched-size null per sample
     and pair, the size of every pair's change, and the range of every game."""
     if null.draws == 0:
         return {}, {}
@@ -285,7 +285,7 @@ def _null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_gro
 def _precision_variables(merged: Merged, norm: np.ndarray, precision: Sequence[Merged],
                          tau: float, sweep: np.ndarray, order: np.ndarray, counts: np.ndarray,
                          level: float):
-    """The precision null (`ips.nulls.precision_null`) of every second-precision run: per
+    """The precision null (`ips.analysis.nulls.precision_null`) of every second-precision run: per
     sample (mean over its re-scored conditions; NaN for a sample not re-scored), precision
     and band with intervals, n and the τ sweep, and how far v moved (max and median |Δv|,
     median sd(Δv)/range of v, mean salient-set Jaccard, games compared)."""

@@ -16,7 +16,7 @@ from ips.interactions.sparse import SparseInteractions
 
 
 def normalize(est: SparseInteractions) -> NDArray[np.float64]:
-    """Ĩ of every entry (Section 3.2, as :func:`ips.metrics.normalize` on the dense set).
+    """Ĩ of every entry (Section 3.2, as :func:`ips.analysis.metrics.normalize` on the dense set).
 
         Ĩ = sgn(I)·(|I| − Min)/(Max − Min),   Max, Min of |I| over Ω (2·(2^n − 1) values),
 
@@ -46,13 +46,13 @@ def salient(est: SparseInteractions, tau: float = DEFAULT_TAU) -> NDArray[np.boo
 
 def entry_grid(games: Sequence[Sequence[SparseInteractions]]
                ) -> tuple[NDArray[np.float64], SetLayout]:
-    """Ĩ (:func:`normalize`) of games[sample][condition] on one grid for ``ips.metrics``.
+    """Ĩ (:func:`normalize`) of games[sample][condition] on one grid for ``ips.analysis.metrics``.
 
     The columns of sample s are ∅ and the sets that are an entry of any of its games (sorted
     bitmasks; −1 pads to the largest count): ``norm`` (sample, condition, 2, M) holds Ĩ of
     every (kind, S) there, 0 where (kind, S) is not an entry of that game, NaN at ∅ and in
-    the padding. With the returned :class:`ips.metrics.SetLayout`, ``ips.metrics`` computes
-    on it what it computes on the 2^n axis (every interaction off the grid is 0).
+    the padding. With the returned :class:`ips.analysis.layout.SetLayout`, ``ips.analysis.metrics``
+    computes on it what it computes on the 2^n axis (every interaction off the grid is 0).
     """
     per = []
     for s, row in enumerate(games):
@@ -78,7 +78,7 @@ def entry_grid(games: Sequence[Sequence[SparseInteractions]]
 
 def pair_ips(a: SparseInteractions, b: SparseInteractions, tau: float = DEFAULT_TAU,
              band: str | None = None) -> float:
-    """ips(x, T, T̂) of Eq. 3 on entries: :func:`ips.metrics.pair_sensitivity` on their
+    """ips(x, T, T̂) of Eq. 3 on entries: :func:`ips.analysis.metrics.pair_sensitivity` on their
     :func:`entry_grid` (Ĩ = 0 for an interaction that is not an entry on that side;
     ``band`` restricts U to an order band). NaN for an empty U."""
     norm, layout = entry_grid([[a, b]])
@@ -88,7 +88,8 @@ def pair_ips(a: SparseInteractions, b: SparseInteractions, tau: float = DEFAULT_
 
 def keep_top(est: SparseInteractions, share: float) -> SparseInteractions:
     """The game with only its ⌈share·|Ω|⌉ (at least 1) largest |I|, as
-    :func:`ips.diagnostics.keep_top` on the dense form (paper Fig. 2b; ties by kind, then S)."""
+    :func:`ips.analysis.diagnostics.keep_top` on the dense form (paper Fig. 2b; ties by kind, then
+    S)."""
     k = max(1, int(np.ceil(share * 2 * ((1 << est.n) - 1) - 1e-9)))
     keep = np.sort(np.lexsort((est.masks, est.kinds, -np.abs(est.values)))[:k])
     return replace(est, kinds=est.kinds[keep], masks=est.masks[keep], values=est.values[keep])

@@ -1,12 +1,17 @@
 """What `ips metrics` computes for one (model, dataset) from its merged shards
-(`summarize`); the file's layout is `ips.formats.metrics`."""
+(`summarize`); the file's layout is `ips.formats.metrics`.
+
+`summarize` merges the shards (`ips.formats.shards`) and computes the metrics of
+`ips.analysis.metrics`, `ips.analysis.diagnostics` and `ips.analysis.nulls` on the whole set
+of samples, so sharding cannot change a number.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import xarray as xr
@@ -100,9 +105,9 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
     """The metrics of one (model, dataset); see the module docstring for the layout.
 
     ``seed``, ``n_boot`` and ``level`` set the bootstrap of the confidence intervals,
-    ``seed`` and ``draws`` the sign-flip tests of the order bands (`ips.uncertainty`;
+    ``seed`` and ``draws`` the sign-flip tests of the order bands (`ips.analysis.uncertainty`;
     samples are resampled and tested in the order of their sorted ids, so neither depends
-    on how the samples were sharded). ``null``: the null IPS to compute (`ips.nulls`;
+    on how the samples were sharded). ``null``: the null IPS to compute (`ips.analysis.nulls`;
     None: none). ``precision``: runs of some of the same games in other precisions
     (`load_precision`), each scored against this run as its precision null.
     """
@@ -110,7 +115,7 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
     tau, sweep = _checked_taus(tau, tau_sweep)
     if merged.games is None:
         norm, layout = metrics.normalize(merged.and_, merged.or_, merged.n_vars[:, None]), None
-    else:  # on the sets of the games' entries: any n, the same numbers (ips.sparse)
+    else:  # on the sets of the games' entries: any n, the same numbers (ips.interactions.sparse)
         norm, layout = sparse_metrics.entry_grid(merged.games)
     pred = _predictions(merged)
     groups = list(merged.groups)
@@ -179,7 +184,8 @@ def _group_metrics(merged: Merged, name: str, norm: np.ndarray,
     has no pair: NaN values and zero counts."""
     index = {str(c): i for i, c in enumerate(merged.conditions["condition"])}
     idx = np.array([index[c] for c in merged.groups[name]], dtype=np.int64)
-    S, B, T, Y = merged.n_vars.size, len(BANDS), sweep.size, len(interaction_types.INTERACTION_TYPES)
+    S, B, T = merged.n_vars.size, len(BANDS), sweep.size
+    Y = len(interaction_types.INTERACTION_TYPES)
     if idx.size < 2:
         log.warning("%s: group %r has %d condition(s), no pair to compare",
                     merged.values_files[0], name, idx.size)
@@ -354,13 +360,15 @@ def _fit_variables(merged: Merged, norm: np.ndarray, layout: analysis_layout.Set
 
 def _sparse_matching_nrmse(merged: Merged) -> tuple[np.ndarray, np.ndarray]:
     """`diagnostics.matching_nrmse` of sparse games, on the masks of their design: the relative
-    RMS error of `ips.sparse.keep_top` of every game (mean over all games, and per sample)."""
+    RMS error of `ips.analysis.sparse_metrics.keep_top` of every game (mean over all games, and per
+    sample)."""
     errs = np.zeros((len(merged.games), len(merged.conditions["condition"]), len(diagnostics.KEEP)))
     for s, row in enumerate(merged.games):
         design = design_row(merged.masks[s])
         for c, g in enumerate(row):
             v = merged.v[s, c, :design.size]
-            errs[s, c] = [sparse_metrics.keep_top(g, k).relative_error(design, v) for k in diagnostics.KEEP]
+            errs[s, c] = [sparse_metrics.keep_top(g, k).relative_error(design, v)
+                          for k in diagnostics.KEEP]
     return errs.mean(axis=(0, 1)), errs.mean(axis=1)
 
 

@@ -1,2 +1,5 @@
-"""`ips <command>`: `main.py` builds the parser; one module per command registers its
-options (`_add_<command>`) and its handler, which parses and calls the library."""
+"""`ips <command>`: `main` builds the parser; one module per command registers its options
+(`add_parser`) and its handler (`run`), which parses and calls the library. Commands that
+take settings accept them from a config file (`--config`, for people) or as JSON
+(`--settings` / `--entry`, for workflow rules, which pass exactly the values they depend on
+through `params:`)."""

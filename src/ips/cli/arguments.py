@@ -89,6 +89,17 @@ def setting(flag, config: dict | None, key: str):
     return config[key] if config is not None else default(key)
 
 
+def occlusion(args, settings: dict, config: dict | None):
+    """The reference model's occlusion ranking (`reference_occlusion`) of `ips samples` and
+    `ips score`, from their flags and config."""
+    from ips.scoring.occlusion import reference_occlusion
+
+    return reference_occlusion(
+        settings, config, getattr(args, "reference_entry", None), cache_dir=args.cache_dir,
+        device=args.device, threads=args.threads,
+        batch_tokens=setting(args.batch_tokens, config, "batch_tokens"))
+
+
 def add_compute(group) -> None:
     """--batch-tokens, --threads and --device: how a command that runs a model computes."""
     group.add_argument("--batch-tokens", type=int_between(1, 10**9), metavar="T",
@@ -100,7 +111,8 @@ def add_compute(group) -> None:
                        help="torch device (default: cuda if visible, else cpu)")
 
 
-def _model_args(p) -> None:
+def add_model(p) -> None:
+    """--model with --config or --entry: the model a command runs."""
     p.add_argument("--model", required=True, help="model name (under `models` in the config)")
     p.add_argument("--config", type=Path, help="workflow configuration holding the model entry")
     p.add_argument("--entry", type=json_arg, metavar="JSON",
@@ -109,7 +121,8 @@ def _model_args(p) -> None:
                    help="where converted models are kept (default: %(default)s)")
 
 
-def _model_spec(args: argparse.Namespace, config: dict | None):
+def model_spec(args: argparse.Namespace, config: dict | None):
+    """The `ModelSpec` of --model: its --entry, else its entry in the config."""
     from ips.models.entries import ModelSpec
 
     if args.entry is not None:
@@ -122,7 +135,8 @@ def _model_spec(args: argparse.Namespace, config: dict | None):
     return ModelSpec.from_config(args.model, config["models"][args.model])
 
 
-def _add_uncertainty(p: argparse.ArgumentParser) -> None:
+def add_uncertainty(p: argparse.ArgumentParser) -> None:
+    """The bootstrap and sign-flip options of `ips metrics` and `ips factors`."""
     from ips.analysis.uncertainty import DRAWS, EXACT_MAX, LEVEL, N_BOOT
 
     g = p.add_argument_group("bootstrap intervals and paired sign-flip tests (ips.uncertainty)")

@@ -31,7 +31,7 @@ from ips.interactions import SOLVERS
 log = logging.getLogger("ips")
 
 
-def _add_explain(sub, common) -> None:
+def add_parser(sub, common) -> None:
     p = sub.add_parser(
         "explain",
         parents=[common],
@@ -91,23 +91,23 @@ def _add_explain(sub, common) -> None:
                      help="figure path; PNG and PDF are written (default: %(default)s)")
     out.add_argument("--json", type=Path, default=None, metavar="PATH",
                      help="also write the case study as JSON")
-    p.set_defaults(func=_explain)
+    p.set_defaults(func=run)
 
 
-def _explain(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Print the case study's table and write its figure (and --json)."""
     from ips.analysis import explain
-    from ips.analysis.explain import _explain_config, _explain_item, _explain_spec
+    from ips.analysis.explain import choose_item, choose_spec, explain_config
     from ips.figures.case_study import case_study_figure
     from ips.models.loading import load_model
     from ips.outputs import check_output, write_bytes
 
     if args.json:
         check_output(args.json, option="--json")
-    config = _explain_config(args)
-    item, fields, target = _explain_item(args, config)
+    config = explain_config(args)
+    item, fields, target = choose_item(args, config)
     templates = tuple(args.templates) if args.templates else None
-    spec = _explain_spec(args, config)
+    spec = choose_spec(args, config)
     tau = float(setting(args.tau, config, "tau"))
     n_max = args.n_max or max(EXPLAIN_N_MAX, int(config["n_max"]))
     var = config.get("variables", {})
@@ -118,9 +118,9 @@ def _explain(args: argparse.Namespace) -> int:
     explain.check_comparison(item, templates, template_file, target)
     n = len(explain.case_variables(item, strategy, n_max, merge, fields))
     if budget is None and n > EXHAUSTIVE_MAX_N:
-        raise explain.ExplainError(f"--sampling: the item has n = {n} variables; scoring all 2**{n} "
-                           f"masks is beyond exhaustive sampling (n <= {EXHAUSTIVE_MAX_N}); "
-                           "use --sampling sparse --budget B")
+        raise explain.ExplainError(
+            f"--sampling: the item has n = {n} variables; scoring all 2**{n} masks is beyond "
+            f"exhaustive sampling (n <= {EXHAUSTIVE_MAX_N}); use --sampling sparse --budget B")
     t0 = time.perf_counter()
     loaded = load_model(spec, cache_dir=args.cache_dir, device=args.device, threads=args.threads)
     log.info("loaded %s on %s (mask token %r id %d) in %.1f s", spec.name, loaded.device,

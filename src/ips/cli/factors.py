@@ -6,12 +6,12 @@ import argparse
 import logging
 from pathlib import Path
 
-from ips.cli.arguments import _add_uncertainty
+from ips.cli.arguments import add_uncertainty
 
 log = logging.getLogger("ips")
 
 
-def _add_factors(sub, common) -> None:
+def add_parser(sub, common) -> None:
     p = sub.add_parser(
         "factors",
         parents=[common],
@@ -26,18 +26,18 @@ def _add_factors(sub, common) -> None:
     )
     p.add_argument("--metrics", type=Path, nargs="+", required=True, metavar="M.nc",
                    help="metrics files (one per model and dataset)")
-    _add_uncertainty(p)
+    add_uncertainty(p)
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
-    p.set_defaults(func=_factors)
+    p.set_defaults(func=run)
 
 
-def _factors(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from ips.comparisons.compare import compare
-    from ips.formats.hdf5 import write_dataset
+    from ips.formats.factors import write_factors
 
     ds = compare(args.metrics, seed=args.seed, n_boot=args.resamples, level=args.level,
                  draws=args.permutations)
-    write_dataset(ds, args.out)
+    write_factors(ds, args.out)
     for f, note in zip(ds["factor"].values, ds["factor_note"].values):
         log.info("factor %s: %s", f, note)
     log.info("wrote %s: %d comparisons", args.out, ds.sizes["comparison"])

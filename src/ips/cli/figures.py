@@ -10,7 +10,7 @@ from pathlib import Path
 log = logging.getLogger("ips")
 
 
-def _add_figures(sub, common) -> None:
+def add_parser(sub, common) -> None:
     p = sub.add_parser(
         "figures",
         parents=[common],
@@ -24,10 +24,10 @@ def _add_figures(sub, common) -> None:
     p.add_argument("--factors", type=Path, required=True, metavar="F.nc",
                    help="factors file of `ips factors`")
     p.add_argument("--out", type=Path, required=True, metavar="DIR")
-    p.set_defaults(func=_figures)
+    p.set_defaults(func=run)
 
 
-def _figures(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from ips.figures.draw import make_figures
 
     t0 = time.perf_counter()

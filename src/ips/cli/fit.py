@@ -14,14 +14,13 @@ from ips.cli.arguments import (
     positive_float,
     sampling_budget,
 )
-from ips.config import EXHAUSTIVE_MAX_N, default
-from ips.errors import InputError
+from ips.config import default
 from ips.interactions import SGD_LEARNING_RATE, SGD_STEPS, SOLVERS
 
 log = logging.getLogger("ips")
 
 
-def _add_fit(sub, common) -> None:
+def add_parser(sub, common) -> None:
     p = sub.add_parser(
         "fit",
         parents=[common],
@@ -82,45 +81,20 @@ def _add_fit(sub, common) -> None:
                  f"default: {default('sampling')['budget']}")
     g.add_argument("--seed", type=int, default=0,
                    help="seed of the design and of the held-out masks (default: %(default)s)")
-    p.set_defaults(func=_fit)
+    p.set_defaults(func=run)
 
 
-def _fit(args: argparse.Namespace) -> int:
-    from ips.fit import fit_sparse, fit_values
-    from ips.formats.hdf5 import write_dataset
+def run(args: argparse.Namespace) -> int:
+    from ips.fit import default_sampling, fit_file
+    from ips.formats.interactions import write_interactions
     from ips.formats.values import read_values
 
     t0 = time.perf_counter()
     values = read_values(args.input, n_max=args.n_max)
-    designed = values.masks is not None
-    if designed and args.sampling == "exhaustive":
-        raise InputError(f"--sampling: {args.input} holds a sparse design (dataset 'masks'), "
-                         "not every mask; fit it with --sampling sparse")
-    budget = sampling_budget(args, {**default("sampling"),
-                                    "mode": "sparse" if designed else "exhaustive"})
-    sparse = designed or budget is not None
-    if not sparse and values.n_vars.max() > EXHAUSTIVE_MAX_N:
-        raise InputError(f"{args.input}: n = {values.n_vars.max()} variables: the exhaustive "
-                         f"fit takes n <= {EXHAUSTIVE_MAX_N}; use --sampling sparse")
-    n_samples, n_cond, _ = values.v.shape
-    log.info(
-        "fit %s: %d samples x %d conditions, n in %s, %s, solver %s, noise %g",
-        args.input, n_samples, n_cond, sorted(set(values.n_vars.tolist())),
-        "sparse " + ("(the file's design)" if designed else f"(budget {budget})") if sparse
-        else "exhaustive", args.solver, args.noise,
-    )
-    try:
-        if sparse:
-            ds = fit_sparse(values, budget=None if designed else budget, seed=args.seed,
-                            solver=args.solver, noise=args.noise)
-        else:
-            ds = fit_values(values, solver=args.solver, noise=args.noise,
-                            learning_rate=args.sgd_learning_rate, steps=args.sgd_steps)
-    except (ValueError, RuntimeError) as e:  # bad values or options; no feasible sparse fit
-        log.debug("fit failed", exc_info=True)
-        raise InputError(f"{args.input}: {e}") from e
-    ds.attrs["n_max"] = args.n_max
-    ds.attrs["input_file"] = str(args.input)
-    write_dataset(ds, args.out)
+    ds = fit_file(values, args.input, exhaustive=args.sampling == "exhaustive",
+                  budget=sampling_budget(args, default_sampling(values)), seed=args.seed,
+                  solver=args.solver, noise=args.noise, learning_rate=args.sgd_learning_rate,
+                  steps=args.sgd_steps)
+    write_interactions(ds, args.out, n_max=args.n_max, input_file=args.input)
     log.info("wrote %s in %.2f s", args.out, time.perf_counter() - t0)
     return 0

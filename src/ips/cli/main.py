@@ -1,7 +1,8 @@
 """Command line: `ips <command> ...` (also `python -m ips`).
 
-Each command is a `_add_<name>(subparsers, common)` that registers its parser and sets
-`func`, a function of the parsed arguments that returns the exit code. Bad input files
+Each command is a module of this package whose `add_parser(subparsers, common)` registers
+its parser and sets `func` to its `run`, a function of the parsed arguments that returns the
+exit code. Bad input files
 raise `ips.errors.InputError`, reported in one line with exit code 2.
 """
 
@@ -12,15 +13,18 @@ import logging
 import sys
 
 from ips import __version__
-from ips.cli.explain import _add_explain
-from ips.cli.factors import _add_factors
-from ips.cli.figures import _add_figures
-from ips.cli.fit import _add_fit
-from ips.cli.metrics import _add_metrics
-from ips.cli.prepare_model import _add_prepare_model
-from ips.cli.samples import _add_samples
-from ips.cli.score import _add_score
+from ips.cli import (
+    explain,
+    factors,
+    figures,
+    fit,
+    metrics,
+    prepare_model,
+    samples,
+    score,
+)
 from ips.errors import InputError
+from ips.outputs import check_output
 
 log = logging.getLogger("ips")
 
@@ -42,19 +46,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="logging threshold on stderr (default: %(default)s)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    _add_samples(sub, common)
-    _add_prepare_model(sub, common)
-    _add_score(sub, common)
-    _add_fit(sub, common)
-    _add_metrics(sub, common)
-    _add_factors(sub, common)
-    _add_figures(sub, common)
-    _add_explain(sub, common)
+    samples.add_parser(sub, common)
+    prepare_model.add_parser(sub, common)
+    score.add_parser(sub, common)
+    fit.add_parser(sub, common)
+    metrics.add_parser(sub, common)
+    factors.add_parser(sub, common)
+    figures.add_parser(sub, common)
+    explain.add_parser(sub, common)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ips.outputs import check_output
     args = build_parser().parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -72,29 +75,3 @@ def main(argv: list[str] | None = None) -> int:
         log.removeHandler(handler)
         log.setLevel(level)
 
-
-# ---------------------------------------------------------------- ips fit
-
-
-# ---------------------------------------------------------------- ips samples
-# These commands take their settings either from a config file (`--config`, for people) or
-# as JSON (`--settings` / `--entry`, for workflow rules, which pass exactly the values they
-# depend on through `params:`).
-
-
-# ---------------------------------------------------------------- ips prepare-model
-
-
-# ---------------------------------------------------------------- ips score
-
-
-# ---------------------------------------------------------------- ips metrics
-
-
-# ---------------------------------------------------------------- ips factors
-
-
-# ---------------------------------------------------------------- ips figures
-
-
-# ---------------------------------------------------------------- ips explain

@@ -7,13 +7,13 @@ import logging
 import time
 from pathlib import Path
 
-from ips.cli.arguments import _add_uncertainty, int_between, unit
+from ips.cli.arguments import add_uncertainty, int_between, unit
 from ips.config import default
 
 log = logging.getLogger("ips")
 
 
-def _add_metrics(sub, common) -> None:
+def add_parser(sub, common) -> None:
     p = sub.add_parser(
         "metrics",
         parents=[common],
@@ -34,7 +34,7 @@ def _add_metrics(sub, common) -> None:
                    help="salience threshold in (0, 1) (default: %(default)s)")
     p.add_argument("--tau-sweep", type=unit, nargs="+", default=None, metavar="TAU",
                    help="thresholds of the τ sweep (default: 0.05 0.06 ... 0.20)")
-    _add_uncertainty(p)
+    add_uncertainty(p)
     nulls = default("nulls")
     p.add_argument("--null-levels", type=unit, nargs="+", default=nulls["levels"], metavar="C",
                    help="Gaussian null levels: noise of C times the range of v on every value "
@@ -51,13 +51,13 @@ def _add_metrics(sub, common) -> None:
     p.add_argument("--precision-interactions", type=Path, nargs="*", default=[],
                    metavar="I.h5", help="their interactions files, in the same order")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
-    p.set_defaults(func=_metrics)
+    p.set_defaults(func=run)
 
 
-def _metrics(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from ips.analysis.nulls import Settings
     from ips.analysis.summary import summarize
-    from ips.formats.hdf5 import write_dataset
+    from ips.formats.metrics import write_metrics
 
     t0 = time.perf_counter()
     null = Settings(tuple(args.null_levels), args.null_draws, args.matched_null, args.seed)
@@ -66,7 +66,7 @@ def _metrics(args: argparse.Namespace) -> int:
                    draws=args.permutations, null=null,
                    precision_values=args.precision_values,
                    precision_interactions=args.precision_interactions)
-    write_dataset(ds, args.out)
+    write_metrics(ds, args.out)
     ips0 = ds["ips"].sel(band="all").values
     a = ds.attrs
     estimate = (f"; sparse estimate: {a['unreliable_games']} of {a['games']} games UNRELIABLE"

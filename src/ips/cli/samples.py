@@ -6,14 +6,14 @@ import argparse
 import logging
 from pathlib import Path
 
-from ips.cli.arguments import add_compute, json_arg
+from ips.cli.arguments import add_compute, json_arg, occlusion
 from ips.config import MODEL_CACHE
 from ips.errors import InputError
 
 log = logging.getLogger("ips")
 
 
-def _add_samples(sub, common) -> None:
+def add_parser(sub, common) -> None:
     p = sub.add_parser(
         "samples",
         parents=[common],
@@ -36,13 +36,12 @@ def _add_samples(sub, common) -> None:
                    help="where converted models are kept (default: %(default)s)")
     add_compute(g)
     p.add_argument("--out", type=Path, required=True, metavar="OUT.json")
-    p.set_defaults(func=_samples)
+    p.set_defaults(func=run)
 
 
-def _samples(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from ips.config import check_settings, dataset_settings, load_config
     from ips.prompts.samples import prepare_samples, save_samples
-    from ips.scoring.occlusion import _occlusion
 
     config = None
     if args.settings is not None:
@@ -52,7 +51,7 @@ def _samples(args: argparse.Namespace) -> int:
     else:
         config = load_config(args.config)
         settings = dataset_settings(config, args.dataset)
-    sample_set = prepare_samples(settings, _occlusion(args, settings, config))
+    sample_set = prepare_samples(settings, occlusion(args, settings, config))
     save_samples(sample_set, args.out)
     log.info("wrote %s: %d samples, %d conditions, skipped %s", args.out, len(sample_set.samples),
              len(sample_set.conditions), sample_set.skipped or "none")

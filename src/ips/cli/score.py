@@ -9,11 +9,12 @@ import time
 from pathlib import Path
 
 from ips.cli.arguments import (
-    _model_args,
-    _model_spec,
     add_compute,
+    add_model,
     add_sampling,
     int_between,
+    model_spec,
+    occlusion,
     sampling_budget,
     setting,
 )
@@ -23,7 +24,7 @@ from ips.errors import InputError
 log = logging.getLogger("ips")
 
 
-def _add_score(sub, common) -> None:
+def add_parser(sub, common) -> None:
     p = sub.add_parser(
         "score",
         parents=[common],
@@ -33,7 +34,7 @@ def _add_score(sub, common) -> None:
         "model's mask token (paper Appendix E.4). Resumes an interrupted run of the same inputs. "
         "Settings come from --config (and --dataset), or from the flags (workflow rules).",
     )
-    _model_args(p)
+    add_model(p)
     p.add_argument("--dataset", help="dataset name under `datasets` in the config")
     p.add_argument("--samples", type=Path, metavar="SAMPLES.json",
                    help="samples written by `ips samples` (default: prepare them from the config)")
@@ -55,10 +56,10 @@ def _add_score(sub, common) -> None:
     add_sampling(p, "default: the config's sampling.mode, else exhaustive",
                  f"default: the config's sampling.budget, else {default('sampling')['budget']}")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.h5")
-    p.set_defaults(func=_score)
+    p.set_defaults(func=run)
 
 
-def _score(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from ips.outputs import output_lock
 
     # held for the whole run: a second run on the same --out would discard the resume folder
@@ -70,11 +71,10 @@ def _score_locked(args: argparse.Namespace) -> int:
     from ips.config import dataset_settings, load_config
     from ips.models.loading import load_model
     from ips.prompts.samples import load_samples, prepare_samples
-    from ips.scoring.occlusion import _occlusion
     from ips.scoring.shard import check_shard, score_shard
 
     config = load_config(args.config) if args.config else None
-    spec = _model_spec(args, config)
+    spec = model_spec(args, config)
     settings = None
     if config is not None:
         if args.dataset is None:
@@ -91,7 +91,7 @@ def _score_locked(args: argparse.Namespace) -> int:
             log.warning("%s was prepared with other settings than %s now gives; run "
                         "`ips samples` again to use the current ones", args.samples, args.config)
     else:
-        sample_set = prepare_samples(settings, _occlusion(args, settings, config))
+        sample_set = prepare_samples(settings, occlusion(args, settings, config))
     if args.conditions:
         sample_set = sample_set.with_conditions(args.conditions)
     if args.dtype:

@@ -18,39 +18,12 @@ pairs of `pair_ips` and the mean of `pair_ips` of the 0-shot pairs with the same
 templates (with a single pair, A equals the k-shot group's IPS). Pairs without a 0-shot
 counterpart are left out; a group with none is reported absent.
 
-`ΔIPS^band = (IPS_A − IPS_B)/IPS_B` (`ips.metrics.delta_ips`) for band all, low, mid, high;
+`ΔIPS^band = (IPS_A − IPS_B)/IPS_B` (`ips.analysis.metrics.delta_ips`) for band all, low, mid, high;
 NaN where IPS_B is 0 or either side has no value.
 
-Output layout (netCDF/HDF5):
+The file it writes is described in `ips.formats.factors`.
 
-| variable | dims | content |
-|---|---|---|
-| `ips_a`, `ips_b`, `delta_ips` | comparison, band | the two IPS values and ΔIPS of each comparison |
-| (coords) `comparison_factor`, `comparison_dataset`, `comparison_group`, `model_a`, `model_b`, `setting_a`, `setting_b`, `templates` | comparison | what was compared; `setting_*` is the condition group on each side, `templates` the template pairs of a few-shot comparison |
-| `ips_a_ci`, `ips_b_ci`, `delta_ips_ci` | comparison, band, bound | percentile-bootstrap intervals (bound `low`, `high`) of IPS_A, IPS_B and ΔIPS |
-| `p_value` | comparison, band | two-sided paired sign-flip p-value of the per-sample differences A_s − B_s (see below) |
-| `n_tested` | comparison, band | samples in that test (valued on both sides in that band) |
-| `n_paired` | comparison | samples with a value on both sides (paired by sample id; band all) |
-| `null_a`, `null_b`, `delta_null` | comparison, band | the matched-size null (`ips.nulls`) of the same groups / template pairs on each side, and (null_A − null_B)/null_B |
-| `low_gap`, `low_gap_ci` | comparison (, bound) | max(ΔIPS^low − ΔIPS^mid, ΔIPS^low − ΔIPS^high): below 0 when the factor lowers low-order IPS most (the paper's common mechanism, Section 4.3, Fig. 10), with its paired-bootstrap interval (the max taken in every replicate) |
-| `excess`, `p_excess`, `n_excess` | comparison, band | mean over samples of (A_s − B_s) − (N^A_s − N^B_s), the IPS difference beyond the null's difference, its two-sided paired sign-flip p-value and the samples in it (NaN / 0 without per-sample nulls) |
-| `delta_ips_mean` | summary, band | mean ΔIPS over the comparisons of one (factor, dataset, group) |
-| `delta_ips_mean_ci` | summary, band, bound | interval of that mean (the comparisons' replicates share their resamples and are averaged) |
-| `p_value_mean`, `n_tested_mean` | summary, band | sign-flip p-value of the per-sample mean over the row's comparisons of A_s − B_s, and the samples valued in every one of them |
-| `n_comparisons` | summary | how many comparisons that mean holds (those with a finite ΔIPS, band all) |
-| (coords) `summary_factor`, `summary_dataset`, `summary_group` | summary | the key of each row |
-| `factor_present`, `factor_note` | factor | whether a factor has any comparison, and why not (`absent: …`) |
-| `tau_spearman`, `tau_pearson` | dataset | mean Spearman / Pearson correlation of the models' IPS (0-shot, band all) between every pair of sweep τ values (`ips.metrics.tau_sweep`); NaN with < 3 models |
-| `tau_spearman_matrix`, `tau_pearson_matrix` | dataset, tau, tau_b | the pairwise correlations |
-| `tau_kendall`, `tau_rmse`, `tau_mad` | dataset | the same models' Kendall τ_b, root mean square difference and mean absolute difference of IPS between every pair of sweep τ values, averaged over the pairs (`tau_differences`; Appendix F.8.1, Table 2); Kendall NaN with < 3 models, the differences with none |
-| `tau_kendall_matrix`, `tau_rmse_matrix`, `tau_mad_matrix` | dataset, tau, tau_b | the pairwise values |
-| `tau_n_models`, `tau_note` | dataset | models used; why the correlation is NaN or which models were left out |
-
-Attributes: `tau`, `metrics_files` (JSON), `absent` (JSON: factor → reason, for factors with
-no comparison at all), `bootstrap` (JSON: method, n_boot, level, seed), `test` (JSON:
-method, exact_max, draws, seed), `ips_version`.
-
-Uncertainty (`ips.uncertainty`). The per-sample values come from the metrics files
+Uncertainty (`ips.analysis.uncertainty`). The per-sample values come from the metrics files
 (`sample_ips` of the group for the model factors, `sample_pair_ips` of the compared template
 pairs for few-shot); both sides are aligned by sample id (the workflow draws the same items
 for every model). *Intervals*: paired percentile bootstrap; one count matrix per dataset
@@ -59,7 +32,7 @@ that dataset, so the replicates of several comparisons can be averaged for the s
 rows. *Tests*: sample s's value on side A is A_s, the NaN-aware mean over the side's K
 columns (K = 1 for a group, the template pairs for few-shot), likewise B_s; the samples
 valued on both sides in a band (sorted by id) give d_s = A_s − B_s, and `p_value` is the
-two-sided paired sign-flip test of their mean (`ips.uncertainty.sign_flip_test`: exact for
+two-sided paired sign-flip test of their mean (`ips.analysis.uncertainty.sign_flip_test`: exact for
 at most 16 samples, else `draws` random sign vectors seeded by `seed`). A summary row tests
 the per-sample mean of d_s over its comparisons, on the samples valued in all of them.
 Metrics files without per-sample tables give NaN intervals and p-values (n_tested 0).
@@ -72,9 +45,9 @@ import logging
 import os
 import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import xarray as xr
@@ -117,7 +90,7 @@ class Comparison:
     # metrics file has none
     samples_a: tuple[np.ndarray, np.ndarray] | None = None
     samples_b: tuple[np.ndarray, np.ndarray] | None = None
-    # the matched-size null of the same groups / pairs (`ips.nulls`), and per sample; NaN /
+    # the matched-size null of the same groups / pairs (`ips.analysis.nulls`), and per sample; NaN /
     # None where the metrics files have none
     null_a: np.ndarray | None = None
     null_b: np.ndarray | None = None
@@ -233,7 +206,7 @@ def _delta(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _paired(comps: list[Comparison], datasets: list[str], seed: int, n_boot: int,
             level: float) -> list[uncertainty.PairedTest | None]:
-    """Paired bootstrap intervals of every comparison (`ips.uncertainty.paired_test`).
+    """Paired bootstrap intervals of every comparison (`ips.analysis.uncertainty.paired_test`).
 
     Per dataset one count matrix over the sorted union of the sample ids of its comparisons
     (so replicate b draws the same items for every comparison and model); both sides of a

@@ -11,7 +11,7 @@ import numpy as np
 import scipy.stats
 from numpy.typing import ArrayLike, NDArray
 
-from ips.analysis.layout import _as_float
+from ips.analysis.layout import as_float
 from ips.comparisons.factors import _groups
 from ips.errors import InputError
 from ips.formats.factors import TauDifferences
@@ -27,7 +27,7 @@ ROBUSTNESS_GROUP = ZERO_SHOT
 
 def tau_differences(x: np.ndarray) -> TauDifferences:
     """Kendall τ_b, RMSE and mean absolute difference of the models' IPS between every two τ
-    (Appendix F.8.1, Table 2; Spearman and Pearson are `ips.metrics.tau_sweep`).
+    (Appendix F.8.1, Table 2; Spearman and Pearson are `ips.comparisons.robustness.tau_sweep`).
 
     x: (model, τ), finite. For the columns i, j: Kendall τ_b of x[:, i] and x[:, j]
     (`scipy.stats.kendalltau`, ties corrected), RMSE_ij = sqrt(mean_m (x_mi − x_mj)²) and
@@ -147,7 +147,7 @@ def tau_sweep(ips_by_model_tau: ArrayLike) -> TauSweep:
     column in which all models tie has no defined correlation; its pairs are NaN and so is
     the mean (nothing is silently dropped).
     """
-    x = _as_float(ips_by_model_tau, "ips_by_model_tau")
+    x = as_float(ips_by_model_tau, "ips_by_model_tau")
     if x.ndim != 2:
         raise ValueError(f"ips_by_model_tau must have shape (model, tau); got shape {x.shape}")
     if not np.all(np.isfinite(x)):

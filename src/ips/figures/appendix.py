@@ -2,7 +2,7 @@
 (Appendix G, Tables 4/5: `perturbation_types.csv`), the representation baseline of every
 base/instruct pair (Appendix H, Table 6: `representation_pairs.csv`) and every MoE model
 against the dense model of its family and type with the closest activated parameters
-(Appendix I, Table 7: `moe_matched.csv`). The claims on them are `ips.claims`
+(Appendix I, Table 7: `moe_matched.csv`). The claims on them are `ips.comparisons.claims`
 (`perturbation_claims`, `matched_claims`); the columns' meaning is in
 `ips.figures.captions`."""
 

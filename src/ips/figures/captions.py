@@ -5,7 +5,8 @@ the `figures` rule's params), with the report section it belongs to."""
 from __future__ import annotations
 
 import re
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from ips.analysis.uncertainty import EXACT_MAX, MIN_RELIABLE_N
 

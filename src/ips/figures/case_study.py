@@ -60,7 +60,8 @@ def _label(row, words) -> str:
 
 
 def case_study_figure(case, path, top: int = 12) -> list[Path]:
-    """Draw `case` (an `ips.case_study.CaseStudy`) to `path` as PNG and PDF; return both paths.
+    """Draw `case` (an `ips.analysis.case_study.CaseStudy`) to `path` as PNG and PDF; return both
+    paths.
 
     Shows the first `top` rows (the largest changes |Ĩ_T − Ĩ_T̂|); an empty U gets a note
     instead of bars.

@@ -9,8 +9,8 @@ family is drawn by a module of its own (`sparsity`, `case_study`, `types`, `rank
 `factors`, `order`, `scale`, `shots`, `robustness`, `perturbation`, `representation`,
 `nulls`); the appendix tables are computed by `appendix`.
 
-The case-study figures need `ips.case_study` and `ips.figures.case_study`; they are drawn for
-every metrics file that holds a case (`case_sample` attribute, see `ips.metrics_file`). The
+The case-study figures need `ips.analysis.case_study` and `ips.figures.case_study`; they are drawn
+for every metrics file that holds a case (`case_sample` attribute, see `ips.formats.metrics`). The
 directory is written next to its destination under a temporary name and renamed onto it
 when complete, so a reader sees either the old or the new directory, never half of one.
 Figures are drawn with matplotlib's object API on the Agg canvas (no display, no pyplot
@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -87,8 +87,8 @@ def figure_files() -> list[str]:
 
 
 def case_study_figures(entries: list[Entry], tau: float, out: Path) -> list[str]:
-    """One case-study figure per metrics file that holds a case (`ips.case_study.case_study`
-    drawn by `ips.figures.case_study`)."""
+    """One case-study figure per metrics file that holds a case
+    (`ips.analysis.case_study.case_study` drawn by `ips.figures.case_study`)."""
     # local: the submodule ips.figures.case_study would shadow a package-level name
     from ips.analysis.case_study import case_study
     from ips.figures.case_study import case_study_figure

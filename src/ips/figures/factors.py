@@ -3,7 +3,7 @@ the 0-shot templates and on the reworded prompts of the perturbation group (Figs
 
 Every comparison of `ips factors` is drawn with its paired-bootstrap interval and its paired
 sign-flip p-value with the samples tested; bars whose test rests on fewer than
-`ips.uncertainty.MIN_RELIABLE_N` samples are hatched. A factor the configured models cannot
+`ips.analysis.uncertainty.MIN_RELIABLE_N` samples are hatched. A factor the configured models cannot
 show gets a figure that names the reason."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""IPS beside its nulls (`ips.nulls`, beyond the paper): one panel per dataset, one row per
+"""IPS beside its nulls (`ips.analysis.nulls`, beyond the paper): one panel per dataset, one row per
 model (ranked by IPS, as in the ranking figure), the template IPS with its interval beside
 its matched-size null, its Gaussian null at every noise level and its precision nulls; the
 right margin says in how many (sample, 0-shot pair) the IPS lies above its matched null.

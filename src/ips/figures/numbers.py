@@ -76,7 +76,7 @@ def by_dataset(entries: list[Entry], d: str) -> list[Entry]:
 
 
 def robustness_text(robustness: dict, d: str) -> str:
-    """The τ robustness of dataset `d` in words (`ips.factors.TauRobustness`)."""
+    """The τ robustness of dataset `d` in words (`ips.formats.factors.TauRobustness`)."""
     return robustness[d].text() if d in robustness else "τ robustness: not in the factors file"
 
 

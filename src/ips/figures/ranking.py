@@ -1,6 +1,6 @@
 """IPS of every configured model (paper Fig. 4a) and IPS against output consistency
 (Fig. 4b), with bootstrap intervals; an interval from fewer than
-`ips.uncertainty.MIN_RELIABLE_N` samples gets an open marker and "n<10"."""
+`ips.analysis.uncertainty.MIN_RELIABLE_N` samples gets an open marker and "n<10"."""
 
 from __future__ import annotations
 

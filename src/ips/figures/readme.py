@@ -4,7 +4,7 @@ the claims table."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -139,7 +139,7 @@ def _cell_text(x: float, fmt: str = ".3f") -> str:
 
 
 def null_section(entries: list[Entry]) -> list[str]:
-    """IPS beside its nulls per model and dataset (main group, band all; `ips.nulls`)."""
+    """IPS beside its nulls per model and dataset (main group, band all; `ips.analysis.nulls`)."""
     rows = [r for r in null_rows(entries) if r["group"] == MAIN_GROUP and r["band"] == "all"]
     if not rows:
         return []
@@ -193,7 +193,8 @@ def precision_section(rows: list[dict]) -> list[str]:
 
 
 def sparse_section(entries: list[Entry]) -> list[str]:
-    """How far the numbers of sparsely sampled metrics files can be trusted (`ips.sparse`)."""
+    """How far the numbers of sparsely sampled metrics files can be trusted
+    (`ips.interactions.sparse`)."""
     lines = []
     for e in entries:
         a = e.ds.attrs

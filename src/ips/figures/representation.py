@@ -28,8 +28,8 @@ MEASURES = (("rep_cosine", "cosine similarity of the hidden states"),
 def representation_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     """Per dataset a row of two panels: cosine similarity and L2 distance of the final-layer hidden
     states at the answer position (mean over samples) against the pair's IPS, one point per
-    (model, 0-shot template pair), with Pearson / Spearman r over all points; beyond MAX_LEGEND models the points are
-    coloured by family."""
+    (model, 0-shot template pair), with Pearson / Spearman r over all points; beyond MAX_LEGEND
+    models the points are coloured by family."""
     datasets = datasets_of(entries)
     fig, grid_axes = grid(len(datasets), 2, 4.0, 3.6,
                           "Representation baseline vs IPS of the 0-shot template pairs "

@@ -30,8 +30,8 @@ TYPE_STYLES = {"instruct": "-", "base": "--"}
 
 def series_lines(entries: list[Entry]) -> dict[tuple[str, str, str], list[Entry]]:
     """The models of one dataset by (series, type, architecture), smallest first: the models
-    the scale factor compares (`ips.factors`), here drawn as one line each; only keys with
-    at least two sizes make a line."""
+    the scale factor compares (`ips.comparisons.compare`), here drawn as one line each; only keys
+    with at least two sizes make a line."""
     by_key = defaultdict(list)
     for e in entries:
         by_key[e.attrs["series"], e.attrs["type"], e.attrs["architecture"]].append(e)

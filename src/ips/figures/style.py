@@ -22,7 +22,8 @@ from ips.outputs import atomic_path
 BAND_COLORS = {"all": "#4d4d4d", "low": "#1b9e77", "mid": "#d95f02", "high": "#7570b3"}
 TYPE_COLORS = {"base": "#d95f02", "instruct": "#1b9e77"}
 LABEL_COLORS = {"altering": "#e7298a", "adding": "#66a61e", "perturbation": "#e6ab02"}
-#: colours of the interaction types of `ips.metrics.INTERACTION_TYPES` (paper Fig. 3)
+#: colours of the interaction types of `ips.analysis.interaction_types.INTERACTION_TYPES` (paper
+#: Fig. 3)
 INTERACTION_TYPE_COLORS = {
     "opposite_sign": "#d7191c",
     "same_sign_different_effect": "#fdae61",
@@ -120,7 +121,8 @@ FEW_HATCH = "////"
 """Hatch of a bar whose interval rests on fewer than MIN_RELIABLE_N samples."""
 
 
-#: how the nulls are marked beside IPS (ips.nulls): the matched-size null and the Gaussian null
+#: how the nulls are marked beside IPS (ips.analysis.nulls): the matched-size null and the Gaussian
+#: null
 NULL_MARKS = {"matched": dict(marker="D", color="#e6ab02", mfc="none", ms=6, ls=""),
               "gaussian": dict(marker="|", color="#222222", ms=9, mew=1.5, ls="")}
 

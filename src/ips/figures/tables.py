@@ -3,15 +3,15 @@ group, band) (`ips_table.csv`), every null (`null_table.csv`), the factor compar
 (`factors_table.csv`), τ robustness (`tau_robustness.csv`, `tau_pairs.csv`: Table 2) and IPS
 at every τ (`tau_table.csv`: Table 3); the appendix tables are `ips.figures.appendix`. The
 columns in the order written, what each holds in `ips.figures.captions`. Every table ends in
-`weights` (`ips.metrics_file.WEIGHTS`): `random` where a model the row rests on has random
+`weights` (`ips.formats.metrics.WEIGHTS`): `random` where a model the row rests on has random
 weights."""
 
 from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import xarray as xr
@@ -30,7 +30,7 @@ TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_ci_low", "ips_
 NULL_COLUMNS = ("model", "dataset", "group", "band", "null", "level", "null_ips", "ci_low",
                 "ci_high", "n_valued_samples", "ips", "ips_minus_null", "n_paired", "tau",
                 "max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games", "weights")
-#: what a precision null row adds (`ips.metrics_file`: precision_{name} per precision)
+#: what a precision null row adds (`ips.formats.metrics`: precision_{name} per precision)
 PRECISION_STATS = ("max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")
 FACTOR_COLUMNS = ("factor", "dataset", "group", "model_a", "model_b", "setting_a", "setting_b",
                   "templates", "band", "ips_a", "ips_a_ci_low", "ips_a_ci_high", "ips_b",
@@ -38,7 +38,7 @@ FACTOR_COLUMNS = ("factor", "dataset", "group", "model_a", "model_b", "setting_a
                   "delta_ips_ci_high", "p_value", "test", "n_tested", "n_paired", "few_samples",
                   "null_a", "null_b", "delta_null", "excess", "p_excess", "n_excess", "weights")
 #: Table 2's five measures of agreement between two τ: the correlations of
-#: `ips.metrics.tau_sweep`, then `ips.factors.TauDifferences`
+#: `ips.comparisons.robustness.tau_sweep`, then `ips.formats.factors.TauDifferences`
 TAU_MEASURES = ("spearman", "pearson", *TauDifferences._fields)
 TAU_COLUMNS = ("dataset", *(f"tau_{k}" for k in TAU_MEASURES), "tau_n_models", "tau_note",
                "weights")

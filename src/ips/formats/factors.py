@@ -1,5 +1,35 @@
-"""The factors file of `ips factors`: its layout, and how the figures read it
-(`read_factors`, `FactorsFile`, `TauRobustness`)."""
+"""The factors file of `ips factors`: its layout, how it is written (`write_factors`) and
+how the figures read it (`read_factors`, `FactorsFile`, `TauRobustness`).
+
+Output layout (netCDF/HDF5):
+
+| variable | dims | content |
+|---|---|---|
+| `ips_a`, `ips_b`, `delta_ips` | comparison, band | the two IPS values and ΔIPS of each comparison |
+| (coords) `comparison_factor`, `comparison_dataset`, `comparison_group`, `model_a`, `model_b`, `setting_a`, `setting_b`, `templates` | comparison | what was compared; `setting_*` is the condition group on each side, `templates` the template pairs of a few-shot comparison |
+| `ips_a_ci`, `ips_b_ci`, `delta_ips_ci` | comparison, band, bound | percentile-bootstrap intervals (bound `low`, `high`) of IPS_A, IPS_B and ΔIPS |
+| `p_value` | comparison, band | two-sided paired sign-flip p-value of the per-sample differences A_s − B_s (see below) |
+| `n_tested` | comparison, band | samples in that test (valued on both sides in that band) |
+| `n_paired` | comparison | samples with a value on both sides (paired by sample id; band all) |
+| `null_a`, `null_b`, `delta_null` | comparison, band | the matched-size null (`ips.analysis.nulls`) of the same groups / template pairs on each side, and (null_A − null_B)/null_B |
+| `low_gap`, `low_gap_ci` | comparison (, bound) | max(ΔIPS^low − ΔIPS^mid, ΔIPS^low − ΔIPS^high): below 0 when the factor lowers low-order IPS most (the paper's common mechanism, Section 4.3, Fig. 10), with its paired-bootstrap interval (the max taken in every replicate) |
+| `excess`, `p_excess`, `n_excess` | comparison, band | mean over samples of (A_s − B_s) − (N^A_s − N^B_s), the IPS difference beyond the null's difference, its two-sided paired sign-flip p-value and the samples in it (NaN / 0 without per-sample nulls) |
+| `delta_ips_mean` | summary, band | mean ΔIPS over the comparisons of one (factor, dataset, group) |
+| `delta_ips_mean_ci` | summary, band, bound | interval of that mean (the comparisons' replicates share their resamples and are averaged) |
+| `p_value_mean`, `n_tested_mean` | summary, band | sign-flip p-value of the per-sample mean over the row's comparisons of A_s − B_s, and the samples valued in every one of them |
+| `n_comparisons` | summary | how many comparisons that mean holds (those with a finite ΔIPS, band all) |
+| (coords) `summary_factor`, `summary_dataset`, `summary_group` | summary | the key of each row |
+| `factor_present`, `factor_note` | factor | whether a factor has any comparison, and why not (`absent: …`) |
+| `tau_spearman`, `tau_pearson` | dataset | mean Spearman / Pearson correlation of the models' IPS (0-shot, band all) between every pair of sweep τ values (`ips.comparisons.robustness.tau_sweep`); NaN with < 3 models |
+| `tau_spearman_matrix`, `tau_pearson_matrix` | dataset, tau, tau_b | the pairwise correlations |
+| `tau_kendall`, `tau_rmse`, `tau_mad` | dataset | the same models' Kendall τ_b, root mean square difference and mean absolute difference of IPS between every pair of sweep τ values, averaged over the pairs (`tau_differences`; Appendix F.8.1, Table 2); Kendall NaN with < 3 models, the differences with none |
+| `tau_kendall_matrix`, `tau_rmse_matrix`, `tau_mad_matrix` | dataset, tau, tau_b | the pairwise values |
+| `tau_n_models`, `tau_note` | dataset | models used; why the correlation is NaN or which models were left out |
+
+Attributes: `tau`, `metrics_files` (JSON), `absent` (JSON: factor → reason, for factors with
+no comparison at all), `bootstrap` (JSON: method, n_boot, level, seed), `test` (JSON:
+method, exact_max, draws, seed), `ips_version`.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +41,7 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
-from ips.formats.hdf5 import read_dataset
+from ips.formats.hdf5 import read_dataset, write_dataset
 from ips.prompts.templates import ZERO_SHOT
 
 
@@ -95,3 +125,8 @@ def read_factors(path: str | os.PathLike) -> FactorsFile:
                                     for k in TauDifferences._fields if f"tau_{k}" in ds})
            for d in ds["dataset"].values}
     return FactorsFile(path, ds, notes, absent, tau)
+
+
+def write_factors(ds: xr.Dataset, path: str | os.PathLike) -> None:
+    """Write the comparisons of `ips.comparisons.compare.compare` as the factors file `path`."""
+    write_dataset(ds, path)

@@ -1,5 +1,20 @@
-"""The interactions file: what `ips fit` writes and `ips metrics` reads (exhaustive:
-`and`, `or`, `gamma`, ...; sparse: entries and per-game rows)."""
+"""The interactions file: what `ips fit` writes (`write_interactions`) and `ips metrics`
+reads (`attach_interactions`).
+
+Both kinds carry `n_vars` (sample), the values file's `sample` and `condition` coordinates,
+and the attributes `n_max` (largest n accepted), `input_file` (the values file fitted),
+`solver_requested`, `noise` and `ips_version`.
+
+- Exhaustive (`exhaustive_dataset`): `and`, `or`, `gamma` with dims (sample, condition,
+  mask), NaN beyond each sample's 2**n masks as in the values file; `objective`,
+  `matching_error`, `duality_gap` with dims (sample, condition); attributes `solver_used`,
+  `optimum` (which point of Eq. 12's optimal face), and `sgd_learning_rate`, `sgd_steps`
+  for the sgd solver.
+- Sparse (`sparse_dataset`, attribute `sampling: sparse`): the entries of each game,
+  `ENTRY_VARIABLES` with dims (sample, condition, entry), padded with kind -1; one value
+  per game of `ROW_VARIABLES` (dims (sample, condition)); attributes `unreliable_heldout`,
+  `seed`, and `budget` for a design taken from an exhaustively scored file.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +22,12 @@ import os
 from pathlib import Path
 
 import numpy as np
+import xarray as xr
 from numpy.typing import ArrayLike
 
 from ips.errors import InputError
-from ips.formats.hdf5 import _labels, read_dataset, require
-from ips.formats.values import design_row
+from ips.formats.hdf5 import _labels, read_dataset, require, write_dataset
+from ips.formats.values import DIMS, design_row
 from ips.interactions.sparse import SparseInteractions
 
 
@@ -131,3 +147,32 @@ def from_arrays(arrays: dict, n_vars: ArrayLike, s: int, c: int) -> SparseIntera
         int(row["n_fit"]), int(row["n_heldout"]), None if order < 0 else order, row["noise"],
         int(row["unobserved"]), int(row["aliased"]),
         complete=bool(row["complete"]))
+
+
+def exhaustive_dataset(per_mask: dict[str, np.ndarray], per_row: dict[str, np.ndarray],
+                       n_vars: np.ndarray, coords: dict, attrs: dict) -> xr.Dataset:
+    """An exhaustive fit: `per_mask` arrays (sample, condition, mask), `per_row` arrays
+    (sample, condition), the values file's `coords`."""
+    data = {k: (DIMS, a) for k, a in per_mask.items()}
+    data |= {k: (DIMS[:2], a) for k, a in per_row.items()}
+    data["n_vars"] = (DIMS[:1], n_vars)
+    return xr.Dataset(data, coords={k: ((k,), a) for k, a in coords.items()}, attrs=attrs)
+
+
+def sparse_dataset(games: list[list[SparseInteractions]], n_vars: np.ndarray, coords: dict,
+                   attrs: dict) -> xr.Dataset:
+    """A sparse fit of games[sample][condition] (`to_arrays`), the values file's `coords`."""
+    arrays = to_arrays(games)
+    entry_dims = DIMS[:2] + ("entry",)
+    data = {k: (entry_dims if k in ENTRY_VARIABLES else DIMS[:2], a) for k, a in arrays.items()}
+    data["n_vars"] = (DIMS[:1], n_vars)
+    return xr.Dataset(data, coords={k: ((k,), a) for k, a in coords.items()}, attrs=attrs)
+
+
+def write_interactions(ds: xr.Dataset, path: str | os.PathLike, *, n_max: int,
+                       input_file: str | os.PathLike) -> None:
+    """Write a fit as the interactions file `path`, with the n_max it accepted and the values
+    file it fitted."""
+    ds.attrs["n_max"] = n_max
+    ds.attrs["input_file"] = str(input_file)
+    write_dataset(ds, path)

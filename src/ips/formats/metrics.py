@@ -1,12 +1,11 @@
-"""The metrics file of one (model, dataset): what `ips metrics` writes (`summarize`) and how
-the later steps read it (`read_metrics`).
+"""The metrics file of one (model, dataset): its layout, how it is written
+(`write_metrics`, after `ips.analysis.summary.summarize` computed it) and how the later steps
+read it (`read_metrics`).
 
-`summarize` takes the merged shards (`ips.shards`) and computes the metrics of `ips.metrics`,
-`ips.diagnostics` and `ips.nulls` on the whole set of samples, so sharding cannot change a
-number. `read_metrics` checks the attributes every reader relies on and returns an `Entry`:
-the file's model, dataset and model attributes (`ips.config.MODEL_ATTRIBUTES`;
-`active_params` defaults to `params`, as for a dense model) next to the dataset itself, and
-whether the model has random weights (`Entry.random_weights`, from `model_source`).
+`read_metrics` checks the attributes every reader relies on and returns an `Entry`: the
+file's model, dataset and model attributes (`ips.config.MODEL_ATTRIBUTES`; `active_params`
+defaults to `params`, as for a dense model) next to the dataset itself, and whether the model
+has random weights (`Entry.random_weights`, from `model_source`).
 
 Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf")`):
 
@@ -27,27 +26,27 @@ Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf
 | `sample_ips` | sample, group, band | per-sample IPS (mean over the sample's valued pairs of the group); NaN where the sample has no valued pair |
 | `sample_pair_ips` | sample, pair, band | ips(x, T, T̂) of every sample and pair; NaN where U is empty |
 | `ips_sweep_ci` | tau, group, bound | the same interval for `ips_sweep` |
-| `ips_ci`, `pair_ips_ci` | group / pair, band, bound | percentile-bootstrap interval (bound `low`, `high`) of `ips` / `pair_ips` over samples (`ips.uncertainty`) |
-| `band_diff`, `band_p`, `band_p_holm`, `band_n` | group, band_pair | order of the bands (paper 4.3): for the pairs low-mid, mid-high, low-high, the mean over samples of the per-sample difference `sample_ips` first minus second band, the two-sided paired sign-flip p-value of it (`ips.uncertainty.sign_flip_test`, on the samples valued in both bands), the Holm-adjusted p-value over the group's three tests, and those samples |
+| `ips_ci`, `pair_ips_ci` | group / pair, band, bound | percentile-bootstrap interval (bound `low`, `high`) of `ips` / `pair_ips` over samples (`ips.analysis.uncertainty`) |
+| `band_diff`, `band_p`, `band_p_holm`, `band_n` | group, band_pair | order of the bands (paper 4.3): for the pairs low-mid, mid-high, low-high, the mean over samples of the per-sample difference `sample_ips` first minus second band, the two-sided paired sign-flip p-value of it (`ips.analysis.uncertainty.sign_flip_test`, on the samples valued in both bands), the Holm-adjusted p-value over the group's three tests, and those samples |
 | `sparsity_mean`, `sparsity_median` | rank | sorted |Ĩ| over Ω of every (sample, condition), read at relative ranks 0 (largest) … 1 (smallest), averaged (Fig. 2a) |
 | `salient_share` | – | mean share of Ω with |Ĩ| > τ |
 | `matching_nrmse` | keep | universal matching keeping only the largest 3 % / 5 % / all interactions: mean over (sample, condition) of RMS(φ_k − v) / (max v − min v) (Fig. 2b) |
 | `sample_salient_share`, `sample_matching_nrmse` | sample[, keep] | the same two per sample (mean over its conditions), for intervals over samples |
 | `case_norm`, `case_v`, `case_rec`, `case_words` | case_side, kind, case_mask / case_var | the case-study sample (`case_study_data`): Ĩ under both conditions (side `a`, `b`; kind `AND`, `OR`), v, the surrogate with the largest interactions, its variables |
-| `null_ips`, `null_ips_ci`, `null_n_valued` | group, null_level, band[, bound] | Gaussian null IPS (`ips.nulls`): mean over samples of each sample's mean over the group's conditions of ips(x, v, v') with v' = v + level·range(v)·N(0, 1) refitted; its bootstrap interval and samples |
+| `null_ips`, `null_ips_ci`, `null_n_valued` | group, null_level, band[, bound] | Gaussian null IPS (`ips.analysis.nulls`): mean over samples of each sample's mean over the group's conditions of ips(x, v, v') with v' = v + level·range(v)·N(0, 1) refitted; its bootstrap interval and samples |
 | `sample_null_ips`, `null_ips_sweep` | sample, group, null_level, band / tau, group, null_level | the same per sample, and over the τ sweep (band all) |
 | `matched_null_ips`, `matched_null_ips_ci`, `matched_null_n_valued`, `sample_matched_null_ips` | group, band (sample, …) | matched-size null: per sample the mean over the group's pairs of the pair's null (both sides + noise of sd(v_b − v_a), mean of the two sides) |
 | `sample_pair_matched_null`, `pair_matched_null` | sample, pair, band / pair, band | the matched-size null of every pair, and its mean over samples |
 | `sample_pair_change`, `sample_pair_change_rel` | sample, pair | size of each pair's change sd(v_b − v_a), and that over the mean range of the two games |
 | `sample_v_range` | sample, condition | max v − min v of every game |
-| `precision_null_ips`, `precision_null_ips_ci`, `precision_null_n_valued`, `sample_precision_null_ips` | precision, band (sample, …) | precision null (`ips.nulls.precision_null`): per sample the mean over its re-scored conditions of ips(x, v, v') between this run's fit and the fit of the same prompt scored in `precision`; NaN for samples not re-scored |
+| `precision_null_ips`, `precision_null_ips_ci`, `precision_null_n_valued`, `sample_precision_null_ips` | precision, band (sample, …) | precision null (`ips.analysis.nulls.precision_null`): per sample the mean over its re-scored conditions of ips(x, v, v') between this run's fit and the fit of the same prompt scored in `precision`; NaN for samples not re-scored |
 | `precision_null_ips_sweep` | tau, precision | the same over the τ sweep (band all) |
 | `precision_max_abs_dv`, `precision_median_abs_dv`, `precision_dv_rel`, `precision_jaccard`, `precision_games` | precision | max and median |v' − v| over every mask of the re-scored games, their median sd(v' − v) / range of v, mean salient-set Jaccard at τ, and how many games |
-| `heldout_error`, `reliable` | sample, condition | sparse fits only: each game's held-out reconstruction error (NaN for a complete design) and whether it is at most `ips.sparse.UNRELIABLE_HELDOUT` |
+| `heldout_error`, `reliable` | sample, condition | sparse fits only: each game's held-out reconstruction error (NaN for a complete design) and whether it is at most `ips.interactions.sparse.UNRELIABLE_HELDOUT` |
 
 Sparse fits (`sampling: sparse`, any n): the interactions are their games' entries, laid on
-the sets that are an entry of any game of the sample (`ips.sparse.entry_grid`, with which
-`ips.metrics` computes what it computes on the 2^n axis); `case_norm` is then on
+the sets that are an entry of any game of the sample (`ips.analysis.sparse_metrics.entry_grid`, with
+which `ips.analysis.metrics` computes what it computes on the 2^n axis); `case_norm` is then on
 `case_set` (the bitmasks of ∅ and those sets), `case_v` and `case_rec` on the design's masks
 (`case_mask`: bitmask coordinate), and `matching_nrmse` measures the error on those masks.
 
@@ -56,7 +55,8 @@ Coordinates: `group` (in the order of the values files' `groups`), `band` (`all`
 `pair` (`"{group}:{a}|{b}"`) with `pair_a`, `pair_b` (condition names), `pair_group` and
 `pair_label` (`altering`, `adding`, `mixed`, `none` from the template file's change kinds,
 Appendix G; `perturbation` when either condition is a reworded prompt), `type`
-(`ips.metrics.INTERACTION_TYPES`), `changed` (`yes`, `no`), `band_pair` (`BAND_PAIRS`).
+(`ips.analysis.interaction_types.INTERACTION_TYPES`), `changed` (`yes`, `no`), `band_pair`
+(`BAND_PAIRS`).
 
 Attributes: `model`, `model_attributes` (JSON), `model_source` (JSON: the entry's `source`
 as the values files record it, "" for values files that do not; `{"random": …}` marks random
@@ -91,7 +91,7 @@ import xarray as xr
 
 from ips.config import MODEL_ATTRIBUTES
 from ips.errors import InputError
-from ips.formats.hdf5 import read_dataset
+from ips.formats.hdf5 import read_dataset, write_dataset
 
 log = logging.getLogger(__name__)
 
@@ -173,3 +173,8 @@ def read_metrics(path: str | os.PathLike) -> Entry:
         attrs["active_params"] = attrs["params"]
     model_source(ds, path)  # a bad one is an error here, not in a figure
     return Entry(path, str(ds.attrs["model"]), str(ds.attrs["dataset"]), attrs, ds)
+
+
+def write_metrics(ds: xr.Dataset, path: str | os.PathLike) -> None:
+    """Write the metrics of `ips.analysis.summary.summarize` as the metrics file `path`."""
+    write_dataset(ds, path)

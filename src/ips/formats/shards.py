@@ -3,8 +3,8 @@
 Input: the values files of one model on one dataset (`ips score`, one per shard) and, in the
 same order, their interactions files (`ips fit`). Each shard is read with its labels
 (`read_shard`), its interactions attached and checked against them (`attach_interactions`:
-same samples, conditions and mask axis; a sparse fit's entries), and the shards are checked against each
-other (same model, dataset, conditions, groups, mask axis; a sample in two shards is an
+same samples, conditions and mask axis; a sparse fit's entries), and the shards are checked against
+each other (same model, dataset, conditions, groups, mask axis; a sample in two shards is an
 error) and concatenated along `sample` (`merge_shards`), so sharding cannot change a number.
 `load` does all three for the main run, `load_precision` for a precision-null run.
 """
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -49,7 +49,7 @@ class Shard:
     masks: np.ndarray | None = None  # sparse sampling: (sample, mask) bitmasks of `v`, −1 pads
     and_: np.ndarray | None = None
     or_: np.ndarray | None = None
-    games: list | None = None  # sparse fits: games[sample][condition] (ips.sparse)
+    games: list | None = None  # sparse fits: games[sample][condition] (ips.interactions.sparse)
     matching_error: np.ndarray | None = None
     fit_attrs: dict = field(default_factory=dict)  # how the fit was made (solver, settings)
 

@@ -1,13 +1,15 @@
 """The values file: what `ips score` writes and `ips fit` reads.
 
-Layout (HDF5, written with `ips.files.write_dataset`):
+Layout (HDF5; `values_dataset` builds it from scored samples, `write_values` writes it,
+`read_values` reads it):
 
 - `v`: float64, dims (sample, condition, mask). `v[s, c, m]` is v(x_S) for sample s under
   template condition c, where bit i of m is set when variable i is kept. A sample with
   n < n_max variables uses the first 2**n entries of the mask axis; the rest are NaN.
 - `n_vars`: int, dims (sample,): the number of variables of each sample. May be omitted when
   every sample has the same n, the mask axis then has length 2**n and holds no NaN.
-- `masks` (sparse sampling, `ips.sparse`): int64, dims (sample, mask): the bitmask of each
+- `masks` (sparse sampling, `ips.interactions.sparse`): int64, dims (sample, mask): the bitmask of
+each
   scored mask; a sample's design fills the first entries, −1 (and NaN in `v`) pad the rest.
   Without it the mask axis is the bitmask itself. Needs `n_vars`.
 - `sample`, `condition`: optional 1-D labels, carried over to derived files.
@@ -23,13 +25,12 @@ from pathlib import Path
 
 import h5py
 import numpy as np
-import torch
 import xarray as xr
 
 from ips import __version__
 from ips.config import MODEL_ATTRIBUTES
 from ips.errors import InputError, reason
-from ips.formats.hdf5 import READ_ERRORS, labels, reading
+from ips.formats.hdf5 import READ_ERRORS, labels, reading, write_dataset
 
 DIMS = ("sample", "condition", "mask")
 
@@ -62,6 +63,15 @@ def design_row(masks: np.ndarray) -> np.ndarray:
 def read_values(path: str | os.PathLike, n_max: int | None = None) -> Values:
     """Read and check a values file; raise `InputError` naming the file and dataset."""
     path = Path(path)
+    v, n_vars, masks, coords = _open_values(path)
+    if masks is not None:
+        return _sparse_values(path, v, n_vars, masks, coords, n_max)
+    return _dense_values(path, v, n_vars, coords, n_max)
+
+
+def _open_values(path: Path) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, dict]:
+    """The arrays of a values file as stored: `v` (checked for rank, size and dtype),
+    `n_vars` and `masks` (None where absent) and the label coordinates."""
     try:
         f = h5py.File(path, "r")
     except FileNotFoundError:
@@ -94,8 +104,12 @@ def read_values(path: str | os.PathLike, n_max: int | None = None) -> Values:
                 if _is_label(f, name, size):
                     coords[name] = _decode(f[name][()])
 
-    if masks is not None:
-        return _sparse_values(path, v, n_vars, masks, coords, n_max)
+    return v, n_vars, masks, coords
+
+
+def _dense_values(path: Path, v: np.ndarray, n_vars, coords: dict,
+                  n_max: int | None) -> Values:
+    """`read_values` of a file without `masks` (every mask of each sample scored)."""
     width = v.shape[2]
     if width & (width - 1):
         raise InputError(
@@ -195,9 +209,10 @@ def _decode(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _assemble(sample_set, samples, results, loaded, target: str, shard: int,
-              budget: int | None = None, designs=None) -> xr.Dataset:
-    """The values file: v (sample, condition, mask) and what explains it (see ips.values_file)."""
+def values_dataset(sample_set, samples, results, loaded, target: str, shard: int,
+                   budget: int | None = None, designs=None) -> xr.Dataset:
+    """The values file of scored `samples`: v (sample, condition, mask) and what explains it
+    (the layout above)."""
     coords = {
         "sample": labels(s.item.id for s in samples),
         "condition": labels(c.name for c in sample_set.conditions),
@@ -212,6 +227,11 @@ def _assemble(sample_set, samples, results, loaded, target: str, shard: int,
     if budget is not None:
         attrs["budget"] = int(budget)
     return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def write_values(ds: xr.Dataset, path: str | os.PathLike) -> None:
+    """Write a values file (`values_dataset`) to `path`, atomically and checksummed."""
+    write_dataset(ds, path)
 
 
 def _variable_arrays(sample_set, samples, results, budget: int | None = None, designs=None) -> dict:
@@ -277,9 +297,9 @@ def _prediction_arrays(sample_set, samples, results, loaded) -> dict:
     return {
         "gold": (("sample",), np.array([s.item.gold if mcq else -1 for s in samples])),
         # the prediction is the option letter with the highest logit (−1 without letters)
-        "pred": (sc, _argmax(letter_logit)),
+        "pred": (sc, best_option(letter_logit)),
         # the option whose text is most probable (what `target: choice_text` scores)
-        "pred_text": (sc, _argmax(option_logp)),
+        "pred_text": (sc, best_option(option_logp)),
         "letter_logit": (sc + ("option",), letter_logit),
         "letter_token": (sc + ("option",), stack("letter_token")),
         "option_logp": (sc + ("option",), option_logp),
@@ -297,6 +317,8 @@ def _prediction_arrays(sample_set, samples, results, loaded) -> dict:
 
 def _provenance(sample_set, loaded, target: str, shard: int) -> dict:
     """The values file's attributes: the model, the dataset and settings, the versions."""
+    import torch  # loaded by the scoring that calls this; not by `ips fit`, which reads the file
+
     return {
         "model": loaded.spec.name,
         "model_attributes": json.dumps({k: getattr(loaded.spec, k) for k in MODEL_ATTRIBUTES}),
@@ -320,7 +342,7 @@ def _provenance(sample_set, loaded, target: str, shard: int) -> dict:
     }
 
 
-def _argmax(scores: np.ndarray) -> np.ndarray:
+def best_option(scores: np.ndarray) -> np.ndarray:
     """Index of the best option per row, −1 where there are no scores (empty or NaN)."""
     if scores.shape[-1] == 0:
         return np.full(scores.shape[:-1], -1)

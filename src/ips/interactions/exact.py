@@ -54,8 +54,8 @@ def _solve_exact_one(v: np.ndarray, n: int, noise: float):
     z_j = 0 where the reduced cost c_j − (Aᵀλ)_j > 0 (and q_T at its bound where λ_T ≠ 0), and
     every feasible point of that restricted set is optimal (complementary slackness). The least
     ℓ2 point of the face is a small QP (Clarabel). Should that fail (not observed here; once
-    in a sparse fit at n = 20, `ips.sparse`), the fallback is exact ℓ2 regularisation over the
-    whole feasible set (:func:`_regularised_exact`). All rows make the LP feasible (the
+    in a sparse fit at n = 20, `ips.interactions.sparse`), the fallback is exact ℓ2 regularisation
+    over the whole feasible set (:func:`_regularised_exact`). All rows make the LP feasible (the
     Harsanyi dividends are a solution).
     """
     size = 1 << n

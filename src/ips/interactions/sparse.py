@@ -39,7 +39,7 @@ interactions that no design row can tell apart from another candidate (``aliased
 no row sees (``unobserved``, their value is 0 by the objective) are not determined by the
 data; and with ``order=k`` the interactions outside C are folded into the ones inside.
 ``heldout_error`` measures all of these: the fit's error on design masks it did not use (see
-:func:`estimate`), an NRMSE as in :func:`ips.diagnostics.matching_nrmse`; above
+:func:`estimate`), an NRMSE as in :func:`ips.analysis.diagnostics.matching_nrmse`; above
 ``UNRELIABLE_HELDOUT`` (1 %) the estimate is flagged (``reliable``).
 
 Measured limits: games generated from ≤ 10 interactions of order ≤ 4 are recovered exactly
@@ -52,7 +52,7 @@ estimate agrees poorly with the exact one unless the budget approaches 2^n
 
 Sparse-form metrics: :func:`normalize` and :func:`salient` are the Section 3.2 definitions on
 the entries alone (an interaction that is not an entry is 0); :func:`entry_grid` lays the
-games of many samples on the sets of their entries, where every function of ``ips.metrics``
+games of many samples on the sets of their entries, where every function of ``ips.analysis.metrics``
 that takes a ``layout`` (IPS and its bands, types, sparsity) computes what it computes on
 the 2^n axis, for any n (``ips metrics`` of sparse fits; :func:`pair_ips`, :func:`keep_top`).
 """
@@ -285,7 +285,7 @@ def _split_singletons(z: np.ndarray, cand: np.ndarray) -> np.ndarray:
     total = (z[one] - z[k + one]) + (z[2 * k + one] - z[3 * k + one])
     half = total / 2
     z = z.copy()
-    for base, sign in ((0, 1), (2 * k, 1)):
+    for base in (0, 2 * k):
         z[base + one] = np.maximum(half, 0)
         z[base + k + one] = np.maximum(-half, 0)
     return z
@@ -319,24 +319,8 @@ def estimate(masks: ArrayLike, values: ArrayLike, n: int, *, order: int | None |
     """
     t0 = time.perf_counter()
     n = _check_n(n)
-    t = np.asarray(masks)
-    v = np.asarray(values, dtype=np.float64)
-    if t.ndim != 1 or not np.issubdtype(t.dtype, np.integer):
-        raise ValueError("masks: expected a 1-D array of integer bitmasks")
-    t = t.astype(np.int64)
-    if v.shape != t.shape:
-        raise ValueError(f"values: shape {v.shape} does not match masks {t.shape}")
-    if not np.all(np.isfinite(v)):
-        raise ValueError("values: NaN or inf")
+    t, v = _checked_game(masks, values, n, holdout)
     full = (1 << n) - 1
-    if np.any((t < 0) | (t > full)):
-        raise ValueError(f"masks: every mask must lie in 0..2**n - 1 = {full}")
-    if len(np.unique(t)) != len(t):
-        raise ValueError("masks: repeated mask")
-    if not np.any(t == 0):
-        raise ValueError("masks: the empty mask 0 (v(x_∅) = I_AND(∅)) must be in the design")
-    if not 0.0 <= holdout < 1.0:
-        raise ValueError(f"holdout: must lie in [0, 1), got {holdout!r}")
     if order == "auto":
         order = default_order(n, len(t))
     cand = candidates(n, order)
@@ -381,6 +365,31 @@ def estimate(masks: ArrayLike, values: ArrayLike, n: int, *, order: int | None |
     return res
 
 
+def _checked_game(masks: ArrayLike, values: ArrayLike, n: int,
+                  holdout: float) -> tuple[np.ndarray, np.ndarray]:
+    """`estimate`'s design and values as int64 / float64 arrays; ValueError naming what is
+    wrong with them or with `holdout`."""
+    t = np.asarray(masks)
+    v = np.asarray(values, dtype=np.float64)
+    if t.ndim != 1 or not np.issubdtype(t.dtype, np.integer):
+        raise ValueError("masks: expected a 1-D array of integer bitmasks")
+    t = t.astype(np.int64)
+    if v.shape != t.shape:
+        raise ValueError(f"values: shape {v.shape} does not match masks {t.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("values: NaN or inf")
+    full = (1 << n) - 1
+    if np.any((t < 0) | (t > full)):
+        raise ValueError(f"masks: every mask must lie in 0..2**n - 1 = {full}")
+    if len(np.unique(t)) != len(t):
+        raise ValueError("masks: repeated mask")
+    if not np.any(t == 0):
+        raise ValueError("masks: the empty mask 0 (v(x_∅) = I_AND(∅)) must be in the design")
+    if not 0.0 <= holdout < 1.0:
+        raise ValueError(f"holdout: must lie in [0, 1), got {holdout!r}")
+    return t, v
+
+
 def _entries(n: int, z: np.ndarray, cand: np.ndarray, v0: float) -> SparseInteractions:
     """Entries of the LP solution z: nonzero x, y (|I| > ZERO_TOL·max, as `normalize` does)."""
     k = len(cand)
@@ -401,7 +410,7 @@ def _entries(n: int, z: np.ndarray, cand: np.ndarray, v0: float) -> SparseIntera
 
 def from_dense(and_: ArrayLike, or_: ArrayLike) -> SparseInteractions:
     """Every (kind, S ≠ ∅) of dense interactions as an entry (zeros included), for comparing
-    the sparse-form metrics with ``ips.metrics`` on the same interactions."""
+    the sparse-form metrics with ``ips.analysis.metrics`` on the same interactions."""
     a = np.asarray(and_, dtype=np.float64)
     o = np.asarray(or_, dtype=np.float64)
     n = len(a).bit_length() - 1

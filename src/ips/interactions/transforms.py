@@ -46,7 +46,8 @@ def _as_values(values, n_max: int = DEFAULT_N_MAX) -> tuple[np.ndarray, int]:
     n = _n_of(arr, n_max)
     if not np.all(np.isfinite(arr)):
         bad = np.argwhere(~np.isfinite(arr))[0]
-        raise ValueError(f"values: non-finite entry (NaN or inf) at index {tuple(int(i) for i in bad)}")
+        raise ValueError("values: non-finite entry (NaN or inf) at index "
+                         f"{tuple(int(i) for i in bad)}")
     return arr, n
 
 

@@ -5,14 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 from ips.config import ConfigError, validate_model
 from ips.errors import ModelError
-
-if TYPE_CHECKING:  # torch loads in seconds: the workflow asks this module about entries
-    pass
-
 
 SourceKind = Literal["hub", "path", "gguf_package", "parts", "random"]
 
@@ -21,7 +17,7 @@ SourceKind = Literal["hub", "path", "gguf_package", "parts", "random"]
 class ModelSource:
     """Where a model's weights come from: `hub`, `path`, a GGUF file in pip packages
     (`gguf_package`, and/or `parts`; kind "parts" when `parts` alone is set), or `random`
-    weights of an architecture class drawn from `seed` (`ips.random_models`)."""
+    weights of an architecture class drawn from `seed` (`ips.models.random_weights`)."""
 
     kind: SourceKind
     hub: str | None = None

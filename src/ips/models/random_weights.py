@@ -1,7 +1,7 @@
 """Tiny random-weight models of the paper's architecture classes (`source: {random: <class>}`).
 
 A model entry with `source: {random: mixtral, seed: 7}` is built by `ips prepare-model` into
-the model cache (`ips.model_cache`): a transformers directory holding a two-layer model of
+the model cache (`ips.models.cache`): a transformers directory holding a two-layer model of
 that class (hidden size 32, MoE classes with 4 experts, 2 active per token) with weights drawn
 from `seed`, and a 512-token byte-level BPE tokenizer trained on a fixed English text, with
 `<unk>` and `<pad>`, so the mask token is `<unk>` (paper Appendix E.4's first choice). The

@@ -9,9 +9,10 @@ directory (config.json, model.safetensors, tokenizer.json ...) in seconds:
 - `make_tiny_gemma`: a Gemma 3 text model with a Gemma-style tokenizer (spaces become "▁",
   BOS added, `<pad>`/`<eos>`/`<bos>`/`<unk>` at ids 0-3 as in Gemma 3).
 
-The tokenizers are trained as `ips.random_models` trains them. The BPE vocabularies are small (a few hundred tokens), so common words are one token and
-rarer words split into several. Weights are random (seeded), with a larger initialiser range
-than usual so that the output moves visibly when input tokens change.
+The tokenizers are trained as `ips.models.random_weights` trains them. The BPE vocabularies are
+small (a few hundred tokens), so common words are one token and rarer words split into several.
+Weights are random (seeded), with a larger initialiser range than usual so that the output moves
+visibly when input tokens change.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def make_tiny_llama(directory: str | Path, *, unk: bool = True, pad: bool = True
     """Save a tiny Llama + byte-level BPE tokenizer in `directory` and return it.
 
     `unk` / `pad` choose whether the tokenizer has an unk (`<unk>`) and a pad (`<pad>`) token,
-    to exercise the mask-token fallbacks of `ips.models.resolve_mask_token`.
+    to exercise the mask-token fallbacks of `ips.models.loading.resolve_mask_token`.
     """
     directory = Path(directory)
     tokenizer = byte_level_tokenizer(unk=unk, pad=pad)
@@ -119,5 +120,5 @@ TINY_ATTRS = {"family": "tiny", "series": "tiny", "type": "base", "architecture"
 
 
 def load_tiny(path, name="tiny"):
-    """A loaded tiny model (ips.models.load_model) from a directory of a builder above."""
+    """A loaded tiny model (ips.models.loading.load_model) from a directory of a builder above."""
     return load_model(ModelSpec.from_config(name, {"source": {"path": str(path)}, **TINY_ATTRS}))

@@ -334,7 +334,8 @@ def _read_local(name: str, path: Path, split: str) -> Tables:
         try:
             return [(str(path), _rows(pyarrow.parquet.read_table(path).to_pylist()))]
         except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
-            raise DatasetError(f"dataset '{name}': {path} is not a readable Parquet file ({e})")
+            raise DatasetError(
+                f"dataset '{name}': {path} is not a readable Parquet file ({e})") from None
     raise DatasetError(
         f"dataset '{name}': source {path} has suffix {path.suffix!r}; use a "
         f"{'/'.join(LOCAL_SUFFIXES)} file or a save_to_disk folder"
@@ -383,7 +384,7 @@ def _json(name: str, path: Path) -> Iterable[tuple[str, Mapping[str, Any]]]:
         raise DatasetError(
             f"dataset '{name}': {path}: invalid JSON ({e}); one record per line needs the "
             "suffix .jsonl"
-        )
+        ) from None
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         raise DatasetError(f"dataset '{name}': {path}: expected a JSON list of objects")
     return _rows(records)

@@ -2,8 +2,8 @@
 
 `prepare_samples(settings)` loads the dataset, draws `n_items` items that qualify (they
 have variables, at most `n_max` of them after the reduction rule `variables.reduce` of
-`ips.variables`, and every condition renders), fixes the few-shot examples, and renders every
-(item, condition) prompt with its variables' spans. It depends on no model, except for the
+`ips.prompts.variables`, and every condition renders), fixes the few-shot examples, and renders
+every (item, condition) prompt with its variables' spans. It depends on no model, except for the
 one reference model of the `occlusion` rule, so every model is explained over the same
 variables and prompts. The result round-trips through JSON (`results/samples/{dataset}.json`),
 with each sample's `Reduction` (units before reduction, whether reduced, the rule, occlusion
@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from ips import __version__
 from ips.errors import InputError
@@ -91,8 +92,8 @@ def prepare_samples(settings: dict, occlusion: Callable | None = None) -> Sample
 
     `settings`: `dataset_settings` of a validated config, or `check_settings` of JSON ones.
 
-    `occlusion` (an `ips.scoring.Occlusion` of the reference model) is required by the rule
-    `occlusion`: an item with more than n_max units is rendered with all its units as
+    `occlusion` (an `ips.scoring.occlusion.Occlusion` of the reference model) is required by the
+    rule `occlusion`: an item with more than n_max units is rendered with all its units as
     variables under the first condition (the first template, 0-shot) and ranked by it.
     """
     name, entry = settings["dataset"], settings["entry"]

@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import yaml
 
@@ -327,7 +327,8 @@ def perturb(
             )
         new = p.variables.get(var.text, var.text)
         # whole words only: "set" must not be found inside "sunset"
-        hits = [m.start() for m in re.finditer(rf"(?<!\w){re.escape(new)}(?!\w)", fields[var.field])]
+        word = rf"(?<!\w){re.escape(new)}(?!\w)"
+        hits = [m.start() for m in re.finditer(word, fields[var.field])]
         if len(hits) != 1:
             problem = "does not occur" if not hits else "occurs more than once"
             raise TemplateError(

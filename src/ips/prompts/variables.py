@@ -46,7 +46,7 @@ Rules
     content-bearing ones (names, technical terms, numbers with digits), short ones are
     mostly function-like words that ``content`` did not drop.
   - ``occlusion``: keep the ``n_max`` units with the largest occlusion score
-    ``|v(x_N) − v(x_{N∖{i}})|`` of one named reference model (``ips.scoring.Occlusion``:
+    ``|v(x_N) − v(x_{N∖{i}})|`` of one named reference model (``ips.scoring.occlusion.Occlusion``:
     ``n_units + 1`` forward passes per sample), ties again to the earlier unit. Every model
     is then explained over the reference model's choice.
   - ``skip``: the sample is skipped (:class:`Skip`, code ``"too_many"``, reason

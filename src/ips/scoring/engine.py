@@ -1,8 +1,8 @@
 """The output score v(x_S) of a causal LM on masked prompts (paper Section 3.1), sample by sample.
 
 `Engine` runs the forward passes: all 2**n masked inputs x_S of a prompt have the same
-length and are batched without padding (or evaluated as a trie, `ips.trie`); the masking and
-the log-odds v(x_S) = log p − log(1 − p), p = P(y* | x_S), are those of `ips.kernel`.
+length and are batched without padding (or evaluated as a trie, `ips.scoring.trie`); the masking and
+the log-odds v(x_S) = log p − log(1 − p), p = P(y* | x_S), are those of `ips.scoring.log_odds`.
 `score_shard` scores one shard of samples and writes its values file.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -76,7 +76,7 @@ class Unmasked:
 
 def _computing(method):
     """Run an `Engine` method with the model's arithmetic: half precision on the CPU computes
-    its matrix products as a GPU does (`ips.kernel.half_products`)."""
+    its matrix products as a GPU does (`ips.scoring.log_odds.half_products`)."""
     @functools.wraps(method)
     def run(self, *args, **kwargs):
         with half_products(model_dtype(self.model), self.device):
@@ -90,7 +90,7 @@ class Engine:
 
     def __init__(self, model, mask_id: int, batch_tokens: int = BATCH_TOKENS, device=None,
                  scorer: str = "plain"):
-        """`scorer`: "plain" (batched rows), "trie" (shared-prefix evaluation, `ips.trie`;
+        """`scorer`: "plain" (batched rows), "trie" (shared-prefix evaluation, `ips.scoring.trie`;
         `ScoringError` for a model it cannot evaluate) or "auto" (the trie where the model
         allows it, else plain, with the reason logged once)."""
         self.model = model
@@ -128,8 +128,8 @@ class Engine:
     def values(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int],
                masks: np.ndarray | None = None) -> np.ndarray:
         """v(x_S) for all 2**n masks S of one prompt (`ids` without the target), or for the
-        bitmasks `masks` only, in their order (a sparse design, `ips.sparse`; the trie then
-        shares the tokens before the first variable)."""
+        bitmasks `masks` only, in their order (a sparse design, `ips.interactions.sparse`; the trie
+        then shares the tokens before the first variable)."""
         if self.trie is not None:
             v = self.trie.values(ids, owners, n, target, masks)
             if v is not None:
@@ -140,7 +140,8 @@ class Engine:
                              len(chosen), len(seq), target)
 
     @_computing
-    def occlusion(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int]) -> np.ndarray:
+    def occlusion(self, ids: np.ndarray, owners: np.ndarray, n: int,
+                  target: Sequence[int]) -> np.ndarray:
         """v(x_N), then v(x_{N∖{i}}) for i = 0..n−1: n + 1 rows (plain batches, any n).
 
         Row i + 1 masks variable i alone, built by `masked_inputs` with i as the only
@@ -227,7 +228,7 @@ class Engine:
         return logp.cpu().numpy()
 
 
-class _Answers:
+class Answers:
     """Answer tokens of one tokenizer: option letters per cue (cached) and option texts."""
 
     def __init__(self, tokenizer):
@@ -249,7 +250,7 @@ class _Answers:
         return None if any(s is None for s in seqs) else seqs
 
 
-def _target(answers: _Answers, item, cond: str, cue: str, target: str, letters, options, greedy):
+def _target(answers: Answers, item, cond: str, cue: str, target: str, letters, options, greedy):
     """y* token ids and how they were resolved (docs/method.md, "Scoring")."""
     where = f"item {item.id!r}, condition {cond}"
     if target == "letter":
@@ -273,7 +274,7 @@ def _target(answers: _Answers, item, cond: str, cue: str, target: str, letters, 
     return ids[:1], "detached"
 
 
-def _encode(answers: _Answers, item, prompt):
+def _encode(answers: Answers, item, prompt):
     """Token ids of a prompt, each token's variable, and the answer tokens after its cue."""
     enc = answers.tokenizer(prompt.text, return_offsets_mapping=True)
     ids = np.asarray(enc["input_ids"], dtype=np.int64)
@@ -284,10 +285,10 @@ def _encode(answers: _Answers, item, prompt):
     return ids, owners, letters, options
 
 
-def score_sample(engine: Engine, answers: _Answers, sample, conditions, target: str,
+def score_sample(engine: Engine, answers: Answers, sample, conditions, target: str,
                  masks: np.ndarray | None = None) -> dict:
     """Everything `ips score` stores about one sample, one row per condition; v on every
-    mask, or on the bitmasks `masks` (`ips.sparse.scored_masks`) in their order."""
+    mask, or on the bitmasks `masks` (`ips.interactions.design.scored_masks`) in their order."""
     item, n = sample.item, len(sample.variables)
     mcq = isinstance(item, MCQItem)
     rows = []

@@ -1,5 +1,5 @@
 """The arithmetic of the score v(x_S), shared by the plain (`ips.scoring`) and the trie
-(`ips.trie`) scorers.
+(`ips.scoring.trie`) scorers.
 
 For a prompt with variables N, the masked input x_S keeps the tokens of the variables in S
 and replaces every token of the others by the model's mask token (`token_owners` assigns
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -34,7 +34,8 @@ class NonFiniteError(ScoringError):
     """v is not finite (`finite_values`); `naming_model` puts the model's name in front."""
 
 
-def token_owners(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]) -> np.ndarray:
+def token_owners(offsets: Sequence[tuple[int, int]],
+                 spans: Sequence[tuple[int, int]]) -> np.ndarray:
     """The variable each token belongs to (−1: background).
 
     A token belongs to the variable whose character span it overlaps most (ties: the earlier
@@ -43,7 +44,8 @@ def token_owners(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, 
     """
     off = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
     sp = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
-    overlap = np.minimum(off[:, None, 1], sp[None, :, 1]) - np.maximum(off[:, None, 0], sp[None, :, 0])
+    overlap = (np.minimum(off[:, None, 1], sp[None, :, 1])
+               - np.maximum(off[:, None, 0], sp[None, :, 0]))
     overlap = np.maximum(overlap, 0)
     if overlap.shape[1] == 0:
         return np.full(len(off), -1, dtype=np.int64)
@@ -51,7 +53,8 @@ def token_owners(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, 
     return np.where(overlap.max(axis=1) > 0, owner, -1).astype(np.int64)
 
 
-def masked_inputs(ids: np.ndarray, owners: np.ndarray, n: int, mask_id: int, masks=None) -> np.ndarray:
+def masked_inputs(ids: np.ndarray, owners: np.ndarray, n: int, mask_id: int,
+                  masks=None) -> np.ndarray:
     """Rows x_S for the given masks (default all 2**n): bit i of the mask keeps variable i."""
     masks = np.arange(1 << n) if masks is None else np.asarray(masks)
     var = owners >= 0

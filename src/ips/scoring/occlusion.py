@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 
 import numpy as np
 
-from ips.cli.arguments import setting
 from ips.config import TARGETS
 from ips.errors import InputError
-from ips.scoring.engine import BATCH_TOKENS, Engine, _Answers, _encode, _target
+from ips.scoring.engine import BATCH_TOKENS, Answers, Engine, _encode, _target
 from ips.scoring.log_odds import naming_model
 
 log = logging.getLogger(__name__)
 
 
-def _occlusion(args: argparse.Namespace, settings: dict, config: dict | None):
-    """The reference model's `ips.scoring.Occlusion` under `reduce: occlusion`, else None.
+def reference_occlusion(settings: dict, config: dict | None, reference_entry: dict | None, *,
+                        cache_dir, device: str | None, threads: int | None,
+                        batch_tokens: int) -> Occlusion | None:
+    """The reference model's `Occlusion` under `reduce: occlusion`, else None. Its entry is
+    the config's (when a config is given, validated), else `reference_entry`.
 
     The model is loaded when the first item needs ranking, not here.
     """
@@ -26,7 +27,6 @@ def _occlusion(args: argparse.Namespace, settings: dict, config: dict | None):
         return None
     from ips.models.entries import ModelSpec
     from ips.models.loading import load_model
-    pass
 
     name = variables.get("reference_model")
     if not name:
@@ -34,17 +34,15 @@ def _occlusion(args: argparse.Namespace, settings: dict, config: dict | None):
                          "is occlusion")
     if config is not None:  # validated: the name is under models
         entry = config["models"][name]
-    elif getattr(args, "reference_entry", None) is not None:  # `ips score` has none
-        entry = args.reference_entry
+    elif reference_entry is not None:  # `ips score` has none
+        entry = reference_entry
     else:
         raise InputError(f"variables.reduce is occlusion: give the entry of {name!r} "
                          "(--reference-entry JSON)")
     spec = ModelSpec.from_config(name, entry)
-    batch_tokens = setting(args.batch_tokens, config, "batch_tokens")
 
     def load():
-        return load_model(spec, cache_dir=args.cache_dir, device=args.device,
-                          threads=args.threads)
+        return load_model(spec, cache_dir=cache_dir, device=device, threads=threads)
 
     return Occlusion(name, load, batch_tokens)
 
@@ -67,7 +65,7 @@ class Occlusion:
         self._load = load
         self.batch_tokens = batch_tokens
         self._engine: Engine | None = None
-        self._answers: _Answers | None = None
+        self._answers: Answers | None = None
 
     def __call__(self, item, prompt, condition: str, target: str | None = None) -> np.ndarray:
         """o_i of every variable of `prompt` (a rendering of `item` under `condition`)."""
@@ -76,7 +74,7 @@ class Occlusion:
             log.info("occlusion ranking with %s (mask token %r)", self.model, loaded.mask_token)
             self._engine = Engine(loaded.model, loaded.mask_token_id, self.batch_tokens,
                                   loaded.device)
-            self._answers = _Answers(loaded.tokenizer)
+            self._answers = Answers(loaded.tokenizer)
         engine, answers = self._engine, self._answers
         target = target or TARGETS[item.kind][0]
         ids, owners, letters, options = _encode(answers, item, prompt)

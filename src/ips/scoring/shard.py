@@ -17,10 +17,9 @@ from tqdm import tqdm
 from ips import __version__
 from ips.config import EXHAUSTIVE_MAX_N, TARGETS
 from ips.errors import InputError
-from ips.formats.hdf5 import write_dataset
-from ips.formats.values import _assemble
+from ips.formats.values import values_dataset, write_values
 from ips.outputs import atomic_path, output_lock
-from ips.scoring.engine import BATCH_TOKENS, Engine, _Answers, score_sample
+from ips.scoring.engine import BATCH_TOKENS, Answers, Engine, score_sample
 from ips.scoring.log_odds import naming_model
 
 log = logging.getLogger(__name__)
@@ -73,14 +72,15 @@ def score_shard(
     """Score one shard of a SampleSet with a loaded model and write the values file `out`.
 
     `budget`: None scores all 2**n masks of every prompt (exhaustive sampling); a number
-    scores `ips.sparse.scored_masks(n, budget, seed)` (the samples' seed), the same design
-    for every condition of a sample, and the file holds them in `masks` (see `ips.values_file`).
+    scores `ips.interactions.design.scored_masks(n, budget, seed)` (the samples' seed), the same
+    design for every condition of a sample, and the file holds them in `masks` (see
+    `ips.formats.values`).
 
     Finished samples are kept in `out.partial/` (one file each, written atomically), so a
     killed run resumes from the last completed sample; the partial folder is removed once
     `out` is written. A partial folder from other inputs is discarded, never mixed in, and a
     partial result that cannot be read is computed again. `out` is locked for the run
-    (`ips.files.output_lock`), so a second run on it fails instead of discarding this one's.
+    (`ips.outputs.output_lock`), so a second run on it fails instead of discarding this one's.
     """
     out = Path(out)
     samples, target = check_shard(sample_set, shard, shard_size or len(sample_set.samples), target,
@@ -113,7 +113,7 @@ def _score_locked(loaded, sample_set, out: Path, samples, target: str, shard: in
         ).encode()).hexdigest(),
     }
     partial = _Partial(out.with_name(out.name + ".partial"), fingerprint)
-    answers = _Answers(loaded.tokenizer)
+    answers = Answers(loaded.tokenizer)
     t0 = time.perf_counter()
     done = partial.done()
     log.info("%s on %s shard %d: %d samples x %d conditions, %d already done (resuming)",
@@ -140,8 +140,8 @@ def _score_locked(loaded, sample_set, out: Path, samples, target: str, shard: in
                          "" if masks is None else f" ({count} of 2**{len(s.variables)} masks)",
                          time.perf_counter() - t1)
             results.append(r)
-    ds = _assemble(sample_set, samples, results, loaded, target, shard, budget, designs)
-    write_dataset(ds, out)
+    ds = values_dataset(sample_set, samples, results, loaded, target, shard, budget, designs)
+    write_values(ds, out)
     partial.remove()
     log.info("wrote %s: %d masked evaluations in %.1f s", out,
              int(sum(r["v"].size for r in results)), time.perf_counter() - t0)

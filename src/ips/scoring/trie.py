@@ -48,8 +48,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -516,13 +516,13 @@ class TrieScorer:
         """v of each row from the decoder's output at its last k positions, `[rows, k, dim]`.
 
         The logits as the model's forward computes them (`lm_head`, then Gemma's final
-        soft-capping if configured) and v from them in float64 as `ips.kernel.v_from_logits` does, but
-        streamed over slices of the vocabulary, so that each slice of the output matrix is
-        read once for many rows (Gemma 3's is 262144 × 640) and nothing vocabulary-sized is
-        allocated per row: per slice, the maximum is taken in the logits' precision (exact),
-        every term exp(l − max) in float64 in cache-sized blocks, and the slices' log-sum-
-        exps are combined with logaddexp (the same terms; only the order of the sums differs,
-        ~1e-16 relative).
+        soft-capping if configured) and v from them in float64 as
+        `ips.scoring.log_odds.v_from_logits` does, but streamed over slices of the vocabulary, so
+        that each slice of the output matrix is read once for many rows (Gemma 3's is 262144 × 640)
+        and nothing vocabulary-sized is allocated per row: per slice, the maximum is taken in the
+        logits' precision (exact), every term exp(l − max) in float64 in cache-sized blocks, and the
+        slices' log-sum- exps are combined with logaddexp (the same terms; only the order of the
+        sums differs, ~1e-16 relative).
         """
         head = self.model.lm_head
         weight, bias = head.weight, head.bias

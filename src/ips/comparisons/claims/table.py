@@ -7,15 +7,15 @@ and the number of samples (or models) ``n`` behind it, the test, its p-value and
 * **directional** claims (an effect has a sign: IPS^low < IPS^mid, few-shot lowers IPS, …):
   ``supported`` when the estimate has the paper's sign and p < ``ALPHA``, ``contradicted`` when
   it has the other sign and p < ``ALPHA``, else ``undecided``. The p-values are two-sided paired
-  sign-flip permutation p on per-sample differences (`ips.uncertainty.sign_flip_test`); where one
-  claim makes several tests in one scope (the order bands), they are Holm-adjusted over the
-  three band tests and the test column says so.
+  sign-flip permutation p on per-sample differences (`ips.analysis.uncertainty.sign_flip_test`);
+  where one claim makes several tests in one scope (the order bands), they are Holm-adjusted over
+  the three band tests and the test column says so.
 * **level** claims (a share near the paper's, an error below a bound): the paper's statement is
   read as a range [lo, hi] (the reading is in the ``paper`` column); ``supported`` when the
   bootstrap interval lies inside it, ``contradicted`` when it lies wholly outside, else
   ``undecided``. No p-value. A percentile bootstrap interval from fewer than
-  ``ips.uncertainty.MIN_RELIABLE_N`` samples undercovers (from one sample it has width 0), so
-  such a row stays ``undecided`` whatever its interval.
+  ``ips.analysis.uncertainty.MIN_RELIABLE_N`` samples undercovers (from one sample it has width 0),
+  so such a row stays ``undecided`` whatever its interval.
 * **count** claims (k of n models behave alike: Appendix G): the share k/n with its exact
   (Clopper-Pearson) interval and the two-sided exact binomial test of k against n/2, the
   count noise alone gives (each model's side a fair coin); ``supported`` / ``contradicted``
@@ -25,18 +25,18 @@ and the number of samples (or models) ``n`` behind it, the test, its p-value and
   test at least 6).
 
 Every row has ``weights``: ``random`` when a model it rests on has random weights (its
-numbers measure nothing about an LLM), else ``trained`` (`ips.metrics_file.WEIGHTS`); a row
+numbers measure nothing about an LLM), else ``trained`` (`ips.formats.metrics.WEIGHTS`); a row
 that rests on no one model (an absent factor) rests on the run's models.
 
 ``ALPHA = 0.05``. Rows are not adjusted across scopes: each row answers its own question, and a
 reader who combines rows (e.g. "every model") should adjust for that. Rows whose interval or test
-rests on fewer than ``ips.uncertainty.MIN_RELIABLE_N`` samples say so in ``note``.
+rests on fewer than ``ips.analysis.uncertainty.MIN_RELIABLE_N`` samples say so in ``note``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 import numpy as np
 import xarray as xr
@@ -63,7 +63,8 @@ from ips.formats.metrics import Entry, weights
 # ----------------------------------------------------------------------- per-sample claims
 
 
-# ------------------------------------------------------------- against the nulls (ips.nulls)
+# ------------------------------------------------------------- against the nulls
+# (ips.analysis.nulls)
 
 
 # ------------------------------------------------------------------ claims across models

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from itertools import permutations
-from typing import Sequence
 
 import numpy as np
 
