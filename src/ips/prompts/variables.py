@@ -92,7 +92,7 @@ STRATEGIES = ("all", "content")
 REDUCE_RULES = ("longest", "skip", "occlusion")
 
 #: Shipped ``nltk_data`` folder holding ``corpora/stopwords/english``.
-NLTK_DATA_DIR = Path(__file__).parent / "data" / "nltk_data"
+NLTK_DATA_DIR = Path(__file__).parents[1] / "data" / "nltk_data"
 
 # Whitespace without any character that str.splitlines() breaks on.
 _INLINE_GAP = re.compile(r"[^\S\n\r\v\f\x1c-\x1e\x85\u2028\u2029]+")
