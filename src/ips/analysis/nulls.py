@@ -395,7 +395,7 @@ def _null_attribute(merged: Merged, null: nulls.Settings) -> str:
     return json.dumps({
         "computed": True,
         "gaussian": "v + level * (max v - min v) * N(0, 1) on every mask, fitted like v and "
-                    "scored against v's fit as a template pair (ips.nulls)",
+                    "scored against v's fit as a template pair (ips.analysis.nulls)",
         "matched": ("each side of a pair + sd(v_b - v_a) * N(0, 1), fitted and scored against "
                     "its own fit; mean of the two sides") if null.matched else "",
         "levels": list(null.levels), "draws": int(null.draws), "seed": int(null.seed),

@@ -139,7 +139,8 @@ def add_uncertainty(p: argparse.ArgumentParser) -> None:
     """The bootstrap and sign-flip options of `ips metrics` and `ips factors`."""
     from ips.analysis.uncertainty import DRAWS, EXACT_MAX, LEVEL, N_BOOT
 
-    g = p.add_argument_group("bootstrap intervals and paired sign-flip tests (ips.uncertainty)")
+    g = p.add_argument_group(
+        "bootstrap intervals and paired sign-flip tests (ips.analysis.uncertainty)")
     g.add_argument("--seed", type=int, default=0,
                    help="seed of the bootstrap and of the sign-flip draws (default: %(default)s)")
     g.add_argument("--resamples", type=int_between(100, 10**7), default=N_BOOT,

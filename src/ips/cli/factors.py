@@ -22,7 +22,7 @@ def add_parser(sub, common) -> None:
         "ΔIPS = (IPS_A − IPS_B)/IPS_B per order band, with bootstrap intervals and paired "
         "sign-flip tests over samples; factors the configured models cannot show are "
         "reported as absent. Also the Spearman/Pearson robustness of the model "
-        "ranking over the τ sweep. The layout is documented in `ips.factors`.",
+        "ranking over the τ sweep. The layout is documented in `ips.formats.factors`.",
     )
     p.add_argument("--metrics", type=Path, nargs="+", required=True, metavar="M.nc",
                    help="metrics files (one per model and dataset)")

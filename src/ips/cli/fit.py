@@ -74,8 +74,8 @@ def add_parser(sub, common) -> None:
     )
     g = p.add_argument_group(
         "sampling", "A values file with a sparse design (`ips score --sampling sparse`) is "
-        "fitted sparsely (ips.sparse): 'entry_kind', 'entry_set', 'entry_value' per game with "
-        "'heldout_error' and 'reliable'. --sampling sparse --budget B fits an exhaustively "
+        "fitted sparsely (ips.interactions.sparse): 'entry_kind', 'entry_set', "
+        "'entry_value' per game with 'heldout_error' and 'reliable'. --sampling sparse --budget B fits an exhaustively "
         "scored file from the B masks sparse scoring would have scored.")
     add_sampling(g, "default: sparse for a file with a design, else exhaustive",
                  f"default: {default('sampling')['budget']}")

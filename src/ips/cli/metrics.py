@@ -21,10 +21,10 @@ def add_parser(sub, common) -> None:
         "model on one dataset (netCDF out)",
         description="Merge the shards of one model on one dataset (values files of `ips score` "
         "and, in the same order, their interactions files of `ips fit`) and compute IPS by "
-        "condition group and order band at --tau (with paired sign-flip tests of the band order), the "
-        "τ sweep, per-pair IPS with Appendix G labels, interaction types, output "
+        "condition group and order band at --tau (with paired sign-flip tests of the band "
+        "order), the τ sweep, per-pair IPS with Appendix G labels, interaction types, output "
         "consistency, accuracy and the representation baseline. "
-        "The layout is documented in `ips.metrics_file`.",
+        "The layout is documented in `ips.formats.metrics`.",
     )
     p.add_argument("--values", type=Path, nargs="+", required=True, metavar="V.h5",
                    help="values files (one per shard)")

@@ -190,7 +190,7 @@ TABLES = {
         "the mean per-sample IPS minus the null over the `n_paired` samples valued in both; "
         "precision rows (level: the second dtype, main group) add max and median |Δv|, the "
         "median sd(Δv) / range of v, the mean salient-set Jaccard and the games compared "
-        "(docs/method.md#nulls, docs/method.md#precision; `ips.nulls`)",
+        "(docs/method.md#nulls, docs/method.md#precision; `ips.analysis.nulls`)",
         TABLE_SECTION),
     "tau_robustness.csv": Caption(
         "τ robustness table (paper Table 2)",
@@ -241,7 +241,7 @@ TABLES = {
         "one row per claim of the paper and scope (model and dataset, dataset, or factor "
         "comparison): the paper's statement, our estimate with its interval and n, the test "
         "and its p-value, and the verdict (supported, contradicted, undecided, or untestable "
-        "with the reason; `ips.claims`)",
+        "with the reason; `ips.comparisons.claims`)",
         TABLE_SECTION),
 }
 """The tables every run writes, by file name."""

@@ -50,7 +50,8 @@ def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
         "intervals over samples; factor comparisons and the order of the bands are tested "
         "with a paired sign-flip permutation test over sample ids (exact up to "
         f"{EXACT_MAX} samples, else Monte Carlo; the order bands Holm-adjusted; "
-        f"`ips.uncertainty`). Numbers from fewer than {MIN_RELIABLE_N} samples are flagged "
+        f"`ips.analysis.uncertainty`). Numbers from fewer than {MIN_RELIABLE_N} samples are "
+        "flagged "
         "(`few_samples`, hatched bars, open markers): read them as indications only. Every "
         "table ends in `weights`: `random` where a model the row rests on has random weights "
         "(its numbers measure nothing about an LLM), else `trained`.",
@@ -230,7 +231,8 @@ def claims_section(rows: Sequence[verdicts.Claim], warning: str = "") -> list[st
              *([f"**{warning[0].upper()}{warning[1:]}:** {random} of the {len(rows)} rows "
                 "rest on them (`weights` = `random`); their verdicts say nothing about the "
                 "paper.", ""] if warning else []),
-             f"`claims.csv`; verdicts at α = {verdicts.ALPHA:g} (`ips.claims`): directional "
+             f"`claims.csv`; verdicts at α = {verdicts.ALPHA:g} (`ips.comparisons.claims`): "
+             "directional "
              "claims by a paired sign-flip test, level claims by whether the 95% interval lies "
              "inside the paper's range. `undecided` means these samples cannot tell; it is not "
              "evidence against the paper.", ""]
