@@ -484,3 +484,31 @@ def test_a_precision_run_of_other_games_names_its_file(shards, tmp_path):
         summarize(values, fits, precision_values=[other_v], precision_interactions=[other_f])
     with pytest.raises(InputError, match="1 precision values files but 0 precision interactions"):
         summarize(values, fits, precision_values=[other_v], precision_interactions=[])
+
+
+def test_peer_metrics_equal_loops_over_the_values_file(shards):
+    """The metrics file's output-level metrics (`ips.analysis.peers`), recomputed here from the
+    values file with loops: per group, accuracy spread, PSS, consistency rate, mean |Δv(x_N)|."""
+    full, paths, _ = shards
+    ds = summarize([paths["full"][0]], [paths["full"][1]])
+    pred, gold, n = full["pred"].values, full["gold"].values, full["n_vars"].values
+    v_full = np.array([full["v"].values[s, :, (1 << n[s]) - 1] for s in range(len(n))])
+    cond = list(full["condition"].values)
+    for g, names in json.loads(full.attrs["groups"]).items():
+        idx = [cond.index(c) for c in names]
+        pairs = [(i, j) for a, i in enumerate(idx) for j in idx[a + 1:]]
+        ok = pred == gold[:, None]
+        acc = [ok[:, i].mean() for i in idx]
+        want = {"accuracy_spread": max(acc) - min(acc),
+                "pss": np.mean([np.mean([ok[s, i] != ok[s, j] for i, j in pairs])
+                                for s in range(len(n))]),
+                "consistency_rate": np.mean([np.mean([pred[s, i] == pred[s, j] for i, j in pairs])
+                                             for s in range(len(n))]),
+                "dv_unmasked": np.mean([np.mean([abs(v_full[s, i] - v_full[s, j])
+                                                 for i, j in pairs]) for s in range(len(n))])}
+        got = ds["peer_value"].sel(group=g)
+        for name, value in want.items():
+            assert float(got.sel(peer=name)) == pytest.approx(value), (g, name)
+            low, high = ds["peer_ci"].sel(group=g, peer=name).values
+            assert low <= float(got.sel(peer=name)) <= high
+        assert ds["peer_n"].sel(group=g).values.tolist() == [len(n)] * 4

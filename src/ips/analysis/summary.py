@@ -22,6 +22,7 @@ from ips.analysis import (
     interaction_types,
     metrics,
     nulls,
+    peers,
     sparse_metrics,
     uncertainty,
 )
@@ -134,6 +135,7 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         _null_variables(merged, norm, groups, per_group, tau, sweep, null, order, counts,
                         level),
         _precision_variables(merged, norm, precision, tau, sweep, order, counts, level),
+        _peer_variables(merged, groups, order, counts, level),
         (case_data, case_coords),
     ):
         data.update(d)
@@ -300,6 +302,22 @@ def _pair_variables(merged: Merged, groups: list[str], per_group: list[dict],
         "pair_label": ("pair", labels(kinds)),
     }
     return data, coords
+
+
+def _peer_variables(merged: Merged, groups: list[str], order: np.ndarray, counts: np.ndarray,
+                    level: float):
+    """What other tools report on the same outputs, per group (`ips.analysis.peers`), with
+    its bootstrap interval over the samples (in sorted-id order, as IPS) and its n."""
+    index = {str(c): i for i, c in enumerate(merged.conditions["condition"])}
+    mcq = merged.attrs.get("kind", "mcq") == "mcq"
+    v_full = peers.unmasked(merged.v, merged.n_vars, merged.masks)[order]
+    pred, gold = merged.pred[order], merged.gold[order]
+    out = [peers.peer_metrics(pred[:, idx], gold, v_full[:, idx], mcq, counts, level)
+           for idx in ([index[c] for c in merged.groups[g]] for g in groups)]
+    data = {"peer_value": (("group", "peer"), np.stack([o[0] for o in out])),
+            "peer_ci": (("group", "peer", "bound"), np.stack([o[1] for o in out])),
+            "peer_n": (("group", "peer"), np.stack([o[2] for o in out]))}
+    return data, {"peer": labels(peers.PEERS)}
 
 
 def _sample_variables(merged: Merged, per_group: list[dict], order: np.ndarray, seed: int,

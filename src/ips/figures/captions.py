@@ -192,6 +192,15 @@ TABLES = {
         "median sd(Δv) / range of v, the mean salient-set Jaccard and the games compared "
         "(docs/method.md#nulls, docs/method.md#precision; `ips.analysis.nulls`)",
         TABLE_SECTION),
+    "peer_table.csv": Caption(
+        "What other tools report, beside IPS",
+        "one row per model, dataset and condition group: IPS (band all) beside the spread of "
+        "accuracy over the group's templates (FormatSpread), ProSA's prompt sensitivity score "
+        "(PSS), the consistency rate of lm-evaluation-harness's SCORE tasks and the mean "
+        "|Δv(x_N)| of the unmasked prompt between two templates (POSIX-style, on a fixed "
+        "target), each with its 95% bootstrap interval and samples; the first three are for "
+        "multiple-choice datasets only (docs/method.md#peers; `ips.analysis.peers`)",
+        TABLE_SECTION),
     "tau_robustness.csv": Caption(
         "τ robustness table (paper Table 2)",
         "per dataset, the agreement of the models' IPS (0-shot, band all) between every two τ "

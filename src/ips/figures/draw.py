@@ -58,10 +58,12 @@ from ips.figures.style import banner
 from ips.figures.tables import (
     FACTOR_COLUMNS,
     NULL_COLUMNS,
+    PEER_COLUMNS,
     TAU_COLUMNS,
     TAU_PAIR_COLUMNS,
     factor_rows,
     null_rows,
+    peer_rows,
     tau_pair_rows,
     tau_rows,
     tau_table_columns,
@@ -133,6 +135,7 @@ def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path) 
     matched = matched_rows(entries, draws, seed)
     write_table(entries, out / "ips_table.csv")
     write_csv(null_rows(entries), NULL_COLUMNS, out / "null_table.csv")
+    write_csv(peer_rows(entries), PEER_COLUMNS, out / "peer_table.csv")
     write_csv(factor_rows(factors.ds, entries), FACTOR_COLUMNS, out / "factors_table.csv")
     write_csv(tau_rows(factors.tau, entries), TAU_COLUMNS, out / "tau_robustness.csv")
     write_csv(tau_pair_rows(factors.ds, entries), TAU_PAIR_COLUMNS, out / "tau_pairs.csv")

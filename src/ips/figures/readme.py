@@ -1,6 +1,6 @@
 """The README of a figures directory (`ips figures`): what each file shows, τ, the models and
-datasets, absent factors, IPS beside its nulls, the precision nulls, the sparse estimates and
-the claims table."""
+datasets, absent factors, IPS beside its nulls and beside what other tools report, the
+precision nulls, the sparse estimates and the claims table."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from ips.figures.captions import (
     case_study_name,
 )
 from ips.figures.numbers import MAIN_GROUP, datasets_of, random_note, robustness_text
-from ips.figures.tables import null_rows
+from ips.figures.tables import null_rows, peer_rows
 from ips.formats.factors import FactorsFile
 from ips.formats.metrics import WEIGHTS, Entry
 from ips.interactions.sparse import UNRELIABLE_HELDOUT
@@ -68,6 +68,7 @@ def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
     lines += [f"- `{name}`: {c.text}." for name, c in TABLES.items()]
     lines += sparse_section(entries)
     lines += null_section(entries)
+    lines += peer_section(entries)
     lines += ["", "## Factors", ""]
     for f, text in factors.notes.items():
         lines.append(f"- {FACTOR_TITLES.get(f, f)} (`{f}`): {text}")
@@ -166,6 +167,30 @@ def null_section(entries: list[Entry]) -> list[str]:
                      + " | ".join(_cell_text(gauss.get(c, np.nan)) for c in levels)
                      + f" | {_cell_text(matched['null_ips']) if matched else '–'} | {diff} |")
     return lines + precision_section(rows)
+
+
+def peer_section(entries: list[Entry]) -> list[str]:
+    """IPS beside what other tools report on the same outputs, per model and dataset (main
+    group; `ips.analysis.peers`)."""
+    rows = [r for r in peer_rows(entries) if r["group"] == MAIN_GROUP]
+    if not rows:
+        return []
+    lines = ["", "## IPS beside what other tools report", "",
+             f"{MAIN_GROUP}, on the same scored outputs: the spread of accuracy over the "
+             "templates (FormatSpread), ProSA's PSS (a uniform guesser among 4 options gives "
+             "0.375), the consistency rate of lm-evaluation-harness's SCORE (such a guesser: "
+             "0.25), and the mean |Δv(x_N)| of the unmasked prompt between two templates "
+             "(POSIX-style, on a fixed target); intervals and n in `peer_table.csv` "
+             "(docs/method.md#peers in the project).", "",
+             "| model | dataset | IPS | accuracy spread | PSS | consistency rate | "
+             "mean abs Δv(x_N) | n |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['dataset']} | {_cell_text(r['ips'])} | "
+                     + " | ".join(_cell_text(r[p]) for p in ("accuracy_spread", "pss",
+                                                               "consistency_rate",
+                                                               "dv_unmasked"))
+                     + f" | {r['dv_unmasked_n']} |")
+    return lines
 
 
 def precision_section(rows: list[dict]) -> list[str]:

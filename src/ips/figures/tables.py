@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ips.analysis.peers import PEERS
 from ips.analysis.uncertainty import EXACT_MAX, MIN_RELIABLE_N, sign_flip_label
 from ips.config import MODEL_ATTRIBUTES
 from ips.errors import InputError
@@ -30,6 +31,11 @@ TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_ci_low", "ips_
 NULL_COLUMNS = ("model", "dataset", "group", "band", "null", "level", "null_ips", "ci_low",
                 "ci_high", "n_valued_samples", "ips", "ips_minus_null", "n_paired", "tau",
                 "max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games", "weights")
+#: IPS (band all) beside what other tools report on the same outputs (`ips.analysis.peers`)
+PEER_COLUMNS = ("model", "dataset", "group", "ips", "ips_ci_low", "ips_ci_high",
+                "n_valued_samples",
+                *(f"{p}{s}" for p in PEERS for s in ("", "_ci_low", "_ci_high", "_n")),
+                "weights")
 #: what a precision null row adds (`ips.formats.metrics`: precision_{name} per precision)
 PRECISION_STATS = ("max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")
 FACTOR_COLUMNS = ("factor", "dataset", "group", "model_a", "model_b", "setting_a", "setting_b",
@@ -307,6 +313,32 @@ def write_csv(rows: list[dict], columns: Sequence[str], path: Path) -> None:
         w.writeheader()
         for row in rows:
             w.writerow({k: _cell(v) for k, v in row.items()})
+
+
+def peer_rows(entries: list[Entry]) -> list[dict]:
+    """One row per model, dataset and condition group: IPS (band all, with its interval and
+    samples) and every metric of `PEERS` with its interval and samples; metrics files
+    written before the peers give none."""
+    rows = []
+    for e in entries:
+        ds = e.ds
+        if "peer_value" not in ds:
+            continue
+        ips, ci = _banded(ds, "ips", "group", "band"), _banded(ds, "ips_ci", "group", "band",
+                                                                "bound")
+        n_valued = _banded(ds, "n_valued_samples", "group", "band")
+        value = ds["peer_value"].sel(peer=list(PEERS)).transpose("group", "peer").values
+        pci = ds["peer_ci"].sel(peer=list(PEERS)).transpose("group", "peer", "bound").values
+        pn = ds["peer_n"].sel(peer=list(PEERS)).transpose("group", "peer").values
+        for gi, g in enumerate(ds["group"].values):
+            row = {"model": e.model, "dataset": e.dataset, "group": str(g),
+                   "ips": float(ips[gi, 0]), "ips_ci_low": float(ci[gi, 0, 0]),
+                   "ips_ci_high": float(ci[gi, 0, 1]), "n_valued_samples": int(n_valued[gi, 0])}
+            for k, p in enumerate(PEERS):
+                row |= {p: float(value[gi, k]), f"{p}_ci_low": float(pci[gi, k, 0]),
+                        f"{p}_ci_high": float(pci[gi, k, 1]), f"{p}_n": int(pn[gi, k])}
+            rows.append(row | {"weights": weights([e])})
+    return rows
 
 
 def write_table(entries: list[Entry], path: Path) -> None:

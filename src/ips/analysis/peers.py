@@ -1,0 +1,96 @@
+"""What other prompt-sensitivity tools report, computed on the outputs `ips score` already
+scored (no forward pass): one number per condition group, beside IPS (docs/method.md#peers).
+
+For a group of C conditions (templates) and sample s, with c_s,i = 1 when the prediction
+under condition i is the gold option (a missing prediction, -1, is wrong), p_s,i the
+prediction and v_s,i = v(x_N) the score of the unmasked prompt, over the C(C-1)/2 unordered
+pairs i < j:
+
+- `accuracy_spread` (FormatSpread, Sclar et al. 2024): max_i acc_i - min_i acc_i, acc_i the
+  mean of c_s,i over samples.
+- `pss` (ProSA's prompt sensitivity score, Zhuo et al. 2024): the mean over samples of the
+  mean over pairs of |c_s,i - c_s,j|; a uniform 4-option guesser gives 0.375.
+- `consistency_rate` (the SCORE tasks of lm-evaluation-harness): the mean over samples of the
+  share of pairs with p_s,i = p_s,j; two missing predictions do not agree; a uniform
+  K-option guesser gives 1/K.
+- `dv_unmasked` (POSIX-style, Chatterjee et al. 2024, on a fixed target): the mean over
+  samples of the mean over pairs of |v_s,i - v_s,j|. POSIX scores the model's own response
+  to each prompt and divides by its length; here the target is the one v scores (the gold
+  letter's log-odds, or the instruction target's log-probability), so this is the size of
+  the change in v(x_N) that IPS explains.
+
+The first three need a gold option: NaN for instruction datasets. Every value comes with
+the percentile-bootstrap interval over samples of `ips.analysis.uncertainty` (the spread is
+recomputed in every replicate) and the samples it rests on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ips.analysis import uncertainty
+from ips.analysis.metrics import all_pairs
+
+PEERS = ("accuracy_spread", "pss", "consistency_rate", "dv_unmasked")
+"""The output-level metrics, in the order of the metrics file's `peer` axis."""
+
+
+def per_sample(pred: np.ndarray, gold: np.ndarray, v_full: np.ndarray,
+               mcq: bool) -> dict[str, np.ndarray]:
+    """Per-sample values over the unordered condition pairs of a group: `pss`,
+    `consistency_rate`, `dv_unmasked` (sample,), and `correct` (sample, condition); NaN where
+    undefined (fewer than two conditions, or no gold for the first three)."""
+    pred, v_full = np.asarray(pred), np.asarray(v_full, dtype=np.float64)
+    S, C = pred.shape
+    pairs = all_pairs(C) if C >= 2 else np.zeros((0, 2), np.int64)
+    a, b = pairs[:, 0], pairs[:, 1]
+    nan = np.full(S, np.nan)
+    if len(pairs) == 0:
+        return {"pss": nan, "consistency_rate": nan, "dv_unmasked": nan,
+                "correct": np.full((S, C), np.nan)}
+    out = {"dv_unmasked": np.abs(v_full[:, a] - v_full[:, b]).mean(axis=1)}
+    if not mcq:
+        return out | {"pss": nan, "consistency_rate": nan, "correct": np.full((S, C), np.nan)}
+    correct = ((pred == np.asarray(gold)[:, None]) & (pred >= 0)).astype(np.float64)
+    agree = (pred[:, a] == pred[:, b]) & (pred[:, a] >= 0)
+    return out | {"pss": np.abs(correct[:, a] - correct[:, b]).mean(axis=1),
+                  "consistency_rate": agree.mean(axis=1), "correct": correct}
+
+
+def unmasked(v: np.ndarray, n_vars: np.ndarray, masks: np.ndarray | None) -> np.ndarray:
+    """v(x_N) of every (sample, condition): the entry of the full mask 2**n - 1, found in the
+    sample's design when the values are sparse (a design always holds N)."""
+    full = (1 << np.asarray(n_vars, dtype=np.int64)) - 1
+    if masks is None:
+        col = full
+    else:
+        col = np.array([int(np.flatnonzero(row == f)[0]) for row, f in zip(masks, full)])
+    return np.take_along_axis(v, col[:, None, None], axis=2)[:, :, 0]
+
+
+def _spread(accuracy: np.ndarray) -> np.ndarray:
+    """max - min over the last axis (conditions)."""
+    return accuracy.max(axis=-1) - accuracy.min(axis=-1)
+
+
+def peer_metrics(pred: np.ndarray, gold: np.ndarray, v_full: np.ndarray, mcq: bool,
+                 counts: np.ndarray, level: float = uncertainty.LEVEL
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(value, interval, n) of every metric of `PEERS` for one group: shapes (4,), (4, 2)
+    (low, high), (4,). `counts` (B, S): the bootstrap replicates over the samples (rows of
+    `pred`, as `uncertainty.resample_counts` draws them)."""
+    ps = per_sample(pred, gold, v_full, mcq)
+    value, ci, n = np.full(len(PEERS), np.nan), np.full((len(PEERS), 2), np.nan), \
+        np.zeros(len(PEERS), np.int64)
+    correct = ps["correct"]
+    if np.isfinite(correct).all() and correct.shape[1] >= 2:
+        reps = _spread(uncertainty.replicate_means(correct[:, None, :], counts))
+        value[0] = float(_spread(correct.mean(axis=0)))
+        ci[0] = uncertainty.percentile_ci(reps, level, value[0])
+        n[0] = len(correct)
+    for k, name in enumerate(PEERS[1:], start=1):
+        x = ps[name]
+        if np.isfinite(x).any():
+            est, interval = uncertainty.bootstrap_ci(x, level=level, counts=counts)
+            value[k], ci[k], n[k] = float(est), interval, int(np.isfinite(x).sum())
+    return value, ci, n
