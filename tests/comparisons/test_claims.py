@@ -274,6 +274,25 @@ def test_consistency_across_models(four_models):
     assert two.verdict == "untestable" and "at least 3" in two.note
 
 
+def test_peer_metrics_across_models(four_models):
+    """Beyond the paper: one row per output-level metric, Spearman ρ of IPS against it across
+    models; with 4 models the smallest attainable p says it cannot decide."""
+    from ips.analysis.peers import PEERS
+
+    values = np.array([[0.1, 0.2, 0.3, 2.0], [0.3, 0.1, 0.5, 1.0],
+                       [0.2, 0.3, 0.4, 3.0], [0.4, 0.4, 0.2, 4.0]])  # model x peer
+    with_peers = [Entry(e.path, e.model, e.dataset, e.attrs, e.ds.assign(
+        peer_value=(("group", "peer"), np.tile(v, (e.ds.sizes["group"], 1))),
+        peer=list(PEERS))) for e, v in zip(four_models, values)]
+    rows = across_models.peer_claims(with_peers, ["arc"], draws=999, seed=0)
+    assert [r.claim for r in rows] == [f"ips_vs_{p}" for p in PEERS]
+    x = [float(e.ds["ips"].sel(group="0shot", band="all")) for e in four_models]
+    for r, y in zip(rows, values.T):
+        assert r.estimate == pytest.approx(scipy.stats.spearmanr(x, y)[0]) and r.n == 4
+        assert r.verdict == "undecided" and "smallest attainable p is 2/4! = 0.083" in r.note
+    assert across_models.peer_claims(four_models, ["arc"], 999, 0) == []  # files without them
+
+
 def test_order_bands_beyond_the_matched_null(tmp_path):
     """The order rows on IPS − matched-size null: per sample (IPS − N)^lo − (IPS − N)^hi of
     the 0-shot group, its sign-flip p Holm-adjusted over the two rows (recomputed here from

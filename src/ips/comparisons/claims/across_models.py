@@ -30,27 +30,59 @@ TAU_SPEARMAN = 0.9
 """'Rankings stable across τ' (paper: mean Spearman 0.9905) read as: mean Spearman ≥ this."""
 
 
+def _rank_claim(entries: list[Entry], dataset: str, claim: str, paper: str, value,
+                sign: int, draws: int, seed: int) -> Claim:
+    """Spearman ρ across the models of `dataset` between IPS (main group, band all) and
+    `value(entry)`, with its permutation p; verdict: ρ has sign `sign`."""
+    rows = [(float(e.ds["ips"].sel(group=MAIN_GROUP, band="all")), value(e))
+            for e in entries if e.dataset == dataset and MAIN_GROUP in e.ds["group"].values]
+    rows = [r for r in rows if all(np.isfinite(r))]
+    if len(rows) < MIN_MODELS:
+        return Claim(claim, dataset, paper, n=len(rows),
+                     note=f"{len(rows)} model(s); a correlation across models needs at "
+                     f"least {MIN_MODELS}")
+    x, y = np.array(rows).T
+    r, p = spearman_permutation(x, y, draws, seed)
+    return Claim(claim, dataset, paper, r, n=len(rows),
+                 test="Spearman ρ across models, permutation p", p_value=p,
+                 verdict=directional(r, p, sign),
+                 note=_notes("n counts models", _unattainable(len(rows), "models")))
+
+
 def consistency_claims(entries: list[Entry], datasets: list[str], draws: int,
                        seed: int) -> list[Claim]:
     """IPS correlates negatively with output consistency across models (Section 3.4, Fig. 4b)."""
     paper = "IPS correlates negatively with output consistency across models (Fig. 4b)"
+    return [_rank_claim(entries, d, "ips_vs_consistency", paper,
+                        lambda e: float(e.ds["output_consistency"].sel(group=MAIN_GROUP)), -1,
+                        draws, seed) for d in datasets]
+
+
+PEER_CLAIMS = {
+    "accuracy_spread": ("FormatSpread's spread of accuracy", 1),
+    "pss": ("ProSA's PSS", 1),
+    "consistency_rate": ("SCORE's consistency rate", -1),
+    "dv_unmasked": ("the mean |Δv(x_N)| of the unmasked prompt", 1),
+}
+"""Beyond the paper: the output-level metric (`ips.analysis.peers`), in words, and the sign
+of its Spearman ρ with IPS across models if the two views agree."""
+
+
+def peer_claims(entries: list[Entry], datasets: list[str], draws: int,
+                seed: int) -> list[Claim]:
+    """Beyond the paper: does IPS rank the models as each output-level metric does?"""
     out = []
     for d in datasets:
-        rows = [(float(e.ds["ips"].sel(group=MAIN_GROUP, band="all")),
-                 float(e.ds["output_consistency"].sel(group=MAIN_GROUP)))
-                for e in entries if e.dataset == d and MAIN_GROUP in e.ds["group"].values]
-        rows = [r for r in rows if all(np.isfinite(r))]
-        if len(rows) < MIN_MODELS:
-            out.append(Claim("ips_vs_consistency", d, paper, n=len(rows),
-                             note=f"{len(rows)} model(s); a correlation across models needs at "
-                             f"least {MIN_MODELS}"))
+        mine = [e for e in entries if e.dataset == d]
+        if not mine or not all("peer_value" in e.ds for e in mine):
             continue
-        x, y = np.array(rows).T
-        r, p = spearman_permutation(x, y, draws, seed)
-        out.append(Claim("ips_vs_consistency", d, paper, r, n=len(rows),
-                         test="Spearman ρ across models, permutation p", p_value=p,
-                         verdict=directional(r, p, -1),
-                         note=_notes("n counts models", _unattainable(len(rows), "models"))))
+        for name, (words, sign) in PEER_CLAIMS.items():
+            paper = (f"beyond the paper: IPS ranks the models as {words} does "
+                     f"(Spearman ρ {'>' if sign > 0 else '<'} 0)")
+            out.append(_rank_claim(
+                mine, d, f"ips_vs_{name}", paper,
+                lambda e, k=name: float(e.ds["peer_value"].sel(group=MAIN_GROUP, peer=k)),
+                sign, draws, seed))
     return out
 
 

@@ -44,6 +44,7 @@ import xarray as xr
 from ips.comparisons.claims.across_models import (
     consistency_claims,
     factor_claims,
+    peer_claims,
     perturbation_claims,
     tau_claims,
 )
@@ -97,6 +98,7 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: i
     for d in datasets:
         mine = [e for e in entries if e.dataset == d]
         out += marked([*consistency_claims(entries, [d], draws, seed),
+                       *peer_claims(entries, [d], draws, seed),
                        *tau_claims(factors, [d])], mine)
     out += perturbation_claims(perturbation, datasets)
     out += matched_claims(matched, datasets)
