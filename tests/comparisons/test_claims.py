@@ -291,6 +291,11 @@ def test_peer_metrics_across_models(four_models):
         assert r.estimate == pytest.approx(scipy.stats.spearmanr(x, y)[0]) and r.n == 4
         assert r.verdict == "undecided" and "smallest attainable p is 2/4! = 0.083" in r.note
     assert across_models.peer_claims(four_models, ["arc"], 999, 0) == []  # files without them
+    no_gold = [Entry(e.path, e.model, e.dataset, e.attrs, e.ds.assign(
+        peer_value=e.ds["peer_value"].where(e.ds["peer"] == "dv_unmasked"))) for e in with_peers]
+    rows = across_models.peer_claims(no_gold, ["arc"], draws=999, seed=0)
+    assert [r.verdict for r in rows] == ["untestable"] * 3 + ["undecided"]
+    assert "needs a gold option" in rows[0].note
 
 
 def test_order_bands_beyond_the_matched_null(tmp_path):

@@ -79,6 +79,11 @@ def peer_claims(entries: list[Entry], datasets: list[str], draws: int,
         for name, (words, sign) in PEER_CLAIMS.items():
             paper = (f"beyond the paper: IPS ranks the models as {words} does "
                      f"(Spearman ρ {'>' if sign > 0 else '<'} 0)")
+            if not any(np.isfinite(e.ds["peer_value"].sel(peer=name)).any() for e in mine):
+                out.append(Claim(f"ips_vs_{name}", d, paper,
+                                 note="no model has this metric here (it needs a gold option, "
+                                 "and an instruction dataset has none)"))
+                continue
             out.append(_rank_claim(
                 mine, d, f"ips_vs_{name}", paper,
                 lambda e, k=name: float(e.ds["peer_value"].sel(group=MAIN_GROUP, peer=k)),
