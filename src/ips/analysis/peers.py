@@ -45,16 +45,17 @@ def per_sample(pred: np.ndarray, gold: np.ndarray, v_full: np.ndarray,
     pairs = all_pairs(C) if C >= 2 else np.zeros((0, 2), np.int64)
     a, b = pairs[:, 0], pairs[:, 1]
     nan = np.full(S, np.nan)
+    out = {"pss": nan, "consistency_rate": nan, "dv_unmasked": nan,
+           "correct": np.full((S, C), np.nan)}
     if len(pairs) == 0:
-        return {"pss": nan, "consistency_rate": nan, "dv_unmasked": nan,
-                "correct": np.full((S, C), np.nan)}
-    out = {"dv_unmasked": np.abs(v_full[:, a] - v_full[:, b]).mean(axis=1)}
-    if not mcq:
-        return out | {"pss": nan, "consistency_rate": nan, "correct": np.full((S, C), np.nan)}
-    correct = ((pred == np.asarray(gold)[:, None]) & (pred >= 0)).astype(np.float64)
-    agree = (pred[:, a] == pred[:, b]) & (pred[:, a] >= 0)
-    return out | {"pss": np.abs(correct[:, a] - correct[:, b]).mean(axis=1),
-                  "consistency_rate": agree.mean(axis=1), "correct": correct}
+        return out
+    out["dv_unmasked"] = np.abs(v_full[:, a] - v_full[:, b]).mean(axis=1)
+    if mcq:
+        correct = ((pred == np.asarray(gold)[:, None]) & (pred >= 0)).astype(np.float64)
+        agree = (pred[:, a] == pred[:, b]) & (pred[:, a] >= 0)
+        out |= {"pss": np.abs(correct[:, a] - correct[:, b]).mean(axis=1),
+                "consistency_rate": agree.mean(axis=1), "correct": correct}
+    return out
 
 
 def unmasked(v: np.ndarray, n_vars: np.ndarray, masks: np.ndarray | None) -> np.ndarray:
@@ -80,8 +81,8 @@ def peer_metrics(pred: np.ndarray, gold: np.ndarray, v_full: np.ndarray, mcq: bo
     (low, high), (4,). `counts` (B, S): the bootstrap replicates over the samples (rows of
     `pred`, as `uncertainty.resample_counts` draws them)."""
     ps = per_sample(pred, gold, v_full, mcq)
-    value, ci, n = np.full(len(PEERS), np.nan), np.full((len(PEERS), 2), np.nan), \
-        np.zeros(len(PEERS), np.int64)
+    value, ci = np.full(len(PEERS), np.nan), np.full((len(PEERS), 2), np.nan)
+    n = np.zeros(len(PEERS), np.int64)
     correct = ps["correct"]
     if np.isfinite(correct).all() and correct.shape[1] >= 2:
         reps = _spread(uncertainty.replicate_means(correct[:, None, :], counts))
