@@ -266,8 +266,7 @@ def _null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_gro
         game.append(nulls.nan_mean(np.stack([r.bands for r in runs]), 0))  # (S, C, B)
         game_sweep.append(nulls.nan_mean(np.stack([r.sweep for r in runs]), 0))
     game, game_sweep = np.stack(game, 2), np.stack(game_sweep, 2)  # (S, C, L, B|T)
-    index = {str(c): i for i, c in enumerate(merged.conditions["condition"])}
-    members = [[index[c] for c in merged.groups[g]] for g in groups]
+    members = [merged.group_conditions(g) for g in groups]
     sample_null = np.stack([nulls.nan_mean(game[:, m], 1) for m in members], 1)[order]
     sample_sweep = np.stack([nulls.nan_mean(game_sweep[:, m], 1) for m in members], 1)[order]
     data |= _over_samples("null", sample_null, ("group", "null_level", "band"), counts, level)

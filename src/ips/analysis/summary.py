@@ -184,8 +184,7 @@ def _group_metrics(merged: Merged, name: str, norm: np.ndarray,
     the pair, and their number), `share`, `count` (type, changed), `sample_count` (sample,
     type, changed), `cells` (changed), `consistency`. A group with fewer than two conditions
     has no pair: NaN values and zero counts."""
-    index = {str(c): i for i, c in enumerate(merged.conditions["condition"])}
-    idx = np.array([index[c] for c in merged.groups[name]], dtype=np.int64)
+    idx = merged.group_conditions(name)
     S, B, T = merged.n_vars.size, len(BANDS), sweep.size
     Y = len(interaction_types.INTERACTION_TYPES)
     if idx.size < 2:
@@ -308,12 +307,11 @@ def _peer_variables(merged: Merged, groups: list[str], order: np.ndarray, counts
                     level: float):
     """What other tools report on the same outputs, per group (`ips.analysis.peers`), with
     its bootstrap interval over the samples (in sorted-id order, as IPS) and its n."""
-    index = {str(c): i for i, c in enumerate(merged.conditions["condition"])}
     mcq = merged.attrs.get("kind", "mcq") == "mcq"
     v_full = peers.unmasked(merged.v, merged.n_vars, merged.masks)[order]
     pred, gold = merged.pred[order], merged.gold[order]
     out = [peers.peer_metrics(pred[:, idx], gold, v_full[:, idx], mcq, counts, level)
-           for idx in ([index[c] for c in merged.groups[g]] for g in groups)]
+           for idx in map(merged.group_conditions, groups)]
     data = {"peer_value": (("group", "peer"), np.stack([o[0] for o in out])),
             "peer_ci": (("group", "peer", "bound"), np.stack([o[1] for o in out])),
             "peer_n": (("group", "peer"), np.stack([o[2] for o in out]))}

@@ -80,6 +80,11 @@ class Merged:
     interactions_files: list[str] = field(default_factory=list)
     fit_attrs: dict = field(default_factory=dict)
 
+    def group_conditions(self, name: str) -> np.ndarray:
+        """The condition indices of group `name`, in the group's order."""
+        index = {str(c): i for i, c in enumerate(self.conditions["condition"])}
+        return np.array([index[c] for c in self.groups[name]], dtype=np.int64)
+
     def game_values(self, name: str) -> np.ndarray:
         """(sample, condition) attribute `name` of every sparse game (`heldout_error`, …)."""
         return np.array([[getattr(g, name) for g in row] for row in self.games])
