@@ -73,3 +73,33 @@ def test_unmasked_is_the_full_mask_of_each_sample():
     masks = np.array([[0, 7, 3, -1], [3, 0, 1, 2]])  # sparse designs: N at column 1 and 0
     v = np.arange(8, dtype=float).reshape(2, 1, 4)
     assert peers.unmasked(v, np.array([3, 2]), masks).tolist() == [[1.0], [4.0]]
+
+
+def _r2_from_correlations(y, x1, x2):
+    """R² of y on (1, x1, x2) from the three correlations (the textbook closed form)."""
+    r = np.corrcoef([y, x1, x2])
+    ry1, ry2, r12 = r[0, 1], r[0, 2], r[1, 2]
+    return (ry1**2 + ry2**2 - 2 * ry1 * ry2 * r12) / (1 - r12**2)
+
+
+def test_size_r2_is_the_closed_form_of_two_predictors():
+    rng = np.random.default_rng(3)
+    x1, x2 = rng.exponential(size=(6, 10)), rng.exponential(size=(6, 10))
+    y = 0.5 * x1 - 0.2 * x2 + rng.normal(scale=0.3, size=(6, 10))
+    got = peers.size_r2(y, x1, x2)
+    assert got == pytest.approx([_r2_from_correlations(*row) for row in zip(y, x1, x2)])
+    assert np.all((got > 0) & (got < 1))
+
+
+def test_size_r2_exact_fit_missing_pairs_and_undefined_samples():
+    x1 = np.array([[1.0, 2, 3, 4, 5], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5]])
+    x2 = np.array([[0.0, 1, 0, 2, 1]] * 4)
+    y = 2 + 3 * x1 - x2
+    y[1, 0] = np.nan          # 4 complete pairs left: still a fit
+    y[2, :2] = np.nan         # 3 left: 3 coefficients leave no residual
+    y[3] = 1.0                # constant: nothing to explain
+    got = peers.size_r2(y, x1, x2)
+    assert got[:2] == pytest.approx([1.0, 1.0]) and np.isnan(got[2:]).all()
+    noisy = y[0] + np.array([0.3, -0.3, 0.1, 0.2, -0.3])
+    assert peers.size_r2(noisy[None], x1[:1], x2[:1])[0] == pytest.approx(
+        _r2_from_correlations(noisy, x1[0], x2[0]))

@@ -488,7 +488,8 @@ def test_a_precision_run_of_other_games_names_its_file(shards, tmp_path):
 
 def test_peer_metrics_equal_loops_over_the_values_file(shards):
     """The metrics file's output-level metrics (`ips.analysis.peers`), recomputed here from the
-    values file with loops: per group, accuracy spread, PSS, consistency rate, mean |Δv(x_N)|."""
+    values file with loops: per group, accuracy spread, PSS, consistency rate, mean |Δv(x_N)|;
+    and |Δv(x_N)| of every (sample, pair)."""
     full, paths, _ = shards
     ds = summarize([paths["full"][0]], [paths["full"][1]])
     pred, gold, n = full["pred"].values, full["gold"].values, full["n_vars"].values
@@ -512,3 +513,7 @@ def test_peer_metrics_equal_loops_over_the_values_file(shards):
             low, high = ds["peer_ci"].sel(group=g, peer=name).values
             assert low <= float(got.sel(peer=name)) <= high
         assert ds["peer_n"].sel(group=g).values.tolist() == [len(n)] * 4
+    order = np.argsort(full["sample"].values.astype(str))
+    for k, (a, b) in enumerate(zip(ds["pair_a"].values, ds["pair_b"].values)):
+        want = np.abs(v_full[:, cond.index(a)] - v_full[:, cond.index(b)])[order]
+        assert ds["sample_pair_dv_unmasked"].values[:, k] == pytest.approx(want)

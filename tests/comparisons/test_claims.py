@@ -298,15 +298,22 @@ def test_peer_metrics_across_models(four_models):
     assert "needs a gold option" in rows[0].note
 
 
-def test_order_bands_beyond_the_matched_null(tmp_path):
+@pytest.fixture(scope="module")
+def null_entry(tmp_path_factory):
+    """A metrics entry of 12 samples with the Gaussian and matched-size nulls."""
+    from ips.analysis.nulls import Settings
+
+    v, f = write_pair(tmp_path_factory.mktemp("nulls"), "g",
+                      make_values([f"item{i:02d}" for i in range(12)], seed=11))
+    return entry(summarize([v], [f], tau=0.1, seed=2, n_boot=300,
+                           null=Settings((0.01,), 1, matched=True)))
+
+
+def test_order_bands_beyond_the_matched_null(null_entry):
     """The order rows on IPS − matched-size null: per sample (IPS − N)^lo − (IPS − N)^hi of
     the 0-shot group, its sign-flip p Holm-adjusted over the two rows (recomputed here from
     the metrics file's per-sample variables)."""
-    from ips.analysis.nulls import Settings
-
-    v, f = write_pair(tmp_path, "g", make_values([f"item{i:02d}" for i in range(12)], seed=11))
-    e = entry(summarize([v], [f], tau=0.1, seed=2, n_boot=300,
-                        null=Settings((0.01,), 1, matched=True)))
+    e = null_entry
     rows = by_claim(nulls.null_claims(e, 999, 0))
     x = (e.ds["sample_ips"] - e.ds["sample_matched_null_ips"]).sel(group="0shot")
     p = []
@@ -320,6 +327,42 @@ def test_order_bands_beyond_the_matched_null(tmp_path):
         r = rows[f"order_{lo}_below_{hi}_beyond_null"]
         assert r.p_value == pytest.approx(q) and "Holm" in r.test
         assert r.verdict == verdicts.directional(r.estimate, r.p_value, -1)
+
+
+def test_ips_beyond_the_size_of_the_change(null_entry):
+    """Per sample, R² of IPS and of the matched-size null on |Δv(x_N)| and sd(Δv) over the
+    0-shot pairs, recomputed with the correlations' closed form; the row tests their
+    difference. IPS that is a linear function of the two sizes is explained entirely."""
+    e = null_entry
+    ds = e.ds
+    main = ds["pair_group"].values == "0shot"
+    x1 = ds["sample_pair_dv_unmasked"].values[:, main]
+    x2 = ds["sample_pair_change"].values[:, main]
+
+    def r2(y):
+        out = []
+        for row in zip(y, x1, x2):
+            ok = np.all(np.isfinite(row), axis=0)
+            r = np.corrcoef([a[ok] for a in row])
+            out.append((r[0, 1]**2 + r[0, 2]**2 - 2 * r[0, 1] * r[0, 2] * r[1, 2])
+                       / (1 - r[1, 2]**2) if ok.sum() >= 4 else np.nan)
+        return np.array(out)
+
+    d = (r2(ds["sample_pair_matched_null"].sel(band="all").values[:, main])
+         - r2(ds["sample_pair_ips"].sel(band="all").values[:, main]))
+    row = by_claim(nulls.null_claims(e, 999, 0))["ips_beyond_change_size"]
+    assert row.estimate == pytest.approx(np.nanmean(d)) and row.n == np.isfinite(d).sum() == 12
+    assert row.p_value == pytest.approx(uncertainty.sign_flip_test(d, draws=999).p_value)
+    assert row.verdict == verdicts.directional(row.estimate, row.p_value, +1)
+    assert "mean R² of IPS" in row.note
+
+    exact = ds["sample_pair_ips"].copy()
+    exact.loc[{"band": "all"}] = 0.1 + ds["sample_pair_dv_unmasked"] + 2 * ds["sample_pair_change"]
+    row = by_claim(nulls.null_claims(
+        Entry(e.path, e.model, e.dataset, e.attrs, ds.assign(sample_pair_ips=exact)), 999, 0)
+    )["ips_beyond_change_size"]
+    assert "mean R² of IPS 1.00" in row.note
+    assert row.estimate < 0 and row.verdict == "contradicted" and row.p_value < 0.01
 
 
 def test_too_few_samples_for_any_sign_flip_verdict_are_named():

@@ -22,6 +22,10 @@ pairs i < j:
 The first three need a gold option: NaN for instruction datasets. Every value comes with
 the percentile-bootstrap interval over samples of `ips.analysis.uncertainty` (the spread is
 recomputed in every replicate) and the samples it rests on.
+
+Within a model, `size_r2` asks how much of IPS the size of the change explains: per sample,
+over its pairs p, the share of the variance of y_p (IPS, or a null) that the least-squares
+fit y_p ≈ a + b·|Δv_p(x_N)| + c·sd_p(Δv) explains (R²).
 """
 
 from __future__ import annotations
@@ -67,6 +71,24 @@ def unmasked(v: np.ndarray, n_vars: np.ndarray, masks: np.ndarray | None) -> np.
     else:
         col = np.array([int(np.flatnonzero(row == f)[0]) for row, f in zip(masks, full)])
     return np.take_along_axis(v, col[:, None, None], axis=2)[:, :, 0]
+
+
+def size_r2(y: np.ndarray, dv_unmasked: np.ndarray, change: np.ndarray) -> np.ndarray:
+    """R² of each sample's ordinary least-squares fit y ≈ a + b·dv_unmasked + c·change over
+    its pairs (all three (sample, pair)); pairs with a NaN are left out. NaN for a sample
+    with fewer than 4 complete pairs (3 coefficients leave no residual) or a constant y."""
+    y, x1, x2 = (np.asarray(a, np.float64) for a in (y, dv_unmasked, change))
+    out = np.full(y.shape[0], np.nan)
+    for s in range(y.shape[0]):
+        ok = np.isfinite(y[s]) & np.isfinite(x1[s]) & np.isfinite(x2[s])
+        ys = y[s, ok]
+        total = float(((ys - ys.mean()) ** 2).sum()) if ys.size else 0.0
+        if ys.size < 4 or total <= 0:
+            continue
+        design = np.column_stack([np.ones(ys.size), x1[s, ok], x2[s, ok]])
+        coef = np.linalg.lstsq(design, ys, rcond=None)[0]
+        out[s] = 1.0 - float(((ys - design @ coef) ** 2).sum()) / total
+    return out
 
 
 def _spread(accuracy: np.ndarray) -> np.ndarray:

@@ -135,7 +135,7 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         _null_variables(merged, norm, groups, per_group, tau, sweep, null, order, counts,
                         level),
         _precision_variables(merged, norm, precision, tau, sweep, order, counts, level),
-        _peer_variables(merged, groups, order, counts, level),
+        _peer_variables(merged, groups, per_group, order, counts, level),
         (case_data, case_coords),
     ):
         data.update(d)
@@ -303,10 +303,11 @@ def _pair_variables(merged: Merged, groups: list[str], per_group: list[dict],
     return data, coords
 
 
-def _peer_variables(merged: Merged, groups: list[str], order: np.ndarray, counts: np.ndarray,
-                    level: float):
+def _peer_variables(merged: Merged, groups: list[str], per_group: list[dict], order: np.ndarray,
+                    counts: np.ndarray, level: float):
     """What other tools report on the same outputs, per group (`ips.analysis.peers`), with
-    its bootstrap interval over the samples (in sorted-id order, as IPS) and its n."""
+    its bootstrap interval over the samples (in sorted-id order, as IPS) and its n; and
+    |Δv(x_N)| of every (sample, pair), the output-level size of each pair's change."""
     mcq = merged.attrs.get("kind", "mcq") == "mcq"
     v_full = peers.unmasked(merged.v, merged.n_vars, merged.masks)[order]
     pred, gold = merged.pred[order], merged.gold[order]
@@ -315,6 +316,9 @@ def _peer_variables(merged: Merged, groups: list[str], order: np.ndarray, counts
     data = {"peer_value": (("group", "peer"), np.stack([o[0] for o in out])),
             "peer_ci": (("group", "peer", "bound"), np.stack([o[1] for o in out])),
             "peer_n": (("group", "peer"), np.stack([o[2] for o in out]))}
+    pairs = np.concatenate([g["pairs"] for g in per_group]).reshape(-1, 2)
+    data["sample_pair_dv_unmasked"] = (("sample", "pair"),
+                                       np.abs(v_full[:, pairs[:, 0]] - v_full[:, pairs[:, 1]]))
     return data, {"peer": labels(peers.PEERS)}
 
 

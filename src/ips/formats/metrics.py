@@ -22,6 +22,7 @@ Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf
 | `pair_consistency` | pair | share of samples with the same prediction under both conditions |
 | `accuracy` | condition | accuracy of `pred` per condition (NaN for instruction datasets) |
 | `peer_value`, `peer_ci`, `peer_n` | group, peer (, bound) | what other tools report on the same outputs (`ips.analysis.peers`; `peer`: `accuracy_spread`, `pss`, `consistency_rate`, `dv_unmasked`), its bootstrap interval over samples and the samples it rests on; the first three NaN for instruction datasets |
+| `sample_pair_dv_unmasked` | sample, pair | |v_b(x_N) − v_a(x_N)| of every sample and pair: the change of the unmasked prompt's score (`ips.analysis.peers.size_r2` relates IPS to it) |
 | `rep_cosine`, `rep_l2` | pair | representation baseline (App. H): mean over samples of the cosine similarity / L2 distance of the final-layer hidden states of the two conditions |
 | `matching_error_max`, `n_samples`, `n_vars_mean` | – | largest fit matching error; samples; mean number of variables |
 | `sample_ips` | sample, group, band | per-sample IPS (mean over the sample's valued pairs of the group); NaN where the sample has no valued pair |

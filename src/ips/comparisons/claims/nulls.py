@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ips.analysis import uncertainty
+from ips.analysis import peers, uncertainty
 from ips.comparisons.claims.verdicts import (
     MAIN_GROUP,
     Claim,
@@ -38,6 +38,10 @@ NULL_CLAIMS = {
     "ips_falls_with_range": (
         "(not in the paper) samples whose v spans a wider range (a more decided model) have "
         "lower IPS"),
+    "ips_beyond_change_size": (
+        "(not in the paper; its thesis that interactions show what output-level metrics "
+        "miss) within a sample, the size of a template pair's change (|Δv(x_N)| and "
+        "sd(Δv)) explains less of IPS than of unstructured change of the same size"),
 }
 
 
@@ -84,6 +88,7 @@ def null_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
         out.append(_paired_row(e, "template_below_matched_null", ips - matched, -1,
                                "IPS − matched-size null IPS", draws, seed))
         out += _order_beyond_null(e, draws, seed)
+        out.append(_beyond_size(e, draws, seed))
     for c in ds["null_level"].values:
         null = ds["sample_null_ips"].sel(group=MAIN_GROUP, null_level=c, band="all").values
         out.append(_paired_row(e, "template_above_gaussian_null", ips - null, +1,
@@ -104,6 +109,27 @@ def null_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
                          verdict=directional(r, p, -1),
                          note=_notes("n counts samples", _unattainable(n))))
     return out
+
+
+def _beyond_size(e: Entry, draws: int, seed: int) -> Claim:
+    """Does IPS say more than the size of the change? Per sample, over the main group's
+    pairs, R² of IPS on |Δv(x_N)| and sd(Δv) (`ips.analysis.peers.size_r2`) against the
+    same R² of the pairs' matched-size null; the row tests R²_null − R²_IPS (sign +)."""
+    ds, claim = e.ds, "ips_beyond_change_size"
+    if "sample_pair_dv_unmasked" not in ds:
+        return Claim(claim, _scope(e.model, e.dataset, MAIN_GROUP), NULL_CLAIMS[claim],
+                     note="metrics file without |Δv(x_N)| per pair; rerun ips metrics")
+    pairs = ds["pair_group"].values == MAIN_GROUP
+    sizes = (ds["sample_pair_dv_unmasked"].values[:, pairs],
+             ds["sample_pair_change"].values[:, pairs])
+    r2 = {name: peers.size_r2(ds[var].sel(band="all").values[:, pairs], *sizes)
+          for name, var in (("ips", "sample_pair_ips"), ("null", "sample_pair_matched_null"))}
+    row = _paired_row(e, claim, r2["null"] - r2["ips"], +1, "R²(matched null) − R²(IPS)",
+                      draws, seed)
+    return replace(row, note=_notes(
+        row.note, f"mean R² of IPS {uncertainty.point_mean(r2['ips']):.2f}, of the null "
+        f"{uncertainty.point_mean(r2['null']):.2f} (least squares on |Δv(x_N)| and sd(Δv) "
+        f"over a sample's {int(pairs.sum())} pairs)"))
 
 
 def _order_beyond_null(e: Entry, draws: int, seed: int) -> list[Claim]:
