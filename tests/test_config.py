@@ -74,33 +74,45 @@ def test_scorer_and_target_choices_are_the_schemas():
     assert [t for ts in TARGETS.values() for t in ts] == targets
 
 
-def test_precision_null_names_configured_models_and_conditions():
-    """`precision_null`: per_model names a model, a listed condition exists in a dataset;
-    each dataset re-scores the listed conditions it has ([]: its first template); a model's
-    own dtype is never its second precision."""
-    from ips.config import ConfigError, precision_conditions, precision_dtypes
+def test_rescored_nulls_name_configured_models_and_conditions():
+    """`precision_null` and `mask_null`: per_model names a model, a listed condition exists in
+    a dataset; each dataset re-scores the listed conditions it has ([]: its first template);
+    a model's own dtype is never its second precision; a mask is a role, word:W or id:N."""
+    from ips.config import ConfigError, rescored_conditions, rescored_settings
     from ips.config import validate as ips_validate
 
     model = {"source": {"hub": "org/m"}, "family": "f", "series": "s", "type": "base",
              "architecture": "dense", "params": 10}
     base = {"models": {"m": model, "h": {**model, "dtype": "bfloat16"}},
             "datasets": {"arc": {"format": "arc"}, "dolly": {"format": "dolly"}},
-            "precision_null": {"dtypes": ["bfloat16"]}}
+            "precision_null": {"dtypes": ["bfloat16"]}, "mask_null": {"masks": ["eos"]}}
     config = ips_validate(yaml.safe_load(yaml.safe_dump(base)))
-    assert [precision_conditions(config, d) for d in ("arc", "dolly")] == [["T1"], ["A1"]]
-    assert precision_dtypes(config, "m") == ["bfloat16"] and precision_dtypes(config, "h") == []
+    for null in ("precision_null", "mask_null"):
+        assert [rescored_conditions(config, null, d) for d in ("arc", "dolly")] == [["T1"], ["A1"]]
+    assert rescored_settings(config, "precision_null", "m") == ["bfloat16"]
+    assert rescored_settings(config, "precision_null", "h") == []
+    assert rescored_settings(config, "mask_null", "h") == ["eos"]
     config = ips_validate({**yaml.safe_load(yaml.safe_dump(base)), "precision_null": {
         "dtypes": ["bfloat16"], "per_model": {"h": ["float32", "bfloat16"]},
-        "conditions": ["T2", "T1-1shot"]}})
-    assert precision_conditions(config, "arc") == ["T2", "T1-1shot"]
-    assert precision_conditions(config, "dolly") == []
-    assert precision_dtypes(config, "h") == ["float32"]
-    for pn, message in (
-        ({"per_model": {"x": ["float16"]}}, r"precision_null\.per_model\.x: not under models "
-                                            r"\(configured: h, m\)"),
-        ({"dtypes": ["float16"], "conditions": ["T1", "T9"]},
+        "conditions": ["T2", "T1-1shot"]}, "mask_null": {
+        "masks": ["pad", "word:the"], "per_model": {"m": ["id:7"]}, "conditions": ["A2"]}})
+    assert rescored_conditions(config, "precision_null", "arc") == ["T2", "T1-1shot"]
+    assert rescored_conditions(config, "precision_null", "dolly") == []
+    assert rescored_settings(config, "precision_null", "h") == ["float32"]
+    assert rescored_conditions(config, "mask_null", "dolly") == ["A2"]
+    assert rescored_settings(config, "mask_null", "m") == ["id:7"]
+    assert rescored_settings(config, "mask_null", "h") == ["pad", "word:the"]
+    for null, section, message in (
+        ("precision_null", {"per_model": {"x": ["float16"]}},
+         r"precision_null\.per_model\.x: not under models \(configured: h, m\)"),
+        ("precision_null", {"dtypes": ["float16"], "conditions": ["T1", "T9"]},
          r"precision_null\.conditions\.1: 'T9' is a condition of no configured dataset"),
-        ({"dtypes": ["half"]}, r"precision_null\.dtypes\.0: 'half' is not one of"),
+        ("precision_null", {"dtypes": ["half"]}, r"precision_null\.dtypes\.0: 'half' is not one of"),
+        ("mask_null", {"per_model": {"x": ["eos"]}}, r"mask_null\.per_model\.x: not under models"),
+        ("mask_null", {"masks": ["eos"], "conditions": ["A9"]},
+         r"mask_null\.conditions\.0: 'A9' is a condition of no configured dataset"),
+        ("mask_null", {"masks": ["word:two words"]}, r"mask_null\.masks\.0: 'word:two words'"),
+        ("mask_null", {"masks": ["<unk>"]}, r"mask_null\.masks\.0: '<unk>'"),
     ):
         with pytest.raises(ConfigError, match=message):
-            ips_validate({**yaml.safe_load(yaml.safe_dump(base)), "precision_null": pn})
+            ips_validate({**yaml.safe_load(yaml.safe_dump(base)), null: section})

@@ -35,6 +35,10 @@ SCORERS = ("auto", "trie", "plain")
 SAMPLINGS = ("exhaustive", "sparse")
 #: the precisions a model computes in (schema key `dtype` of a model entry); float32 first
 DTYPES = ("float32", "float16", "bfloat16")
+#: another mask token of the mask null (schema key `mask_null.masks`, `ips score --mask`): the
+#: tokenizer's token of a role, the one token of a word, or a token id
+#: (`ips.models.loading.resolve_other_mask`); the schema's `mask` pattern is the same
+MASK_PATTERN = re.compile(r"unk|pad|eos|bos|word:[A-Za-z]+|id:[0-9]+")
 #: most variables of an exhaustively scored prompt: 2**16 masked prompts per condition
 EXHAUSTIVE_MAX_N = 16
 #: `ips explain` accepts up to max(EXPLAIN_N_MAX, the config's n_max) variables unless --n-max says
@@ -109,7 +113,7 @@ def validate(config: dict, source: str = "config") -> dict:
                      {ITEM_TYPES[e["format"]].kind for e in datasets.values()}, source)
     for name, entry in datasets.items():
         _check_dataset(name, entry, f"datasets.{name}", source)
-    _check_precision_null(config, source)
+    _check_rescored(config, source)
     return config
 
 
@@ -291,41 +295,52 @@ def _check_dataset(name: str, entry: dict, field: str, source: str) -> None:
                           "folder, a hub id, or 'bundled'")
 
 
-def precision_dtypes(config: dict, model: str) -> list[str]:
-    """The second precisions `model` is scored in for the precision null (`precision_null`:
-    its `per_model` list, else `dtypes`), less the model's own dtype."""
-    pn = config["precision_null"]
-    own = config["models"][model]["dtype"]
-    return [d for d in pn["per_model"].get(model, pn["dtypes"]) if d != own]
+#: the nulls that score some games again with one setting changed (config section: the key of
+#: its list of settings for every model)
+RESCORED = {"precision_null": "dtypes", "mask_null": "masks"}
 
 
-def precision_conditions(config: dict, dataset: str) -> list[str]:
-    """The conditions of `dataset` scored again for the precision null: those of
-    `precision_null.conditions` that the dataset has ([]: its first template, 0-shot)."""
+def rescored_settings(config: dict, null: str, model: str) -> list[str]:
+    """What `model` is scored again with for a re-scored null (`RESCORED`): the section's
+    `per_model` list, else its list for every model; a precision null leaves out the model's
+    own dtype."""
+    section = config[null]
+    chosen = section["per_model"].get(model, section[RESCORED[null]])
+    if null == "precision_null":
+        return [d for d in chosen if d != config["models"][model]["dtype"]]
+    return list(chosen)
+
+
+def rescored_conditions(config: dict, null: str, dataset: str) -> list[str]:
+    """The conditions of `dataset` scored again for a re-scored null: those of its
+    `conditions` that the dataset has ([]: its first template, 0-shot)."""
 
     kind = ITEM_TYPES[config["datasets"][dataset]["format"]].kind
     made, _ = dataset_conditions(kind, config["templates"], config["few_shot"],
                                  config["perturbations"])
-    chosen = config["precision_null"]["conditions"]
+    chosen = config[null]["conditions"]
     return [c.name for c in made if c.name in chosen] if chosen else [made[0].name]
 
 
-def _check_precision_null(config: dict, source: str) -> None:
-    """`precision_null.per_model` names configured models, and every condition it re-scores
-    is a condition of some dataset."""
-    pn, models = config["precision_null"], config["models"]
-    for name in pn["per_model"]:
-        if name not in models:
-            raise ConfigError(f"{source}: precision_null.per_model.{name}: not under models "
-                              f"(configured: {', '.join(models) or 'none'})")
-    if not any(pn["per_model"].get(m, pn["dtypes"]) for m in models) or not config["datasets"]:
-        return
-    found = {c for d in config["datasets"] for c in precision_conditions(config, d)}
-    for i, c in enumerate(pn["conditions"]):
-        if c not in found:
-            raise ConfigError(f"{source}: precision_null.conditions.{i}: {c!r} is a condition of "
-                              "no configured dataset; name a template (its 0-shot condition) or "
-                              "a few-shot condition such as T1-1shot")
+def _check_rescored(config: dict, source: str) -> None:
+    """Each re-scored null's `per_model` names configured models, and every condition it
+    re-scores is a condition of some dataset."""
+    models = config["models"]
+    for null, every in RESCORED.items():
+        section = config[null]
+        for name in section["per_model"]:
+            if name not in models:
+                raise ConfigError(f"{source}: {null}.per_model.{name}: not under models "
+                                  f"(configured: {', '.join(models) or 'none'})")
+        if (not any(section["per_model"].get(m, section[every]) for m in models)
+                or not config["datasets"]):
+            continue
+        found = {c for d in config["datasets"] for c in rescored_conditions(config, null, d)}
+        for i, c in enumerate(section["conditions"]):
+            if c not in found:
+                raise ConfigError(f"{source}: {null}.conditions.{i}: {c!r} is a condition of "
+                                  "no configured dataset; name a template (its 0-shot "
+                                  "condition) or a few-shot condition such as T1-1shot")
 
 
 def _check_reference_model(config: dict, source: str) -> None:

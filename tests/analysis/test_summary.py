@@ -486,6 +486,37 @@ def test_a_precision_run_of_other_games_names_its_file(shards, tmp_path):
         summarize(values, fits, precision_values=[other_v], precision_interactions=[])
 
 
+def test_the_mask_null_is_scored_as_the_precision_null(shards, tmp_path):
+    """A run with another mask token (`ips score --mask`) is read against the same games as a
+    precision run: the same per-sample null, Jaccard and |Δv| for the same change of v, on
+    its own coordinate `mask` named by the run's mask source. A run with the values files'
+    own mask token, or in another dtype, is not a mask run of these games."""
+    full, _, _ = shards
+    full = full.assign_attrs(mask_token_id=0, mask_source="unk", mask_token="<unk>")
+    noise = 0.3 * np.random.default_rng(6).normal(size=(2, 2, full.sizes["mask"]))
+    mv, mf = precision_run(full, tmp_path, "eos", noise, mask_token_id=2, mask_source="eos",
+                           mask_token="</s>")
+    pv, pf = precision_run(full, tmp_path, "bf16", noise, dtype="bfloat16")
+    v0, f0 = write_pair(tmp_path, "main", full.isel(sample=[0, 1, 2, 3]))
+    ds = summarize([v0], [f0], precision_values=[pv], precision_interactions=[pf],
+                   mask_values=[mv], mask_interactions=[mf])
+    assert list(ds["mask"].values) == ["eos"]
+    for stat in ("null_ips", "jaccard", "max_abs_dv", "dv_rel", "games"):
+        name = f"sample_{{}}_{stat}" if stat == "null_ips" else f"{{}}_{stat}"
+        np.testing.assert_array_equal(ds[name.format("mask")].values,
+                                      ds[name.format("precision")].values)
+    assert np.isfinite(ds["sample_mask_null_ips"].sel(sample=["item1", "item2"], band="all")).all()
+    assert json.loads(ds.attrs["mask"]) == {"mask_source": "unk", "mask_token": "<unk>", "runs": {
+        "eos": {"conditions": ["T1", "T2"], "samples": 2, "mask_token": "</s>"}}}
+    own_v, own_f = precision_run(full, tmp_path, "own", 0.0, mask_source="pad")
+    with pytest.raises(InputError, match=f"{own_v}: mask_token_id 0 is the values files' own"):
+        summarize([v0], [f0], mask_values=[own_v], mask_interactions=[own_f])
+    half_v, half_f = precision_run(full, tmp_path, "half", 0.0, mask_token_id=2,
+                                   mask_source="eos", dtype="bfloat16")
+    with pytest.raises(InputError, match=f"{half_v}: dtype 'bfloat16', but the values files"):
+        summarize([v0], [f0], mask_values=[half_v], mask_interactions=[half_f])
+
+
 def test_peer_metrics_equal_loops_over_the_values_file(shards):
     """The metrics file's output-level metrics (`ips.analysis.peers`), recomputed here from the
     values file with loops: per group, accuracy spread, PSS, consistency rate, mean |Δv(x_N)|;

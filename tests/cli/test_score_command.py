@@ -98,6 +98,35 @@ def test_chosen_conditions_in_another_precision(config, tmp_path):
         assert 0 < np.nanmax(np.abs(a - b)) < 0.1 * np.nanmax(np.abs(a))
 
 
+def test_another_mask_scores_as_that_mask_token(config, tmp_path, capsys):
+    """The mask null's run (`--mask eos --conditions T1`) gives exactly the values of a model
+    entry whose `mask_token` is that token, and other values than the model's own mask
+    (unk); the file records the mask. The model's own mask is refused in one line."""
+    common = ["--model", "tiny", "--dataset", "arc-easy", "--threads", 1, "--conditions", "T1"]
+    r = run_ips("score", "--config", config, *common, "--mask", "eos", "--out", tmp_path / "e.h5")
+    assert r.returncode == 0, r.stderr
+    assert "mask token '</s>'" in r.stderr and "from eos" in r.stderr
+    entry = yaml.safe_load(config.read_text())
+    entry["models"]["tiny"]["mask_token"] = "</s>"
+    (tmp_path / "eos.yaml").write_text(yaml.safe_dump(entry))
+    r = run_ips("score", "--config", tmp_path / "eos.yaml", *common, "--out", tmp_path / "c.h5")
+    assert r.returncode == 0, r.stderr
+    r = run_ips("score", "--config", config, *common, "--out", tmp_path / "u.h5")
+    assert r.returncode == 0, r.stderr
+    with xr.open_dataset(tmp_path / "e.h5", engine="h5netcdf") as other, \
+            xr.open_dataset(tmp_path / "c.h5", engine="h5netcdf") as override, \
+            xr.open_dataset(tmp_path / "u.h5", engine="h5netcdf") as own:
+        assert (other.attrs["mask_source"], other.attrs["mask_token"]) == ("eos", "</s>")
+        assert other.attrs["mask_token_id"] == override.attrs["mask_token_id"]
+        assert np.array_equal(other["v"].values, override["v"].values, equal_nan=True)
+        assert not np.allclose(other["v"].values, own["v"].values, equal_nan=True)
+    code = main(["score", "--config", str(config), *map(str, common), "--mask", "unk",
+                 "--out", str(tmp_path / "x.h5")])
+    err = capsys.readouterr().err
+    assert code != 0 and "mask 'unk' is '<unk>'" in err and "Traceback" not in err
+    assert not (tmp_path / "x.h5").exists()
+
+
 def test_negative_shard_is_refused(config, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["score", "--config", str(config), "--model", "tiny", "--dataset", "arc-easy",

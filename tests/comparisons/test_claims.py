@@ -364,6 +364,35 @@ def test_ips_beyond_the_size_of_the_change(null_entry):
     assert "mean R² of IPS 1.00" in row.note
     assert row.estimate < 0 and row.verdict == "contradicted" and row.p_value < 0.01
 
+    three = ds.assign(pair_group=ds["pair_group"].where(~main, "none"))  # no 0-shot pair left
+    row = by_claim(nulls.null_claims(
+        Entry(e.path, e.model, e.dataset, e.attrs, three), 999, 0))["ips_beyond_change_size"]
+    assert row.verdict == "untestable" and "no sample has 4 template pairs" in row.note
+
+
+def test_template_above_each_rescored_null(null_entry):
+    """One row per other mask (and second dtype) and band: per sample IPS − that null over the
+    samples scored again (NaN elsewhere), paired sign-flip; the scope names both settings."""
+    ds = null_entry.ds
+    S = ds.sizes["sample"]
+    null = np.full((S, 1, 4), np.nan)
+    null[:7, 0] = np.random.default_rng(4).uniform(0, 0.5, size=(7, 4))
+    with_mask = ds.assign(sample_mask_null_ips=(("sample", "mask", "band"), null)).assign_coords(
+        mask=["eos"])
+    with_mask.attrs["mask"] = json.dumps({"mask_source": "unk", "runs": {}})
+    e = Entry(null_entry.path, null_entry.model, null_entry.dataset, null_entry.attrs, with_mask)
+    rows = nulls.rescored_claims(e, 999, 0)
+    assert [r.scope.rsplit(" / ", 1)[1] for r in rows] == [
+        f"unk vs eos, band {b}" for b in ("all", "low", "mid", "high")]
+    for b, r in zip(("all", "low", "mid", "high"), rows):
+        d = (ds["sample_ips"].sel(group="0shot", band=b).values
+             - null[:, 0, list(ds["band"].values).index(b)])
+        assert r.claim == "template_above_mask_null" and r.n == np.isfinite(d).sum() > 3
+        assert r.estimate == pytest.approx(np.nanmean(d))
+        assert r.p_value == pytest.approx(uncertainty.sign_flip_test(d, draws=999).p_value)
+        assert r.verdict == verdicts.directional(r.estimate, r.p_value, +1)
+    assert nulls.rescored_claims(null_entry, 999, 0) == []  # no precision or mask run
+
 
 def test_too_few_samples_for_any_sign_flip_verdict_are_named():
     """5 paired samples: all signs alike gives p = 2/32 = 0.0625 at best, so no row can be

@@ -14,7 +14,7 @@ from ips.errors import InputError, ModelError
 from ips.models import entries
 from ips.models import loading as models
 from ips.models.entries import ModelSource, ModelSpec
-from ips.models.loading import load_model, prepare_model, resolve_mask_token
+from ips.models.loading import load_model, prepare_model, resolve_mask_token, resolve_other_mask
 from ips.models.testing import make_tiny_llama
 
 
@@ -268,6 +268,42 @@ def test_load_model_mask_override_and_error(tmp_path):
     m = load_model(path_spec(bare, mask_token="</s>"))
     assert (m.mask_token, m.mask_source) == ("</s>", "config")
     assert m.mask_token_id == m.tokenizer.eos_token_id
+
+
+def test_other_masks_of_the_mask_null(tmp_path, tiny_llama_dir):
+    """Another mask token: a role's token, the one token of " W", or an id; one-line errors
+    for a missing role, a word of several tokens, an id outside the vocabulary and the
+    model's own mask token."""
+    tok = transformers.AutoTokenizer.from_pretrained(tiny_llama_dir)
+    own = tok.unk_token_id
+    for role in ("pad", "eos", "bos"):
+        want = getattr(tok, f"{role}_token_id")
+        assert resolve_other_mask(tok, role, own) == (want, tok.convert_ids_to_tokens(want))
+    word = tok.encode(" a", add_special_tokens=False)
+    assert len(word) == 1 and resolve_other_mask(tok, "word:a", own)[0] == word[0]
+    assert resolve_other_mask(tok, "id:7", own) == (7, tok.convert_ids_to_tokens(7))
+    several = "abcdefghij"
+    assert len(tok.encode(" " + several, add_special_tokens=False)) > 1
+    for other, message in (
+        ("unk", r"model m: mask 'unk' is '<unk>' \(id \d+\), the model's own mask token; choose "
+                r"another under mask_null"),
+        (f"word:{several}", rf"model m: mask 'word:{several}': ' {several}' is \d+ tokens, not one"),
+        ("id:512", r"model m: mask 'id:512' is outside the vocabulary \(0..511\)"),
+        ("<pad>", r"model m: mask '<pad>' is none of unk, pad, eos, bos, word:W, id:N"),
+    ):
+        with pytest.raises(ModelError, match=message):
+            resolve_other_mask(tok, other, own, model="m")
+    no_pad = transformers.AutoTokenizer.from_pretrained(make_tiny_llama(tmp_path / "a", pad=False))
+    with pytest.raises(ModelError, match="model m: mask 'pad': the tokenizer has no pad token"):
+        resolve_other_mask(no_pad, "pad", no_pad.unk_token_id, model="m")
+
+
+def test_load_model_with_another_mask(tiny_llama_dir):
+    m = load_model(path_spec(tiny_llama_dir), mask="eos")
+    assert (m.mask_token, m.mask_source) == ("</s>", "eos")
+    assert m.mask_token_id == m.tokenizer.eos_token_id
+    with pytest.raises(ModelError, match="model m: mask 'unk' is '<unk>'"):
+        load_model(path_spec(tiny_llama_dir), mask="unk")
 
 
 # --- hub ------------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ def tiny_config(model_dir, **overrides):
         "permutation": {"draws": 199},
         "nulls": {"levels": [0.01, 0.05], "draws": 1},
         "precision_null": {"dtypes": ["bfloat16"], "shards": 1},
+        "mask_null": {"masks": ["eos"], "shards": 1},
         "models": {
             "tiny-a": {"source": {"path": str(model_dir)}, "family": "tiny", "series": "tiny",
                        "type": "base", "architecture": "dense", "params": 1000},
@@ -120,6 +121,9 @@ def test_whole_dag_produces_tables_and_figures(finished):
         assert int(m["precision_games"].sel(precision="bfloat16")) == 2
         assert int(m["precision_null_n_valued"].sel(precision="bfloat16", band="all")) <= 2
         assert json.loads(m.attrs["precision"])["runs"]["bfloat16"]["conditions"] == ["T1"]
+        # the mask null of config `mask_null`: T1 of the first shard with the eos token
+        assert list(m["mask"].values) == ["eos"] and int(m["mask_games"].sel(mask="eos")) == 2
+        assert json.loads(m.attrs["mask"])["runs"]["eos"]["mask_token"] == "</s>"
     with xr.open_dataset(finished / "results/factors/factors.nc", engine="h5netcdf") as f:
         assert "p_value" in f and "delta_ips_ci" in f
         assert json.loads(f.attrs["test"])["draws"] == 199

@@ -10,10 +10,15 @@ rule metrics:
     input:
         values=shard_files("results/values/{model}/{dataset}/{shard}.h5"),
         interactions=shard_files("results/interactions/{model}/{dataset}/{shard}.h5"),
-        precision_values=precision_files(
-            "results/precision/{dtype}/values/{model}/{dataset}/{shard}.h5"),
-        precision_interactions=precision_files(
+        precision_values=rescored_files(
+            "precision_null", "results/precision/{dtype}/values/{model}/{dataset}/{shard}.h5"),
+        precision_interactions=rescored_files(
+            "precision_null",
             "results/precision/{dtype}/interactions/{model}/{dataset}/{shard}.h5"),
+        mask_values=rescored_files(
+            "mask_null", "results/masks/{mask}/values/{model}/{dataset}/{shard}.h5"),
+        mask_interactions=rescored_files(
+            "mask_null", "results/masks/{mask}/interactions/{model}/{dataset}/{shard}.h5"),
     output:
         "results/metrics/{model}/{dataset}.nc",
     params:
@@ -38,7 +43,9 @@ rule metrics:
         "--resamples {params.resamples} --level {params.level} --permutations {params.permutations} "
         "--null-levels {params.null_levels} --null-draws {params.null_draws} "
         "{params.matched_null} --precision-values {input.precision_values} "
-        "--precision-interactions {input.precision_interactions} --out {output} 2> {log}"
+        "--precision-interactions {input.precision_interactions} "
+        "--mask-values {input.mask_values} --mask-interactions {input.mask_interactions} "
+        "--out {output} 2> {log}"
 
 
 rule factors:

@@ -11,7 +11,7 @@ from snakemake.iocontainers import InputFiles, Wildcards
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from ips import cluster
-from ips.config import MODEL_CACHE, precision_conditions, precision_dtypes
+from ips.config import MODEL_CACHE, rescored_conditions, rescored_settings
 from ips.models.gguf import missing_packages
 from ips.models.entries import ModelSpec, job_mem_mb
 from ips.figures.captions import report_captions, report_section, report_subsections
@@ -33,6 +33,8 @@ wildcard_constraints:
     dataset=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     shard=r"\d+",
     dtype=r"float32|float16|bfloat16",
+    # an other mask of the mask null (ips.config.MASK_PATTERN) with "-" for ":" in paths
+    mask=r"unk|pad|eos|bos|word-[A-Za-z]+|id-\d+",
 
 
 MODELS = list(config["models"])
@@ -156,23 +158,33 @@ def shard_files(pattern):
 
 def precision_flags(wildcards):
     """`ips score` flags of a precision-null run: its dtype and the conditions scored again."""
-    names = " ".join(precision_conditions(config, wildcards.dataset))
+    names = " ".join(rescored_conditions(config, "precision_null", wildcards.dataset))
     return f"--dtype {wildcards.dtype} --conditions {names}"
 
 
-def precision_files(pattern):
-    """Input function: the precision-null runs' files of {model}/{dataset} (every second
-    dtype of the model, the first `precision_null.shards` shards; none without a dtype,
-    without a condition to score again, or for sparse sampling: only exhaustive fits have a
-    precision null)."""
+def mask_flags(wildcards):
+    """`ips score` flags of a mask-null run: the other mask and the conditions scored again."""
+    names = " ".join(rescored_conditions(config, "mask_null", wildcards.dataset))
+    return f"--mask {wildcards.mask.replace('-', ':', 1)} --conditions {names}"
+
+
+def rescored_files(null, pattern):
+    """Input function: the runs of a re-scored null (`precision_null` over {dtype},
+    `mask_null` over {mask}) of {model}/{dataset}: every setting of the model, the first
+    `shards` shards; none without a setting, without a condition to score again, or for
+    sparse sampling (only exhaustive fits have these nulls)."""
 
     def files(wildcards):
         if (config["sampling"]["mode"] != "exhaustive"
-                or not precision_conditions(config, wildcards.dataset)):
+                or not rescored_conditions(config, null, wildcards.dataset)):
             return []
-        first = config["precision_null"]["shards"] or None
-        return expand(pattern, dtype=precision_dtypes(config, wildcards.model),
-                      model=wildcards.model, dataset=wildcards.dataset,
+        first = config[null]["shards"] or None
+        settings = rescored_settings(config, null, wildcards.model)
+        if null == "mask_null":
+            wildcard = {"mask": [m.replace(":", "-", 1) for m in settings]}
+        else:
+            wildcard = {"dtype": settings}
+        return expand(pattern, **wildcard, model=wildcards.model, dataset=wildcards.dataset,
                       shard=list(shards(wildcards.dataset))[:first])
 
     return files
@@ -212,7 +224,7 @@ def slurm_requests():
         asked = {}
         for model in MODELS:
             wildcards = Wildcards(fromdict={"model": model, "dataset": DATASETS[0], "shard": "0",
-                                            "dtype": "float32"})
+                                            "dtype": "float32", "mask": "eos"})
             res = declared.expand_resources(wildcards, input=InputFiles(), attempt=1)
             asked[model] = dict(threads=res["_cores"], mem_mb=res.get("mem_mb"),
                                 gpus=int(res.get("gpu", 0)), partition=res.get("slurm_partition"))

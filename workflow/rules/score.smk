@@ -15,7 +15,7 @@ rule score:
         scorer=config["scorer"],
         target=target_flag,
         sampling=sampling_flags(config["sampling"]),
-        precision="",
+        rescore="",  # the flags of a re-scored null (precision, mask)
     log:
         "logs/score/{model}/{dataset}/{shard}.log",
     benchmark:
@@ -31,7 +31,7 @@ rule score:
         "python -m ips score --model {wildcards.model} --entry {params.entry:q} --cache-dir {params.cache} "
         "--samples {input.samples} --shard {wildcards.shard} --shard-size {params.shard_size} "
         "{params.target} --batch-tokens {params.batch_tokens} --scorer {params.scorer} "
-        "--threads {threads} {params.sampling} {params.precision} "
+        "--threads {threads} {params.sampling} {params.rescore} "
         "--out {output} 2> {log}"
 
 
@@ -70,7 +70,7 @@ use rule score as score_precision with:
     output:
         "results/precision/{dtype}/values/{model}/{dataset}/{shard}.h5",
     params:
-        precision=precision_flags,
+        rescore=precision_flags,
     log:
         "logs/precision/{dtype}/score/{model}/{dataset}/{shard}.log",
     benchmark:
@@ -86,3 +86,29 @@ use rule fit as fit_precision with:
         "logs/precision/{dtype}/fit/{model}/{dataset}/{shard}.log",
     benchmark:
         "results/benchmarks/precision/{dtype}/fit/{model}/{dataset}/{shard}.tsv"
+
+
+# The mask null (docs/method.md#mask-null): the chosen conditions of the first shards scored
+# again with another mask token (`mask_null`) and fitted alike.
+
+
+use rule score as score_mask with:
+    output:
+        "results/masks/{mask}/values/{model}/{dataset}/{shard}.h5",
+    params:
+        rescore=mask_flags,
+    log:
+        "logs/masks/{mask}/score/{model}/{dataset}/{shard}.log",
+    benchmark:
+        "results/benchmarks/masks/{mask}/score/{model}/{dataset}/{shard}.tsv"
+
+
+use rule fit as fit_mask with:
+    input:
+        "results/masks/{mask}/values/{model}/{dataset}/{shard}.h5",
+    output:
+        "results/masks/{mask}/interactions/{model}/{dataset}/{shard}.h5",
+    log:
+        "logs/masks/{mask}/fit/{model}/{dataset}/{shard}.log",
+    benchmark:
+        "results/benchmarks/masks/{mask}/fit/{model}/{dataset}/{shard}.tsv"

@@ -53,7 +53,7 @@ from numpy.typing import NDArray
 from ips.analysis import layout, metrics, nulls, uncertainty
 from ips.errors import InputError
 from ips.formats.metrics import BANDS
-from ips.formats.shards import Merged
+from ips.formats.shards import RESCORED_BY, Merged
 
 log = logging.getLogger(__name__)
 
@@ -281,22 +281,25 @@ def _null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_gro
     return data, coords
 
 
-def _precision_variables(merged: Merged, norm: np.ndarray, precision: Sequence[Merged],
-                         tau: float, sweep: np.ndarray, order: np.ndarray, counts: np.ndarray,
-                         level: float):
-    """The precision null (`ips.analysis.nulls.precision_null`) of every second-precision run: per
-    sample (mean over its re-scored conditions; NaN for a sample not re-scored), precision
-    and band with intervals, n and the τ sweep, and how far v moved (max and median |Δv|,
-    median sd(Δv)/range of v, mean salient-set Jaccard, games compared)."""
-    if not precision:
+def _rescored_variables(kind: str, merged: Merged, norm: np.ndarray,
+                        runs: Sequence[Merged], tau: float, sweep: np.ndarray,
+                        order: np.ndarray, counts: np.ndarray, level: float):
+    """A re-scored null (`kind`: `precision`, the same games in another precision, or `mask`,
+    with another mask token; `ips.analysis.nulls.precision_null` scores either pair of fits)
+    of every run: per sample (mean over its re-scored conditions; NaN for a sample not
+    re-scored), setting and band with intervals, n and the τ sweep, and how far v moved (max
+    and median |Δv|, median sd(Δv)/range of v, mean salient-set Jaccard, games compared).
+    Variables `{kind}_null_ips` …, `{kind}_jaccard` …, on the coordinate `kind`."""
+    if not runs:
         return {}, {}
     S, B = len(merged.samples), len(BANDS)
-    per_sample = np.full((S, len(precision), B), np.nan)
-    per_sweep = np.full((S, len(precision), len(sweep)), np.nan)
-    stats = {k: np.full(len(precision), np.nan)
+    per_sample = np.full((S, len(runs), B), np.nan)
+    per_sweep = np.full((S, len(runs), len(sweep)), np.nan)
+    stats = {k: np.full(len(runs), np.nan)
              for k in ("max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")}
-    for k, p in enumerate(precision):
-        si, ci = _precision_index(merged, p)
+    by = RESCORED_BY[kind]
+    for k, p in enumerate(runs):
+        si, ci = _rescored_index(kind, merged, p)
         got = nulls.precision_null(merged.v[si][:, ci], p.v, p.n_vars, norm[si][:, ci],
                                    metrics.normalize(p.and_, p.or_, p.n_vars[:, None]), tau,
                                    sweep)
@@ -307,39 +310,41 @@ def _precision_variables(merged: Merged, norm: np.ndarray, precision: Sequence[M
         stats["dv_rel"][k] = nulls.nan_median(got.dv_rel)
         stats["jaccard"][k] = nulls.nan_mean(got.jaccard, None)
         stats["games"][k] = got.jaccard.size
-        log.info("precision null %s vs %s: %d games, IPS %.3f, max |dv| %.3g",
-                 p.attrs.get("dtype"), merged.attrs.get("dtype", "?"), got.jaccard.size,
+        log.info("%s null %s vs %s: %d games, IPS %.3f, max |dv| %.3g", kind, p.attrs.get(by),
+                 merged.attrs.get(by, "?"), got.jaccard.size,
                  float(nulls.nan_mean(per_sample[si, k, 0], None)), stats["max_abs_dv"][k])
-    data = _over_samples("precision_null", per_sample[order], ("precision", "band"), counts,
-                         level)
-    data["precision_null_ips_sweep"] = (("tau", "precision"),
-                                        nulls.nan_mean(per_sweep, 0).T)
-    data |= {f"precision_{k}": (("precision",), v) for k, v in stats.items()}
-    return data, {"precision": np.array([str(p.attrs.get("dtype", "")) for p in precision],
-                                        dtype=object)}
+    data = _over_samples(f"{kind}_null", per_sample[order], (kind, "band"), counts, level)
+    data[f"{kind}_null_ips_sweep"] = (("tau", kind), nulls.nan_mean(per_sweep, 0).T)
+    data |= {f"{kind}_{k}": ((kind,), v) for k, v in stats.items()}
+    return data, {kind: np.array([str(p.attrs.get(by, "")) for p in runs], dtype=object)}
 
 
-def _precision_index(merged: Merged, p: Merged) -> tuple[np.ndarray, np.ndarray]:
-    """Where the samples and conditions of a second-precision run `p` are in `merged`;
-    `InputError` naming its file if it is not a run of the same games."""
+def _rescored_index(kind: str, merged: Merged, p: Merged) -> tuple[np.ndarray, np.ndarray]:
+    """Where the samples and conditions of a re-scored run `p` are in `merged`; `InputError`
+    naming its file if it is not a run of the same games with the one setting changed."""
     where = p.values_files[0]
-    for name in ("model", "dataset", "target"):
+    same = ("model", "dataset", "target") + (("dtype",) if kind == "mask" else ())
+    for name in same:
         if p.attrs.get(name) != merged.attrs.get(name):
             raise InputError(f"{where}: {name} {p.attrs.get(name)!r}, but the values files "
-                             f"have {merged.attrs.get(name)!r}; a precision run re-scores "
-                             "the same model and dataset")
-    if p.attrs.get("dtype") == merged.attrs.get("dtype"):
-        raise InputError(f"{where}: dtype {p.attrs.get('dtype')!r} is the values files' own; "
-                         "a precision run is scored in another dtype (ips score --dtype)")
+                             f"have {merged.attrs.get(name)!r}; a {kind} run re-scores the "
+                             "same games")
+    changed = {"precision": ("dtype", "ips score --dtype"),
+               "mask": ("mask_token_id", "ips score --mask")}[kind]
+    setting = p.attrs.get(changed[0])
+    setting = setting.item() if isinstance(setting, np.generic) else setting
+    if str(setting) == str(merged.attrs.get(changed[0])):
+        raise InputError(f"{where}: {changed[0]} {setting!r} is the values files' own; a "
+                         f"{kind} run is scored with another ({changed[1]})")
     if p.games is not None or merged.games is not None:
-        raise InputError(f"{where}: the precision null needs exhaustive fits on both sides")
+        raise InputError(f"{where}: the {kind} null needs exhaustive fits on both sides")
     samples = {s: i for i, s in enumerate(merged.samples)}
     position = {c: i for i, c in enumerate(merged.conditions["condition"])}
     missing = ([s for s in p.samples if s not in samples]
                + [c for c in p.conditions["condition"] if c not in position])
     if missing:
         raise InputError(f"{where}: sample or condition {missing[0]!r} is not in the values "
-                         "files; a precision run re-scores some of their games")
+                         f"files; a {kind} run re-scores some of their games")
     si = np.array([samples[s] for s in p.samples], dtype=np.int64)
     ci = np.array([position[c] for c in p.conditions["condition"]], dtype=np.int64)
     if not np.array_equal(merged.n_vars[si], p.n_vars) or p.v.shape[2] != merged.v.shape[2]:

@@ -28,11 +28,11 @@ from ips.analysis import (
 )
 from ips.analysis import layout as analysis_layout
 from ips.analysis.case_study import case_study_data
-from ips.analysis.nulls import _null_attribute, _null_variables, _precision_variables
+from ips.analysis.nulls import _null_attribute, _null_variables, _rescored_variables
 from ips.errors import InputError
 from ips.formats.hdf5 import labels
 from ips.formats.metrics import BAND_PAIRS, BANDS, CHANGED, PERTURBATION_LABEL
-from ips.formats.shards import Merged, load, load_precision
+from ips.formats.shards import RESCORED_BY, Merged, load, load_rescored
 from ips.formats.values import design_row
 
 log = logging.getLogger(__name__)
@@ -102,15 +102,16 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
             tau_sweep: Sequence[float] | None = None, seed: int = 0,
             n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
             draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None,
-            precision: Sequence[Merged] = ()) -> xr.Dataset:
+            precision: Sequence[Merged] = (), masks: Sequence[Merged] = ()) -> xr.Dataset:
     """The metrics of one (model, dataset); see the module docstring for the layout.
 
     ``seed``, ``n_boot`` and ``level`` set the bootstrap of the confidence intervals,
     ``seed`` and ``draws`` the sign-flip tests of the order bands (`ips.analysis.uncertainty`;
     samples are resampled and tested in the order of their sorted ids, so neither depends
     on how the samples were sharded). ``null``: the null IPS to compute (`ips.analysis.nulls`;
-    None: none). ``precision``: runs of some of the same games in other precisions
-    (`load_precision`), each scored against this run as its precision null.
+    None: none). ``precision``: runs of some of the same games in other precisions, ``masks``:
+    with other mask tokens (`load_rescored`), each scored against this run as its precision
+    or mask null.
     """
     null = nulls.Settings((), 0) if null is None else null
     tau, sweep = _checked_taus(tau, tau_sweep)
@@ -134,7 +135,9 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         _fit_variables(merged, norm, layout, tau, order),
         _null_variables(merged, norm, groups, per_group, tau, sweep, null, order, counts,
                         level),
-        _precision_variables(merged, norm, precision, tau, sweep, order, counts, level),
+        _rescored_variables("precision", merged, norm, precision, tau, sweep, order, counts,
+                            level),
+        _rescored_variables("mask", merged, norm, masks, tau, sweep, order, counts, level),
         _peer_variables(merged, groups, per_group, order, counts, level),
         (case_data, case_coords),
     ):
@@ -142,14 +145,27 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         coords.update(c)
     attrs = {**_attributes(merged, tau, seed, n_boot, level, draws), **case_attrs,
              "null": _null_attribute(merged, null),
-             "precision": json.dumps({"dtype": merged.attrs.get("dtype", ""), "runs": {
-                 p.attrs.get("dtype", ""): {"conditions": list(p.conditions["condition"]),
-                                            "samples": len(p.samples)} for p in precision}})}
+             "precision": _rescored_attribute("precision", merged, precision),
+             "mask": _rescored_attribute("mask", merged, masks)}
     ds = xr.Dataset(data, coords=coords, attrs=attrs)
     ds["ips"].attrs["description"] = "IPS (band all) and IPS^low/mid/high at tau"
     ds["pair_ips"].attrs["description"] = (
         "per condition pair: mean over samples with a non-empty U of ips(x, T, T^)")
     return ds
+
+
+def _rescored_attribute(kind: str, merged: Merged, runs: Sequence[Merged]) -> str:
+    """JSON: this run's setting of a re-scored null (its dtype, or its mask's source and
+    token), and each run's conditions and samples."""
+    by = RESCORED_BY[kind]
+    own = {by: merged.attrs.get(by, "")}
+    if kind == "mask":
+        own["mask_token"] = merged.attrs.get("mask_token", "")
+    return json.dumps({**own, "runs": {
+        p.attrs.get(by, ""): {"conditions": list(p.conditions["condition"]),
+                              "samples": len(p.samples),
+                              **({"mask_token": p.attrs.get("mask_token", "")}
+                                 if kind == "mask" else {})} for p in runs}})
 
 
 def _checked_taus(tau: float, tau_sweep: Sequence[float] | None) -> tuple[float, np.ndarray]:
@@ -436,9 +452,12 @@ def summarize(values: Sequence[str | os.PathLike],
               n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
               draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None,
               precision_values: Sequence[str | os.PathLike] = (),
-              precision_interactions: Sequence[str | os.PathLike] = ()) -> xr.Dataset:
-    """Read, check and merge the shards (and the precision runs), then compute the metrics
-    (what `ips metrics` does)."""
+              precision_interactions: Sequence[str | os.PathLike] = (),
+              mask_values: Sequence[str | os.PathLike] = (),
+              mask_interactions: Sequence[str | os.PathLike] = ()) -> xr.Dataset:
+    """Read, check and merge the shards (and the precision and mask runs), then compute the
+    metrics (what `ips metrics` does)."""
     return compute(load(values, interactions), tau, tau_sweep, seed=seed, n_boot=n_boot,
                    level=level, draws=draws, null=null,
-                   precision=load_precision(precision_values, precision_interactions))
+                   precision=load_rescored("precision", precision_values, precision_interactions),
+                   masks=load_rescored("mask", mask_values, mask_interactions))

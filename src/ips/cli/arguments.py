@@ -10,7 +10,7 @@ import json
 import math
 from pathlib import Path
 
-from ips.config import MODEL_CACHE, SAMPLINGS, default
+from ips.config import MASK_PATTERN, MODEL_CACHE, SAMPLINGS, default
 from ips.errors import InputError
 
 
@@ -50,6 +50,14 @@ def int_between(lo: int, hi: int):
 
     parse.__name__ = f"integer in {lo}..{hi}"
     return parse
+
+
+def mask_name(text: str) -> str:
+    """Another mask token (`ips.config.MASK_PATTERN`), as the argument of `--mask`."""
+    if not MASK_PATTERN.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is none of unk, pad, eos, bos, word:W "
+                                         "(W letters only), id:N")
+    return text
 
 
 def unit(text: str) -> float:

@@ -50,6 +50,11 @@ def add_parser(sub, common) -> None:
                    "(ips score --dtype --conditions): the precision null, per dtype")
     p.add_argument("--precision-interactions", type=Path, nargs="*", default=[],
                    metavar="I.h5", help="their interactions files, in the same order")
+    p.add_argument("--mask-values", type=Path, nargs="*", default=[], metavar="V.h5",
+                   help="values files of some of the same games scored with another mask token "
+                   "(ips score --mask --conditions): the mask null, per mask")
+    p.add_argument("--mask-interactions", type=Path, nargs="*", default=[], metavar="I.h5",
+                   help="their interactions files, in the same order")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
     p.set_defaults(func=run)
 
@@ -65,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
                    seed=args.seed, n_boot=args.resamples, level=args.level,
                    draws=args.permutations, null=null,
                    precision_values=args.precision_values,
-                   precision_interactions=args.precision_interactions)
+                   precision_interactions=args.precision_interactions,
+                   mask_values=args.mask_values, mask_interactions=args.mask_interactions)
     write_metrics(ds, args.out)
     ips0 = ds["ips"].sel(band="all").values
     a = ds.attrs

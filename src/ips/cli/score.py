@@ -13,6 +13,7 @@ from ips.cli.arguments import (
     add_model,
     add_sampling,
     int_between,
+    mask_name,
     model_spec,
     occlusion,
     sampling_budget,
@@ -51,6 +52,9 @@ def add_parser(sub, common) -> None:
     p.add_argument("--dtype", choices=DTYPES,
                    help="compute in this precision instead of the entry's dtype (the precision "
                    "null: docs/method.md#precision)")
+    p.add_argument("--mask", type=mask_name, metavar="OTHER",
+                   help="mask with another token than the model's own: unk, pad, eos, bos, "
+                   "word:W or id:N (the mask null: docs/method.md#mask-null)")
     p.add_argument("--conditions", nargs="+", metavar="NAME",
                    help="score only these conditions (default: every condition of the samples)")
     add_sampling(p, "default: the config's sampling.mode, else exhaustive",
@@ -104,7 +108,8 @@ def _score_locked(args: argparse.Namespace) -> int:
     # cheap checks before a model load that can take minutes
     check_shard(sample_set, args.shard, shard_size, target, budget)
     t0 = time.perf_counter()
-    loaded = load_model(spec, cache_dir=args.cache_dir, device=args.device, threads=args.threads)
+    loaded = load_model(spec, cache_dir=args.cache_dir, device=args.device, threads=args.threads,
+                        mask=args.mask)
     log.info("loaded %s on %s (%s, mask token %r id %d from %s) in %.1f s", args.model,
              loaded.device, loaded.dtype, loaded.mask_token, loaded.mask_token_id,
              loaded.mask_source, time.perf_counter() - t0)

@@ -147,7 +147,8 @@ FIGURES = {
         "one panel per dataset, one row per model (ranked by IPS): the 0-shot template IPS "
         "with its 95% interval beside its matched-size null (noise of each pair's own size "
         "of change), its Gaussian null at each noise level (noise of c × range of v on every "
-        "value of a game, refitted) and the precision null of each second dtype (stars); "
+        "value of a game, refitted), the precision null of each second dtype (stars) and the "
+        "mask null of each other mask token (crosses); "
         "right, the (sample, pair) cells whose IPS lies above their matched-size null; the "
         "numbers in `null_table.csv`; docs/method.md#nulls",
         MODELS),
@@ -188,9 +189,10 @@ TABLES = {
         "scored against the game's fit) and the matched-size null (noise of each template "
         "pair's own size of change), with 95% bootstrap intervals, samples valued, IPS, and "
         "the mean per-sample IPS minus the null over the `n_paired` samples valued in both; "
-        "precision rows (level: the second dtype, main group) add max and median |Δv|, the "
-        "median sd(Δv) / range of v, the mean salient-set Jaccard and the games compared "
-        "(docs/method.md#nulls, docs/method.md#precision; `ips.analysis.nulls`)",
+        "precision and mask rows (main group; level: the second dtype, or the other mask "
+        "token) add max and median |Δv|, the median sd(Δv) / range of v, the mean "
+        "salient-set Jaccard and the games compared (docs/method.md#nulls, "
+        "docs/method.md#precision, docs/method.md#mask-null; `ips.analysis.nulls`)",
         TABLE_SECTION),
     "peer_table.csv": Caption(
         "What other tools report, beside IPS",

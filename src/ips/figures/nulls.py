@@ -1,6 +1,6 @@
 """IPS beside its nulls (`ips.analysis.nulls`, beyond the paper): one panel per dataset, one row per
 model (ranked by IPS, as in the ranking figure), the template IPS with its interval beside
-its matched-size null, its Gaussian null at every noise level and its precision nulls; the
+its matched-size null, its Gaussian null at every noise level, its precision and mask nulls; the
 right margin says in how many (sample, 0-shot pair) the IPS lies above its matched null.
 The per-level numbers are in `null_table.csv` and the README."""
 
@@ -31,7 +31,10 @@ from ips.figures.style import (
 )
 from ips.formats.metrics import Entry
 
-PAIR_COLOR, PRECISION_COLOR = "#1f78b4", "#d95f02"
+PAIR_COLOR = "#1f78b4"
+#: the marks of the re-scored nulls: one per dtype (precision) or other mask token (mask)
+RESCORED_MARKS = {"precision": {"marker": "*", "ms": 7, "color": "#d95f02"},
+                  "mask": {"marker": "X", "ms": 6, "color": "#7570b3"}}
 
 
 def _has_null(e: Entry) -> bool:
@@ -41,8 +44,9 @@ def _has_null(e: Entry) -> bool:
 def nulls_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     """One panel per dataset, one row per model with a null (least sensitive on top): the
     template IPS (0-shot, band all, 95% CI), its matched-size null (diamond), its Gaussian
-    null at each noise level (ticks; the null grows with the level) and the precision null of
-    each second dtype (star); right of the panel, the (sample, pair) cells whose IPS lies
+    null at each noise level (ticks; the null grows with the level), the precision null of
+    each second dtype (star) and the mask null of each other mask token (cross); right of the
+    panel, the (sample, pair) cells whose IPS lies
     above their matched-size null."""
     rows = [e for e in entries if _has_null(e)]
     datasets = datasets_of(rows) or ["(none)"]
@@ -61,15 +65,16 @@ def nulls_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
         _panel(ax, [e for e in by_dataset(entries, d) if _has_null(e)], n)
         ax.set_title(d, fontsize=10)
     legend_below(fig, [Line2D([], [], marker="o", ls="", color=PAIR_COLOR,
-                              label="template IPS (95% CI)"), *_null_handles()], ncols=4)
+                              label="template IPS (95% CI)"), *_null_handles()], ncols=5)
     return save(fig, path)
 
 
 def _null_handles() -> list:
     return [Line2D([], [], label="matched-size null", **NULL_MARKS["matched"]),
             Line2D([], [], label="Gaussian null (each level c)", **NULL_MARKS["gaussian"]),
-            Line2D([], [], marker="*", ls="", ms=8, color=PRECISION_COLOR,
-                   label="precision null (each dtype)")]
+            Line2D([], [], ls="", label="precision null (each dtype)",
+                   **RESCORED_MARKS["precision"]),
+            Line2D([], [], ls="", label="mask null (each other mask)", **RESCORED_MARKS["mask"])]
 
 
 def _panel(ax, rows: list[Entry], n: int) -> None:
@@ -82,8 +87,9 @@ def _panel(ax, rows: list[Entry], n: int) -> None:
                         capsize=2, zorder=3)
         for kind, xs in null_values(e).items():
             ax.plot(xs, np.full(len(xs), yi), zorder=2, **{**NULL_MARKS[kind], "ms": 6})
-        for x in _precision(e):
-            ax.plot([x], [yi], "*", ms=7, color=PRECISION_COLOR, zorder=4)
+        for kind, marks in RESCORED_MARKS.items():
+            for x in _rescored(e, kind):
+                ax.plot([x], [yi], ls="", zorder=4, **marks)
         ax.text(1.01, yi, _above(e), transform=ax.get_yaxis_transform(), va="center",
                 fontsize=fs, color="#555555")
     ax.set_yticks(y, [e.model for e in rows], fontsize=fs)
@@ -94,11 +100,12 @@ def _panel(ax, rows: list[Entry], n: int) -> None:
     ax.set_xlabel("IPS (lower = less sensitive)", fontsize=8)
 
 
-def _precision(e: Entry) -> list[float]:
+def _rescored(e: Entry, kind: str) -> list[float]:
+    """The precision or mask null of each setting (band all)."""
     ds = e.ds
-    if "precision_null_ips" not in ds:
+    if f"{kind}_null_ips" not in ds:
         return []
-    vals = ds["precision_null_ips"].sel(band="all").values.astype(float).ravel()
+    vals = ds[f"{kind}_null_ips"].sel(band="all").values.astype(float).ravel()
     return [float(x) for x in vals if np.isfinite(x)]
 
 

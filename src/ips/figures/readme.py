@@ -1,6 +1,6 @@
 """The README of a figures directory (`ips figures`): what each file shows, τ, the models and
 datasets, absent factors, IPS beside its nulls and beside what other tools report, the
-precision nulls, the sparse estimates and the claims table."""
+precision and mask nulls, the sparse estimates and the claims table."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from ips.figures.numbers import MAIN_GROUP, datasets_of, random_note, robustness
 from ips.figures.tables import null_rows, peer_rows
 from ips.formats.factors import FactorsFile
 from ips.formats.metrics import WEIGHTS, Entry
+from ips.formats.shards import RESCORED_BY
 from ips.interactions.sparse import UNRELIABLE_HELDOUT
 
 
@@ -157,7 +158,7 @@ def null_section(entries: list[Entry]) -> list[str]:
              + " | matched-size null | IPS − matched (n) |",
              "|---|---|---|" + "---|" * len(levels) + "---|---|"]
     for (model, dataset) in dict.fromkeys((r["model"], r["dataset"]) for r in rows
-                                          if r["null"] != "precision"):
+                                          if r["null"] not in RESCORED_BY):
         mine = [r for r in rows if (r["model"], r["dataset"]) == (model, dataset)]
         gauss = {r["level"]: r["null_ips"] for r in mine if r["null"] == "gaussian"}
         matched = next((r for r in mine if r["null"] == "matched"), None)
@@ -166,7 +167,7 @@ def null_section(entries: list[Entry]) -> list[str]:
         lines.append(f"| {model} | {dataset} | {_cell_text(mine[0]['ips'])} | "
                      + " | ".join(_cell_text(gauss.get(c, np.nan)) for c in levels)
                      + f" | {_cell_text(matched['null_ips']) if matched else '–'} | {diff} |")
-    return lines + precision_section(rows)
+    return lines + rescored_section(rows, "precision") + rescored_section(rows, "mask")
 
 
 def peer_section(entries: list[Entry]) -> list[str]:
@@ -193,19 +194,28 @@ def peer_section(entries: list[Entry]) -> list[str]:
     return lines
 
 
-def precision_section(rows: list[dict]) -> list[str]:
-    """The precision null per model, dataset and second dtype (main group, band all)."""
-    rows = [r for r in rows if r["null"] == "precision"]
+#: the heading, what it measures, and the name of its setting, per re-scored null
+_RESCORED_TEXT = {
+    "precision": ("Precision null", "in another precision", "docs/method.md#precision",
+                  "what rounding alone gives", "the second precision's", "dtype"),
+    "mask": ("Mask null", "with another mask token (the baseline of every game)",
+             "docs/method.md#mask-null", "what the choice of baseline alone gives",
+             "the other mask's", "mask"),
+}
+
+
+def rescored_section(rows: list[dict], kind: str) -> list[str]:
+    """The precision or mask null per model, dataset and setting (main group, band all)."""
+    rows = [r for r in rows if r["null"] == kind]
     if not rows:
         return []
-
-    lines = ["", "### Precision null", "",
-             "The same prompts scored again in another precision, each game's two fits scored "
-             "as a template pair (docs/method.md#precision in the project): what rounding "
-             "alone gives. Δv: the second precision's v minus this run's, over every mask of "
-             "the games scored again.", "",
-             "| model | dataset | dtype | games | max \\|Δv\\| (median) | sd(Δv) / range, "
-             "median | salient-set Jaccard | precision null [95% CI] (n) | IPS | "
+    title, how, doc, what, whose, setting = _RESCORED_TEXT[kind]
+    lines = ["", f"### {title}", "",
+             f"The same prompts scored again {how}, each game's two fits scored as a template "
+             f"pair ({doc} in the project): {what}. Δv: {whose} v minus this run's, over "
+             "every mask of the games scored again.", "",
+             f"| model | dataset | {setting} | games | max \\|Δv\\| (median) | sd(Δv) / "
+             f"range, median | salient-set Jaccard | {kind} null [95% CI] (n) | IPS | "
              "IPS − null (n) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(

@@ -23,6 +23,7 @@ from ips.errors import InputError
 from ips.figures.numbers import MAIN_GROUP
 from ips.formats.factors import TauDifferences, TauRobustness
 from ips.formats.metrics import BANDS, Entry, weights
+from ips.formats.shards import RESCORED_BY
 
 TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_ci_low", "ips_ci_high",
                  "n_valued_samples", "n_empty_pairs", "matched_null_ips", "matched_null_ci_low",
@@ -37,7 +38,7 @@ PEER_COLUMNS = ("model", "dataset", "group", "ips", "ips_ci_low", "ips_ci_high",
                 *(f"{p}{s}" for p in PEERS for s in ("", "_ci_low", "_ci_high", "_n")),
                 "weights")
 #: what a precision null row adds (`ips.formats.metrics`: precision_{name} per precision)
-PRECISION_STATS = ("max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")
+RESCORED_STATS = ("max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")
 FACTOR_COLUMNS = ("factor", "dataset", "group", "model_a", "model_b", "setting_a", "setting_b",
                   "templates", "band", "ips_a", "ips_a_ci_low", "ips_a_ci_high", "ips_b",
                   "ips_b_ci_low", "ips_b_ci_high", "delta_ips", "delta_ips_ci_low",
@@ -129,8 +130,8 @@ def table_rows(entries: list[Entry]) -> list[dict]:
 
 def null_rows(entries: list[Entry]) -> list[dict]:
     """Every null beside IPS: one row per model, dataset, group, band and null (the Gaussian
-    null at each level, the matched-size null; the precision null of each second dtype,
-    main group only, with how far v moved)."""
+    null at each level, the matched-size null; main group only, the precision null of each
+    second dtype and the mask null of each other mask, with how far v moved)."""
     rows = []
     for e in entries:
         ds = e.ds
@@ -139,8 +140,8 @@ def null_rows(entries: list[Entry]) -> list[dict]:
         gaussian = _null_arrays(ds, "null", ("group", "null_level")) if len(levels) else None
         matched = (_null_arrays(ds, "matched_null", ("group",))
                    if "matched_null_ips" in ds else None)
-        precision = (_null_arrays(ds, "precision_null", ("precision",))
-                     if "precision_null_ips" in ds else None)
+        rescored = {kind: _null_arrays(ds, f"{kind}_null", (kind,))
+                    for kind in RESCORED_BY if f"{kind}_null_ips" in ds}
         for gi, g in enumerate(ds["group"].values):
             for bi, b in enumerate(BANDS):
                 samples = own["sample"][gi, bi] if own["sample"] is not None else None
@@ -153,14 +154,15 @@ def null_rows(entries: list[Entry]) -> list[dict]:
                 if matched is not None:
                     rows.append({**base, "null": "matched", "level": "",
                                  **_null_cells(matched, (gi, bi), samples)})
-                if precision is None or g != MAIN_GROUP:
+                if g != MAIN_GROUP:
                     continue
-                for pi, d in enumerate(ds["precision"].values):
-                    stats = {k: float(ds[f"precision_{k}"].sel(precision=d))
-                             for k in PRECISION_STATS}
-                    rows.append({**base, "null": "precision", "level": str(d), **stats,
-                                 "games": int(stats["games"]),
-                                 **_null_cells(precision, (pi, bi), samples)})
+                for kind, arrays in rescored.items():
+                    for k, setting in enumerate(ds[kind].values):
+                        stats = {name: float(ds[f"{kind}_{name}"].isel({kind: k}))
+                                 for name in RESCORED_STATS}
+                        rows.append({**base, "null": kind, "level": str(setting), **stats,
+                                     "games": int(stats["games"]),
+                                     **_null_cells(arrays, (k, bi), samples)})
     return rows
 
 

@@ -6,7 +6,8 @@ same order, their interactions files (`ips fit`). Each shard is read with its la
 same samples, conditions and mask axis; a sparse fit's entries), and the shards are checked against
 each other (same model, dataset, conditions, groups, mask axis; a sample in two shards is an
 error) and concatenated along `sample` (`merge_shards`), so sharding cannot change a number.
-`load` does all three for the main run, `load_precision` for a precision-null run.
+`load` does all three for the main run, `load_rescored` for the runs of a precision or mask
+null.
 """
 
 from __future__ import annotations
@@ -242,11 +243,16 @@ def load(values: Sequence[str | os.PathLike], interactions: Sequence[str | os.Pa
     return merge_shards(_read_shards(values, interactions))
 
 
-def load_precision(values: Sequence[str | os.PathLike], interactions: Sequence[str | os.PathLike]
-                   ) -> list[Merged]:
-    """The second-precision runs of the precision null (`ips score --dtype`), one Merged per
-    dtype (read from each values file's `dtype` attribute), in the order first given."""
-    by_dtype: dict[str, list[Shard]] = {}
-    for sh in _read_shards(values, interactions, "precision "):
-        by_dtype.setdefault(str(sh.attrs.get("dtype", "")), []).append(sh)
-    return [merge_shards(shards) for shards in by_dtype.values()]
+#: what tells the runs of a re-scored null apart: the values files' attribute per null
+RESCORED_BY = {"precision": "dtype", "mask": "mask_source"}
+
+
+def load_rescored(kind: str, values: Sequence[str | os.PathLike],
+                  interactions: Sequence[str | os.PathLike]) -> list[Merged]:
+    """The runs of a re-scored null (`kind`: `precision`, scored with `ips score --dtype`, or
+    `mask`, with `ips score --mask`), one Merged per setting (the values files' attribute
+    `RESCORED_BY[kind]`), in the order first given."""
+    by_setting: dict[str, list[Shard]] = {}
+    for sh in _read_shards(values, interactions, f"{kind} "):
+        by_setting.setdefault(str(sh.attrs.get(RESCORED_BY[kind], "")), []).append(sh)
+    return [merge_shards(shards) for shards in by_setting.values()]

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
-from ips.config import MODEL_CACHE
+from ips.config import MASK_PATTERN, MODEL_CACHE
 from ips.errors import ModelError
 from ips.models.entries import ModelSpec
 from ips.models.gguf import prepare_gguf
@@ -64,7 +64,8 @@ class LoadedModel:
     tokenizer: Any  # a fast (Rust-backed) transformers tokenizer
     mask_token_id: int
     mask_token: str
-    mask_source: Literal["unk", "pad", "config"]
+    mask_source: str  # unk, pad or config (`resolve_mask_token`); the other mask's name
+
     device: torch.device
     dtype: torch.dtype
     path: Path  # the directory the model was loaded from
@@ -94,8 +95,12 @@ def load_model(
     cache_dir: str | os.PathLike = MODEL_CACHE,
     device: str | torch.device | None = None,
     threads: int | None = None,
+    mask: str | None = None,
 ) -> LoadedModel:
     """Prepare (see `prepare_model`) and load a model with its tokenizer and mask token.
+
+    `mask` (`MASK_PATTERN`) replaces the model's own mask token with another, for the mask
+    null (`resolve_other_mask`); it is checked against the tokenizer before the weights load.
 
     `device` defaults to CUDA when visible, else CPU; the model computes in the entry's
     `dtype` on every device (float32 unless half precision is asked for: `half_precision_note`).
@@ -117,9 +122,17 @@ def load_model(
     path = prepare_model(spec, cache_dir)
     # one CPU is one device: there is nothing to spread a model over
     dispatch = spec.device_map is not None and device.type != "cpu"
+    remote = {"trust_remote_code": True} if spec.trust_remote_code else {}
     try:
-        remote = {"trust_remote_code": True} if spec.trust_remote_code else {}
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, **remote)
+    except (OSError, ValueError) as e:
+        raise ModelError(f"model {spec.name}: cannot load {path}: {e}") from e
+    _check_offsets(spec.name, tokenizer)
+    mask_id, mask_token, source = resolve_mask_token(tokenizer, spec.mask_token, model=spec.name)
+    if mask is not None:
+        mask_id, mask_token = resolve_other_mask(tokenizer, mask, mask_id, model=spec.name)
+        source = mask
+    try:
         if dispatch:
             remote["device_map"] = spec.device_map
         model = AutoModelForCausalLM.from_pretrained(
@@ -127,8 +140,6 @@ def load_model(
         )
     except (OSError, ValueError) as e:
         raise ModelError(f"model {spec.name}: cannot load {path}: {e}") from e
-    _check_offsets(spec.name, tokenizer)
-    mask_id, mask_token, source = resolve_mask_token(tokenizer, spec.mask_token, model=spec.name)
     if dispatch:
         device = input_device(model)
         log.info("%s: dispatched over %s", spec.name, sorted(
@@ -210,6 +221,44 @@ def resolve_mask_token(
         f"model {model}: the tokenizer has neither an unk nor a pad token; set `mask_token` "
         "(a token string or id) in the model's config entry"
     )
+
+
+def resolve_other_mask(tokenizer: Any, other: str, own_id: int, *,
+                       model: str = "model") -> tuple[int, str]:
+    """The token of another mask `other` (`MASK_PATTERN`): `(id, token)`.
+
+    `unk`, `pad`, `eos`, `bos`: the tokenizer's token of that role; `word:W`: the one token
+    that " W" encodes to (a word as it reads after a space, where masked words stand);
+    `id:N`: token N. A `ModelError` names the model and what to choose instead when the
+    tokenizer has no such token, the word is more than one token, the id is outside the
+    vocabulary, or the token is the model's own mask token `own_id` (no null at all).
+    """
+    hint = "choose another under mask_null (docs/configuration.md#mask-null)"
+    if not MASK_PATTERN.fullmatch(other):
+        raise ModelError(f"model {model}: mask {other!r} is none of unk, pad, eos, bos, "
+                         f"word:W, id:N; {hint}")
+    kind, _, arg = other.partition(":")
+    if kind == "word":
+        ids = tokenizer.encode(" " + arg, add_special_tokens=False)
+        if len(ids) != 1:
+            raise ModelError(f"model {model}: mask {other!r}: ' {arg}' is {len(ids)} tokens, "
+                             f"not one; {hint}")
+        token_id = ids[0]
+    elif kind == "id":
+        token_id = int(arg)
+        if token_id >= len(tokenizer):
+            raise ModelError(f"model {model}: mask {other!r} is outside the vocabulary "
+                             f"(0..{len(tokenizer) - 1}); {hint}")
+    else:
+        token_id = getattr(tokenizer, f"{kind}_token_id", None)
+        if token_id is None:
+            raise ModelError(f"model {model}: mask {other!r}: the tokenizer has no {kind} "
+                             f"token; {hint}")
+    token = tokenizer.convert_ids_to_tokens(token_id)
+    if token_id == own_id:
+        raise ModelError(f"model {model}: mask {other!r} is {token!r} (id {token_id}), the "
+                         f"model's own mask token; {hint}")
+    return int(token_id), token
 
 
 # --- sources --------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from ips.comparisons.claims.verdicts import (
     spearman_permutation,
 )
 from ips.formats.metrics import Entry
+from ips.formats.shards import RESCORED_BY
 
 NULL_CLAIMS = {
     "template_below_matched_null": (
@@ -45,11 +46,15 @@ NULL_CLAIMS = {
 }
 
 
-#: the rows of `precision_claims` (metrics files with a precision run only)
-PRECISION_CLAIMS = {
+#: the rows of `rescored_claims` (metrics files with a precision or mask run only)
+RESCORED_CLAIMS = {
     "template_above_precision_null": (
         "(not in the paper; the paper assumes it) the template IPS exceeds the IPS that "
         "rounding alone gives (the precision null: the same prompts in another precision)"),
+    "template_above_mask_null": (
+        "(not in the paper; the paper assumes it) the template IPS exceeds the IPS that the "
+        "choice of mask token alone gives (the mask null: the same prompts with another "
+        "baseline)"),
 }
 
 
@@ -63,7 +68,7 @@ def _paired_row(e: Entry, claim: str, d: np.ndarray, sign: int, what: str, draws
     _, ci = (uncertainty.bootstrap_ci(d, n_boot=n_boot, level=level, seed=boot_seed) if n
              else (None, np.full(2, np.nan)))
     est = float(t.mean_difference)
-    paper = NULL_CLAIMS.get(claim) or PRECISION_CLAIMS[claim]
+    paper = NULL_CLAIMS.get(claim) or RESCORED_CLAIMS[claim]
     return Claim(claim, _scope(e.model, e.dataset, MAIN_GROUP, where), paper, est,
                  float(ci[0]), float(ci[1]), n,
                  f"paired sign-flip ({t.method}) on per-sample {what}; interval: bootstrap",
@@ -124,6 +129,10 @@ def _beyond_size(e: Entry, draws: int, seed: int) -> Claim:
              ds["sample_pair_change"].values[:, pairs])
     r2 = {name: peers.size_r2(ds[var].sel(band="all").values[:, pairs], *sizes)
           for name, var in (("ips", "sample_pair_ips"), ("null", "sample_pair_matched_null"))}
+    if not np.isfinite(r2["null"] - r2["ips"]).any():
+        return Claim(claim, _scope(e.model, e.dataset, MAIN_GROUP), NULL_CLAIMS[claim],
+                     note=f"no sample has 4 template pairs valued (the group has "
+                     f"{int(pairs.sum())}): a fit of 3 coefficients leaves no residual")
     row = _paired_row(e, claim, r2["null"] - r2["ips"], +1, "R²(matched null) − R²(IPS)",
                       draws, seed)
     return replace(row, note=_notes(
@@ -147,21 +156,22 @@ def _order_beyond_null(e: Entry, draws: int, seed: int) -> list[Claim]:
             for r, p in zip(rows, adjusted)]
 
 
-def precision_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
-    """Per second precision and band: is the template IPS above the precision null, on the
-    samples that were scored again (paired over samples)?"""
+def rescored_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
+    """Per second precision, other mask token and band: is the template IPS above that
+    null, on the samples that were scored again (paired over samples)?"""
     ds = e.ds
-    if "sample_precision_null_ips" not in ds:
-        return []
-    own = json.loads(ds.attrs.get("precision", "{}") or "{}").get("dtype", "?")
     out = []
-    for dtype in ds["precision"].values:
-        for band in ds["band"].values:
-            ips = ds["sample_ips"].sel(group=MAIN_GROUP, band=band).values.astype(float)
-            null = ds["sample_precision_null_ips"].sel(precision=dtype, band=band).values
-            out.append(_paired_row(e, "template_above_precision_null", ips - null, +1,
-                                   "IPS − precision null IPS", draws, seed,
-                                   f"{own} vs {dtype}, band {band}"))
+    for kind, by in RESCORED_BY.items():
+        if f"sample_{kind}_null_ips" not in ds:
+            continue
+        own = json.loads(ds.attrs.get(kind, "{}") or "{}").get(by, "?")
+        for setting in ds[kind].values:
+            for band in ds["band"].values:
+                ips = ds["sample_ips"].sel(group=MAIN_GROUP, band=band).values.astype(float)
+                null = ds[f"sample_{kind}_null_ips"].sel({kind: setting, "band": band}).values
+                out.append(_paired_row(e, f"template_above_{kind}_null", ips - null, +1,
+                                       f"IPS − {kind} null IPS", draws, seed,
+                                       f"{own} vs {setting}, band {band}"))
     return out
 
 

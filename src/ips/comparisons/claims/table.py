@@ -48,7 +48,7 @@ from ips.comparisons.claims.across_models import (
     perturbation_claims,
     tau_claims,
 )
-from ips.comparisons.claims.nulls import matched_claims, null_claims, precision_claims
+from ips.comparisons.claims.nulls import matched_claims, null_claims, rescored_claims
 from ips.comparisons.claims.per_model import (
     few_shot_curve_claim,
     order_claims,
@@ -91,7 +91,7 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: i
 
     for e in entries:
         out += marked([*sparsity_claims(e), *type_claims(e), *order_claims(e),
-                       *null_claims(e, draws, seed), *precision_claims(e, draws, seed)], [e])
+                       *null_claims(e, draws, seed), *rescored_claims(e, draws, seed)], [e])
     out += factor_claims(factors, entries)
     out += [replace(few_shot_curve_claim(e, draws, seed), weights=weights([e]))
             for e in entries if e.ds.attrs.get("kind", "mcq") == "mcq"]
