@@ -101,7 +101,7 @@ def test_chosen_conditions_in_another_precision(config, tmp_path):
 def test_another_mask_scores_as_that_mask_token(config, tmp_path, capsys):
     """The mask null's run (`--mask eos --conditions T1`) gives exactly the values of a model
     entry whose `mask_token` is that token, and other values than the model's own mask
-    (unk); the file records the mask. The model's own mask is refused in one line."""
+    (unk) everywhere but at the unmasked prompt; the file records the mask. The model's own mask is refused in one line."""
     common = ["--model", "tiny", "--dataset", "arc-easy", "--threads", 1, "--conditions", "T1"]
     r = run_ips("score", "--config", config, *common, "--mask", "eos", "--out", tmp_path / "e.h5")
     assert r.returncode == 0, r.stderr
@@ -120,6 +120,10 @@ def test_another_mask_scores_as_that_mask_token(config, tmp_path, capsys):
         assert other.attrs["mask_token_id"] == override.attrs["mask_token_id"]
         assert np.array_equal(other["v"].values, override["v"].values, equal_nan=True)
         assert not np.allclose(other["v"].values, own["v"].values, equal_nan=True)
+        # the unmasked prompt x_N has no mask token: what every output-level metric sees
+        full = 2 ** other["n_vars"].values - 1
+        at_n = [(o["v"].values[s, 0, m]) for o in (other, own) for s, m in enumerate(full)]
+        np.testing.assert_allclose(at_n[:len(full)], at_n[len(full):], rtol=1e-6, atol=1e-6)
     code = main(["score", "--config", str(config), *map(str, common), "--mask", "unk",
                  "--out", str(tmp_path / "x.h5")])
     err = capsys.readouterr().err
@@ -153,6 +157,22 @@ def test_bad_config_value_names_the_field(tmp_path, capsys):
 def test_prepare_model_prints_the_directory(config, tiny_llama_dir, capsys):
     assert main(["prepare-model", "--config", str(config), "--model", "tiny"]) == 0
     assert capsys.readouterr().out.strip() == str(tiny_llama_dir)
+
+
+def test_prepare_model_checks_another_mask(config, tiny_llama_dir, capsys):
+    """`--mask` (rule check_mask) prints the other mask's token as the tokenizer has it, and
+    refuses one it cannot be in one line."""
+    import transformers
+
+    args = ["prepare-model", "--config", str(config), "--model", "tiny"]
+    assert main([*args, "--mask", "eos"]) == 0
+    tok = transformers.AutoTokenizer.from_pretrained(tiny_llama_dir)
+    assert capsys.readouterr().out == f"eos\t{tok.eos_token_id}\t{tok.eos_token}\n"
+    assert main([*args, "--mask", "word:abcdefghij"]) != 0
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert "model tiny: mask 'word:abcdefghij'" in last and "not one" in last
+    assert "Traceback" not in err
 
 
 def test_killed_score_resumes_with_identical_output(config, tmp_path):

@@ -124,6 +124,9 @@ def test_whole_dag_produces_tables_and_figures(finished):
         # the mask null of config `mask_null`: T1 of the first shard with the eos token
         assert list(m["mask"].values) == ["eos"] and int(m["mask_games"].sel(mask="eos")) == 2
         assert json.loads(m.attrs["mask"])["runs"]["eos"]["mask_token"] == "</s>"
+    # rule check_mask: the other mask as the tokenizer has it, checked before scoring
+    assert (finished / "results/masks/eos/tiny-a.token").read_text().split("\t")[::2] == [
+        "eos", "</s>\n"]
     with xr.open_dataset(finished / "results/factors/factors.nc", engine="h5netcdf") as f:
         assert "p_value" in f and "delta_ips_ci" in f
         assert json.loads(f.attrs["test"])["draws"] == 199

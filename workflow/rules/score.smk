@@ -89,10 +89,35 @@ use rule fit as fit_precision with:
 
 
 # The mask null (docs/method.md#mask-null): the chosen conditions of the first shards scored
-# again with another mask token (`mask_null`) and fitted alike.
+# again with another mask token (`mask_null`) and fitted alike. Each other mask is checked
+# against the model's tokenizer first (high priority: a mask the tokenizer lacks stops the
+# run before the main scoring, not after it).
+
+
+rule check_mask:
+    input:
+        f"{MODEL_DIR}/{{model}}.path",
+    output:
+        "results/masks/{mask}/{model}.token",
+    params:
+        entry=model_entry,
+        cache=lambda wildcards, input: Path(input[0]).parent,
+        mask=lambda wildcards: wildcards.mask.replace("-", ":", 1),
+    log:
+        "logs/masks/{mask}/check/{model}.log",
+    priority: 50
+    conda:
+        "../../envs/ips.yaml"
+    shell:
+        "python -m ips prepare-model --model {wildcards.model} --entry {params.entry:q} "
+        "--cache-dir {params.cache} --mask {params.mask} > {output} 2> {log}"
 
 
 use rule score as score_mask with:
+    input:
+        samples="results/samples/{dataset}.json",
+        model=f"{MODEL_DIR}/{{model}}.path",
+        checked="results/masks/{mask}/{model}.token",
     output:
         "results/masks/{mask}/values/{model}/{dataset}/{shard}.h5",
     params:

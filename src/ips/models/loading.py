@@ -110,7 +110,7 @@ def load_model(
     `LoadedModel.device` is then the device of the input embeddings (`input_device`).
     """
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     if threads is not None:
         torch.set_num_threads(threads)
@@ -122,16 +122,9 @@ def load_model(
     path = prepare_model(spec, cache_dir)
     # one CPU is one device: there is nothing to spread a model over
     dispatch = spec.device_map is not None and device.type != "cpu"
+    tokenizer = load_tokenizer(spec, path)
+    mask_id, mask_token, source = model_mask(spec, tokenizer, mask)
     remote = {"trust_remote_code": True} if spec.trust_remote_code else {}
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, **remote)
-    except (OSError, ValueError) as e:
-        raise ModelError(f"model {spec.name}: cannot load {path}: {e}") from e
-    _check_offsets(spec.name, tokenizer)
-    mask_id, mask_token, source = resolve_mask_token(tokenizer, spec.mask_token, model=spec.name)
-    if mask is not None:
-        mask_id, mask_token = resolve_other_mask(tokenizer, mask, mask_id, model=spec.name)
-        source = mask
     try:
         if dispatch:
             remote["device_map"] = spec.device_map
@@ -223,6 +216,30 @@ def resolve_mask_token(
     )
 
 
+def load_tokenizer(spec: ModelSpec, path: Path) -> Any:
+    """The fast tokenizer of a prepared model (`prepare_model`'s directory `path`), its
+    offsets checked (`_check_offsets`); a `ModelError` naming the model if it cannot load."""
+    from transformers import AutoTokenizer
+
+    remote = {"trust_remote_code": True} if spec.trust_remote_code else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, **remote)
+    except (OSError, ValueError) as e:
+        raise ModelError(f"model {spec.name}: cannot load {path}: {e}") from e
+    _check_offsets(spec.name, tokenizer)
+    return tokenizer
+
+
+def model_mask(spec: ModelSpec, tokenizer: Any, mask: str | None = None
+               ) -> tuple[int, str, str]:
+    """`(id, token, source)` of the token a model masks with: its own (`resolve_mask_token`),
+    or with `mask` another for the mask null (`resolve_other_mask`; source: `mask`)."""
+    own_id, own, source = resolve_mask_token(tokenizer, spec.mask_token, model=spec.name)
+    if mask is None:
+        return own_id, own, source
+    return (*resolve_other_mask(tokenizer, mask, own_id, model=spec.name), mask)
+
+
 def resolve_other_mask(tokenizer: Any, other: str, own_id: int, *,
                        model: str = "model") -> tuple[int, str]:
     """The token of another mask `other` (`MASK_PATTERN`): `(id, token)`.
@@ -233,7 +250,7 @@ def resolve_other_mask(tokenizer: Any, other: str, own_id: int, *,
     tokenizer has no such token, the word is more than one token, the id is outside the
     vocabulary, or the token is the model's own mask token `own_id` (no null at all).
     """
-    hint = "choose another under mask_null (docs/configuration.md#mask-null)"
+    hint = "choose another under mask_null (docs/method.md#mask-null)"
     if not MASK_PATTERN.fullmatch(other):
         raise ModelError(f"model {model}: mask {other!r} is none of unk, pad, eos, bos, "
                          f"word:W, id:N; {hint}")
