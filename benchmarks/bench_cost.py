@@ -470,9 +470,10 @@ def plan(config, sets, counts, tokenizers, fits, args) -> None:
             return 2 * spec.active_params * (tok + s[4]) + attn * pairs
 
         main = [flops(s) for d in shards for s in shards[d]]
-        # the precision null: its conditions of the first shards again in each second dtype
-        extra = [(dt, flops(s)) for dt in precision_dtypes(config, name)
-                 for d in prec for s in prec[d]]
+        # the precision null: its conditions of the first shards again in each second dtype,
+        # one job a dtype for every dataset (rule score_precision)
+        extra = [(dt, sum(flops(s) for d in prec for s in prec[d]))
+                 for dt in precision_dtypes(config, name)]
         tokens = sum(s[0] if plain else s[2] for d in shards for s in shards[d])
         row = {"model": name, "scorer": why, "gpus": spec.gpus, "tokens": tokens,
                "pflop": sum(main) / 1e15, "attn": sum(attn * (s[1] if plain else s[3])

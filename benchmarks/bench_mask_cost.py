@@ -78,7 +78,7 @@ def peers_share(work: Path, config: dict) -> tuple[float, float]:
     prof, calls = cProfile.Profile(), []
     for cell in sorted((res / "metrics").glob("*/*.nc")):
         m, d = cell.parent.name, cell.stem
-        files = {f"--{kind}-{what}": sorted(res.glob(f"{kind}*/*/{what}/{m}/{d}/*.h5"))
+        files = {f"--{kind}-{what}": sorted(res.glob(f"{kind}*/*/{what}/{m}/{d}.h5"))
                  for kind in ("precision", "mask") for what in ("values", "interactions")}
         calls.append(["metrics", "--values", *sorted(res.glob(f"values/{m}/{d}/*.h5")),
                       "--interactions", *sorted(res.glob(f"interactions/{m}/{d}/*.h5")),

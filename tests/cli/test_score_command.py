@@ -131,6 +131,44 @@ def test_another_mask_scores_as_that_mask_token(config, tmp_path, capsys):
     assert not (tmp_path / "x.h5").exists()
 
 
+def test_several_samples_files_share_one_model_load(config, tmp_path, capsys):
+    """A re-scored null's run: several samples files, each with its own --conditions and
+    --out, scored with one model load, each file the same as its own run."""
+    cfg = yaml.safe_load(config.read_text())
+    cfg["datasets"]["dolly"] = {"format": "dolly", "fields": ["instruction"], "n_items": 2}
+    config.write_text(yaml.safe_dump(cfg))
+    files = {}
+    for dataset in ("arc-easy", "dolly"):
+        files[dataset] = tmp_path / f"{dataset}.json"
+        assert run_ips("samples", "--config", config, "--dataset", dataset,
+                       "--out", files[dataset]).returncode == 0
+    common = ["--config", config, "--model", "tiny", "--threads", 1, "--shard-size", 2]
+    r = run_ips("score", *common[2:], "--entry", json.dumps(cfg["models"]["tiny"]),
+                "--samples", files["arc-easy"], files["dolly"], "--conditions", "T1",
+                "--conditions", "A1", "--out", tmp_path / "a.h5", tmp_path / "d.h5")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("loaded tiny") == 1
+    for dataset, condition, both in (("arc-easy", "T1", "a.h5"), ("dolly", "A1", "d.h5")):
+        alone = tmp_path / f"alone-{dataset}.h5"
+        r = run_ips("score", *common, "--dataset", dataset, "--samples", files[dataset],
+                    "--conditions", condition, "--out", alone)
+        assert r.returncode == 0, r.stderr
+        with xr.open_dataset(alone, engine="h5netcdf") as one, \
+                xr.open_dataset(tmp_path / both, engine="h5netcdf") as shared:
+            assert list(shared["condition"].values) == [condition]
+            assert shared.attrs["dataset"] == dataset and shared.sizes["sample"] == 2
+            assert np.array_equal(one["v"].values, shared["v"].values, equal_nan=True)
+    entry = ["--entry", json.dumps(cfg["models"]["tiny"])]
+    two = ["--samples", str(files["arc-easy"]), str(files["dolly"])]
+    for args, message in (
+        ([*two, "--out", str(tmp_path / "x.h5")], "--out: 1 file(s) for 2 --samples file(s)"),
+        ([*two, "--conditions", "T1", "--conditions", "A1", "--conditions", "A2", "--out",
+          str(tmp_path / "x.h5"), str(tmp_path / "y.h5")], "--conditions: given 3 times"),
+    ):
+        assert main(["score", "--model", "tiny", *entry, *args]) == 2
+        assert message in capsys.readouterr().err
+
+
 def test_negative_shard_is_refused(config, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["score", "--config", str(config), "--model", "tiny", "--dataset", "arc-easy",
@@ -160,7 +198,7 @@ def test_prepare_model_prints_the_directory(config, tiny_llama_dir, capsys):
 
 
 def test_prepare_model_checks_another_mask(config, tiny_llama_dir, capsys):
-    """`--mask` (rule check_mask) prints the other mask's token as the tokenizer has it, and
+    """`--mask` prints the other mask's token as the tokenizer has it, and
     refuses one it cannot be in one line."""
     import transformers
 

@@ -75,8 +75,8 @@ def site_profile(path: Path) -> Path:
 
 
 def embedded_study() -> dict:
-    """The embedded models on 2 ARC-Easy items, n = 3, T1/T2 and 1-shot, the precision null;
-    Gemma 3 asks for 2 GPUs (on the CPU, its device_map is ignored)."""
+    """The embedded models on 2 ARC-Easy items, n = 3, T1/T2 and 1-shot, the precision and
+    mask nulls; Gemma 3 asks for 2 GPUs (on the CPU, its device_map is ignored)."""
     default = yaml.safe_load((ROOT / "config.yaml").read_text())["models"]
     models = dict(default)
     gemma = next(name for name in models if name.startswith("gemma"))
@@ -86,6 +86,7 @@ def embedded_study() -> dict:
         "templates": {"mcq": ["T1", "T2"]},
         "few_shot": {"templates": ["T1", "T2"], "shots": [1]},
         "precision_null": {"dtypes": ["bfloat16"], "shards": 1},
+        "mask_null": {"masks": ["pad"], "shards": 1},
         "permutation": {"draws": 199}, "nulls": {"levels": [0.01], "draws": 1},
         "models": models,
         "datasets": {"arc-easy": {"format": "arc", "subset": "ARC-Easy", "fields": ["question"]}},
@@ -227,11 +228,12 @@ def test_the_embedded_study_runs_through_faults_as_a_local_run_does(cluster, tmp
     assert by_id[faults.node_failed[0]]["state"] == "NODE_FAIL"
     entries = embedded_study()["models"]
     completed = [j for j in jobs if j["state"] == "COMPLETED"]
-    assert {j["rule"] for j in completed} >= {"prepare_model", "score", "score_precision", "fit",
-                                               "fit_precision", "metrics", "factors", "figures"}
+    assert {j["rule"] for j in completed} >= {
+        "prepare_model", "score", "score_precision", "score_mask", "fit", "fit_precision",
+        "fit_mask", "metrics", "factors", "figures"}
     for j in completed:
         assert j["account"] == ACCOUNT and j["cpus"] == 1, j  # score: site set-threads 1
-        if j["rule"] in ("score", "score_precision"):
+        if j["rule"] in ("score", "score_precision", "score_mask"):
             model = next(m for m in entries if f"_{m}_" in j["comment"])
             assert (j["partition"], j["gpus"]) == (GPU, entries[model].get("gpus", 1)), j
             assert j["time"] == "04:00:00", j  # the rule's runtime: 240 minutes
@@ -246,7 +248,7 @@ def test_the_embedded_study_runs_through_faults_as_a_local_run_does(cluster, tmp
                                       "--configfile", local / "study.yaml"])),
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-4000:]
-    for pattern in ("values/*/*/*.h5", "precision/*/values/*/*/*.h5"):
+    for pattern in ("values/*/*/*.h5", "precision/*/values/*/*.h5", "masks/*/values/*/*.h5"):
         ours, theirs = values(work, pattern), values(local, pattern)
         assert sorted(ours) == sorted(theirs) and ours
         for name in ours:

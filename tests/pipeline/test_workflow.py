@@ -124,9 +124,13 @@ def test_whole_dag_produces_tables_and_figures(finished):
         # the mask null of config `mask_null`: T1 of the first shard with the eos token
         assert list(m["mask"].values) == ["eos"] and int(m["mask_games"].sel(mask="eos")) == 2
         assert json.loads(m.attrs["mask"])["runs"]["eos"]["mask_token"] == "</s>"
-    # rule check_mask: the other mask as the tokenizer has it, checked before scoring
-    assert (finished / "results/masks/eos/tiny-a.token").read_text().split("\t")[::2] == [
-        "eos", "</s>\n"]
+    # one score_mask job a model scores the first shard of both datasets, one file each
+    for dataset, condition in (("arc-easy", "T1"), ("dolly", "A1")):
+        with xr.open_dataset(finished / f"results/masks/eos/values/tiny-a/{dataset}.h5",
+                             engine="h5netcdf") as v:
+            assert v.attrs["mask_source"] == "eos" and v.attrs["dataset"] == dataset
+            assert list(v["condition"].values) == [condition] and v.sizes["sample"] == 2
+    assert "loaded tiny-a" in (finished / "logs/masks/eos/score/tiny-a.log").read_text()
     with xr.open_dataset(finished / "results/factors/factors.nc", engine="h5netcdf") as f:
         assert "p_value" in f and "delta_ips_ci" in f
         assert json.loads(f.attrs["test"])["draws"] == 199
@@ -220,12 +224,26 @@ def test_changing_a_null_reruns_only_what_it_needs(finished):
     alt.write_text(yaml.safe_dump({"precision_null": {"dtypes": ["float16"]}}))
     r = snakemake(finished, "-n", "--configfile", base, alt)
     assert r.returncode == 0, r.stderr
-    assert jobs(r.stdout + r.stderr) == {"score_precision": 4, "fit_precision": 4, "metrics": 4,
+    # one scoring job a model for both datasets, one fit a dataset
+    assert jobs(r.stdout + r.stderr) == {"score_precision": 2, "fit_precision": 4, "metrics": 4,
                                          "factors": 1, "figures": 1, "all": 1}
     alt.write_text(yaml.safe_dump({"nulls": {"levels": [0.0]}}))
     r = snakemake(finished, "-n", "--configfile", base, alt)
     assert r.returncode != 0
     assert "nulls.levels.0: 0.0 is less than or equal to the minimum of 0" in r.stdout + r.stderr
+
+
+def test_a_mask_the_tokenizer_lacks_stops_the_run_in_one_line(finished):
+    """The mask null's scoring checks its mask against the tokenizer before the weights
+    load: a word of several tokens fails the job with one line naming the model."""
+    alt = finished / "config-mask.yaml"
+    alt.write_text(yaml.safe_dump({"mask_null": {"masks": ["word:abcdefghij"]}}))
+    r = snakemake(finished, "--configfile", finished / "config.yaml", alt)
+    assert r.returncode != 0
+    log = (finished / "logs/masks/word-abcdefghij/score/tiny-a.log").read_text()
+    last = log.strip().splitlines()[-1]
+    assert last.startswith("ips score: error: model tiny-a: mask 'word:abcdefghij'"), last
+    assert "not one" in last and "Traceback" not in log
 
 
 def test_a_config_file_given_is_the_whole_study(finished):

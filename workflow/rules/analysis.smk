@@ -11,14 +11,14 @@ rule metrics:
         values=shard_files("results/values/{model}/{dataset}/{shard}.h5"),
         interactions=shard_files("results/interactions/{model}/{dataset}/{shard}.h5"),
         precision_values=rescored_files(
-            "precision_null", "results/precision/{dtype}/values/{model}/{dataset}/{shard}.h5"),
+            "precision_null", "results/precision/{dtype}/values/{model}/{dataset}.h5"),
         precision_interactions=rescored_files(
             "precision_null",
-            "results/precision/{dtype}/interactions/{model}/{dataset}/{shard}.h5"),
+            "results/precision/{dtype}/interactions/{model}/{dataset}.h5"),
         mask_values=rescored_files(
-            "mask_null", "results/masks/{mask}/values/{model}/{dataset}/{shard}.h5"),
+            "mask_null", "results/masks/{mask}/values/{model}/{dataset}.h5"),
         mask_interactions=rescored_files(
-            "mask_null", "results/masks/{mask}/interactions/{model}/{dataset}/{shard}.h5"),
+            "mask_null", "results/masks/{mask}/interactions/{model}/{dataset}.h5"),
     output:
         "results/metrics/{model}/{dataset}.nc",
     params:

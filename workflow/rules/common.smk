@@ -156,36 +156,57 @@ def shard_files(pattern):
     return files
 
 
+def rescored_datasets(null):
+    """The datasets a re-scored null (`precision_null`, `mask_null`) scores again: those with
+    a condition to score again, in the config's order."""
+    return [d for d in DATASETS if rescored_conditions(config, null, d)]
+
+
+def rescored_outputs(null, pattern):
+    """The files of one run of a re-scored null: `pattern` for each of its datasets (the
+    run's other wildcards kept)."""
+    return [pattern.replace("{dataset}", d) for d in rescored_datasets(null)]
+
+
+def rescored_shard_size(null):
+    """`ips score --shard-size` of a re-scored null's run: its first `shards` shards as one
+    (samples [0, shards·shard_size)); every sample (no flag) for `shards: 0`."""
+    first = config[null]["shards"]
+    return f"--shard-size {first * config['shard_size']}" if first else ""
+
+
+def rescored_flags(null, setting):
+    """`ips score` flags of a re-scored null's run: its setting (`--dtype D`, `--mask M`) and
+    each dataset's conditions scored again, in the order of `rescored_datasets`."""
+    conditions = " ".join(f"--conditions {' '.join(rescored_conditions(config, null, d))}"
+                          for d in rescored_datasets(null))
+    return f"{setting} {conditions}"
+
+
 def precision_flags(wildcards):
-    """`ips score` flags of a precision-null run: its dtype and the conditions scored again."""
-    names = " ".join(rescored_conditions(config, "precision_null", wildcards.dataset))
-    return f"--dtype {wildcards.dtype} --conditions {names}"
+    return rescored_flags("precision_null", f"--dtype {wildcards.dtype}")
 
 
 def mask_flags(wildcards):
-    """`ips score` flags of a mask-null run: the other mask and the conditions scored again."""
-    names = " ".join(rescored_conditions(config, "mask_null", wildcards.dataset))
-    return f"--mask {wildcards.mask.replace('-', ':', 1)} --conditions {names}"
+    return rescored_flags("mask_null", f"--mask {wildcards.mask.replace('-', ':', 1)}")
 
 
 def rescored_files(null, pattern):
-    """Input function: the runs of a re-scored null (`precision_null` over {dtype},
-    `mask_null` over {mask}) of {model}/{dataset}: every setting of the model, the first
-    `shards` shards; none without a setting, without a condition to score again, or for
-    sparse sampling (only exhaustive fits have these nulls)."""
+    """Input function: the files of a re-scored null (`precision_null` over {dtype},
+    `mask_null` over {mask}) of {model}/{dataset}: one per setting of the model; none without
+    a setting, without a condition to score again, or for sparse sampling (only exhaustive
+    fits have these nulls)."""
 
     def files(wildcards):
         if (config["sampling"]["mode"] != "exhaustive"
-                or not rescored_conditions(config, null, wildcards.dataset)):
+                or wildcards.dataset not in rescored_datasets(null)):
             return []
-        first = config[null]["shards"] or None
         settings = rescored_settings(config, null, wildcards.model)
         if null == "mask_null":
             wildcard = {"mask": [m.replace(":", "-", 1) for m in settings]}
         else:
             wildcard = {"dtype": settings}
-        return expand(pattern, **wildcard, model=wildcards.model, dataset=wildcards.dataset,
-                      shard=list(shards(wildcards.dataset))[:first])
+        return expand(pattern, **wildcard, model=wildcards.model, dataset=wildcards.dataset)
 
     return files
 

@@ -10,7 +10,8 @@ rule score:
     params:
         entry=model_entry,
         cache=lambda wildcards, input: Path(input.model).parent,
-        shard_size=config["shard_size"],
+        shard=lambda wildcards: wildcards.shard,
+        shard_size=f"--shard-size {config['shard_size']}",
         batch_tokens=config["batch_tokens"],
         scorer=config["scorer"],
         target=target_flag,
@@ -29,7 +30,7 @@ rule score:
         "../../envs/ips.yaml"
     shell:
         "python -m ips score --model {wildcards.model} --entry {params.entry:q} --cache-dir {params.cache} "
-        "--samples {input.samples} --shard {wildcards.shard} --shard-size {params.shard_size} "
+        "--samples {input.samples} --shard {params.shard} {params.shard_size} "
         "{params.target} --batch-tokens {params.batch_tokens} --scorer {params.scorer} "
         "--threads {threads} {params.sampling} {params.rescore} "
         "--out {output} 2> {log}"
@@ -62,78 +63,72 @@ rule fit:
         "--n-max {params.n_max} {params.seed} 2> {log}"
 
 
-# The precision null (docs/method.md#precision): the chosen conditions of the first shards
-# scored again in a second precision (`precision_null`) and fitted alike.
+# The re-scored nulls: the chosen conditions of the first shards scored again, one job per
+# model and setting for all datasets (one model load; `ips score` with several samples files),
+# each dataset's file fitted alike. Their first shards are scored as one shard 0 of
+# shards·shard_size samples, the same samples as the main run's shards.
+
+# The precision null (docs/method.md#precision): in a second precision (`precision_null`).
 
 
 use rule score as score_precision with:
+    input:
+        samples=expand("results/samples/{dataset}.json",
+                       dataset=rescored_datasets("precision_null")),
+        model=f"{MODEL_DIR}/{{model}}.path",
     output:
-        "results/precision/{dtype}/values/{model}/{dataset}/{shard}.h5",
+        rescored_outputs("precision_null", "results/precision/{dtype}/values/{model}/{dataset}.h5"),
     params:
+        shard=0,
+        shard_size=rescored_shard_size("precision_null"),
+        target="",  # each samples file's own
         rescore=precision_flags,
     log:
-        "logs/precision/{dtype}/score/{model}/{dataset}/{shard}.log",
+        "logs/precision/{dtype}/score/{model}.log",
     benchmark:
-        "results/benchmarks/precision/{dtype}/score/{model}/{dataset}/{shard}.tsv"
+        "results/benchmarks/precision/{dtype}/score/{model}.tsv"
 
 
 use rule fit as fit_precision with:
     input:
-        "results/precision/{dtype}/values/{model}/{dataset}/{shard}.h5",
+        "results/precision/{dtype}/values/{model}/{dataset}.h5",
     output:
-        "results/precision/{dtype}/interactions/{model}/{dataset}/{shard}.h5",
+        "results/precision/{dtype}/interactions/{model}/{dataset}.h5",
     log:
-        "logs/precision/{dtype}/fit/{model}/{dataset}/{shard}.log",
+        "logs/precision/{dtype}/fit/{model}/{dataset}.log",
     benchmark:
-        "results/benchmarks/precision/{dtype}/fit/{model}/{dataset}/{shard}.tsv"
+        "results/benchmarks/precision/{dtype}/fit/{model}/{dataset}.tsv"
 
 
-# The mask null (docs/method.md#mask-null): the chosen conditions of the first shards scored
-# again with another mask token (`mask_null`) and fitted alike. Each other mask is checked
-# against the model's tokenizer first (high priority: a mask the tokenizer lacks stops the
-# run before the main scoring, not after it).
-
-
-rule check_mask:
-    input:
-        f"{MODEL_DIR}/{{model}}.path",
-    output:
-        "results/masks/{mask}/{model}.token",
-    params:
-        entry=model_entry,
-        cache=lambda wildcards, input: Path(input[0]).parent,
-        mask=lambda wildcards: wildcards.mask.replace("-", ":", 1),
-    log:
-        "logs/masks/{mask}/check/{model}.log",
-    priority: 50
-    conda:
-        "../../envs/ips.yaml"
-    shell:
-        "python -m ips prepare-model --model {wildcards.model} --entry {params.entry:q} "
-        "--cache-dir {params.cache} --mask {params.mask} > {output} 2> {log}"
+# The mask null (docs/method.md#mask-null): with another mask token (`mask_null`). At high
+# priority: `ips score --mask` checks the mask against the tokenizer before the weights load,
+# so a mask a model's tokenizer lacks stops the run before the main scoring, not after it.
 
 
 use rule score as score_mask with:
     input:
-        samples="results/samples/{dataset}.json",
+        samples=expand("results/samples/{dataset}.json", dataset=rescored_datasets("mask_null")),
         model=f"{MODEL_DIR}/{{model}}.path",
-        checked="results/masks/{mask}/{model}.token",
     output:
-        "results/masks/{mask}/values/{model}/{dataset}/{shard}.h5",
+        rescored_outputs("mask_null", "results/masks/{mask}/values/{model}/{dataset}.h5"),
     params:
+        shard=0,
+        shard_size=rescored_shard_size("mask_null"),
+        target="",  # each samples file's own
         rescore=mask_flags,
     log:
-        "logs/masks/{mask}/score/{model}/{dataset}/{shard}.log",
+        "logs/masks/{mask}/score/{model}.log",
     benchmark:
-        "results/benchmarks/masks/{mask}/score/{model}/{dataset}/{shard}.tsv"
+        "results/benchmarks/masks/{mask}/score/{model}.tsv"
+    priority: 50
 
 
 use rule fit as fit_mask with:
     input:
-        "results/masks/{mask}/values/{model}/{dataset}/{shard}.h5",
+        "results/masks/{mask}/values/{model}/{dataset}.h5",
     output:
-        "results/masks/{mask}/interactions/{model}/{dataset}/{shard}.h5",
+        "results/masks/{mask}/interactions/{model}/{dataset}.h5",
     log:
-        "logs/masks/{mask}/fit/{model}/{dataset}/{shard}.log",
+        "logs/masks/{mask}/fit/{model}/{dataset}.log",
     benchmark:
-        "results/benchmarks/masks/{mask}/fit/{model}/{dataset}/{shard}.tsv"
+        "results/benchmarks/masks/{mask}/fit/{model}/{dataset}.tsv"

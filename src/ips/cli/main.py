@@ -65,8 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     log.addHandler(handler)
     log.setLevel(args.log_level)
     try:
-        if getattr(args, "out", None) is not None:  # the destination first, before any work
-            check_output(args.out, directory=args.command == "figures")
+        out = getattr(args, "out", None)  # the destinations first, before any work
+        for path in out if isinstance(out, list) else [] if out is None else [out]:
+            check_output(path, directory=args.command == "figures")
         return args.func(args)
     except InputError as e:
         print(f"ips {args.command}: error: {e}", file=sys.stderr)
