@@ -234,7 +234,9 @@ def test_the_embedded_study_runs_through_faults_as_a_local_run_does(cluster, tmp
     for j in completed:
         assert j["account"] == ACCOUNT and j["cpus"] == 1, j  # score: site set-threads 1
         if j["rule"] in ("score", "score_precision", "score_mask"):
-            model = next(m for m in entries if f"_{m}_" in j["comment"])
+            # the comment's wildcard values, "_"-joined (no model name holds "_")
+            model = next(m for m in entries
+                         if m in j["comment"].split("_wildcards_")[1].split("_"))
             assert (j["partition"], j["gpus"]) == (GPU, entries[model].get("gpus", 1)), j
             assert j["time"] == "04:00:00", j  # the rule's runtime: 240 minutes
         else:
