@@ -43,10 +43,11 @@ import torch
 
 from common import MODELS, measure
 from ips.config import (
+    RESCORED,
     dataset_settings,
     load_config,
-    precision_conditions,
-    precision_dtypes,
+    rescored_conditions,
+    rescored_settings,
 )
 from ips.models.entries import ModelSpec, job_mem_mb
 from ips.models.loading import load_model, prepare_model
@@ -408,7 +409,7 @@ def time_metrics(config: dict, ss, games) -> float:
 
 class Job(NamedTuple):
     model: str
-    kind: str  # score | precision
+    kind: str  # score | precision | mask
     gpus: int
     hours: float  # wall hours of the job
 
@@ -423,7 +424,6 @@ def plan(config, sets, counts, tokenizers, fits, args) -> None:
           "of those measured: " + ", ".join(f"{k} {v:,}" for k, v in totals.items()) + ")")
     if config["sampling"]["mode"] != "exhaustive":
         print("sampling is sparse: counted as exhaustive (all 2**n masks), an upper bound")
-    first_shards = config["precision_null"]["shards"] or None
     size = config["shard_size"]
 
     def shard_sums(d, names, shards=None):
@@ -439,7 +439,9 @@ def plan(config, sets, counts, tokenizers, fits, args) -> None:
         return out
 
     shards = {d: shard_sums(d, [c.name for c in ss.conditions]) for d, ss in sets.items()}
-    prec = {d: shard_sums(d, precision_conditions(config, d), first_shards) for d in sets}
+    rescored = {null: {d: shard_sums(d, rescored_conditions(config, null, d),
+                                     config[null]["shards"] or None) for d in sets}
+                for null in RESCORED}
     # the trie's largest stored keys/values and attention scores over all prompts, per
     # batch_tokens (its budget): counted again at each
     ref_tok = next(t for t in tokenizers if t.name == ref)
@@ -470,10 +472,13 @@ def plan(config, sets, counts, tokenizers, fits, args) -> None:
             return 2 * spec.active_params * (tok + s[4]) + attn * pairs
 
         main = [flops(s) for d in shards for s in shards[d]]
-        # the precision null: its conditions of the first shards again in each second dtype,
-        # one job a dtype for every dataset (rule score_precision)
-        extra = [(dt, sum(flops(s) for d in prec for s in prec[d]))
-                 for dt in precision_dtypes(config, name)]
+        # the re-scored nulls: their conditions of the first shards again, one job a model and
+        # setting for every dataset (rules score_precision, score_mask): in a second dtype, or
+        # with another mask in the model's own dtype
+        extra = [(null.removesuffix("_null"), setting if null == "precision_null" else spec.dtype,
+                  sum(flops(s) for d in sums for s in sums[d]))
+                 for null, sums in rescored.items()
+                 for setting in rescored_settings(config, null, name)]
         tokens = sum(s[0] if plain else s[2] for d in shards for s in shards[d])
         row = {"model": name, "scorer": why, "gpus": spec.gpus, "tokens": tokens,
                "pflop": sum(main) / 1e15, "attn": sum(attn * (s[1] if plain else s[3])
@@ -487,10 +492,11 @@ def plan(config, sets, counts, tokenizers, fits, args) -> None:
                     return (f / (peak * m) + load) / 3600
 
                 js = [Job(name, "score", spec.gpus, hours(f, spec.dtype)) for f in main]
-                js += [Job(name, "precision", spec.gpus, hours(f, dt)) for dt, f in extra]
+                js += [Job(name, kind, spec.gpus, hours(f, dt)) for kind, dt, f in extra]
                 jobs[g, m] += js
                 row[g, m] = sum(j.gpus * j.hours for j in js)
-                row[g, m, "prec"] = sum(j.gpus * j.hours for j in js if j.kind == "precision")
+                for kind in ("precision", "mask"):
+                    row[g, m, kind] = sum(j.gpus * j.hours for j in js if j.kind == kind)
         row["mem"] = {bt: memory(spec, a, plain, bt, *peaks[bt][:2]) for bt in peaks}
         row["host"] = job_mem_mb(spec, "score") / 1000
         rows.append(row)
@@ -556,8 +562,9 @@ def print_plan(rows, jobs, args) -> None:
     print(f"{'total':<28}{'':>12}{'':>5}{sum(r['tokens'] for r in rows) / 1e9:>9.1f}"
           f"{sum(r['pflop'] for r in rows):>9,.0f}{'':>6}"
           + "".join(f"{sum(r[key] for r in rows):>11,.0f}" for key in keys))
-    print(f"{'  of which precision null':<54}"
-          + "".join(f"{sum(r[(*key, 'prec')] for r in rows):>11,.0f}" for key in keys))
+    for kind in ("precision", "mask"):
+        print(f"{f'  of which {kind} null':<54}"
+              + "".join(f"{sum(r[(*key, kind)] for r in rows):>11,.0f}" for key in keys))
     for what in ("trie", "plain"):
         sel = [r for r in rows if (r["scorer"] == "trie") == (what == "trie")]
         print(f"{f'  {what} scorer ({len(sel)} models)':<54}"
@@ -599,16 +606,19 @@ def print_memory(rows, batch_tokens: int, peaks: dict) -> None:
 
 
 def print_cpu(config, sets, fits, args) -> None:
-    """CPU-hours of fit, fit_precision and metrics (their AND-OR fits, timed above)."""
+    """CPU-hours of fit, fit_precision, fit_mask and metrics (their AND-OR fits, timed
+    above)."""
     if not fits:
         return
     size, levels, draws = config["shard_size"], config["nulls"]["levels"], config["nulls"]["draws"]
     models = len(config["models"])
     games = sum(len(ss.samples) * len(ss.conditions) for ss in sets.values())
-    first = config["precision_null"]["shards"] or None
-    prec = sum(len(ss.samples[: first * size if first else None])
-               * len(precision_conditions(config, d)) for d, ss in sets.items())
-    prec *= np.mean([len(precision_dtypes(config, m)) for m in config["models"]])
+    prec = 0.0  # the re-scored nulls' games per model
+    for null in RESCORED:
+        first = config[null]["shards"] or None
+        prec += (sum(len(ss.samples[: first * size if first else None])
+                     * len(rescored_conditions(config, null, d)) for d, ss in sets.items())
+                 * np.mean([len(rescored_settings(config, null, m)) for m in config["models"]]))
     fit_s = fits["scored"]
     null_s = float(np.mean([fits[f"null {x:g}"] for x in levels])) if levels else 0.0
     pairs = {d: sum(math.comb(len(g), 2) for g in ss.groups.values()) for d, ss in sets.items()}
@@ -618,8 +628,8 @@ def print_cpu(config, sets, fits, args) -> None:
     jobs = models * sum(ss.n_shards(size) for ss in sets.values())
     fit_h = models * (games + prec) * fit_s / 3600
     metrics_h = models * sum(null_fits.values()) * null_s / 3600
-    print(f"\nCPU jobs (1 core each; the fits timed above, on this machine): fit and "
-          f"fit_precision {models * (games + prec):,.0f} games x {fit_s:.2f} s = {fit_h:,.1f} "
+    print(f"\nCPU jobs (1 core each; the fits timed above, on this machine): fit, "
+          f"fit_precision and fit_mask {models * (games + prec):,.0f} games x {fit_s:.2f} s = {fit_h:,.1f} "
           f"CPU-hours ({jobs:,} fit jobs of "
           f"{size * max(len(ss.conditions) for ss in sets.values()) * fit_s / 60:.1f} min); "
           f"metrics refits its nulls: per (model, dataset) "
