@@ -407,9 +407,13 @@ def time_metrics(config: dict, ss, games) -> float:
 # ---------------------------------------------------------------- the plan
 
 
+#: the kinds of job of the re-scored nulls (`ips.config.RESCORED`): precision, mask
+NULL_KINDS = tuple(null.removesuffix("_null") for null in RESCORED)
+
+
 class Job(NamedTuple):
     model: str
-    kind: str  # score | precision | mask
+    kind: str  # score, or one of NULL_KINDS
     gpus: int
     hours: float  # wall hours of the job
 
@@ -495,7 +499,7 @@ def plan(config, sets, counts, tokenizers, fits, args) -> None:
                 js += [Job(name, kind, spec.gpus, hours(f, dt)) for kind, dt, f in extra]
                 jobs[g, m] += js
                 row[g, m] = sum(j.gpus * j.hours for j in js)
-                for kind in ("precision", "mask"):
+                for kind in NULL_KINDS:
                     row[g, m, kind] = sum(j.gpus * j.hours for j in js if j.kind == kind)
         row["mem"] = {bt: memory(spec, a, plain, bt, *peaks[bt][:2]) for bt in peaks}
         row["host"] = job_mem_mb(spec, "score") / 1000
@@ -562,7 +566,7 @@ def print_plan(rows, jobs, args) -> None:
     print(f"{'total':<28}{'':>12}{'':>5}{sum(r['tokens'] for r in rows) / 1e9:>9.1f}"
           f"{sum(r['pflop'] for r in rows):>9,.0f}{'':>6}"
           + "".join(f"{sum(r[key] for r in rows):>11,.0f}" for key in keys))
-    for kind in ("precision", "mask"):
+    for kind in NULL_KINDS:
         print(f"{f'  of which {kind} null':<54}"
               + "".join(f"{sum(r[(*key, kind)] for r in rows):>11,.0f}" for key in keys))
     for what in ("trie", "plain"):
