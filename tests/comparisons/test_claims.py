@@ -311,22 +311,22 @@ def null_entry(tmp_path_factory):
 
 def test_order_bands_beyond_the_matched_null(null_entry):
     """The order rows on IPS − matched-size null: per sample (IPS − N)^lo − (IPS − N)^hi of
-    the 0-shot group, its sign-flip p Holm-adjusted over the two rows (recomputed here from
-    the metrics file's per-sample variables)."""
+    the 0-shot group, its sign-flip p Bonferroni-adjusted over the two rows and the interval
+    at level 1 − α/2 that inverts it (recomputed here from the metrics file's per-sample
+    variables)."""
     e = null_entry
     rows = by_claim(nulls.null_claims(e, 999, 0))
     x = (e.ds["sample_ips"] - e.ds["sample_matched_null_ips"]).sel(group="0shot")
-    p = []
     for lo, hi in (("low", "mid"), ("mid", "high")):
         d = (x.sel(band=lo) - x.sel(band=hi)).values
         r = rows[f"order_{lo}_below_{hi}_beyond_null"]
         assert r.estimate == pytest.approx(np.nanmean(d)) and r.n == np.isfinite(d).sum() > 6
-        p.append(uncertainty.sign_flip_test(d, draws=999, seed=0).p_value)
-    adjusted = uncertainty.holm(p)
-    for (lo, hi), q in zip((("low", "mid"), ("mid", "high")), adjusted):
-        r = rows[f"order_{lo}_below_{hi}_beyond_null"]
-        assert r.p_value == pytest.approx(q) and "Holm" in r.test
+        p = uncertainty.sign_flip_test(d, draws=999, seed=0).p_value
+        assert r.p_value == pytest.approx(min(1.0, 2 * p)) and "Bonferroni" in r.test
         assert r.verdict == verdicts.directional(r.estimate, r.p_value, -1)
+        ci = uncertainty.sign_flip_interval(d, level=1 - verdicts.ALPHA / 2, draws=999)
+        assert (r.ci_low, r.ci_high) == (ci.low, ci.high)
+        assert (r.p_value < verdicts.ALPHA) == (not r.ci_low <= 0 <= r.ci_high)
 
 
 def test_ips_beyond_the_size_of_the_change(null_entry):
@@ -403,3 +403,54 @@ def test_too_few_samples_for_any_sign_flip_verdict_are_named():
     assert uncertainty.sign_flip_test(np.full(6, 0.3)).p_value == pytest.approx(2 / 64)
     assert verdicts._few(6) == "fewer than 10 samples: interval and test are rough"
     assert verdicts._few(10) == "" and "bootstrap interval" in verdicts._few(5, level=True)
+
+
+def test_binomial_p_is_the_test_clopper_pearson_inverts():
+    """For every k of n = 6 … 30: p < α exactly when the 95 % Clopper-Pearson interval
+    excludes ½; by hand, 9 of 10: 2·P(X ≥ 9) = 2·11/1024."""
+    for n in range(6, 31):
+        for k in range(n + 1):
+            ci = scipy.stats.binomtest(k, n).proportion_ci(0.95, method="exact")
+            assert (verdicts.binomial_p(k, n) < 0.05) == (not ci.low <= 0.5 <= ci.high), (k, n)
+    assert verdicts.binomial_p(9, 10) == pytest.approx(22 / 1024)
+
+
+def test_binomial_mde_by_exact_power():
+    """At share ½ + mde the test rejects with probability 0.8 (computed from the binomial
+    pmf over its rejection region), below it with less; inf where n ≤ 5."""
+    for n in (10, 40):
+        mde = verdicts.binomial_mde(n)
+        reject = np.array([verdicts.binomial_p(k, n) < 0.05 for k in range(n + 1)])
+        power = scipy.stats.binom.pmf(np.arange(n + 1), n, 0.5 + mde)[reject].sum()
+        lower = scipy.stats.binom.pmf(np.arange(n + 1), n, 0.5 + 0.98 * mde)[reject].sum()
+        assert power == pytest.approx(0.8, abs=1e-6) and lower < 0.8
+    assert verdicts.binomial_mde(5) == math.inf
+
+
+def test_rank_mde():
+    """Fisher z with Spearman's variance: tanh(2.80·√(1.06/(n − 3))); inf where the exact
+    test over n ≤ 4 cannot reach α."""
+    assert verdicts.rank_mde(20) == pytest.approx(math.tanh(2.8016 * math.sqrt(1.06 / 17)),
+                                                  rel=1e-4)
+    assert verdicts.rank_mde(4) == math.inf and verdicts.rank_mde(3) == math.inf
+
+
+def test_factor_intervals_invert_their_tests(four_models, tmp_path):
+    """Every comparison's ΔIPS interval inverts its sign-flip test (tests/analysis: the
+    bounds by brute force), so a row's interval excludes 0 exactly when p < 0.05, and the
+    planted 12-sample comparison's interval is finite around its ΔIPS."""
+    paths = []
+    for e in four_models:
+        e.ds.to_netcdf(p := tmp_path / f"{e.model}.nc", engine="h5netcdf")
+        paths.append(p)
+    fx = factors.compare(paths, seed=1, n_boot=200, draws=999)
+    rows = across_models.factor_claims(fx)
+    checked = 0
+    for r in (r for r in rows if r.claim.startswith("factor_") and r.claim.count("_") <= 3
+              and r.n):
+        assert (r.p_value < 0.05) == (not r.ci_low <= 0 <= r.ci_high), r
+        assert r.mde >= 0  # 0 where every sample moves alike (no spread)
+        checked += 1
+    assert checked >= 3
+    lo, hi = fx.isel(comparison=0).sel(band="all")["delta_ips_ci"].values
+    assert np.isfinite([lo, hi]).all() and lo < float(fx["delta_ips"][0, 0]) < hi

@@ -60,8 +60,10 @@ fewer than ``MIN_RELIABLE_N = 10`` samples are flagged in the tables and figures
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -82,7 +84,7 @@ MIN_RELIABLE_N: int = 10
 __all__ = ["N_BOOT", "LEVEL", "BOUNDS", "DRAWS", "EXACT_MAX", "MIN_RELIABLE_N",
            "resample_counts", "replicate_means", "point_mean", "bootstrap_ci", "PairedTest",
            "paired_test", "percentile_ci", "SignFlipTest", "sign_flip_test", "sign_flip_label",
-           "holm"]
+           "SignFlipInterval", "sign_flip_interval", "POWER", "sign_flip_mde", "holm"]
 
 
 def resample_counts(n_samples: int, n_boot: int = N_BOOT, seed: int = 0) -> NDArray[np.float64]:
@@ -257,20 +259,168 @@ def sign_flip_test(d: ArrayLike, draws: int = DRAWS, seed: int = 0,
     # floating-point ties (e.g. the identity computed as a matrix product) count as extreme
     cut = observed - 1e-9 * float(np.abs(x).sum()) / m
     if m <= exact_max:
-        codes = np.arange(1 << m, dtype=np.int64)[:, None] >> np.arange(m)
-        signs = 1.0 - 2.0 * (codes & 1)
+        signs = _all_signs(m)
         hits = int(np.count_nonzero(np.abs(signs @ x) / m >= cut))
         return SignFlipTest(hits / (1 << m), m, float(x.mean()), "exact", 1 << m)
-    rng = np.random.default_rng(seed)
-    chunk = max(1, (1 << 22) // m)  # about 32 MiB of signs at a time
-    hits, left = 0, int(draws)
-    while left:
-        k = min(chunk, left)
-        signs = 1.0 - 2.0 * rng.integers(0, 2, size=(k, m))
-        hits += int(np.count_nonzero(np.abs(signs @ x) / m >= cut))
-        left -= k
+    hits = sum(int(np.count_nonzero(np.abs(signs @ x) / m >= cut))
+               for signs in _random_signs(m, draws, seed))
     return SignFlipTest((hits + 1) / (draws + 1), m, float(x.mean()), "monte carlo",
                         int(draws))
+
+
+def _random_signs(m: int, draws: int, seed: int):
+    """The Monte Carlo sign vectors of :func:`sign_flip_test`, in chunks of about 32 MiB."""
+    rng = np.random.default_rng(seed)
+    chunk = max(1, (1 << 22) // m)
+    left = int(draws)
+    while left:
+        k = min(chunk, left)
+        yield 1.0 - 2.0 * rng.integers(0, 2, size=(k, m))
+        left -= k
+
+
+@dataclass(frozen=True)
+class SignFlipInterval:
+    """Result of :func:`sign_flip_interval`."""
+
+    low: float
+    high: float
+    """The interval's bounds (±inf where the test cannot reject at this n; NaN without data)."""
+    n: int
+    """Samples tested (finite y and w)."""
+    p_zero: float
+    """:func:`sign_flip_test`'s p of θ = 0, which the interval excludes exactly when p_zero < α."""
+    method: str
+    """The test's method ("exact", "monte carlo" or "none", as :class:`SignFlipTest`)."""
+
+
+def sign_flip_interval(y: ArrayLike, w: ArrayLike | None = None, level: float = LEVEL,
+                       draws: int = DRAWS, seed: int = 0,
+                       exact_max: int = EXACT_MAX) -> SignFlipInterval:
+    """The interval of θ that inverts the paired sign-flip test: all θ whose differences
+    d_s(θ) = y_s − θ·w_s it does not reject at α = 1 − ``level``.
+
+    With w = 1, θ is a shift of the mean (the interval of mean(y)); with w_s = B_s > 0 and
+    y_s = A_s − B_s, θ is the relative change ΔIPS = ΣA/ΣB − 1 (H0 of θ: A_s − (1+θ)·B_s is
+    symmetric about 0). At θ = 0 the test is :func:`sign_flip_test` on y with the same sign
+    vectors, so the interval excludes 0 exactly when that p is below α.
+
+    Closed form: a sign vector ε splits the samples into the flipped F and the kept K, and
+    counts as extreme at θ iff |Σ ε_s d_s(θ)| ≥ |Σ d_s(θ)|, i.e. iff
+    (Σ_F d_s(θ))·(Σ_K d_s(θ)) ≤ 0, i.e. iff θ lies between r_F = Σ_F y/Σ_F w and
+    r_K = Σ_K y/Σ_K w (ε = ±1: always). Every such interval contains θ̂ = Σy/Σw, so
+    p(θ) falls monotonically on either side of θ̂, and the bounds are order statistics: with
+    c the count of extreme vectors that p ≥ α needs (⌈α·2^m⌉ exact, ⌈α(B+1)⌉ − 1 of the B
+    Monte Carlo vectors), low is the c-th smallest min(r_F, r_K) and high the c-th largest
+    max(r_F, r_K); c ≤ the always-extreme vectors makes the interval unbounded.
+    """
+    yv = np.asarray(y, dtype=np.float64).ravel()
+    wv = np.ones_like(yv) if w is None else np.asarray(w, dtype=np.float64).ravel()
+    keep = np.isfinite(yv) & np.isfinite(wv)
+    yv, wv = yv[keep], wv[keep]
+    m = yv.size
+    test = sign_flip_test(yv, draws, seed, exact_max)
+    p0 = test.p_value
+    if m == 0 or np.any(wv <= 0):
+        return SignFlipInterval(math.nan, math.nan, m, p0, test.method)
+    alpha = round(1.0 - level, 12)  # 1 − 0.95 is 0.05000000000000004 in floating point
+    exact = m <= exact_max
+    chunks = [_all_signs(m)] if exact else _random_signs(m, draws, seed)
+    lows, highs = [], []
+    for signs in chunks:
+        flipped = signs < 0
+        yf, wf = flipped @ yv, flipped @ wv
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r_f, r_k = yf / wf, (yv.sum() - yf) / (wv.sum() - wf)
+        lo, hi = np.minimum(r_f, r_k), np.maximum(r_f, r_k)
+        either = flipped.all(1) | ~flipped.any(1)  # ε = ±1: extreme at every θ
+        lows.append(np.where(either, -np.inf, lo))
+        highs.append(np.where(either, np.inf, hi))
+    lo_all, hi_all = np.concatenate(lows), np.concatenate(highs)
+    # floating-point slack as in the test: a count c that α·K meets up to rounding suffices
+    c = (math.ceil(alpha * lo_all.size - 1e-9) if exact
+         else math.ceil(alpha * (draws + 1) - 1e-9) - 1)
+    if c <= 0:
+        return SignFlipInterval(-math.inf, math.inf, m, p0, test.method)
+    low = float(np.partition(lo_all, c - 1)[c - 1])
+    high = float(-np.partition(-hi_all, c - 1)[c - 1])
+    # ties at θ = 0, which the test counts with a tolerance, decide for the test
+    if p0 >= alpha and not low <= 0.0 <= high:
+        low, high = min(low, 0.0), max(high, 0.0)
+    elif p0 < alpha and low <= 0.0 <= high:
+        low, high = ((np.nextafter(0.0, 1.0), high) if abs(low) <= abs(high)
+                     else (low, np.nextafter(0.0, -1.0)))
+    return SignFlipInterval(low, high, m, p0, test.method)
+
+
+POWER: float = 0.8
+"""Power at which a test's minimal detectable effect is stated."""
+
+
+@cache
+def _mde_per_sd(n: int, level: float, power: float, exact_max: int) -> float:
+    """The smallest mean shift, in units of the differences' sd, that the two-sided sign-flip
+    test of n normal differences rejects with probability ``power``: inf where it cannot
+    reject at all.
+
+    The test rejects d = δ + σz exactly when its interval excludes 0, and that interval is
+    δ + σ·I(z): so the power at δ is P(low(z) > −δ/σ) + P(high(z) < −δ/σ) over pure
+    noise z ~ N(0, 1)^n, estimated from 2,000 seeded draws of z (exact test, n ≤
+    ``exact_max``). Beyond that the noncentral t of the one-sample t test, which the
+    sign-flip test approaches, gives it."""
+    if n < 2:
+        return math.inf
+    if n > exact_max:
+        from scipy import optimize, stats
+
+        crit = stats.t.ppf(1 - (1 - level) / 2, n - 1)
+
+        def short(t: float) -> float:
+            shift = t * math.sqrt(n)
+            return (stats.nct.sf(crit, n - 1, shift) + stats.nct.cdf(-crit, n - 1, shift)
+                    - power)
+
+        # twice the normal-theory effect (z_α/2 + z_power)/√n brackets it (and keeps nct finite)
+        upper = 2 * (stats.norm.ppf(1 - (1 - level) / 2) + stats.norm.ppf(power)) / math.sqrt(n)
+        return float(optimize.brentq(short, 1e-6, upper))
+    c = math.ceil(round(1.0 - level, 12) * (1 << n) - 1e-9)
+    if c <= 2:  # the two all-same vectors are extreme at every θ: the test never rejects
+        return math.inf
+    flipped = (_all_signs(n) < 0).astype(np.float64)
+    nf = flipped.sum(1)
+    inner = (nf > 0) & (nf < n)
+    flipped, nf = flipped[inner], nf[inner]
+    z = np.random.default_rng([n, 20261204]).standard_normal((2000, n))
+    lo = []
+    for block in np.array_split(z, 20):  # the c-th smallest min(r_F, r_K) of each draw
+        yf = block @ flipped.T
+        r_f, r_k = yf / nf, (block.sum(1)[:, None] - yf) / (n - nf)
+        lo.append(np.partition(np.minimum(r_f, r_k), c - 3, axis=1)[:, c - 3])
+    lo = np.sort(np.concatenate(lo))
+
+    def above(a: float) -> float:  # P(low(z) > a)
+        return 1.0 - np.searchsorted(lo, a, side="right") / lo.size
+
+    # z is symmetric, so P(high(z) < −t) = P(low(z) > t): power(t) = P(low > −t) + P(low > t)
+    reach = [t for t in np.unique(np.abs(lo)) if above(-t) + above(t) >= power]
+    return float(reach[0]) if reach else math.inf
+
+
+def sign_flip_mde(n: int, sd: float, level: float = LEVEL, power: float = POWER,
+                  exact_max: int = EXACT_MAX) -> float:
+    """Minimal detectable effect of the paired sign-flip test on n differences of sample sd
+    ``sd``: the mean difference it detects with probability ``power`` at α = 1 − level, if
+    the differences were normal with that spread (inf where n samples cannot reach α)."""
+    if not np.isfinite(sd):
+        return math.nan
+    k = _mde_per_sd(int(n), float(level), float(power), int(exact_max))
+    return k * float(sd) if np.isfinite(k) else math.inf
+
+
+def _all_signs(m: int) -> NDArray[np.float64]:
+    """All 2^m sign vectors (2^m, m), the identity first."""
+    codes = np.arange(1 << m, dtype=np.int64)[:, None] >> np.arange(m)
+    return 1.0 - 2.0 * (codes & 1)
 
 
 def holm(p: ArrayLike) -> NDArray[np.float64]:

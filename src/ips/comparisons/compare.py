@@ -26,16 +26,20 @@ The file it writes is described in `ips.formats.factors`.
 Uncertainty (`ips.analysis.uncertainty`). The per-sample values come from the metrics files
 (`sample_ips` of the group for the model factors, `sample_pair_ips` of the compared template
 pairs for few-shot); both sides are aligned by sample id (the workflow draws the same items
-for every model). *Intervals*: paired percentile bootstrap; one count matrix per dataset
-(seeded by `seed`, over the sorted union of its sample ids) is used for every comparison of
-that dataset, so the replicates of several comparisons can be averaged for the summary
-rows. *Tests*: sample s's value on side A is A_s, the NaN-aware mean over the side's K
-columns (K = 1 for a group, the template pairs for few-shot), likewise B_s; the samples
-valued on both sides in a band (sorted by id) give d_s = A_s − B_s, and `p_value` is the
-two-sided paired sign-flip test of their mean (`ips.analysis.uncertainty.sign_flip_test`: exact for
-at most 16 samples, else `draws` random sign vectors seeded by `seed`). A summary row tests
-the per-sample mean of d_s over its comparisons, on the samples valued in all of them.
-Metrics files without per-sample tables give NaN intervals and p-values (n_tested 0).
+for every model). *Tests*: sample s's value on side A is A_s, the NaN-aware mean over the
+side's K columns (K = 1 for a group, the template pairs for few-shot), likewise B_s; the
+samples valued on both sides in a band (sorted by id) give d_s = A_s − B_s, and `p_value` is
+the two-sided paired sign-flip test of their mean (`ips.analysis.uncertainty.sign_flip_test`:
+exact for at most 16 samples, else `draws` random sign vectors seeded by `seed`). A summary
+row tests the per-sample mean of d_s over its comparisons, on the samples valued in all of
+them. *Intervals of ΔIPS* invert that same test (`sign_flip_interval`): the relative changes
+θ whose d_s(θ) = A_s − (1+θ)·B_s it does not reject, so an interval excludes 0 exactly when
+p < 1 − level (a percentile bootstrap of ΔIPS excluded 0 at p ≥ 0.05 in a quarter of the
+evidence rows, docs/method.md#intervals); `delta_ips_mde` is the ΔIPS that test detects
+with 80 % power. *Intervals of IPS_A, IPS_B* (levels, not tested): paired percentile
+bootstrap, one count matrix per dataset (seeded by `seed`, over the sorted union of its
+sample ids) for every comparison of that dataset. Metrics files without per-sample tables
+give NaN intervals and p-values (n_tested 0).
 """
 
 from __future__ import annotations
@@ -235,16 +239,23 @@ def _paired(comps: list[Comparison], datasets: list[str], seed: int, n_boot: int
     return out
 
 
-def _differences(samples_a, samples_b) -> dict[str, np.ndarray] | None:
-    """Per-sample differences d_s = A_s − B_s (band,) of the samples on both sides, by id.
+def _sides(samples_a, samples_b) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
+    """(A_s, B_s) (band,) of the samples on both sides, by id.
 
-    A_s is the NaN-aware mean over side A's K columns of sample s (likewise B_s); a band
-    where either side has no value is NaN. None without per-sample tables."""
+    A_s is the NaN-aware mean over side A's K columns of sample s (likewise B_s); NaN in a
+    band where the side has no value. None without per-sample tables."""
     if samples_a is None or samples_b is None:
         return None
     side_a, side_b = ({str(s): _nanmean(x, axis=0) for s, x in zip(ids, xs)}
                       for ids, xs in (samples_a, samples_b))
-    return {s: side_a[s] - side_b[s] for s in side_a if s in side_b}
+    return {s: (side_a[s], side_b[s]) for s in side_a if s in side_b}
+
+
+def _differences(samples_a, samples_b) -> dict[str, np.ndarray] | None:
+    """Per-sample differences d_s = A_s − B_s (band,) of the samples on both sides, by id
+    (NaN in a band where either side has no value); None without per-sample tables."""
+    sides = _sides(samples_a, samples_b)
+    return None if sides is None else {s: a - b for s, (a, b) in sides.items()}
 
 
 def _excess(c: Comparison) -> dict[str, np.ndarray] | None:
@@ -257,21 +268,41 @@ def _excess(c: Comparison) -> dict[str, np.ndarray] | None:
     return {s: ips[s] - null[s] for s in ips if s in null}
 
 
-def _sign_flip(diffs: list[dict[str, np.ndarray]], draws: int,
-               seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(p, n) per band of the sign-flip test of the per-sample mean over ``diffs`` (the
-    d_s of one or more comparisons) on the samples, sorted by id, with a finite d_s in
-    every one of them."""
+@dataclass(frozen=True)
+class _Tested:
+    """Per band: the sign-flip p and n, the interval that inverts that test and the effect
+    it detects at 80 % power (`ips.analysis.uncertainty.sign_flip_interval`, `sign_flip_mde`)."""
+
+    p: np.ndarray
+    n: np.ndarray
+    ci: np.ndarray  # (band, 2)
+    mde: np.ndarray
+
+
+def _sign_flip(diffs: list[dict], draws: int, seed: int, level: float,
+               relative: bool = False) -> _Tested:
+    """The sign-flip test per band of the per-sample mean over ``diffs`` (d_s of one or more
+    comparisons, or their (A_s, B_s) with ``relative``) on the samples, sorted by id, valued
+    in every one of them; its interval is of the mean difference, or with ``relative`` of
+    the relative change θ = Σ_s A_s/Σ_s B_s − 1 (d_s(θ) = A_s − (1+θ)·B_s; at θ = 0 the
+    same test), its mde of the same quantity."""
     nb = len(BANDS)
-    p, n = np.full(nb, np.nan), np.zeros(nb, np.int64)
+    out = _Tested(np.full(nb, np.nan), np.zeros(nb, np.int64), np.full((nb, 2), np.nan),
+                  np.full(nb, np.nan))
     ids = sorted(set.intersection(*(set(d) for d in diffs)))
     if not ids:
-        return p, n
-    d = np.mean([[x[s] for s in ids] for x in diffs], axis=0)  # (S, band); NaN stays NaN
+        return out
+    x = np.array([[x[s] for s in ids] for x in diffs], float)  # (comp, S[, 2], band)
+    y = np.mean(x[:, :, 0] - x[:, :, 1] if relative else x, axis=0)  # (S, band)
+    w = np.mean(x[:, :, 1], axis=0) if relative else np.ones_like(y)
     for b in range(nb):
-        t = uncertainty.sign_flip_test(d[:, b], draws=draws, seed=seed)
-        p[b], n[b] = t.p_value, t.n
-    return p, n
+        t = uncertainty.sign_flip_interval(y[:, b], w[:, b], level, draws, seed)
+        out.p[b], out.n[b], out.ci[b] = t.p_zero, t.n, (t.low, t.high)
+        ok = np.isfinite(y[:, b]) & np.isfinite(w[:, b])
+        if t.n > 1:
+            out.mde[b] = (uncertainty.sign_flip_mde(t.n, np.std(y[ok, b], ddof=1), level)
+                          / np.mean(w[ok, b]))
+    return out
 
 
 def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
@@ -286,15 +317,14 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
     by_dataset = {d: [e for e in entries if e.dataset == d] for d in datasets}
     comps, few_notes = _find_comparisons(datasets, by_dataset)
     tests = _paired(comps, datasets, seed, n_boot, level)
-    diffs = [_differences(c.samples_a, c.samples_b) for c in comps]
+    diffs = [_sides(c.samples_a, c.samples_b) for c in comps]
     ips_a, ips_b = (np.array([getattr(c, k) for c in comps], float).reshape(-1, len(BANDS))
                     for k in ("ips_a", "ips_b"))
     presence, absent = _factor_presence(comps, datasets)
     data, coords = {}, {"factor": labels(FACTORS), "dataset": labels(datasets),
                         "band": labels(BANDS), "bound": labels(uncertainty.BOUNDS)}
     for d, c in (_comparison_variables(comps, ips_a, ips_b, tests, diffs, level, draws, seed),
-                 _summary_variables(comps, _delta(ips_a, ips_b), tests, diffs, level, draws,
-                                    seed),
+                 _summary_variables(comps, _delta(ips_a, ips_b), diffs, level, draws, seed),
                  (presence, {}),
                  _robustness_variables(datasets, by_dataset)):
         data.update(d)
@@ -371,20 +401,24 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
     C, nb = len(comps), len(BANDS)
     nan2 = np.full((nb, 2), np.nan)
     ci = {name: np.array([getattr(t, name) if t else nan2 for t in tests], float
-                         ).reshape(C, nb, 2) for name in ("ci_a", "ci_b", "delta_ci")}
+                         ).reshape(C, nb, 2) for name in ("ci_a", "ci_b")}
+    ci["delta_ci"] = np.full((C, nb, 2), np.nan)
     p_val, n_tested = np.full((C, nb), np.nan), np.zeros((C, nb), np.int64)
+    mde = np.full((C, nb), np.nan)
     for i, d in enumerate(diffs):
         if d is not None:
-            p_val[i], n_tested[i] = _sign_flip([d], draws, seed)
+            t = _sign_flip([d], draws, seed, level, relative=True)
+            p_val[i], n_tested[i], ci["delta_ci"][i], mde[i] = t.p, t.n, t.ci, t.mde
     null_a, null_b = (np.array([getattr(c, k) for c in comps], float).reshape(C, nb)
                       for k in ("null_a", "null_b"))
     excess, p_excess = np.full((C, nb), np.nan), np.full((C, nb), np.nan)
-    n_excess = np.zeros((C, nb), np.int64)
+    n_excess, excess_mde = np.zeros((C, nb), np.int64), np.full((C, nb), np.nan)
     for i, c in enumerate(comps):
         d = _excess(c)
         if d:
             excess[i] = _nanmean(np.array(list(d.values())))
-            p_excess[i], n_excess[i] = _sign_flip([d], draws, seed)
+            t = _sign_flip([d], draws, seed, level)
+            p_excess[i], n_excess[i], excess_mde[i] = t.p, t.n, t.mde
     delta = _delta(ips_a, ips_b)
     low_gap, low_gap_ci = _low_gap(delta), np.full((C, 2), np.nan)
     for i, t in enumerate(tests):
@@ -398,6 +432,7 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
         "ips_a_ci": (("comparison", "band", "bound"), ci["ci_a"]),
         "ips_b_ci": (("comparison", "band", "bound"), ci["ci_b"]),
         "delta_ips_ci": (("comparison", "band", "bound"), ci["delta_ci"]),
+        "delta_ips_mde": (("comparison", "band"), mde),
         "p_value": (("comparison", "band"), p_val),
         "n_tested": (("comparison", "band"), n_tested),
         # A_s and B_s valued in band all
@@ -410,6 +445,7 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
         "excess": (("comparison", "band"), excess),
         "p_excess": (("comparison", "band"), p_excess),
         "n_excess": (("comparison", "band"), n_excess),
+        "excess_mde": (("comparison", "band"), excess_mde),
     }
     coords = {"comparison": np.arange(C)}
     for name in ("factor", "dataset", "group"):
@@ -419,8 +455,8 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
     return data, coords
 
 
-def _summary_variables(comps: list[Comparison], delta: np.ndarray, tests: list, diffs: list,
-                       level: float, draws: int, seed: int):
+def _summary_variables(comps: list[Comparison], delta: np.ndarray, diffs: list, level: float,
+                       draws: int, seed: int):
     """Mean ΔIPS over the comparisons of one (factor, dataset, group), its interval (the
     replicates share their resamples) and its sign-flip test."""
     keys = list(dict.fromkeys((c.factor, c.dataset, c.group) for c in comps))
@@ -434,11 +470,9 @@ def _summary_variables(comps: list[Comparison], delta: np.ndarray, tests: list, 
         rows = [i for i, c in enumerate(comps) if (c.factor, c.dataset, c.group) == key]
         mean[k] = _nanmean(delta[rows])
         count[k] = int(np.isfinite(delta[rows, 0]).sum())
-        if all(tests[i] is not None for i in rows):
-            reps = _nanmean(np.stack([tests[i].delta_replicates for i in rows]))
-            mean_ci[k] = uncertainty.percentile_ci(reps, level, mean[k])
         if all(diffs[i] is not None for i in rows):
-            mean_p[k], mean_n[k] = _sign_flip([diffs[i] for i in rows], draws, seed)
+            t = _sign_flip([diffs[i] for i in rows], draws, seed, level, relative=True)
+            mean_p[k], mean_n[k], mean_ci[k] = t.p, t.n, t.ci
     data = {
         "delta_ips_mean": (("summary", "band"), mean),
         "delta_ips_mean_ci": (("summary", "band", "bound"), mean_ci),

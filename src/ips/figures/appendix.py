@@ -39,8 +39,8 @@ MATCHED_COLUMNS = (
     "dataset", "family", "type", "moe_model", "dense_model", "moe_active_params",
     "dense_active_params", "active_ratio", "matched", "ips_moe", "ips_moe_ci_low",
     "ips_moe_ci_high", "ips_dense", "ips_dense_ci_low", "ips_dense_ci_high", "delta_ips",
-    "delta_ips_ci_low", "delta_ips_ci_high", "p_value", "test", "n_tested", "few_samples",
-    "note", "tau", "weights")
+    "delta_ips_ci_low", "delta_ips_ci_high", "delta_ips_mde", "p_value", "test", "n_tested",
+    "few_samples", "note", "tau", "weights")
 MATCH_RATIO = 1.5
 """A dense model matches an MoE model when the larger of their activated parameter counts is
 at most this many times the smaller (docs/method.md#tables-factors-figures)."""
@@ -177,24 +177,29 @@ def _sample_ips(e: Entry) -> dict[str, float]:
 
 
 def _paired(dense: Entry, moe: Entry, draws: int, seed: int) -> dict:
-    """Intervals of IPS_dense, IPS_MoE and ΔIPS from a paired bootstrap over the sample ids
-    both hold (the MoE file's bootstrap settings), and the sign-flip test of the per-sample
-    IPS_dense − IPS_MoE on them (sorted ids)."""
+    """The sign-flip test of the per-sample IPS_dense − IPS_MoE on the sample ids both hold
+    (sorted), the interval of ΔIPS that inverts it and the ΔIPS it detects with 80 % power
+    (`ips.analysis.uncertainty.sign_flip_interval`, `sign_flip_mde`); intervals of IPS_dense
+    and IPS_MoE from a paired bootstrap (the MoE file's bootstrap settings)."""
     a, b = _sample_ips(dense), _sample_ips(moe)
     ids = sorted(set(a) & set(b))
     nan = float("nan")
     if not ids:
         return {"ips_moe_ci_low": nan, "ips_moe_ci_high": nan, "ips_dense_ci_low": nan,
                 "ips_dense_ci_high": nan, "delta_ips_ci_low": nan, "delta_ips_ci_high": nan,
-                "p_value": nan, "test": "", "n_tested": 0}
+                "delta_ips_mde": nan, "p_value": nan, "test": "", "n_tested": 0}
     xa, xb = (np.array([x[s] for s in ids]) for x in (a, b))
     boot_seed, n_boot, level = bootstrap_settings(moe)
     t = uncertainty.paired_test(xa, xb, n_boot=n_boot, level=level, seed=boot_seed)
-    flip = uncertainty.sign_flip_test(xa - xb, draws=draws, seed=seed)
+    flip = uncertainty.sign_flip_interval(xa - xb, xb, level, draws, seed)
+    ok = np.isfinite(xa - xb) & np.isfinite(xb)
+    mde = (uncertainty.sign_flip_mde(flip.n, np.std((xa - xb)[ok], ddof=1), level)
+           / np.mean(xb[ok]) if flip.n > 1 else nan)
     return {"ips_moe_ci_low": float(t.ci_b[0]), "ips_moe_ci_high": float(t.ci_b[1]),
             "ips_dense_ci_low": float(t.ci_a[0]), "ips_dense_ci_high": float(t.ci_a[1]),
-            "delta_ips_ci_low": float(t.delta_ci[0]), "delta_ips_ci_high": float(t.delta_ci[1]),
-            "p_value": flip.p_value, "test": sign_flip_label(flip.n), "n_tested": flip.n}
+            "delta_ips_ci_low": flip.low, "delta_ips_ci_high": flip.high,
+            "delta_ips_mde": float(mde), "p_value": flip.p_zero,
+            "test": sign_flip_label(flip.n), "n_tested": flip.n}
 
 
 def matched_rows(entries: list[Entry], draws: int, seed: int) -> list[dict]:

@@ -7,15 +7,16 @@ Output layout (netCDF/HDF5):
 |---|---|---|
 | `ips_a`, `ips_b`, `delta_ips` | comparison, band | the two IPS values and ΔIPS of each comparison |
 | (coords) `comparison_factor`, `comparison_dataset`, `comparison_group`, `model_a`, `model_b`, `setting_a`, `setting_b`, `templates` | comparison | what was compared; `setting_*` is the condition group on each side, `templates` the template pairs of a few-shot comparison |
-| `ips_a_ci`, `ips_b_ci`, `delta_ips_ci` | comparison, band, bound | percentile-bootstrap intervals (bound `low`, `high`) of IPS_A, IPS_B and ΔIPS |
+| `ips_a_ci`, `ips_b_ci` | comparison, band, bound | paired percentile-bootstrap intervals (bound `low`, `high`) of IPS_A and IPS_B |
+| `delta_ips_ci`, `delta_ips_mde` | comparison, band (, bound) | the interval of ΔIPS that inverts the sign-flip test of `p_value` (it excludes 0 exactly when p < 1 − level; ±inf where n samples cannot reach that p), and the ΔIPS that test detects with 80 % power |
 | `p_value` | comparison, band | two-sided paired sign-flip p-value of the per-sample differences A_s − B_s (see below) |
 | `n_tested` | comparison, band | samples in that test (valued on both sides in that band) |
 | `n_paired` | comparison | samples with a value on both sides (paired by sample id; band all) |
 | `null_a`, `null_b`, `delta_null` | comparison, band | the matched-size null (`ips.analysis.nulls`) of the same groups / template pairs on each side, and (null_A − null_B)/null_B |
 | `low_gap`, `low_gap_ci` | comparison (, bound) | max(ΔIPS^low − ΔIPS^mid, ΔIPS^low − ΔIPS^high): below 0 when the factor lowers low-order IPS most (the paper's common mechanism, Section 4.3, Fig. 10), with its paired-bootstrap interval (the max taken in every replicate) |
-| `excess`, `p_excess`, `n_excess` | comparison, band | mean over samples of (A_s − B_s) − (N^A_s − N^B_s), the IPS difference beyond the null's difference, its two-sided paired sign-flip p-value and the samples in it (NaN / 0 without per-sample nulls) |
+| `excess`, `p_excess`, `n_excess`, `excess_mde` | comparison, band | mean over samples of (A_s − B_s) − (N^A_s − N^B_s), the IPS difference beyond the null's difference, its two-sided paired sign-flip p-value, the samples in it (NaN / 0 without per-sample nulls) and the excess that test detects with 80 % power |
 | `delta_ips_mean` | summary, band | mean ΔIPS over the comparisons of one (factor, dataset, group) |
-| `delta_ips_mean_ci` | summary, band, bound | interval of that mean (the comparisons' replicates share their resamples and are averaged) |
+| `delta_ips_mean_ci` | summary, band, bound | the interval of the pooled relative change Σ_s Ā_s/Σ_s B̄_s − 1 (Ā_s, B̄_s: means over the row's comparisons) that inverts the test of `p_value_mean` |
 | `p_value_mean`, `n_tested_mean` | summary, band | sign-flip p-value of the per-sample mean over the row's comparisons of A_s − B_s, and the samples valued in every one of them |
 | `n_comparisons` | summary | how many comparisons that mean holds (those with a finite ΔIPS, band all) |
 | (coords) `summary_factor`, `summary_dataset`, `summary_group` | summary | the key of each row |

@@ -20,6 +20,8 @@ from ips.comparisons.claims.verdicts import (
     _unattainable,
     binomial_row,
     directional,
+    level_mde,
+    rank_mde,
     spearman_permutation,
     within,
 )
@@ -46,7 +48,8 @@ def _rank_claim(entries: list[Entry], dataset: str, claim: str, paper: str, valu
     return Claim(claim, dataset, paper, r, n=len(rows),
                  test="Spearman ρ across models, permutation p", p_value=p,
                  verdict=directional(r, p, sign),
-                 note=_notes("n counts models", _unattainable(len(rows), "models")))
+                 note=_notes("n counts models; mde: |ρ|, approximate (Fisher z)",
+                             _unattainable(len(rows), "models")), mde=rank_mde(len(rows)))
 
 
 def consistency_claims(entries: list[Entry], datasets: list[str], draws: int,
@@ -147,11 +150,12 @@ def factor_claims(factors: xr.Dataset, entries: Sequence[Entry] = ()) -> list[Cl
             est = float(c["delta_ips"].values)
             ci = c["delta_ips_ci"].values.astype(float)
             p = float(c["p_value"].values)
+            mde = float(c["delta_ips_mde"].values) if "delta_ips_mde" in c else np.nan
             rows = [Claim(claim, scope, FACTOR_CLAIMS[f], est, float(ci[0]), float(ci[1]),
-                          n, "paired sign-flip on per-sample IPS_A − IPS_B; interval: "
-                          "paired bootstrap of ΔIPS", p,
+                          n, "paired sign-flip on per-sample IPS_A − IPS_B; interval: the "
+                          "ΔIPS that test does not reject", p,
                           directional(est, p, -1),
-                          _notes("estimate: ΔIPS = (IPS_A − IPS_B)/IPS_B", _few(n))),
+                          _notes("estimate: ΔIPS = (IPS_A − IPS_B)/IPS_B", _few(n)), mde=mde),
                     _beyond_null(c, f, scope), _low_falls_most(row, f, scope)]
             w = weights(e for e in entries if e.model in (a, b))
             out += [replace(r, weights=w) for r in rows]
@@ -172,7 +176,7 @@ def _low_falls_most(c: xr.Dataset, factor: str, scope: str) -> Claim:
                  "ΔIPS^high); supported when it lies below 0, contradicted when above",
                  verdict=within(ci, -math.inf, 0.0, n),
                  note=_notes("estimate: max(ΔIPS^low − ΔIPS^mid, ΔIPS^low − ΔIPS^high)",
-                             _few(n, level=True)))
+                             _few(n, level=True)), mde=level_mde(ci, n))
 
 
 def _beyond_null(c: xr.Dataset, factor: str, scope: str) -> Claim:
@@ -190,7 +194,8 @@ def _beyond_null(c: xr.Dataset, factor: str, scope: str) -> Claim:
                  test="paired sign-flip on per-sample (IPS_A − IPS_B) − (null_A − null_B)",
                  p_value=p, verdict=directional(est, p, -1),
                  note=_notes("estimate: mean per-sample (IPS_A − IPS_B) − (null_A − null_B); "
-                             f"ΔIPS of the nulls {float(c['delta_null'].values):+.3f}", _few(n)))
+                             f"ΔIPS of the nulls {float(c['delta_null'].values):+.3f}", _few(n)),
+                 mde=float(c["excess_mde"].values) if "excess_mde" in c else np.nan)
 
 
 ARCHITECTURE_NAMES = {"dense": "dense", "moe": "MoE"}

@@ -10,14 +10,15 @@ import numpy as np
 
 from ips.analysis import peers, uncertainty
 from ips.comparisons.claims.verdicts import (
+    ALPHA,
     MAIN_GROUP,
     Claim,
     _few,
     _notes,
     _scope,
     _unattainable,
-    bootstrap_settings,
     directional,
+    rank_mde,
     spearman_permutation,
 )
 from ips.formats.metrics import Entry
@@ -59,21 +60,25 @@ RESCORED_CLAIMS = {
 
 
 def _paired_row(e: Entry, claim: str, d: np.ndarray, sign: int, what: str, draws: int,
-                seed: int, where: str = "") -> Claim:
-    """A directional row on per-sample differences d (S,): their mean with a bootstrap
-    interval over samples, and the two-sided paired sign-flip p."""
-    boot_seed, n_boot, level = bootstrap_settings(e)
-    t = uncertainty.sign_flip_test(d, draws=draws, seed=seed)
-    n = int(t.n)
-    _, ci = (uncertainty.bootstrap_ci(d, n_boot=n_boot, level=level, seed=boot_seed) if n
-             else (None, np.full(2, np.nan)))
-    est = float(t.mean_difference)
+                seed: int, where: str = "", family: int = 1) -> Claim:
+    """A directional row on per-sample differences d (S,): their mean, the two-sided paired
+    sign-flip p, the interval that inverts that test and the mean it detects with 80 %
+    power. A row of a ``family`` of k tests is Bonferroni-adjusted (p·k, interval and mde at
+    level 1 − α/k), so that its interval and adjusted p still agree about 0."""
+    d = np.asarray(d, float)
+    level = 1 - ALPHA / family
+    t = uncertainty.sign_flip_interval(d, level=level, draws=draws, seed=seed)
+    finite = d[np.isfinite(d)]
+    est = float(finite.mean()) if t.n else np.nan
+    mde = uncertainty.sign_flip_mde(t.n, float(np.std(finite, ddof=1)), level) \
+        if t.n > 1 else np.nan
+    p = min(1.0, family * t.p_zero)
     paper = NULL_CLAIMS.get(claim) or RESCORED_CLAIMS[claim]
-    return Claim(claim, _scope(e.model, e.dataset, MAIN_GROUP, where), paper, est,
-                 float(ci[0]), float(ci[1]), n,
-                 f"paired sign-flip ({t.method}) on per-sample {what}; interval: bootstrap",
-                 float(t.p_value), directional(est, float(t.p_value), sign),
-                 _notes(f"estimate: mean per-sample {what}", _few(n)))
+    adjusted = f"; Bonferroni over the {family} rows" if family > 1 else ""
+    return Claim(claim, _scope(e.model, e.dataset, MAIN_GROUP, where), paper, est, t.low,
+                 t.high, t.n, f"paired sign-flip ({t.method}) on per-sample {what}; interval: "
+                 f"inverts the test{adjusted}", p, directional(est, p, sign),
+                 _notes(f"estimate: mean per-sample {what}", _few(t.n)), mde=mde)
 
 
 def null_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
@@ -112,7 +117,8 @@ def null_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
                          n=n, test="Spearman ρ over samples of per-sample IPS and the mean "
                          "range of v over the group's conditions, permutation p", p_value=p,
                          verdict=directional(r, p, -1),
-                         note=_notes("n counts samples", _unattainable(n))))
+                         note=_notes("n counts samples; mde: |ρ|, approximate (Fisher z)",
+                                     _unattainable(n)), mde=rank_mde(n)))
     return out
 
 
@@ -143,17 +149,14 @@ def _beyond_size(e: Entry, draws: int, seed: int) -> Claim:
 
 def _order_beyond_null(e: Entry, draws: int, seed: int) -> list[Claim]:
     """The order bands of IPS minus its matched-size null (the noise-aware reading of
-    `order_claims`, beside it): per sample (IPS − N)^lo − (IPS − N)^hi, Holm-adjusted over the
-    two rows as `order_claims` adjusts over its band tests."""
+    `order_claims`, beside it): per sample (IPS − N)^lo − (IPS − N)^hi, Bonferroni-adjusted
+    over the two rows (Holm, as `order_claims`, would reject where no interval says so)."""
     x = (e.ds["sample_ips"] - e.ds["sample_matched_null_ips"]).sel(group=MAIN_GROUP)
-    rows = [_paired_row(e, f"order_{lo}_below_{hi}_beyond_null",
+    return [_paired_row(e, f"order_{lo}_below_{hi}_beyond_null",
                         (x.sel(band=lo) - x.sel(band=hi)).values, -1,
-                        f"(IPS − matched null)^{lo} − (IPS − matched null)^{hi}", draws, seed)
+                        f"(IPS − matched null)^{lo} − (IPS − matched null)^{hi}", draws, seed,
+                        family=2)
             for lo, hi in (("low", "mid"), ("mid", "high"))]
-    adjusted = uncertainty.holm([r.p_value for r in rows])
-    return [replace(r, p_value=float(p), verdict=directional(r.estimate, float(p), -1),
-                    test=f"{r.test}; Holm-adjusted over the 2 rows")
-            for r, p in zip(rows, adjusted)]
 
 
 def rescored_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
@@ -204,8 +207,9 @@ def matched_claims(rows: Sequence[dict], datasets: Sequence[str]) -> list[Claim]
             out.append(Claim(
                 "moe_above_dense_matched", scope, MATCHED_CLAIM, est, r["delta_ips_ci_low"],
                 r["delta_ips_ci_high"], n, "paired sign-flip on per-sample IPS_dense − "
-                "IPS_MoE; interval: paired bootstrap of ΔIPS", p, directional(est, p, -1),
+                "IPS_MoE; interval: the ΔIPS that test does not reject", p,
+                directional(est, p, -1),
                 _notes("estimate: ΔIPS = (IPS_dense − IPS_MoE)/IPS_MoE; activated "
                        f"parameters dense/MoE {r['active_ratio']:.2f}", _few(n)),
-                r["weights"]))
+                r["weights"], r.get("delta_ips_mde", np.nan)))
     return out

@@ -9,6 +9,7 @@ import numpy as np
 
 from ips.analysis import uncertainty
 from ips.comparisons.claims.verdicts import (
+    ALPHA,
     MAIN_GROUP,
     Claim,
     _few,
@@ -16,6 +17,7 @@ from ips.comparisons.claims.verdicts import (
     _scope,
     bootstrap_settings,
     directional,
+    level_mde,
     within,
 )
 from ips.formats.metrics import Entry
@@ -48,7 +50,8 @@ def _level_row(e: Entry, claim: str, paper: str, x: np.ndarray, lo: float, hi: f
     est, ci = uncertainty.bootstrap_ci(x, n_boot=n_boot, level=level, seed=seed)
     return Claim(claim, _scope(e.model, e.dataset), paper, float(est), float(ci[0]),
                  float(ci[1]), n, f"{level:.0%} bootstrap interval vs [{lo:g}, {hi:g}]",
-                 verdict=within(ci, lo, hi, n), note=_few(n, level=True))
+                 verdict=within(ci, lo, hi, n), note=_few(n, level=True),
+                 mde=level_mde(ci, n))
 
 
 def sparsity_claims(e: Entry) -> list[Claim]:
@@ -125,7 +128,7 @@ def type_claims(e: Entry) -> list[Claim]:
                          f"{level:.0%} bootstrap interval over samples vs [{lo:g}, {hi:g}]",
                          verdict=within(ci, lo, hi, n),
                          note=_notes("share of salient interactions pooled over samples",
-                                     _few(n, level=True))))
+                                     _few(n, level=True)), mde=level_mde(ci, n)))
     return out
 
 
@@ -144,12 +147,18 @@ def order_claims(e: Entry) -> list[Claim]:
         est = float(ds["band_diff"].sel(**sel))
         p = float(ds["band_p_holm"].sel(**sel))
         n = int(ds["band_n"].sel(**sel))
+        lo, hi = pair.split("-")
+        d = (ds["sample_ips"].sel(group=MAIN_GROUP, band=lo)
+             - ds["sample_ips"].sel(group=MAIN_GROUP, band=hi)).values.astype(float)
+        d = d[np.isfinite(d)]
+        # Holm's first step tests at α/3: a conservative level for its power
+        mde = (uncertainty.sign_flip_mde(n, float(np.std(d, ddof=1)), 1 - ALPHA / 3)
+               if n > 1 and d.size == n else np.nan)
         out.append(Claim(claim, scope, paper, est, n=n,
                          test="paired sign-flip on per-sample differences, Holm-adjusted over "
                          "the 3 band tests", p_value=p, verdict=directional(est, p, -1),
-                         note=_notes(f"estimate: mean per-sample IPS^{pair.split('-')[0]} − "
-                                     f"IPS^{pair.split('-')[1]}",
-                                     _few(n))))
+                         note=_notes(f"estimate: mean per-sample IPS^{lo} − IPS^{hi}; mde at "
+                                     "α/3", _few(n)), mde=mde))
     return out
 
 
@@ -197,9 +206,11 @@ def few_shot_curve_claim(e: Entry, permutations_: int, seed: int) -> Claim:
     i0, i1, ik = (_group_pair_samples(e, groups[j], keys) for j in (0, 1, k))
     d = (i0 - i1) - (i1 - ik)
     t = uncertainty.sign_flip_test(d, draws=permutations_, seed=seed)
+    mde = (uncertainty.sign_flip_mde(t.n, float(np.nanstd(d, ddof=1)), 1 - ALPHA)
+           if t.n > 1 else np.nan)
     return Claim("few_shot_most_from_0_to_1", scope, paper, float(t.mean_difference), n=int(t.n),
                  test=f"paired sign-flip ({t.method}) on per-sample (IPS0 − IPS1) − "
                  f"(IPS1 − IPS{k}), same template pairs", p_value=float(t.p_value),
                  verdict=directional(float(t.mean_difference), float(t.p_value), +1),
                  note=_notes("estimate: mean per-sample difference of the two drops",
-                             _few(int(t.n))))
+                             _few(int(t.n))), mde=mde)

@@ -9,7 +9,10 @@ and the number of samples (or models) ``n`` behind it, the test, its p-value and
   it has the other sign and p < ``ALPHA``, else ``undecided``. The p-values are two-sided paired
   sign-flip permutation p on per-sample differences (`ips.analysis.uncertainty.sign_flip_test`);
   where one claim makes several tests in one scope (the order bands), they are Holm-adjusted over
-  the three band tests and the test column says so.
+  the three band tests (no interval) or Bonferroni-adjusted (with an interval at 1 − α/k), and
+  the test column says so. A directional row's interval is the set of effects that same test
+  does not reject (`sign_flip_interval`), so it excludes 0 exactly when p < ``ALPHA``; it is
+  unbounded where n samples cannot reach that p (n ≤ 5).
 * **level** claims (a share near the paper's, an error below a bound): the paper's statement is
   read as a range [lo, hi] (the reading is in the ``paper`` column); ``supported`` when the
   bootstrap interval lies inside it, ``contradicted`` when it lies wholly outside, else
@@ -23,6 +26,11 @@ and the number of samples (or models) ``n`` behind it, the test, its p-value and
 * ``untestable`` when the configured models, datasets or settings cannot test the claim; the
   ``note`` says why (e.g. a correlation across models needs at least 3 models, a binomial
   test at least 6).
+
+Every tested row states ``mde``, the smallest effect its test detects with 80 % power at its n
+and spread (in the estimate's units; ∞ where n cannot reach p < ``ALPHA``): an undecided row
+rules out effects of that size or larger no more than a test of that power can
+(docs/method.md#intervals).
 
 Every row has ``weights``: ``random`` when a model it rests on has random weights (its
 numbers measure nothing about an LLM), else ``trained`` (`ips.formats.metrics.WEIGHTS`); a row
@@ -119,13 +127,16 @@ def markdown(rows: Sequence[Claim]) -> list[str]:
     def num(x: float, digits: int = 3) -> str:
         return "" if not np.isfinite(x) else f"{x:.{digits}g}"
 
-    lines = ["| claim | scope | estimate | interval | n | p | verdict | note |",
-             "|---|---|---|---|---|---|---|---|"]
+    def bound(x: float) -> str:
+        return "∞" if x == np.inf else "−∞" if x == -np.inf else num(x)
+
+    lines = ["| claim | scope | estimate | interval | n | p | mde | verdict | note |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        ci = (f"[{num(r.ci_low)}, {num(r.ci_high)}]"
-              if np.isfinite(r.ci_low) and np.isfinite(r.ci_high) else "")
+        ci = (f"[{bound(r.ci_low)}, {bound(r.ci_high)}]"
+              if not (np.isnan(r.ci_low) or np.isnan(r.ci_high)) else "")
         lines.append(f"| `{r.claim}` | {r.scope} | {num(r.estimate)} | {ci} | {r.n or ''} | "
-                     f"{num(r.p_value, 2)} | **{r.verdict}** | {r.note} |")
+                     f"{num(r.p_value, 2)} | {bound(r.mde)} | **{r.verdict}** | {r.note} |")
     return lines
 
 

@@ -44,6 +44,9 @@ class Claim:
     verdict: str = "untestable"
     note: str = ""
     weights: str = WEIGHTS[0]
+    mde: float = math.nan
+    """The smallest effect (in the estimate's units) that the row's test detects with 80 %
+    power at this n and spread; inf where n cannot reach p < ALPHA; NaN without a test."""
 
 
 COLUMNS = tuple(f.name for f in fields(Claim))
@@ -66,6 +69,20 @@ def within(ci: Sequence[float], lo: float, hi: float, n: int) -> str:
     if b < lo or a > hi:
         return "contradicted"
     return "undecided"
+
+
+def level_mde(ci, n: int, power: float = uncertainty.POWER) -> float:
+    """How far beyond a level claim's range an estimate must lie for a new interval over n
+    samples to exclude the range with ``power``, reading the interval as normal:
+    (z_(1−α/2) + z_power)·se with se = width/(2·z_(1−α/2)); inf below MIN_RELIABLE_N
+    samples, where `within` decides nothing."""
+    from scipy.stats import norm
+
+    a, b = (float(x) for x in ci)
+    if n < uncertainty.MIN_RELIABLE_N:
+        return math.inf
+    z = norm.ppf(1 - ALPHA / 2)
+    return (z + norm.ppf(power)) * (b - a) / (2 * z) if np.isfinite(b - a) else math.nan
 
 
 def _few(n: int, level: bool = False) -> str:
@@ -130,28 +147,75 @@ def _unattainable(n: int, what: str = "samples") -> str:
             f" ≥ {ALPHA:g}: this test cannot decide, whatever the data")
 
 
+def binomial_p(k: int, n: int, rate: float = 0.5) -> float:
+    """Two-sided exact binomial p of k successes in n against ``rate``, by doubling the
+    smaller tail: min(1, 2·min(P(X ≤ k), P(X ≥ k))). The Clopper-Pearson interval is the
+    inversion of exactly this test, so the two agree on whether ``rate`` is excluded."""
+    import scipy.stats
+
+    dist = scipy.stats.binom(n, rate)
+    return float(min(1.0, 2 * min(dist.cdf(k), dist.sf(k - 1))))
+
+
+def binomial_mde(n: int, rate: float = 0.5, power: float = uncertainty.POWER) -> float:
+    """The smallest |share − rate| that the test of :func:`binomial_p` detects with
+    ``power`` at n (exact: the rejection region is a fixed set of k); inf where even k = 0
+    or k = n cannot reach p < ALPHA."""
+    import scipy.stats
+
+    ks = np.arange(n + 1)
+    reject = np.array([binomial_p(int(k), n, rate) < ALPHA for k in ks])
+    if not reject.any():
+        return math.inf
+    best = math.inf
+    for side in (+1, -1):  # the power rises monotonically away from rate on either side
+        lo, hi = 0.0, (1.0 - rate if side > 0 else rate)
+        if scipy.stats.binom.pmf(ks, n, rate + side * hi)[reject].sum() < power:
+            continue
+        for _ in range(50):
+            mid = (lo + hi) / 2
+            if scipy.stats.binom.pmf(ks, n, rate + side * mid)[reject].sum() >= power:
+                hi = mid
+            else:
+                lo = mid
+        best = min(best, hi)
+    return best
+
+
+def rank_mde(n: int, power: float = uncertainty.POWER) -> float:
+    """The |Spearman ρ| that a two-sided test over n pairs detects with ``power``: Fisher's z
+    with Spearman's variance 1.06/(n − 3) (Fieller, Hartley and Pearson 1957), an
+    approximation; inf where the exact permutation test cannot reach p < ALPHA."""
+    from scipy.stats import norm
+
+    if n < 4 or _unattainable(n):
+        return math.inf
+    z = (norm.ppf(1 - ALPHA / 2) + norm.ppf(power)) * math.sqrt(1.06 / (n - 3))
+    return math.tanh(z)
+
+
 def binomial_row(claim: str, scope: str, paper: str, k: int, n: int, what: str,
                  empty: str, weights_: str) -> Claim:
     """A count claim: k of n models behave as the paper says. Estimate k/n with its exact
-    (Clopper-Pearson) interval; two-sided exact binomial p of k against Binomial(n, 1/2),
-    which is what n fair coins (noise alone) give; untestable where even k = 0 or k = n
-    could not reach p < ALPHA (the smallest two-sided p is 2/2^n: n ≤ 5). `what` says what
-    the k models do, `empty` why n is 0."""
+    (Clopper-Pearson) interval; two-sided exact binomial p of k against Binomial(n, 1/2)
+    (`binomial_p`, the test that interval inverts), which is what n fair coins (noise alone)
+    give; untestable where even k = 0 or k = n could not reach p < ALPHA (the smallest
+    two-sided p is 2/2^n: n ≤ 5). `what` says what the k models do, `empty` why n is 0."""
     import scipy.stats
 
     if n == 0:
         return Claim(claim, scope, paper, note=empty, weights=weights_)
     est = k / n
     if 2 / 2**n >= ALPHA:
-        return Claim(claim, scope, paper, est, n=n, note=(
+        return Claim(claim, scope, paper, est, n=n, mde=math.inf, note=(
             f"{k} of {n}; with {n} models the smallest two-sided binomial p is 2/2^{n} = "
             f"{2 / 2**n:.3g} ≥ {ALPHA:g}: at least 6 are needed"), weights=weights_)
-    test = scipy.stats.binomtest(k, n, 0.5)
-    ci = test.proportion_ci(confidence_level=0.95, method="exact")
-    p = float(test.pvalue)
+    ci = scipy.stats.binomtest(k, n, 0.5).proportion_ci(confidence_level=1 - ALPHA,
+                                                         method="exact")
+    p = binomial_p(k, n)
     return Claim(claim, scope, paper, est, float(ci.low), float(ci.high), n,
                  "exact two-sided binomial test of k against n/2 (noise alone: each model's "
-                 "side a fair coin); interval: Clopper-Pearson 95%", p,
-                 directional(est - 0.5, p, +1),
-                 f"estimate: share of the n models {what} ({k} of {n}); models counted as "
-                 "independent", weights_)
+                 "side a fair coin; p: twice the smaller tail); interval: Clopper-Pearson 95%",
+                 p, directional(est - 0.5, p, +1),
+                 f"estimate: share of the n models {what} ({k} of {n}); mde: |share − 0.5|; "
+                 "models counted as independent", weights_, binomial_mde(n))
