@@ -343,6 +343,42 @@ def test_order_figure_labels_hold_the_holm_adjusted_p_values(computed, results):
     assert band_test_text(read_metrics(results[1][0])) == "Holm p n/a"
 
 
+def test_the_ceiling_stands_beside_ips_and_its_nulls(computed, tmp_path):
+    """The ceiling of `ips metrics` (m1: samples of n 4, 4, 3, 4, so one sample has no other
+    of its n and no ceiling) in the IPS table, the null table (with IPS minus it over the
+    samples valued in both), the README's null section and the nulls figure."""
+    from ips.figures.nulls import nulls_figure
+    from ips.figures.readme import null_section
+    from ips.figures.tables import null_rows, table_rows
+
+    paths, _ = computed
+    entries = [read_metrics(p) for p in paths]
+    ds = entries[0].ds
+    at = {"group": "0shot", "band": "all"}
+    want = float(ds["ceiling_ips"].sel(at))
+    low, high = ds["ceiling_ips_ci"].sel(at).values
+    per_sample = ds["sample_ceiling_ips"].sel(at).values
+    assert int(ds["ceiling_n_valued"].sel(at)) == 3 and np.isnan(per_sample).sum() == 1
+    assert want == pytest.approx(np.nanmean(per_sample)) and low <= want <= high
+    row = next(r for r in table_rows(entries)
+               if (r["model"], r["group"], r["band"]) == ("m1", "0shot", "all"))
+    assert (row["ceiling_ips"], row["ceiling_ci_low"], row["ceiling_ci_high"]) == (
+        want, low, high)
+    null = next(r for r in null_rows(entries)
+                if (r["model"], r["group"], r["band"], r["null"]) == ("m1", "0shot", "all",
+                                                                      "ceiling"))
+    d = ds["sample_ips"].sel(at).values - per_sample
+    assert null["null_ips"] == want and null["n_paired"] == np.isfinite(d).sum() == 3
+    assert null["ips_minus_null"] == pytest.approx(np.nanmean(d))
+    lines = null_section(entries)
+    header = next(line for line in lines if line.startswith("| model | dataset | IPS |"))
+    assert header.endswith("| matched-size null | IPS − matched (n) | ceiling |")
+    mine = next(line for line in lines if line.startswith("| m1 | arc |"))
+    assert mine.endswith(f"| {want:.3f} |")
+    written = nulls_figure(entries, 0.1, tmp_path / "nulls.png")
+    assert all(p.stat().st_size > 1000 for p in written)
+
+
 def test_docs_cli_names_every_file_the_command_writes():
     """docs/cli.md lists the files of `ips figures` by name (their captions live in one place)."""
     from pathlib import Path

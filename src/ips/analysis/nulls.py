@@ -2,7 +2,8 @@ r"""Null IPS: what IPS reports when nothing but unstructured change separates tw
 (beyond the paper; docs/method.md#nulls).
 
 IPS compares the salient interactions of two templates (Section 4.1). Any change of v moves
-them, so an IPS is read against what noise alone gives. Two perturbation models:
+them, so an IPS is read against what noise alone gives (the nulls) and against what two
+unrelated games give (the ceiling):
 
 *Gaussian null* at level c (a share of the game's range). Every value of the game moves,
 
@@ -15,17 +16,37 @@ sample's null IPS in a condition group is the mean over the group's conditions (
 and the group's null IPS the mean over samples, as for IPS. It models rounding of v as
 independent noise; the precision null measures rounding itself.
 
-*Matched-size null* of a template pair (T, T̂) of one sample. The size of the pair's change
-is the standard deviation of Δv = v_T̂ − v_T over the 2^n masks (population sd: the mean
-change, which only moves I_AND(∅) outside Ω, does not count),
+*Matched-size null* of a template pair (T, T̂) of one sample. IPS does not see a change
+v → a·v + b (a > 0): Ĩ cancels a, and b moves only I_AND(∅), outside Ω. So each side is
+given noise of the size of what is left of the change after the best affine map between the
+two games: side T̂ gets
 
-    σ_TT̂ = sd_T(Δv),
+    σ_T̂ = sd_T(v_T̂ − (a·v_T + b)),   (a, b) = argmin_{a ≥ 0, b} Σ_T (v_T̂ − a·v_T − b)²,
 
-and each side gets unstructured noise of that size: the matched null is the mean of
-ips(x, v_T, v_T + σε) and ips(x, v_T̂, v_T̂ + σε'), symmetric in the two templates. Template
-IPS above it says that the template moved the interactions more than unstructured change of
-the same size would; below it, that the template's change is structured (it moves v in ways
-the interactions absorb).
+over the 2^n masks (population sd), that is a = max(0, cov(v_T, v_T̂) / var(v_T)) and
+σ_T̂² = var(v_T̂)·(1 − max(ρ, 0)²), ρ the correlation of the two games over the masks. a ≥ 0
+because a negative a flips the signs of the interactions, which IPS does see; clipped to 0
+(and where v_T is constant), σ_T̂ is sd(v_T̂). Side T gets σ_T likewise, with the roles swapped
+(`residual_size`). Each side is perturbed, v + σ·ε, fitted, and scored against its own fit;
+the matched null is the mean of ips(x, v_T, v_T + σ_Tε) and ips(x, v_T̂, v_T̂ + σ_T̂ε'),
+symmetric in the two templates (both σ are the same share sqrt(1 − max(ρ, 0)²) of their own
+game's sd). Template IPS above it says that the template moved the interactions more than
+unstructured change of the size IPS can see would; below it, that the template's change is
+structured (it moves v in ways the interactions absorb). The raw size sd_T(v_T̂ − v_T)
+(`change_size`), scale and shift included, is stored beside it as the output-level size of
+the change.
+
+*Ceiling* of a template pair (T, T̂) of one sample s: the IPS of unrelated games,
+ips(x, v_T of s, v_T̂ of s') for other samples s' of the same n (and the same model and
+dataset), their interactions matched by bitmask (variable position: unrelated games share no
+words). Each n's samples, in sorted-id order, are laid on a ring in the order of a
+permutation drawn from (seed, n), and each is paired with the next min(K, m − 1) samples of
+its ring (m samples of that n, K = `CEILING_PARTNERS`; `ceiling_partners`). A pair's ceiling
+is the mean over the partners, a sample's ceiling in a group the mean over the group's pairs,
+and the group's the mean over samples, as for IPS. A sample with no other sample of its n has
+none (NaN, counted). IPS near its ceiling says that the two templates' salient interactions
+are as different as those of two unrelated samples: IPS cannot tell the template change from
+replacing the sample (`ceiling`).
 
 *Precision null* of a game: the same prompt scored again in half precision (`ips score
 --dtype`), fitted alike, and the two fits scored as a template pair, ips(x, v_float32,
@@ -52,6 +73,7 @@ from numpy.typing import NDArray
 
 from ips.analysis import layout, metrics, nulls, uncertainty
 from ips.errors import InputError
+from ips.formats.hdf5 import labels
 from ips.formats.metrics import BANDS
 from ips.formats.shards import RESCORED_BY, Merged
 
@@ -61,8 +83,9 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Settings:
     """What `ips metrics` computes: Gaussian nulls at ``levels`` with ``draws`` draws per game
-    and level (0: no null at all), the matched-size null of every pair when ``matched``, all
-    drawn from ``seed``. The defaults are the config schema's (`nulls`)."""
+    and level (0: no null and no ceiling at all), the matched-size null of every pair when
+    ``matched``, and the ceiling of every pair, all drawn from ``seed`` (the ceiling's
+    pairing too). The defaults are the config schema's (`nulls`)."""
 
     levels: tuple[float, ...]
     draws: int
@@ -93,6 +116,33 @@ def change_size(v_a: NDArray[np.float64], v_b: NDArray[np.float64],
     size = inside.sum(-1)
     mean = d.sum(-1) / size
     return np.sqrt(np.where(inside, (d - mean[..., None]) ** 2, 0.0).sum(-1) / size)
+
+
+def residual_size(v_from: NDArray[np.float64], v_to: NDArray[np.float64],
+                  n_vars: NDArray[np.int64]) -> NDArray[np.float64]:
+    """σ = sd_T(v_to − (a·v_from + b)) over each game's 2**n masks (population sd), with (a, b)
+    the least-squares affine map of v_from onto v_to under a ≥ 0:
+
+        a = max(0, cov(v_from, v_to) / var(v_from)),  b = mean(v_to) − a·mean(v_from),
+
+    a = 0 where v_from is constant (any a fits as well; then σ = sd(v_to)). The constraint is
+    a clip: for a fixed a the best b is the one above, and what is left is a convex quadratic
+    in a. The padding (entries ≥ 2**n) does not enter."""
+    inside = _masked(v_from, n_vars)
+    size = inside.sum(-1)
+
+    def centred(x):
+        x = np.where(inside, x, 0.0)
+        return np.where(inside, x - (x.sum(-1) / size)[..., None], 0.0)
+
+    f, t = centred(v_from), centred(v_to)
+    var, cov = (f * f).sum(-1), (f * t).sum(-1)
+    # a constant game centres to ±1 ulp, not 0: its "slope" would fit rounding
+    flat = game_range(v_from, n_vars) == 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a = np.where(flat, 0.0, np.maximum(cov, 0.0) / np.where(flat, 1.0, var))
+    r = t - a[..., None] * f
+    return np.sqrt((r * r).sum(-1) / size)
 
 
 def standard_noise(samples, shape: tuple[int, ...], seed: int, *stream: int
@@ -136,10 +186,14 @@ def score_against(norm: NDArray[np.float64], norm_null: NDArray[np.float64], tau
                   sweep: NDArray[np.float64]) -> GameNull:
     """Score each game's normalised interactions (..., 2, M) against their null (same shape)
     as a template pair, in every band at ``tau`` and over ``sweep`` (band all)."""
-    bands = [metrics.pair_sensitivity(norm, norm_null, tau, band).value
-             for band in (None, *layout.BANDS)]
     swept = metrics.pair_sensitivity(norm, norm_null, np.asarray(sweep, float)).value
-    return GameNull(np.stack(bands, -1), np.moveaxis(swept, 0, -1))
+    return GameNull(_band_scores(norm, norm_null, tau), np.moveaxis(swept, 0, -1))
+
+
+def _band_scores(norm_a, norm_b, tau: float) -> NDArray[np.float64]:
+    """ips(x, a, b) of every row (..., 2, M) in each band of `BANDS` (..., band)."""
+    return np.stack([metrics.pair_sensitivity(norm_a, norm_b, tau, band).value
+                     for band in (None, *layout.BANDS)], -1)
 
 
 def gaussian_null(v: NDArray[np.float64], n_vars: NDArray[np.int64],
@@ -157,18 +211,58 @@ def matched_null(v: NDArray[np.float64], n_vars: NDArray[np.int64],
                  eps: NDArray[np.float64], tau: float,
                  sweep: NDArray[np.float64]) -> tuple[GameNull, NDArray[np.float64]]:
     """The matched-size null of every (sample, pair) of condition indices ``pairs`` (P, 2)
-    for one draw ε (sample, 2, P, 2**n_max: side T, side T̂), and the change size σ
-    (sample, pair). The null is the mean of the two sides (nan-mean: a side with an empty U
-    does not count)."""
+    for one draw ε (sample, 2, P, 2**n_max: side T, side T̂), and each side's noise size σ
+    (sample, P, 2): side T's `residual_size` of v_T on v_T̂, side T̂'s of v_T̂ on v_T. The null
+    is the mean of the two sides (nan-mean: a side with an empty U does not count)."""
     nv = n_vars[:, None]
-    sigma = change_size(v[:, pairs[:, 0]], v[:, pairs[:, 1]], nv)
+    games = v[:, pairs[:, 0]], v[:, pairs[:, 1]]
+    sigma = np.stack([residual_size(games[1], games[0], nv),
+                      residual_size(games[0], games[1], nv)], -1)
     sides = []
     for side in (0, 1):
-        noisy = perturb(v[:, pairs[:, side]], nv, sigma, eps[:, side])
+        noisy = perturb(games[side], nv, sigma[..., side], eps[:, side])
         sides.append(_null_of(noisy, nv, norm[:, pairs[:, side]], fit, tau, sweep))
     mean = GameNull(nan_mean(np.stack([s.bands for s in sides]), 0),
                     nan_mean(np.stack([s.sweep for s in sides]), 0))
     return mean, sigma
+
+
+#: how many other samples of its n each sample's ceiling compares it with (at most)
+CEILING_PARTNERS = 5
+
+
+def ceiling_partners(n_vars: NDArray[np.int64], seed: int,
+                     k: int = CEILING_PARTNERS) -> NDArray[np.int64]:
+    """The samples each sample's ceiling pairs it with: (sample, k) indices into ``n_vars``,
+    −1 where it has fewer than k. The m samples of each n lie on a ring in the order of a
+    permutation drawn from (seed, n), and each is paired with the next min(k, m − 1) of its
+    ring, so each is as often a partner as it has partners. Given in sorted-id order, the
+    samples pair up the same whatever the order they were stored in."""
+    n_vars = np.asarray(n_vars)
+    out = np.full((n_vars.size, k), -1, np.int64)
+    for n in np.unique(n_vars).tolist():
+        same = np.flatnonzero(n_vars == n)
+        ring = same[np.random.default_rng([seed, 3, n]).permutation(same.size)]
+        for d in range(1, min(k, same.size - 1) + 1):
+            out[ring, d - 1] = np.roll(ring, -d)
+    return out
+
+
+def ceiling(norm: NDArray[np.float64], partners: NDArray[np.int64],
+            pairs: NDArray[np.int64], tau: float) -> NDArray[np.float64]:
+    """The ceiling of every (sample, pair) of condition indices ``pairs`` (P, 2), per band
+    (sample, P, band): the mean over the sample's ``partners`` s' (`ceiling_partners`) of
+    ips(x, Ĩ_T of s, Ĩ_T̂ of s'), from the normalised interactions ``norm`` (sample,
+    condition, 2, 2**n_max) matched by bitmask (partners have the same n); NaN where the
+    sample has no partner or every U is empty."""
+    own = norm[:, pairs[:, 0]]
+    rows = np.arange(len(norm))
+    cells = []
+    for col in partners.T:
+        other = norm[np.where(col >= 0, col, rows)][:, pairs[:, 1]]
+        cells.append(np.where((col >= 0)[:, None, None], _band_scores(own, other, tau),
+                              np.nan))
+    return nan_mean(np.stack(cells), 0)
 
 
 @dataclass(frozen=True)
@@ -243,7 +337,8 @@ def _null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_gro
                     counts: np.ndarray, level: float):
     """The null IPS beside IPS (`ips.analysis.nulls`): the Gaussian null per sample, group, level
     and band (with intervals over samples, n and the τ sweep), the matched-size null per sample
-    and pair, the size of every pair's change, and the range of every game."""
+    and pair, the size of every pair's change, the ceiling per sample and group, and the range
+    of every game."""
     if null.draws == 0:
         return {}, {}
     if merged.games is not None:
@@ -275,8 +370,11 @@ def _null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_gro
     if null.matched:
         data |= _matched_variables(merged, norm, per_group, tau, sweep, null, fit, order,
                                    counts, level, ranges)
-    log.info("null IPS: %d games x %d levels x %d draws%s, %.1f s", S * C, len(null.levels),
-             null.draws, ", matched-size null of every pair" if null.matched else "",
+        coords["pair_side"] = labels("ab")
+    data |= _ceiling_variables(merged, norm, per_group, tau, null.seed, order, counts, level)
+    log.info("null IPS: %d games x %d levels x %d draws%s, ceiling, %.1f s", S * C,
+             len(null.levels), null.draws,
+             ", matched-size null of every pair" if null.matched else "",
              time.perf_counter() - t0)
     return data, coords
 
@@ -363,33 +461,54 @@ def _over_samples(name: str, per_sample: np.ndarray, dims: tuple[str, ...],
             f"{name}_n_valued": (dims, np.isfinite(per_sample).sum(0).astype(np.int64))}
 
 
+def _group_means(per_pair: np.ndarray, per_group: list[dict]) -> np.ndarray:
+    """(sample, pair, band) → (sample, group, band): the mean over each group's pairs (they
+    are concatenated in group order)."""
+    bounds = np.cumsum([0] + [len(g["pairs"]) for g in per_group])
+    return np.stack([nulls.nan_mean(per_pair[:, a:b], 1)
+                     for a, b in zip(bounds[:-1], bounds[1:])], 1)
+
+
 def _matched_variables(merged: Merged, norm: np.ndarray, per_group: list[dict], tau: float,
                        sweep: np.ndarray, null: nulls.Settings, fit, order: np.ndarray,
                        counts: np.ndarray, level: float, ranges: np.ndarray) -> dict:
-    """The matched-size null of every pair (sample, pair, band), per group and sample, and
-    the size of each pair's change, absolute and relative to the mean range of its games."""
+    """The matched-size null of every pair (sample, pair, band), per group and sample; the
+    noise size of each side (`residual_size`); and the raw size of each pair's change
+    sd(v_b − v_a), absolute and relative to the mean range of its games."""
     pairs = np.concatenate([g["pairs"] for g in per_group]).reshape(-1, 2)
     S, _, M = merged.v.shape
-    runs, sigma = [], np.zeros((S, len(pairs)))
+    runs, sigma = [], np.zeros((S, len(pairs), 2))
     for d in range(null.draws):
         eps = nulls.standard_noise(merged.samples, (2, len(pairs), M), null.seed, 2, d)
         got, sigma = nulls.matched_null(merged.v, merged.n_vars, norm, pairs, fit, eps, tau,
                                         sweep)
         runs.append(got.bands)
     pair_null = nulls.nan_mean(np.stack(runs), 0)[order]  # (S, P, B)
-    bounds = np.cumsum([0] + [len(g["pairs"]) for g in per_group])
-    sample_matched = np.stack([nulls.nan_mean(pair_null[:, a:b], 1)
-                               for a, b in zip(bounds[:-1], bounds[1:])], 1)
+    change = nulls.change_size(merged.v[:, pairs[:, 0]], merged.v[:, pairs[:, 1]],
+                               merged.n_vars[:, None])
     mean_range = 0.5 * (ranges[:, pairs[:, 0]] + ranges[:, pairs[:, 1]])
     with np.errstate(invalid="ignore", divide="ignore"):
-        relative = np.where(mean_range > 0, sigma / mean_range, np.nan)
+        relative = np.where(mean_range > 0, change / mean_range, np.nan)
     return {
-        **_over_samples("matched_null", sample_matched, ("group", "band"), counts, level),
+        **_over_samples("matched_null", _group_means(pair_null, per_group), ("group", "band"),
+                        counts, level),
         "sample_pair_matched_null": (("sample", "pair", "band"), pair_null),
         "pair_matched_null": (("pair", "band"), nulls.nan_mean(pair_null, 0)),
-        "sample_pair_change": (("sample", "pair"), sigma[order]),
+        "sample_pair_residual_change": (("sample", "pair", "pair_side"), sigma[order]),
+        "sample_pair_change": (("sample", "pair"), change[order]),
         "sample_pair_change_rel": (("sample", "pair"), relative[order]),
     }
+
+
+def _ceiling_variables(merged: Merged, norm: np.ndarray, per_group: list[dict], tau: float,
+                       seed: int, order: np.ndarray, counts: np.ndarray, level: float) -> dict:
+    """The ceiling (`ceiling`) per sample, group and band, with its mean, interval and n; the
+    samples are paired in sorted-id order, so the pairing depends on their set only."""
+    pairs = np.concatenate([g["pairs"] for g in per_group]).reshape(-1, 2)
+    partners = nulls.ceiling_partners(merged.n_vars[order], seed)
+    pair_ceiling = nulls.ceiling(norm[order], partners, pairs, tau)  # (S, P, B)
+    return _over_samples("ceiling", _group_means(pair_ceiling, per_group), ("group", "band"),
+                         counts, level)
 
 
 def _null_attribute(merged: Merged, null: nulls.Settings) -> str:
@@ -400,7 +519,13 @@ def _null_attribute(merged: Merged, null: nulls.Settings) -> str:
         "computed": True,
         "gaussian": "v + level * (max v - min v) * N(0, 1) on every mask, fitted like v and "
                     "scored against v's fit as a template pair (ips.analysis.nulls)",
-        "matched": ("each side of a pair + sd(v_b - v_a) * N(0, 1), fitted and scored against "
-                    "its own fit; mean of the two sides") if null.matched else "",
+        "matched": ("each side of a pair + sigma * N(0, 1), sigma the sd over the masks of "
+                    "its game minus the least-squares a * (other game) + b with a >= 0; "
+                    "fitted and scored against its own fit; mean of the two sides"
+                    ) if null.matched else "",
+        "ceiling": (f"mean over the group's pairs (T, T^) and up to {nulls.CEILING_PARTNERS} "
+                    "other samples s' of the same n (a seeded ring over the sorted ids) of "
+                    "ips(x, fit of v_T of the sample, fit of v_T^ of s'), interactions matched "
+                    "by bitmask"),
         "levels": list(null.levels), "draws": int(null.draws), "seed": int(null.seed),
         "fit": merged.fit_attrs.get("solver_requested", "auto")})

@@ -146,11 +146,13 @@ FIGURES = {
         "IPS beside its nulls (beyond the paper)",
         "one panel per dataset, one row per model (ranked by IPS): the 0-shot template IPS "
         "with its 95% interval beside its matched-size null (noise of each pair's own size "
-        "of change), its Gaussian null at each noise level (noise of c × range of v on every "
-        "value of a game, refitted), the precision null of each second dtype (stars) and the "
-        "mask null of each other mask token (crosses); "
-        "right, the (sample, pair) cells whose IPS lies above their matched-size null; the "
-        "numbers in `null_table.csv`; docs/method.md#nulls",
+        "of change beyond the best affine map a·v + b, a ≥ 0, between its two games), its "
+        "Gaussian null at each noise level (noise of c × range of v on every value of a game, "
+        "refitted), the precision null of each second dtype (stars), the mask null of each "
+        "other mask token (crosses) and the ceiling (open squares: the IPS of unrelated "
+        "games, each sample's template against the other template of other samples of the "
+        "same n); right, the (sample, pair) cells whose IPS lies above their matched-size "
+        "null; the numbers in `null_table.csv`; docs/method.md#nulls",
         MODELS),
 }
 """The figures every run draws (PNG and PDF), by file stem."""

@@ -1,8 +1,9 @@
 """IPS beside its nulls (`ips.analysis.nulls`, beyond the paper): one panel per dataset, one row per
 model (ranked by IPS, as in the ranking figure), the template IPS with its interval beside
-its matched-size null, its Gaussian null at every noise level, its precision and mask nulls; the
-right margin says in how many (sample, 0-shot pair) the IPS lies above its matched null.
-The per-level numbers are in `null_table.csv` and the README."""
+its matched-size null, its Gaussian null at every noise level, its precision and mask nulls,
+and its ceiling, the IPS of unrelated samples; the right margin says in how many (sample,
+0-shot pair) the IPS lies above its matched null. The per-level numbers are in
+`null_table.csv` and the README."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ PAIR_COLOR = "#1f78b4"
 #: the marks of the re-scored nulls: one per dtype (precision) or other mask token (mask)
 RESCORED_MARKS = {"precision": {"marker": "*", "ms": 7, "color": "#d95f02"},
                   "mask": {"marker": "X", "ms": 6, "color": "#7570b3"}}
+#: the ceiling's mark: the IPS of unrelated samples (`ips.analysis.nulls.ceiling`)
+CEILING_MARK = {"marker": "s", "ms": 6, "mfc": "none", "color": "#e31a1c", "ls": ""}
 
 
 def _has_null(e: Entry) -> bool:
@@ -45,9 +48,9 @@ def nulls_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     """One panel per dataset, one row per model with a null (least sensitive on top): the
     template IPS (0-shot, band all, 95% CI), its matched-size null (diamond), its Gaussian
     null at each noise level (ticks; the null grows with the level), the precision null of
-    each second dtype (star) and the mask null of each other mask token (cross); right of the
-    panel, the (sample, pair) cells whose IPS lies
-    above their matched-size null."""
+    each second dtype (star), the mask null of each other mask token (cross) and the ceiling
+    (open square: the IPS of unrelated samples of the same n); right of the panel, the
+    (sample, pair) cells whose IPS lies above their matched-size null."""
     rows = [e for e in entries if _has_null(e)]
     datasets = datasets_of(rows) or ["(none)"]
     n = max([len([e for e in rows if e.dataset == d]) for d in datasets] + [1])
@@ -65,7 +68,7 @@ def nulls_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
         _panel(ax, [e for e in by_dataset(entries, d) if _has_null(e)], n)
         ax.set_title(d, fontsize=10)
     legend_below(fig, [Line2D([], [], marker="o", ls="", color=PAIR_COLOR,
-                              label="template IPS (95% CI)"), *_null_handles()], ncols=5)
+                              label="template IPS (95% CI)"), *_null_handles()], ncols=3)
     return save(fig, path)
 
 
@@ -74,7 +77,8 @@ def _null_handles() -> list:
             Line2D([], [], label="Gaussian null (each level c)", **NULL_MARKS["gaussian"]),
             Line2D([], [], ls="", label="precision null (each dtype)",
                    **RESCORED_MARKS["precision"]),
-            Line2D([], [], ls="", label="mask null (each other mask)", **RESCORED_MARKS["mask"])]
+            Line2D([], [], ls="", label="mask null (each other mask)", **RESCORED_MARKS["mask"]),
+            Line2D([], [], label="ceiling (unrelated samples)", **CEILING_MARK)]
 
 
 def _panel(ax, rows: list[Entry], n: int) -> None:
@@ -90,6 +94,7 @@ def _panel(ax, rows: list[Entry], n: int) -> None:
         for kind, marks in RESCORED_MARKS.items():
             for x in _rescored(e, kind):
                 ax.plot([x], [yi], ls="", zorder=4, **marks)
+        ax.plot([_ceiling(e)], [yi], zorder=4, **CEILING_MARK)
         ax.text(1.01, yi, _above(e), transform=ax.get_yaxis_transform(), va="center",
                 fontsize=fs, color="#555555")
     ax.set_yticks(y, [e.model for e in rows], fontsize=fs)
@@ -107,6 +112,14 @@ def _rescored(e: Entry, kind: str) -> list[float]:
         return []
     vals = ds[f"{kind}_null_ips"].sel(band="all").values.astype(float).ravel()
     return [float(x) for x in vals if np.isfinite(x)]
+
+
+def _ceiling(e: Entry) -> float:
+    """The ceiling of the main group (band all); NaN (nothing drawn) where the file has none."""
+    ds = e.ds
+    if "ceiling_ips" not in ds:
+        return float("nan")
+    return float(ds["ceiling_ips"].sel(group=MAIN_GROUP, band="all"))
 
 
 def _above(e: Entry) -> str:

@@ -1,6 +1,6 @@
 """The README of a figures directory (`ips figures`): what each file shows, τ, the models and
-datasets, absent factors, IPS beside its nulls and beside what other tools report, the
-precision and mask nulls, the sparse estimates and the claims table."""
+datasets, absent factors, IPS beside its nulls and its ceiling and beside what other tools
+report, the precision and mask nulls, the sparse estimates and the claims table."""
 
 from __future__ import annotations
 
@@ -151,22 +151,28 @@ def null_section(entries: list[Entry]) -> list[str]:
     lines = ["", "## IPS beside its nulls", "",
              f"{MAIN_GROUP}, band all. Gaussian null at c: IPS of each game against its own fit "
              "after noise of c × (max v − min v) on every value; matched-size null: IPS of "
-             "noise of the size of each template pair's own change (docs/method.md#nulls in "
-             "the project). An IPS near its matched-size null says no more than how much the "
-             "template changed v.", "",
+             "noise of the size of each template pair's own change, less the part of it an "
+             "affine map a·v + b (a ≥ 0) carries, which IPS cannot see; ceiling: IPS of "
+             "unrelated games, each sample's template T against template T̂ of other samples "
+             "with as many variables (docs/method.md#nulls in the project). An IPS near its "
+             "matched-size null says no more than how much the template changed v beyond a "
+             "rescaling; an IPS near its ceiling, that the two templates' salient interactions "
+             "are as different as two unrelated samples'.", "",
              "| model | dataset | IPS | " + " | ".join(f"null c = {c:g}" for c in levels)
-             + " | matched-size null | IPS − matched (n) |",
-             "|---|---|---|" + "---|" * len(levels) + "---|---|"]
+             + " | matched-size null | IPS − matched (n) | ceiling |",
+             "|---|---|---|" + "---|" * len(levels) + "---|---|---|"]
     for (model, dataset) in dict.fromkeys((r["model"], r["dataset"]) for r in rows
                                           if r["null"] not in RESCORED_BY):
         mine = [r for r in rows if (r["model"], r["dataset"]) == (model, dataset)]
         gauss = {r["level"]: r["null_ips"] for r in mine if r["null"] == "gaussian"}
-        matched = next((r for r in mine if r["null"] == "matched"), None)
+        matched, top = (next((r for r in mine if r["null"] == kind), None)
+                        for kind in ("matched", "ceiling"))
         diff = (f"{_cell_text(matched['ips_minus_null'])} ({matched['n_paired']})" if matched
                 else "–")
         lines.append(f"| {model} | {dataset} | {_cell_text(mine[0]['ips'])} | "
                      + " | ".join(_cell_text(gauss.get(c, np.nan)) for c in levels)
-                     + f" | {_cell_text(matched['null_ips']) if matched else '–'} | {diff} |")
+                     + f" | {_cell_text(matched['null_ips']) if matched else '–'} | {diff} | "
+                     + f"{_cell_text(top['null_ips']) if top else '–'} |")
     return lines + rescored_section(rows, "precision") + rescored_section(rows, "mask")
 
 

@@ -1,5 +1,6 @@
-"""The tables of `ips figures` as CSV: IPS beside its matched-size null per (model, dataset,
-group, band) (`ips_table.csv`), every null (`null_table.csv`), the factor comparisons
+"""The tables of `ips figures` as CSV: IPS beside its matched-size null and its ceiling per
+(model, dataset, group, band) (`ips_table.csv`), every null and the ceiling
+(`null_table.csv`), the factor comparisons
 (`factors_table.csv`), τ robustness (`tau_robustness.csv`, `tau_pairs.csv`: Table 2) and IPS
 at every τ (`tau_table.csv`: Table 3); the appendix tables are `ips.figures.appendix`. The
 columns in the order written, what each holds in `ips.figures.captions`. Every table ends in
@@ -27,7 +28,8 @@ from ips.formats.shards import RESCORED_BY
 
 TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_ci_low", "ips_ci_high",
                  "n_valued_samples", "n_empty_pairs", "matched_null_ips", "matched_null_ci_low",
-                 "matched_null_ci_high", "ips_minus_matched_null", "output_consistency",
+                 "matched_null_ci_high", "ips_minus_matched_null", "ceiling_ips",
+                 "ceiling_ci_low", "ceiling_ci_high", "output_consistency",
                  "n_samples", "tau", *MODEL_ATTRIBUTES, "few_samples", "weights")
 NULL_COLUMNS = ("model", "dataset", "group", "band", "null", "level", "null_ips", "ci_low",
                 "ci_high", "n_valued_samples", "ips", "ips_minus_null", "n_paired", "tau",
@@ -100,14 +102,15 @@ def table_rows(entries: list[Entry]) -> list[dict]:
         ci = _banded(ds, "ips_ci", "group", "band", "bound") if "ips_ci" in ds else None
         n_valued = _banded(ds, "n_valued_samples", "group", "band")
         n_empty = _banded(ds, "n_empty_pairs", "group", "band")
-        matched = (_null_arrays(ds, "matched_null", ("group",))
-                   if "matched_null_ips" in ds else None)
+        refs = {name: _null_arrays(ds, name, ("group",)) for name in ("matched_null", "ceiling")
+                if f"{name}_ips" in ds}
         for gi, g in enumerate(ds["group"].values):
             for bi, b in enumerate(BANDS):
                 low, high = ci[gi, bi] if ci is not None else (np.nan, np.nan)
                 n = int(n_valued[gi, bi])
-                m = (_null_cells(matched, (gi, bi), own["sample"][gi, bi])
-                     if matched is not None else {})
+                cells = {name: _null_cells(x, (gi, bi), own["sample"][gi, bi])
+                         for name, x in refs.items()}
+                m, c = cells.get("matched_null", {}), cells.get("ceiling", {})
                 rows.append({
                     "model": e.model, "dataset": e.dataset, "group": str(g), "band": b,
                     "ips": float(own["ips"][gi, bi]),
@@ -118,6 +121,9 @@ def table_rows(entries: list[Entry]) -> list[dict]:
                     "matched_null_ci_low": m.get("ci_low", np.nan),
                     "matched_null_ci_high": m.get("ci_high", np.nan),
                     "ips_minus_matched_null": m.get("ips_minus_null", np.nan),
+                    "ceiling_ips": c.get("null_ips", np.nan),
+                    "ceiling_ci_low": c.get("ci_low", np.nan),
+                    "ceiling_ci_high": c.get("ci_high", np.nan),
                     "output_consistency": float(ds["output_consistency"].sel(group=g))
                     if "output_consistency" in ds else float("nan"),
                     "n_samples": int(ds["n_samples"]) if "n_samples" in ds else "",
@@ -130,16 +136,18 @@ def table_rows(entries: list[Entry]) -> list[dict]:
 
 def null_rows(entries: list[Entry]) -> list[dict]:
     """Every null beside IPS: one row per model, dataset, group, band and null (the Gaussian
-    null at each level, the matched-size null; main group only, the precision null of each
-    second dtype and the mask null of each other mask, with how far v moved)."""
+    null at each level, the matched-size null, the ceiling — IPS of unrelated games, in the
+    `null` column though it is no null —; main group only, the precision null of each second
+    dtype and the mask null of each other mask, with how far v moved)."""
     rows = []
     for e in entries:
         ds = e.ds
         own = _group_arrays(ds)
         levels = ds["null_level"].values if "null_ips" in ds else ()
         gaussian = _null_arrays(ds, "null", ("group", "null_level")) if len(levels) else None
-        matched = (_null_arrays(ds, "matched_null", ("group",))
-                   if "matched_null_ips" in ds else None)
+        fixed = {kind: _null_arrays(ds, name, ("group",))
+                 for kind, name in (("matched", "matched_null"), ("ceiling", "ceiling"))
+                 if f"{name}_ips" in ds}
         rescored = {kind: _null_arrays(ds, f"{kind}_null", (kind,))
                     for kind in RESCORED_BY if f"{kind}_null_ips" in ds}
         for gi, g in enumerate(ds["group"].values):
@@ -151,9 +159,9 @@ def null_rows(entries: list[Entry]) -> list[dict]:
                 for li, c in enumerate(levels):
                     rows.append({**base, "null": "gaussian", "level": float(c),
                                  **_null_cells(gaussian, (gi, li, bi), samples)})
-                if matched is not None:
-                    rows.append({**base, "null": "matched", "level": "",
-                                 **_null_cells(matched, (gi, bi), samples)})
+                for kind, arrays in fixed.items():
+                    rows.append({**base, "null": kind, "level": "",
+                                 **_null_cells(arrays, (gi, bi), samples)})
                 if g != MAIN_GROUP:
                     continue
                 for kind, arrays in rescored.items():

@@ -37,9 +37,11 @@ Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf
 | `case_norm`, `case_v`, `case_rec`, `case_words` | case_side, kind, case_mask / case_var | the case-study sample (`case_study_data`): Ĩ under both conditions (side `a`, `b`; kind `AND`, `OR`), v, the surrogate with the largest interactions, its variables |
 | `null_ips`, `null_ips_ci`, `null_n_valued` | group, null_level, band[, bound] | Gaussian null IPS (`ips.analysis.nulls`): mean over samples of each sample's mean over the group's conditions of ips(x, v, v') with v' = v + level·range(v)·N(0, 1) refitted; its bootstrap interval and samples |
 | `sample_null_ips`, `null_ips_sweep` | sample, group, null_level, band / tau, group, null_level | the same per sample, and over the τ sweep (band all) |
-| `matched_null_ips`, `matched_null_ips_ci`, `matched_null_n_valued`, `sample_matched_null_ips` | group, band (sample, …) | matched-size null: per sample the mean over the group's pairs of the pair's null (both sides + noise of sd(v_b − v_a), mean of the two sides) |
+| `matched_null_ips`, `matched_null_ips_ci`, `matched_null_n_valued`, `sample_matched_null_ips` | group, band (sample, …) | matched-size null: per sample the mean over the group's pairs of the pair's null (each side + noise of the size of its game's change beyond the best affine map from the other game, `sample_pair_residual_change`; mean of the two sides) |
 | `sample_pair_matched_null`, `pair_matched_null` | sample, pair, band / pair, band | the matched-size null of every pair, and its mean over samples |
-| `sample_pair_change`, `sample_pair_change_rel` | sample, pair | size of each pair's change sd(v_b − v_a), and that over the mean range of the two games |
+| `sample_pair_residual_change` | sample, pair, pair_side | the noise size of each side of the matched-size null (`ips.analysis.nulls.residual_size`): side `a` sd(v_a − (α·v_b + β)), side `b` sd(v_b − (α'·v_a + β')), least squares with α, α' ≥ 0 |
+| `sample_pair_change`, `sample_pair_change_rel` | sample, pair | raw size of each pair's change sd(v_b − v_a) (scale and shift included: the output-level size), and that over the mean range of the two games |
+| `ceiling_ips`, `ceiling_ips_ci`, `ceiling_n_valued`, `sample_ceiling_ips` | group, band (sample, …) | ceiling (`ips.analysis.nulls.ceiling`): per sample the mean over the group's pairs (T, T̂) and over up to `ips.analysis.nulls.CEILING_PARTNERS` other samples s' of the same n of ips(x, Ĩ_T of the sample, Ĩ_T̂ of s'), interactions matched by bitmask: the IPS of unrelated games; NaN for a sample alone in its n |
 | `sample_v_range` | sample, condition | max v − min v of every game |
 | `precision_null_ips`, `precision_null_ips_ci`, `precision_null_n_valued`, `sample_precision_null_ips` | precision, band (sample, …) | precision null (`ips.analysis.nulls.precision_null`): per sample the mean over its re-scored conditions of ips(x, v, v') between this run's fit and the fit of the same prompt scored in `precision`; NaN for samples not re-scored |
 | `precision_null_ips_sweep` | tau, precision | the same over the τ sweep (band all) |
@@ -58,7 +60,7 @@ Coordinates: `group` (in the order of the values files' `groups`), `band` (`all`
 `pair_label` (`altering`, `adding`, `mixed`, `none` from the template file's change kinds,
 Appendix G; `perturbation` when either condition is a reworded prompt), `type`
 (`ips.analysis.interaction_types.INTERACTION_TYPES`), `changed` (`yes`, `no`), `band_pair`
-(`BAND_PAIRS`).
+(`BAND_PAIRS`), `pair_side` (`a`, `b`: the two conditions of a pair).
 
 Attributes: `model`, `model_attributes` (JSON), `model_source` (JSON: the entry's `source`
 as the values files record it, "" for values files that do not; `{"random": …}` marks random
