@@ -170,16 +170,19 @@ TABLES = {
     "ips_table.csv": Caption(
         "IPS table",
         "one row per model, dataset, condition group and band: IPS with its 95% bootstrap "
-        "interval, samples averaged, empty pairs, the matched-size null IPS (noise of each "
-        "pair's own size of change) with its interval and the mean per-sample IPS minus it, "
+        "interval, samples averaged, empty pairs, the matched-size null IPS (noise of the "
+        "size of each pair's change that IPS can see: what is left after the best affine map "
+        "between the two games) with its interval and the mean per-sample IPS minus it, the "
+        "ceiling (the IPS of unrelated games: other samples of the same n) with its interval, "
         "output consistency, the model attributes "
         f"and `few_samples` (true: the interval rests on fewer than {MIN_RELIABLE_N} "
         "samples; an empty cell has no value)",
         TABLE_SECTION),
     "factors_table.csv": Caption(
         "Factor comparisons",
-        "one row per factor comparison and band: IPS_A, IPS_B, ΔIPS with their 95% "
-        "intervals, the two-sided p-value of a paired sign-flip test of the per-sample "
+        "one row per factor comparison and band: IPS_A, IPS_B with their 95% bootstrap "
+        "intervals, ΔIPS with the interval that inverts its test (it excludes 0 exactly when "
+        "p < 0.05), the two-sided p-value of a paired sign-flip test of the per-sample "
         f"differences (`test`: exact up to {EXACT_MAX} samples, else Monte Carlo), the "
         f"samples tested (`n_tested`), the paired samples and `few_samples` (n_tested < "
         f"{MIN_RELIABLE_N})",
@@ -188,8 +191,9 @@ TABLES = {
         "Null IPS table",
         "one row per model, dataset, condition group, band and null: the Gaussian null at each "
         "level (noise of that share of the range of v on every value of a game, refitted and "
-        "scored against the game's fit) and the matched-size null (noise of each template "
-        "pair's own size of change), with 95% bootstrap intervals, samples valued, IPS, and "
+        "scored against the game's fit), the matched-size null (noise of the size of each "
+        "template pair's change left after the best affine map) and the ceiling (the IPS of "
+        "unrelated games), with 95% bootstrap intervals, samples valued, IPS, and "
         "the mean per-sample IPS minus the null over the `n_paired` samples valued in both; "
         "precision and mask rows (main group; level: the second dtype, or the other mask "
         "token) add max and median |Δv|, the median sd(Δv) / range of v, the mean "

@@ -43,7 +43,8 @@ NULL_CLAIMS = {
     "ips_beyond_change_size": (
         "(not in the paper; its thesis that interactions show what output-level metrics "
         "miss) within a sample, the size of a template pair's change (|Δv(x_N)| and "
-        "sd(Δv)) explains less of IPS than of unstructured change of the same size"),
+        "sd(Δv)) explains less of IPS than of unstructured change of the size IPS can see "
+        "(the matched-size null)"),
 }
 
 
@@ -53,9 +54,10 @@ RESCORED_CLAIMS = {
         "(not in the paper; the paper assumes it) the template IPS exceeds the IPS that "
         "rounding alone gives (the precision null: the same prompts in another precision)"),
     "template_above_mask_null": (
-        "(not in the paper; the paper assumes it) the template IPS exceeds the IPS that the "
-        "choice of mask token alone gives (the mask null: the same prompts with another "
-        "baseline)"),
+        "(not in the paper, which calls its baseline clean and consistent) the template IPS "
+        "exceeds the IPS between two baselines of the same prompts (the mask null; where it "
+        "does not, which interactions are salient depends on the baseline more than on the "
+        "template, which does not make the template IPS noise)"),
 }
 
 
