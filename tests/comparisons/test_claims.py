@@ -196,11 +196,13 @@ def test_factor_rows_follow_the_factors_file(four_models, tmp_path):
             continue
         assert len(mine) == int((comp == f).sum()) > 0
         for r in mine:
-            assert r.verdict == verdicts.directional(r.estimate, r.p_value, -1)
+            assert r.raw_verdict == verdicts.directional(r.estimate, r.p_value, -1)
             assert r.n == 12
     inst = [r for r in rows if r.claim == "factor_instruct_vs_base"]
     assert inst[0].estimate == pytest.approx((1.4 - 1.6) / 1.6)
-    assert inst[0].verdict == "supported"  # planted: 12 samples, all lower by 0.2 ± noise
+    assert inst[0].raw_verdict == "supported"  # planted: 12 samples, all lower by 0.2 ± noise
+    # no untrained twins in these files: no decided verdict without its control
+    assert inst[0].verdict == "undecided" and "no control" in inst[0].note
     # no matched-size null in these files: each comparison's row against it says so
     beyond = [r for r in rows if r.claim.endswith("_beyond_null")]
     assert len(beyond) == len(comp) and all(r.verdict == "untestable" for r in beyond)
@@ -219,7 +221,8 @@ def test_factor_beyond_its_null(tmp_path):
     r = by_claim(across_models.factor_claims(fx))["factor_instruct_vs_base_beyond_null"]
     assert r.estimate == pytest.approx(-0.15) and r.n == 12
     assert r.p_value == float(fx["p_excess"].sel(band="all").values[0])
-    assert r.verdict == "supported" and "-0.033" in r.note  # ΔIPS of the nulls 1.45/1.5 − 1
+    assert r.raw_verdict == "supported" and "-0.033" in r.note  # ΔIPS of the nulls 1.45/1.5 − 1
+    assert r.verdict == "undecided" and "no control" in r.note  # no untrained twins here
 
 
 @pytest.mark.parametrize("inst_bands, verdict", [
@@ -241,7 +244,7 @@ def test_factor_lowers_the_low_band_most(tmp_path, inst_bands, verdict):
     assert (r.estimate, r.ci_low, r.ci_high, r.n) == (pytest.approx(max(d[0] - d[1], d[0] - d[2])),
                                                       lo, hi, 12)
     assert lo <= r.estimate <= hi and hi - lo < 0.2
-    assert r.verdict == verdict
+    assert r.raw_verdict == verdict and r.verdict == "undecided"  # no control test yet
 
 
 def test_few_shot_curve_by_hand(four_models):
@@ -446,8 +449,8 @@ def test_factor_intervals_invert_their_tests(four_models, tmp_path):
     fx = factors.compare(paths, seed=1, n_boot=200, draws=999)
     rows = across_models.factor_claims(fx)
     checked = 0
-    for r in (r for r in rows if r.claim.startswith("factor_") and r.claim.count("_") <= 3
-              and r.n):
+    main = {f"factor_{f}" for f in comparisons_factors.FACTORS}
+    for r in (r for r in rows if r.claim in main and r.n):
         assert (r.p_value < 0.05) == (not r.ci_low <= 0 <= r.ci_high), r
         assert r.mde >= 0  # 0 where every sample moves alike (no spread)
         checked += 1

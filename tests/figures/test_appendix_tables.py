@@ -185,9 +185,9 @@ def test_perturbation_rows_by_hand():
     assert tie["more_sensitive"] == "" and tie["n_tested"] == 0  # no per-sample table
 
 
-def rows_of(arch, sides, dataset="arc", weights="trained"):
-    return [{"dataset": dataset, "architecture": arch, "more_sensitive": s, "weights": weights}
-            for s in sides]
+def rows_of(arch, sides, dataset="arc", weights="trained", prefix="m"):
+    return [{"dataset": dataset, "architecture": arch, "more_sensitive": s, "weights": weights,
+             "model": f"{prefix}{arch}{i}"} for i, s in enumerate(sides)]
 
 
 def test_count_claims_by_hand():
@@ -200,13 +200,14 @@ def test_count_claims_by_hand():
     assert dense.p_value == pytest.approx(22 / 1024)
     assert dense.ci_low == pytest.approx(scipy.stats.beta.ppf(0.025, 9, 2))
     assert dense.ci_high == pytest.approx(scipy.stats.beta.ppf(0.975, 10, 1))
-    assert dense.verdict == "supported" and "Clopper-Pearson" in dense.test
+    assert dense.raw_verdict == "supported" and "Clopper-Pearson" in dense.test
+    assert dense.verdict == "undecided" and "no control" in dense.note  # no twins here
     # 5 of 6: P(X ≥ 5) = 7/64, doubled; noise alone can give this
-    assert (moe.n, moe.p_value, moe.verdict) == (6, pytest.approx(14 / 64), "undecided")
+    assert (moe.n, moe.p_value, moe.raw_verdict) == (6, pytest.approx(14 / 64), "undecided")
     # 1 of 10 the paper's way: the other side, significantly
     (few,) = [r for r in perturbation_claims(rows_of("dense", ["adding"] + ["altering"] * 9),
                                              ["arc"]) if r.claim.startswith("perturbation_dense")]
-    assert few.verdict == "contradicted" and few.p_value == pytest.approx(22 / 1024)
+    assert few.raw_verdict == "contradicted" and few.p_value == pytest.approx(22 / 1024)
 
 
 def test_count_claims_need_six_models():
@@ -393,7 +394,8 @@ def test_the_directory_holds_the_appendix_tables(dolly, tmp_path):
     assert float(row["delta_ips"]) == pytest.approx((1.5 - 1.7) / 1.7, rel=1e-5)
     got = [r for r in read_csv(tmp_path / "figs" / "claims.csv")
            if r["claim"] == "moe_above_dense_matched"]
-    assert len(got) == 1 and got[0]["verdict"] == "supported" and got[0]["n"] == "12"
+    assert len(got) == 1 and got[0]["raw_verdict"] == "supported" and got[0]["n"] == "12"
+    assert got[0]["verdict"] == "undecided"  # no untrained twins: no control
     counts = {r["claim"]: r for r in read_csv(tmp_path / "figs" / "claims.csv")
               if r["claim"].startswith("perturbation_")}
     # make_metrics gives altering and adding pairs the same IPS: every model ties, n = 0

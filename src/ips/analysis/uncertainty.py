@@ -84,7 +84,8 @@ MIN_RELIABLE_N: int = 10
 __all__ = ["N_BOOT", "LEVEL", "BOUNDS", "DRAWS", "EXACT_MAX", "MIN_RELIABLE_N",
            "resample_counts", "replicate_means", "point_mean", "bootstrap_ci", "PairedTest",
            "paired_test", "percentile_ci", "SignFlipTest", "sign_flip_test", "sign_flip_label",
-           "SignFlipInterval", "sign_flip_interval", "POWER", "sign_flip_mde", "holm"]
+           "SignFlipInterval", "sign_flip_interval", "swap_test", "POWER", "sign_flip_mde",
+           "holm"]
 
 
 def resample_counts(n_samples: int, n_boot: int = N_BOOT, seed: int = 0) -> NDArray[np.float64]:
@@ -351,6 +352,40 @@ def sign_flip_interval(y: ArrayLike, w: ArrayLike | None = None, level: float = 
         low, high = ((np.nextafter(0.0, 1.0), high) if abs(low) <= abs(high)
                      else (low, np.nextafter(0.0, -1.0)))
     return SignFlipInterval(low, high, m, p0, test.method)
+
+
+def swap_test(a: ArrayLike, b: ArrayLike, statistic, draws: int = DRAWS, seed: int = 0,
+              exact_max: int = EXACT_MAX) -> SignFlipTest:
+    """Two-sided paired swap test of statistic(a) − statistic(b) over n paired units.
+
+    a, b: (n, ...) records of the same units under two conditions (a model and its untrained
+    twin); ``statistic`` maps (n, ...) records to a number (a Spearman ρ across models, a
+    share). H0: within each unit the two records are exchangeable, so swapping any subset of
+    units leaves the law of Δ = statistic(a) − statistic(b) unchanged; p is the share of swap
+    vectors with |Δ*| ≥ |Δ| (ties counted), exact over all 2^n for n ≤ ``exact_max``, else
+    (hits + 1)/(draws + 1) over ``draws`` random ones, the sign vectors of
+    :func:`sign_flip_test` (a swap is a flip). With statistic = mean it is the sign-flip
+    test of a − b. `mean_difference` holds Δ; a unit with a NaN in either record is left
+    out by the caller."""
+    ra, rb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if ra.shape != rb.shape:
+        raise ValueError(f"a and b must have the same shape; got {ra.shape} and {rb.shape}")
+    m = ra.shape[0]
+    if m == 0:
+        return SignFlipTest(float("nan"), 0, float("nan"), "none", 0)
+    observed = float(statistic(ra) - statistic(rb))
+    if not np.isfinite(observed):
+        return SignFlipTest(float("nan"), m, observed, "none", 0)
+    cut = abs(observed) - 1e-9 * max(1.0, abs(observed))
+    exact = m <= exact_max
+    hits = 0
+    for signs in ([_all_signs(m)] if exact else _random_signs(m, draws, seed)):
+        for eps in signs:
+            keep = (eps > 0).reshape((m,) + (1,) * (ra.ndim - 1))
+            hits += abs(statistic(np.where(keep, ra, rb)) - statistic(np.where(keep, rb, ra))) >= cut
+    if exact:
+        return SignFlipTest(hits / (1 << m), m, observed, "exact", 1 << m)
+    return SignFlipTest((hits + 1) / (draws + 1), m, observed, "monte carlo", int(draws))
 
 
 POWER: float = 0.8

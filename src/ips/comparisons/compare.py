@@ -314,8 +314,12 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
     (`_paired`); ``seed``, ``draws``: its sign-flip tests (`_sign_flip`)."""
     entries, tau = _read_entries(paths)
     datasets = list(dict.fromkeys(e.dataset for e in entries))
-    by_dataset = {d: [e for e in entries if e.dataset == d] for d in datasets}
+    # untrained twins are compared among themselves, as the controls of the trained pairs
+    by_dataset = {d: [e for e in entries if e.dataset == d and not e.twin_of]
+                  for d in datasets}
     comps, few_notes = _find_comparisons(datasets, by_dataset)
+    twins = {d: [e for e in entries if e.dataset == d and e.twin_of] for d in datasets}
+    controls = _find_comparisons(datasets, twins)[0] if any(twins.values()) else []
     tests = _paired(comps, datasets, seed, n_boot, level)
     diffs = [_sides(c.samples_a, c.samples_b) for c in comps]
     ips_a, ips_b = (np.array([getattr(c, k) for c in comps], float).reshape(-1, len(BANDS))
@@ -325,6 +329,8 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
                         "band": labels(BANDS), "bound": labels(uncertainty.BOUNDS)}
     for d, c in (_comparison_variables(comps, ips_a, ips_b, tests, diffs, level, draws, seed),
                  _summary_variables(comps, _delta(ips_a, ips_b), diffs, level, draws, seed),
+                 (_control_variables(comps, controls, {e.model: e.twin_of for e in entries},
+                                     draws, seed), {}),
                  (presence, {}),
                  _robustness_variables(datasets, by_dataset)):
         data.update(d)
@@ -453,6 +459,39 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
     for name in ("model_a", "model_b", "setting_a", "setting_b", "templates"):
         coords[name] = ("comparison", labels(getattr(c, name) for c in comps))
     return data, coords
+
+
+def _control_variables(comps: list[Comparison], controls: list[Comparison],
+                       twin_of: dict[str, str | None], draws: int, seed: int) -> dict:
+    """Each comparison beside the same comparison of the two models' untrained twins (same
+    factor, dataset, groups and templates): its ΔIPS and sign-flip p, and the two-sided
+    sign-flip test of the per-sample (A_s − B_s) − (A'_s − B'_s) on the samples valued in
+    both (`control_p`, `n_control`, `control_difference` their mean); NaN / 0 where the
+    twins are missing."""
+    C, nb = len(comps), len(BANDS)
+    out = {k: np.full((C, nb), np.nan) for k in ("control_delta_ips", "control_p_value",
+                                                 "control_p", "control_difference")}
+    n = np.zeros((C, nb), np.int64)
+    key = {(c.factor, c.dataset, c.group, twin_of.get(c.model_a), twin_of.get(c.model_b),
+            c.setting_a, c.setting_b, c.templates): c for c in controls}
+    for i, c in enumerate(comps):
+        t = key.get((c.factor, c.dataset, c.group, c.model_a, c.model_b, c.setting_a,
+                     c.setting_b, c.templates))
+        if t is None:
+            continue
+        out["control_delta_ips"][i] = _delta(np.asarray(t.ips_a, float)[None],
+                                             np.asarray(t.ips_b, float)[None])[0]
+        mine, theirs = (_differences(x.samples_a, x.samples_b) for x in (c, t))
+        if mine is None or theirs is None:
+            continue
+        out["control_p_value"][i] = _sign_flip([theirs], draws, seed, 0.95).p
+        both = {s: mine[s] - theirs[s] for s in mine if s in theirs}
+        if both:
+            test = _sign_flip([both], draws, seed, 0.95)
+            out["control_p"][i], n[i] = test.p, test.n
+            out["control_difference"][i] = _nanmean(np.array(list(both.values())))
+    return {**{k: (("comparison", "band"), v) for k, v in out.items()},
+            "n_control": (("comparison", "band"), n)}
 
 
 def _summary_variables(comps: list[Comparison], delta: np.ndarray, diffs: list, level: float,

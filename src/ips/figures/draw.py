@@ -23,7 +23,6 @@ import json
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -146,7 +145,7 @@ def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path) 
     write_csv(matched, MATCHED_COLUMNS, out / "moe_matched.csv")
     rows = claims.claims(entries, factors.ds, draws=draws, seed=seed,
                          perturbation=perturbation, matched=matched)
-    write_csv([asdict(r) for r in rows], verdicts.COLUMNS, out / "claims.csv")
+    write_csv([r.row() for r in rows], verdicts.COLUMNS, out / "claims.csv")
     (out / "README.md").write_text(readme_text(entries, factors, tau, cases, rows),
                                    encoding="utf-8")
     return [*figure_files(), *cases, *TABLES, "README.md"]

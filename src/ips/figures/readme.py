@@ -275,8 +275,11 @@ def claims_section(rows: Sequence[verdicts.Claim], warning: str = "") -> list[st
              f"`claims.csv`; verdicts at α = {verdicts.ALPHA:g} (`ips.comparisons.claims`): "
              "directional "
              "claims by a paired sign-flip test, level claims by whether the 95% interval lies "
-             "inside the paper's range. `undecided` means these samples cannot tell; it is not "
-             "evidence against the paper.", ""]
+             "inside the paper's range (`raw_verdict`). The final `verdict` is decided only "
+             "where the trained models also differ from their controls, untrained twins of the "
+             "same models on the same prompts (`controls.twins`): a claim random weights also "
+             "earn is not a finding about trained models. `undecided` means these samples "
+             "or these controls cannot tell; it is not evidence against the paper.", ""]
     statements = dict((r.claim, r.paper) for r in rows)
     for claim, c in counts.items():
         told = ", ".join(f"{k} {v}" for k, v in c.items() if v)

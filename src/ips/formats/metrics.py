@@ -116,7 +116,8 @@ PERTURBATION_LABEL = "perturbation"
 
 WEIGHTS = ("trained", "random")
 """The `weights` column of every table: `random` when a row rests on any model whose weights
-were drawn at random (`source: {random: …}`), whose numbers measure nothing about an LLM."""
+were drawn at random (`source: {random: …}`, or an untrained twin), whose numbers measure
+nothing about an LLM."""
 
 
 @dataclass
@@ -131,8 +132,16 @@ class Entry:
 
     @cached_property
     def random_weights(self) -> bool:
-        """Whether the model's source is `random` (`model_source`)."""
-        return "random" in model_source(self.ds, self.path)
+        """Whether the model's weights were drawn at random: a `random` source, or an
+        untrained twin (`twin_of`)."""
+        source = model_source(self.ds, self.path)
+        return "random" in source or "twin" in source
+
+    @cached_property
+    def twin_of(self) -> str | None:
+        """The configured model this one is the untrained twin of (`controls.twins`: its
+        source `{twin: M, seed: s}`), else None."""
+        return model_source(self.ds, self.path).get("twin")
 
 
 def model_source(ds: xr.Dataset, path: str | os.PathLike) -> dict:

@@ -10,10 +10,13 @@ from dataclasses import replace
 import numpy as np
 import xarray as xr
 
+from ips.analysis import uncertainty
+from ips.comparisons.claims.controls import against, decide
 from ips.comparisons.claims.verdicts import (
     MAIN_GROUP,
     MIN_MODELS,
     Claim,
+    ControlSpec,
     _few,
     _notes,
     _scope,
@@ -23,9 +26,11 @@ from ips.comparisons.claims.verdicts import (
     level_mde,
     rank_mde,
     spearman_permutation,
+    spearman_statistic,
     within,
 )
 from ips.comparisons.factors import FACTORS
+from ips.comparisons.robustness import ROBUSTNESS_GROUP, tau_sweep
 from ips.formats.metrics import WEIGHTS, Entry, weights
 
 TAU_SPEARMAN = 0.9
@@ -34,22 +39,31 @@ TAU_SPEARMAN = 0.9
 
 def _rank_claim(entries: list[Entry], dataset: str, claim: str, paper: str, value,
                 sign: int, draws: int, seed: int) -> Claim:
-    """Spearman ρ across the models of `dataset` between IPS (main group, band all) and
-    `value(entry)`, with its permutation p; verdict: ρ has sign `sign`."""
-    rows = [(float(e.ds["ips"].sel(group=MAIN_GROUP, band="all")), value(e))
-            for e in entries if e.dataset == dataset and MAIN_GROUP in e.ds["group"].values]
-    rows = [r for r in rows if all(np.isfinite(r))]
-    if len(rows) < MIN_MODELS:
-        return Claim(claim, dataset, paper, n=len(rows),
-                     note=f"{len(rows)} model(s); a correlation across models needs at "
-                     f"least {MIN_MODELS}")
-    x, y = np.array(rows).T
-    r, p = spearman_permutation(x, y, draws, seed)
-    return Claim(claim, dataset, paper, r, n=len(rows),
-                 test="Spearman ρ across models, permutation p", p_value=p,
-                 verdict=directional(r, p, sign),
-                 note=_notes("n counts models; mde: |ρ|, approximate (Fisher z)",
-                             _unattainable(len(rows), "models")), mde=rank_mde(len(rows)))
+    """Spearman ρ across the trained models of `dataset` between IPS (main group, band all)
+    and `value(entry)`, with its permutation p; raw verdict: ρ has sign `sign`; beside the
+    same ρ across their untrained twins (`controls.against`, a swap test over models)."""
+    def row(mine: list[Entry]) -> Claim:
+        units = [(e.twin_of or e.model, (float(e.ds["ips"].sel(group=MAIN_GROUP, band="all")),
+                                         value(e)))
+                 for e in mine if e.dataset == dataset and MAIN_GROUP in e.ds["group"].values]
+        units = [u for u in units if all(np.isfinite(u[1]))]
+        if len(units) < MIN_MODELS:
+            return Claim(claim, dataset, paper, n=len(units),
+                         note=f"{len(units)} model(s); a correlation across models needs at "
+                         f"least {MIN_MODELS}")
+        x, y = np.array([u[1] for u in units]).T
+        r, p = spearman_permutation(x, y, draws, seed)
+        return Claim(claim, dataset, paper, r, n=len(units),
+                     test="Spearman ρ across models, permutation p", p_value=p,
+                     verdict=directional(r, p, sign),
+                     note=_notes("n counts models; mde: |ρ|, approximate (Fisher z)",
+                                 _unattainable(len(units), "models")), mde=rank_mde(len(units)),
+                     spec=ControlSpec(tuple(u[0] for u in units), np.stack([x, y], 1),
+                                      spearman_statistic))
+
+    trained = row([e for e in entries if not e.twin_of])
+    twins = [e for e in entries if e.twin_of]
+    return against(trained, row(twins) if twins else None, "models", draws, seed)
 
 
 def consistency_claims(entries: list[Entry], datasets: list[str], draws: int,
@@ -94,8 +108,28 @@ def peer_claims(entries: list[Entry], datasets: list[str], draws: int,
     return out
 
 
-def tau_claims(factors: xr.Dataset, datasets: list[str]) -> list[Claim]:
-    """Model rankings are robust to τ (Section 3.4, Table 2/3)."""
+def _tau_statistic(x: np.ndarray) -> float:
+    """Mean Spearman ρ over the pairs of τ of the models' IPS (model, τ): `tau_sweep`'s."""
+    return tau_sweep(x).spearman
+
+
+def _tau_sweeps(entries: list[Entry], dataset: str) -> ControlSpec | None:
+    """Each model's (or twin's, under its model's name) IPS over the τ sweep on `dataset`."""
+    units = [(e.twin_of or e.model, e.ds["ips_sweep"].sel(group=ROBUSTNESS_GROUP).values)
+             for e in entries if e.dataset == dataset and "ips_sweep" in e.ds
+             and ROBUSTNESS_GROUP in e.ds["group"].values]
+    units = [(m, np.asarray(x, float)) for m, x in units if np.isfinite(x).all()]
+    if not units:
+        return None
+    return ControlSpec(tuple(m for m, _ in units), np.stack([x for _, x in units]),
+                       _tau_statistic, TAU_SPEARMAN)
+
+
+def tau_claims(factors: xr.Dataset, datasets: list[str], entries: Sequence[Entry] = (),
+               draws: int = 9999, seed: int = 0) -> list[Claim]:
+    """Model rankings are robust to τ (Section 3.4, Table 2/3): the factors file's mean
+    Spearman of the trained models, beside that of their untrained twins (a swap test over
+    models of the difference)."""
     paper = (f"IPS rankings agree across τ = 0.05…0.20 (mean Spearman 0.9905); read as: mean "
              f"Spearman ≥ {TAU_SPEARMAN:g}")
     out = []
@@ -109,10 +143,18 @@ def tau_claims(factors: xr.Dataset, datasets: list[str]) -> list[Claim]:
             out.append(Claim("tau_robustness", d, paper, n=n,
                              note=f"{n} model(s); rank correlations need at least {MIN_MODELS}"))
             continue
-        out.append(Claim("tau_robustness", d, paper, r, n=n,
-                         test=f"descriptive: mean Spearman vs {TAU_SPEARMAN:g} (no test)",
-                         verdict="supported" if r >= TAU_SPEARMAN else "contradicted",
-                         note="n counts models; with few models a rank correlation is coarse"))
+        row = Claim("tau_robustness", d, paper, r, n=n,
+                    test=f"descriptive: mean Spearman vs {TAU_SPEARMAN:g} (no test)",
+                    verdict="supported" if r >= TAU_SPEARMAN else "contradicted",
+                    note="n counts models; with few models a rank correlation is coarse",
+                    spec=_tau_sweeps([e for e in entries if not e.twin_of], d))
+        spec = _tau_sweeps([e for e in entries if e.twin_of], d)
+        control = None
+        if spec is not None and len(spec.units) >= MIN_MODELS:
+            c = _tau_statistic(spec.records)
+            control = replace(row, estimate=c, spec=spec,
+                              verdict="supported" if c >= TAU_SPEARMAN else "contradicted")
+        out.append(against(row, control, "models", draws, seed))
     return out
 
 
@@ -158,8 +200,23 @@ def factor_claims(factors: xr.Dataset, entries: Sequence[Entry] = ()) -> list[Cl
                           _notes("estimate: ΔIPS = (IPS_A − IPS_B)/IPS_B", _few(n)), mde=mde),
                     _beyond_null(c, f, scope), _low_falls_most(row, f, scope)]
             w = weights(e for e in entries if e.model in (a, b))
-            out += [replace(r, weights=w) for r in rows]
+            out += [replace(_controlled(r, c), weights=w) for r in rows]
     return out
+
+
+def _controlled(r: Claim, c: xr.Dataset) -> Claim:
+    """A factor row beside the same comparison of the two models' untrained twins
+    (`ips.comparisons.compare._control_variables`): the ΔIPS row by the sign-flip test of
+    the per-sample difference of the two differences; the rows beyond the null and on the
+    low band have no control test (yet), so they stay undecided."""
+    if (r.claim not in {f"factor_{f}" for f in FACTORS} or "control_p" not in c
+            or not int(c["n_control"])):
+        return decide(r, np.nan, "", None, "samples")
+    control, p = float(c["control_delta_ips"]), float(c["control_p_value"])
+    n = int(c["n_control"])
+    test = uncertainty.SignFlipTest(float(c["control_p"]), n, float(c["control_difference"]),
+                                    "exact" if n <= uncertainty.EXACT_MAX else "monte carlo", 0)
+    return decide(r, control, directional(control, p, -1), test, "samples")
 
 
 def _low_falls_most(c: xr.Dataset, factor: str, scope: str) -> Claim:
@@ -209,21 +266,39 @@ PERTURBATION_CLAIMS = {
 }
 
 
-def perturbation_claims(rows: Sequence[dict], datasets: Sequence[str]) -> list[Claim]:
+def perturbation_claims(rows: Sequence[dict], datasets: Sequence[str],
+                        twin_of: dict[str, str | None] | None = None, draws: int = 9999,
+                        seed: int = 0) -> list[Claim]:
     """Appendix G: per dataset, how many dense (MoE) models have a higher mean IPS over the
     0-shot pairs that add tokens (alter tokens) than over those that alter (add) them, among
     the models valued on both kinds (`more_sensitive` of `perturbation_types.csv`; a tie
-    counts for neither side and leaves n)."""
+    counts for neither side and leaves n); beside the same share among their untrained twins
+    (`twin_of`: model → the model it is the twin of, or None), a swap test over models."""
+    twin_of = twin_of or {}
     out = []
     for d in datasets:
-        for arch, (side, paper) in PERTURBATION_CLAIMS.items():
+        for arch in PERTURBATION_CLAIMS:
             mine = [r for r in rows if r["dataset"] == d and r["architecture"] == arch]
-            told = [r for r in mine if r["more_sensitive"]]
-            k = sum(r["more_sensitive"] == side for r in told)
-            out.append(binomial_row(
-                f"perturbation_{arch}_{side}", d, paper, k, len(told),
-                f"more sensitive to {side} tokens",
-                f"no {ARCHITECTURE_NAMES[arch]} model with IPS on both altering and adding "
-                "0-shot pairs",
-                WEIGHTS[any(r["weights"] == WEIGHTS[1] for r in mine)]))
+            trained = [r for r in mine if not twin_of.get(r["model"])]
+            twins = [r for r in mine if twin_of.get(r["model"])]
+            row = _count_row(trained, d, arch, twin_of,
+                             WEIGHTS[any(r["weights"] == WEIGHTS[1] for r in trained)])
+            control = _count_row(twins, d, arch, twin_of, WEIGHTS[1]) if twins else None
+            out.append(against(row, control, "models", draws, seed))
     return out
+
+
+def _count_row(rows: list[dict], dataset: str, arch: str, twin_of: dict[str, str | None],
+               weights_: str) -> Claim:
+    """The count row of `perturbation_claims` over `rows` (one architecture), its records
+    per model (1: more sensitive to the claim's side) under the trained model's name."""
+    side, paper = PERTURBATION_CLAIMS[arch]
+    told = [r for r in rows if r["more_sensitive"]]
+    k = sum(r["more_sensitive"] == side for r in told)
+    row = binomial_row(f"perturbation_{arch}_{side}", dataset, paper, k, len(told),
+                       f"more sensitive to {side} tokens",
+                       f"no {ARCHITECTURE_NAMES[arch]} model with IPS on both altering and "
+                       "adding 0-shot pairs", weights_)
+    units = tuple(twin_of.get(r["model"]) or r["model"] for r in told)
+    records = np.array([float(r["more_sensitive"] == side) for r in told])
+    return replace(row, spec=ControlSpec(units, records, reference=0.5))

@@ -13,6 +13,7 @@ from ips.comparisons.claims.verdicts import (
     ALPHA,
     MAIN_GROUP,
     Claim,
+    ControlSpec,
     _few,
     _notes,
     _scope,
@@ -20,6 +21,7 @@ from ips.comparisons.claims.verdicts import (
     directional,
     rank_mde,
     spearman_permutation,
+    spearman_statistic,
 )
 from ips.formats.metrics import Entry
 from ips.formats.shards import RESCORED_BY
@@ -80,7 +82,8 @@ def _paired_row(e: Entry, claim: str, d: np.ndarray, sign: int, what: str, draws
     return Claim(claim, _scope(e.model, e.dataset, MAIN_GROUP, where), paper, est, t.low,
                  t.high, t.n, f"paired sign-flip ({t.method}) on per-sample {what}; interval: "
                  f"inverts the test{adjusted}", p, directional(est, p, sign),
-                 _notes(f"estimate: mean per-sample {what}", _few(t.n)), mde=mde)
+                 _notes(f"estimate: mean per-sample {what}", _few(t.n)), mde=mde,
+                 spec=ControlSpec(tuple(e.ds["sample"].values.astype(str)), d))
 
 
 def null_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
@@ -120,7 +123,9 @@ def null_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
                          "range of v over the group's conditions, permutation p", p_value=p,
                          verdict=directional(r, p, -1),
                          note=_notes("n counts samples; mde: |ρ|, approximate (Fisher z)",
-                                     _unattainable(n)), mde=rank_mde(n)))
+                                     _unattainable(n)), mde=rank_mde(n),
+                         spec=ControlSpec(tuple(ds["sample"].values.astype(str)),
+                                          np.stack([spread, ips], 1), spearman_statistic)))
     return out
 
 

@@ -12,6 +12,7 @@ from ips.comparisons.claims.verdicts import (
     ALPHA,
     MAIN_GROUP,
     Claim,
+    ControlSpec,
     _few,
     _notes,
     _scope,
@@ -51,7 +52,16 @@ def _level_row(e: Entry, claim: str, paper: str, x: np.ndarray, lo: float, hi: f
     return Claim(claim, _scope(e.model, e.dataset), paper, float(est), float(ci[0]),
                  float(ci[1]), n, f"{level:.0%} bootstrap interval vs [{lo:g}, {hi:g}]",
                  verdict=within(ci, lo, hi, n), note=_few(n, level=True),
-                 mde=level_mde(ci, n))
+                 mde=level_mde(ci, n), spec=ControlSpec(_ids(e), x, two_sided=True))
+
+
+def _ids(e: Entry) -> tuple[str, ...]:
+    return tuple(e.ds["sample"].values.astype(str))
+
+
+def _pooled_share(records: np.ndarray) -> float:
+    """Σ num / Σ den of records (n, 2): a type row's pooled share."""
+    return float(records[:, 0].sum() / records[:, 1].sum())
 
 
 def sparsity_claims(e: Entry) -> list[Claim]:
@@ -79,21 +89,23 @@ def sparsity_claims(e: Entry) -> list[Claim]:
 
 
 def _share_ci(counts: np.ndarray, types: Sequence[int], seed: int, n_boot: int,
-              level: float) -> tuple[float, np.ndarray, int]:
+              level: float) -> tuple[float, np.ndarray, int, np.ndarray]:
     """Pooled share of ``types`` among all typed interactions, with a bootstrap interval over
-    samples. counts: (S, type) per-sample counts of one group and one `changed` value."""
+    samples, and the per-sample (num, den) records (NaN where a sample has none). counts:
+    (S, type) per-sample counts of one group and one `changed` value."""
     num = counts[:, list(types)].sum(axis=1)
     den = counts.sum(axis=1)
     keep = den > 0
+    records = np.where(keep[:, None], np.stack([num, den], 1), np.nan)
     num, den = num[keep], den[keep]
     n = int(keep.sum())
     if n == 0:
-        return math.nan, np.full(2, np.nan), 0
+        return math.nan, np.full(2, np.nan), 0, records
     w = uncertainty.resample_counts(n, n_boot, seed)
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = (w @ num) / (w @ den)
     est = float(num.sum() / den.sum())
-    return est, uncertainty.percentile_ci(reps, level, est), n
+    return est, uncertainty.percentile_ci(reps, level, est), n, records
 
 
 def type_claims(e: Entry) -> list[Claim]:
@@ -119,7 +131,7 @@ def type_claims(e: Entry) -> list[Claim]:
     for claim, changed, types, (lo, hi), paper in specs:
         counts = (ds["sample_type_count"].sel(group=MAIN_GROUP, changed=changed)
                   .transpose("sample", "type").values.astype(float))
-        est, ci, n = _share_ci(counts, types, seed, n_boot, level)
+        est, ci, n, records = _share_ci(counts, types, seed, n_boot, level)
         if n == 0:
             out.append(Claim(claim, scope, paper, note=f"no 0-shot template pair with the "
                              f"prediction {'changed' if changed == 'yes' else 'unchanged'}"))
@@ -128,7 +140,8 @@ def type_claims(e: Entry) -> list[Claim]:
                          f"{level:.0%} bootstrap interval over samples vs [{lo:g}, {hi:g}]",
                          verdict=within(ci, lo, hi, n),
                          note=_notes("share of salient interactions pooled over samples",
-                                     _few(n, level=True)), mde=level_mde(ci, n)))
+                                     _few(n, level=True)), mde=level_mde(ci, n),
+                         spec=ControlSpec(_ids(e), records, _pooled_share, two_sided=True)))
     return out
 
 
@@ -150,15 +163,15 @@ def order_claims(e: Entry) -> list[Claim]:
         lo, hi = pair.split("-")
         d = (ds["sample_ips"].sel(group=MAIN_GROUP, band=lo)
              - ds["sample_ips"].sel(group=MAIN_GROUP, band=hi)).values.astype(float)
-        d = d[np.isfinite(d)]
+        finite = d[np.isfinite(d)]
         # Holm's first step tests at α/3: a conservative level for its power
-        mde = (uncertainty.sign_flip_mde(n, float(np.std(d, ddof=1)), 1 - ALPHA / 3)
-               if n > 1 and d.size == n else np.nan)
+        mde = (uncertainty.sign_flip_mde(n, float(np.std(finite, ddof=1)), 1 - ALPHA / 3)
+               if n > 1 and finite.size == n else np.nan)
         out.append(Claim(claim, scope, paper, est, n=n,
                          test="paired sign-flip on per-sample differences, Holm-adjusted over "
                          "the 3 band tests", p_value=p, verdict=directional(est, p, -1),
                          note=_notes(f"estimate: mean per-sample IPS^{lo} − IPS^{hi}; mde at "
-                                     "α/3", _few(n)), mde=mde))
+                                     "α/3", _few(n)), mde=mde, spec=ControlSpec(_ids(e), d)))
     return out
 
 
@@ -213,4 +226,4 @@ def few_shot_curve_claim(e: Entry, permutations_: int, seed: int) -> Claim:
                  f"(IPS1 − IPS{k}), same template pairs", p_value=float(t.p_value),
                  verdict=directional(float(t.mean_difference), float(t.p_value), +1),
                  note=_notes("estimate: mean per-sample difference of the two drops",
-                             _few(int(t.n))), mde=mde)
+                             _few(int(t.n))), mde=mde, spec=ControlSpec(_ids(e), d))

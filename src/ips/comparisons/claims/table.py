@@ -27,6 +27,11 @@ and the number of samples (or models) ``n`` behind it, the test, its p-value and
   ``note`` says why (e.g. a correlation across models needs at least 3 models, a binomial
   test at least 6).
 
+Each row stands beside its control, what random weights earn on the same prompts
+(`ips.comparisons.claims.controls`): the verdicts above are its ``raw_verdict``; ``verdict`` is
+``supported`` or ``contradicted`` only where the trained models also differ from their
+untrained twins, and a twin's own rows read ``control``.
+
 Every tested row states ``mde``, the smallest effect its test detects with 80 % power at its n
 and spread (in the estimate's units; ∞ where n cannot reach p < ``ALPHA``): an undecided row
 rules out effects of that size or larger no more than a test of that power can
@@ -56,6 +61,7 @@ from ips.comparisons.claims.across_models import (
     perturbation_claims,
     tau_claims,
 )
+from ips.comparisons.claims.controls import decide, with_twins
 from ips.comparisons.claims.nulls import matched_claims, null_claims, rescored_claims
 from ips.comparisons.claims.per_model import (
     few_shot_curve_claim,
@@ -91,25 +97,29 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: i
     `perturbation`, `matched`: the rows of the Appendix G and Table 7 tables
     (`ips.figures.appendix`), whose numbers the count and matched-MoE claims read."""
     datasets = list(dict.fromkeys(e.dataset for e in entries))
-    out: list[Claim] = []
+    trained = [e for e in entries if not e.twin_of]
 
     def marked(rows: list[Claim], mine) -> list[Claim]:
         w = weights(mine)
         return [replace(r, weights=w) for r in rows]
 
+    per_entry = {}
     for e in entries:
-        out += marked([*sparsity_claims(e), *type_claims(e), *order_claims(e),
-                       *null_claims(e, draws, seed), *rescored_claims(e, draws, seed)], [e])
-    out += factor_claims(factors, entries)
-    out += [replace(few_shot_curve_claim(e, draws, seed), weights=weights([e]))
-            for e in entries if e.ds.attrs.get("kind", "mcq") == "mcq"]
+        curve = [few_shot_curve_claim(e, draws, seed)] if e.ds.attrs.get("kind", "mcq") == "mcq" \
+            else []
+        per_entry[str(e.path)] = marked(
+            [*sparsity_claims(e), *type_claims(e), *order_claims(e), *curve,
+             *null_claims(e, draws, seed), *rescored_claims(e, draws, seed)], [e])
+    out = with_twins(per_entry, entries, draws, seed)
+    out += factor_claims(factors, trained)
     for d in datasets:
-        mine = [e for e in entries if e.dataset == d]
+        mine = [e for e in trained if e.dataset == d]
         out += marked([*consistency_claims(entries, [d], draws, seed),
                        *peer_claims(entries, [d], draws, seed),
-                       *tau_claims(factors, [d])], mine)
-    out += perturbation_claims(perturbation, datasets)
-    out += matched_claims(matched, datasets)
+                       *tau_claims(factors, [d], entries, draws, seed)], mine)
+    out += perturbation_claims(perturbation, datasets, {e.model: e.twin_of for e in entries},
+                               draws, seed)
+    out += [decide(r, np.nan, "", None, "") for r in matched_claims(matched, datasets)]
     return out
 
 
@@ -127,6 +137,9 @@ def markdown(rows: Sequence[Claim]) -> list[str]:
     def num(x: float, digits: int = 3) -> str:
         return "" if not np.isfinite(x) else f"{x:.{digits}g}"
 
+    def raw(r: Claim) -> str:
+        return f" (raw: {r.raw_verdict})" if r.raw_verdict not in ("", r.verdict) else ""
+
     def bound(x: float) -> str:
         return "∞" if x == np.inf else "−∞" if x == -np.inf else num(x)
 
@@ -136,7 +149,8 @@ def markdown(rows: Sequence[Claim]) -> list[str]:
         ci = (f"[{bound(r.ci_low)}, {bound(r.ci_high)}]"
               if not (np.isnan(r.ci_low) or np.isnan(r.ci_high)) else "")
         lines.append(f"| `{r.claim}` | {r.scope} | {num(r.estimate)} | {ci} | {r.n or ''} | "
-                     f"{num(r.p_value, 2)} | {bound(r.mde)} | **{r.verdict}** | {r.note} |")
+                     f"{num(r.p_value, 2)} | {bound(r.mde)} | **{r.verdict}**{raw(r)} | "
+                     f"{r.note} |")
     return lines
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
 from itertools import permutations
 
 import numpy as np
@@ -18,7 +18,9 @@ ALPHA = 0.05
 """Significance level of every directional verdict."""
 
 
-VERDICTS = ("supported", "contradicted", "undecided", "untestable")
+VERDICTS = ("supported", "contradicted", "undecided", "untestable", "control")
+"""`control`: the row of an untrained twin, itself a control (its raw verdict says what
+random weights earn)."""
 
 
 MAIN_GROUP = ZERO_SHOT
@@ -26,6 +28,26 @@ MAIN_GROUP = ZERO_SHOT
 
 MIN_MODELS = 3
 """Correlations across models need at least this many models."""
+
+
+def mean_statistic(x: np.ndarray) -> float:
+    """The statistic of a per-sample row: the mean of its per-sample values."""
+    return float(np.mean(x))
+
+
+@dataclass(frozen=True)
+class ControlSpec:
+    """What a row's control test needs: its units (sample ids, or model names) with one
+    record each, the statistic the row computes from the records (`mean_statistic` for a
+    per-sample row), the value its direction is read against (0 for a difference, ½ for a
+    share of models) and whether it is a level row (any difference from the controls counts,
+    `two_sided`). `ips.comparisons.claims.controls` pairs the records with the control's."""
+
+    units: tuple[str, ...]
+    records: np.ndarray
+    statistic: Callable[[np.ndarray], float] = mean_statistic
+    reference: float = 0.0
+    two_sided: bool = False
 
 
 @dataclass(frozen=True)
@@ -47,9 +69,26 @@ class Claim:
     mde: float = math.nan
     """The smallest effect (in the estimate's units) that the row's test detects with 80 %
     power at this n and spread; inf where n cannot reach p < ALPHA; NaN without a test."""
+    raw_verdict: str = ""
+    """The verdict of the row's own test, before its control (`ips.comparisons.claims.controls`)."""
+    control_estimate: float = math.nan
+    """The same statistic on the controls: the model's untrained twin, or the twins of all
+    models for a row across models."""
+    control_verdict: str = ""
+    """The raw verdict the controls earn with the same test."""
+    control_p: float = math.nan
+    """Two-sided p of the difference between the trained models and their controls."""
+    control_test: str = ""
+    """The test of the difference from the controls, and on how many units."""
+    spec: ControlSpec | None = field(default=None, repr=False, compare=False)
+    """What the row's control test needs (not written)."""
+
+    def row(self) -> dict:
+        """The row's columns (`COLUMNS`) for claims.csv."""
+        return {c: getattr(self, c) for c in COLUMNS}
 
 
-COLUMNS = tuple(f.name for f in fields(Claim))
+COLUMNS = tuple(f.name for f in fields(Claim) if f.name != "spec")
 
 
 def directional(estimate: float, p: float, sign: int) -> str:
@@ -136,6 +175,14 @@ def spearman_permutation(x: np.ndarray, y: np.ndarray, draws: int = 9999,
     rng = np.random.default_rng(seed)
     b = sum(abs(rho(rx, rng.permutation(ry))) >= abs(r) - 1e-12 for _ in range(draws))
     return r, (b + 1) / (draws + 1)
+
+
+def spearman_statistic(records: np.ndarray) -> float:
+    """Spearman ρ of a row's records (n, 2): the statistic of a rank-correlation row."""
+    from scipy.stats import spearmanr
+
+    with np.errstate(invalid="ignore"):
+        return float(spearmanr(records[:, 0], records[:, 1]).statistic)
 
 
 def _unattainable(n: int, what: str = "samples") -> str:

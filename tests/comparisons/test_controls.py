@@ -1,0 +1,150 @@
+"""Every claims row beside its control (ips.comparisons.claims.controls): the swap test, the
+final-verdict rule, per-model rows beside the model's untrained twin, factor comparisons
+beside the twins' comparison, and rows across models beside all twins."""
+
+import json
+import math
+from itertools import product
+
+import numpy as np
+import pytest
+
+from builders import attrs, make_metrics, write_all
+from ips.analysis import uncertainty
+from ips.comparisons import compare as factors
+from ips.comparisons.claims import across_models, controls, verdicts
+from ips.comparisons.claims.verdicts import Claim, ControlSpec
+from ips.formats.metrics import read_metrics
+
+
+def test_swap_test_of_the_mean_is_the_sign_flip_test_of_the_differences():
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(0.3, 1, 9), rng.normal(0, 1, 9)
+    t = uncertainty.swap_test(a, b, np.mean)
+    assert t.p_value == uncertainty.sign_flip_test(a - b).p_value
+    assert t.mean_difference == pytest.approx(np.mean(a) - np.mean(b)) and t.n == 9
+
+
+def test_swap_test_by_hand():
+    """Three units, statistic max: every one of the 8 swaps enumerated by hand."""
+    a, b = np.array([5.0, 1.0, 2.0]), np.array([0.0, 1.5, 1.0])
+    observed = 5.0 - 1.5
+    hits = 0
+    for keep in product((True, False), repeat=3):
+        x = np.where(keep, a, b)
+        y = np.where(keep, b, a)
+        hits += abs(x.max() - y.max()) >= observed - 1e-12
+    t = uncertainty.swap_test(a, b, np.max)
+    assert (t.p_value, t.method, t.mean_difference) == (hits / 8, "exact", observed)
+
+
+def row(verdict="supported", estimate=-0.2, n=12):
+    return Claim("c", "m / d", "paper", estimate, n=n, p_value=0.01, verdict=verdict)
+
+
+def flip(p, delta, n=12):
+    return uncertainty.SignFlipTest(p, n, delta, "exact", 1 << n)
+
+
+@pytest.mark.parametrize("raw, test, two_sided, final", [
+    ("supported", flip(0.01, -0.15), False, "supported"),      # beyond the twin, same way
+    ("supported", flip(0.30, -0.05), False, "undecided"),      # the twin earns it too
+    ("supported", flip(0.01, +0.15), False, "undecided"),      # the twin's effect is larger
+    ("contradicted", flip(0.01, +0.1), True, "contradicted"),  # a level row: any difference
+    ("undecided", flip(0.001, -0.3), False, "undecided"),      # a control decides nothing
+    ("untestable", flip(math.nan, math.nan), False, "untestable"),
+])
+def test_final_verdict_rule(raw, test, two_sided, final):
+    r = controls.decide(row(raw), -0.05, "supported", test, "samples", two_sided=two_sided)
+    assert (r.verdict, r.raw_verdict) == (final, raw)
+    if raw == "supported" and test.p_value == 0.30:
+        assert "the control earns the same raw verdict, supported" in r.note
+    if np.isfinite(test.p_value):
+        assert r.control_p == test.p_value and r.control_estimate == -0.05
+
+
+def test_no_control_decides_nothing():
+    r = controls.decide(row(), math.nan, "", None, "samples")
+    assert r.verdict == "undecided" and r.raw_verdict == "supported" and "no control" in r.note
+
+
+def test_count_rows_read_their_direction_against_one_half():
+    """9 of 10 models against twins that split evenly: beyond them; 9 of 10 against twins
+    that do the same: not."""
+    units = tuple(f"m{i}" for i in range(10))
+    trained = replace_spec(row("supported", 0.9, 10), units, [1.0] * 9 + [0.0], 0.5)
+    for twins, final in (([1.0, 0.0] * 5, "undecided"), ([0.0] * 10, "supported"),
+                         ([1.0] * 9 + [0.0], "undecided")):
+        control = replace_spec(row("undecided", np.mean(twins), 10), units, twins, 0.5)
+        assert controls.against(trained, control, "models", 999, 0).verdict == final
+
+
+def replace_spec(r, units, records, reference=0.0):
+    from dataclasses import replace
+
+    return replace(r, spec=ControlSpec(units, np.asarray(records, float), reference=reference))
+
+
+def twin_of(ds, model, seed=0):
+    """A metrics file of the untrained twin of `model` (its source as `ips score` records)."""
+    ds = ds.copy()
+    ds.attrs["model"] = f"{model}-twin"
+    ds.attrs["model_source"] = json.dumps({"twin": model, "seed": seed})
+    return ds
+
+
+@pytest.fixture
+def four_with_twins(tmp_path):
+    """Base and instruct models of one family (instruct 0.2 lower on 12 paired samples) and
+    their twins, which are either alike (no instruct effect) or show the same drop."""
+    def pair(inst, seed):
+        base = make_metrics("base-1b", attrs("f", "s", params=1e9), ips0=1.6, samples=12,
+                            own=0.05, own_seed=seed)
+        other = make_metrics("inst-1b", attrs("f", "s", "instruct", params=1e9), ips0=inst,
+                             samples=12, own=0.05, own_seed=seed + 1)
+        return base, other
+
+    def run(twin_inst):
+        b, i = pair(1.4, 1)
+        tb, ti = pair(twin_inst, 3)
+        files = write_all(tmp_path / f"t{twin_inst}", [b, i, twin_of(tb, "base-1b"),
+                                                      twin_of(ti, "inst-1b")])
+        return files
+    return run
+
+
+@pytest.mark.parametrize("twin_inst, final", [(1.6, "supported"), (1.4, "undecided")])
+def test_factor_row_beside_the_twins_comparison(four_with_twins, twin_inst, final):
+    """The twins are compared only with each other (one instruct_vs_base comparison, not
+    three), and the trained row is decided only when its drop exceeds the twins'."""
+    paths = four_with_twins(twin_inst)
+    fx = factors.compare(paths, seed=0, draws=999)
+    comp = fx["comparison_factor"].values.astype(str)
+    assert list(comp).count("instruct_vs_base") == 1
+    c = fx.isel(comparison=list(comp).index("instruct_vs_base")).sel(band="all")
+    assert int(c["n_control"]) == 12
+    assert float(c["control_delta_ips"]) == pytest.approx(twin_inst / 1.6 - 1)
+    entries = [read_metrics(p) for p in paths]
+    (r,) = [r for r in across_models.factor_claims(fx, entries)
+            if r.claim == "factor_instruct_vs_base"]
+    assert r.raw_verdict == "supported" and r.verdict == final
+    assert r.control_estimate == pytest.approx(twin_inst / 1.6 - 1)
+
+
+def test_per_model_rows_beside_the_twins_rows(four_with_twins):
+    """with_twins pairs each row of a model with the same row of its twin by sample, and
+    marks the twin's rows as controls."""
+    entries = [read_metrics(p) for p in four_with_twins(1.6)]
+    rows = {str(e.path): [Claim("x", verdicts._scope(e.model, e.dataset), "p",
+                                float(np.mean(d)), n=12, p_value=0.001, verdict="supported",
+                                spec=ControlSpec(tuple(e.ds["sample"].values.astype(str)), d))]
+            for e, d in zip(entries, (np.full(12, 1.0) + np.arange(12) * 0.01,
+                                      np.full(12, 1.0), np.full(12, 0.1) - np.arange(12) * 0.01,
+                                      np.full(12, 1.0)))}
+    out = controls.with_twins(rows, entries, 999, 0)
+    by_scope = {r.scope: r for r in out}
+    assert by_scope["base-1b / arc"].verdict == "supported"  # far above its twin's 0.1
+    assert by_scope["base-1b / arc"].control_p == pytest.approx(2 / 2**12)
+    assert by_scope["inst-1b / arc"].verdict == "undecided"  # its twin gives the same
+    assert by_scope["base-1b-twin / arc"].verdict == "control"
+    assert by_scope["base-1b-twin / arc"].raw_verdict == "supported"
