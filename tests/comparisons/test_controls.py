@@ -148,3 +148,29 @@ def test_per_model_rows_beside_the_twins_rows(four_with_twins):
     assert by_scope["inst-1b / arc"].verdict == "undecided"  # its twin gives the same
     assert by_scope["base-1b-twin / arc"].verdict == "control"
     assert by_scope["base-1b-twin / arc"].raw_verdict == "supported"
+
+
+def test_table7_row_beside_its_twins(tmp_path):
+    """A matched MoE/dense pair whose twins show no difference: the trained pair's drop is
+    beyond its control; the twins are never matched with trained models."""
+    from ips.comparisons.claims.nulls import matched_claims
+    from ips.figures.appendix import matched_rows
+
+    def pair(dense_ips, seed):
+        moe = make_metrics("qmoe", attrs("q", "m", architecture="moe", params=14e9,
+                                         active_params=3e9), ips0=1.7, samples=12, own=0.05,
+                           own_seed=seed)
+        dense = make_metrics("q3", attrs("q", "d", params=3e9), ips0=dense_ips, samples=12,
+                             own=0.05, own_seed=seed + 1)
+        return moe, dense
+
+    moe, dense = pair(1.5, 1)
+    tmoe, tdense = pair(1.7, 3)
+    entries = [read_metrics(p) for p in write_all(tmp_path, [
+        moe, dense, twin_of(tmoe, "qmoe"), twin_of(tdense, "q3")])]
+    (row,) = matched_rows(entries, 999, 0)
+    assert (row["moe_model"], row["dense_model"], row["n_control"]) == ("qmoe", "q3", 12)
+    assert row["control_delta_ips"] == pytest.approx(0.0, abs=1e-9)
+    (claim,) = matched_claims([row], ["arc"])
+    assert claim.raw_verdict == "supported" and claim.verdict == "supported"
+    assert claim.control_p == pytest.approx(2 / 2**12)

@@ -302,7 +302,9 @@ def test_matched_rows_and_claims_by_hand():
     assert (away["matched"], away["active_ratio"]) == (False, pytest.approx(8 / 3))
     assert f"more than {MATCH_RATIO:g}×" in away["note"]
     got = matched_claims(rows, ["arc", "mmlu"])
-    assert [r.verdict for r in got] == ["supported", "untestable", "untestable"]
+    assert [r.raw_verdict or r.verdict for r in got] == ["supported", "untestable",
+                                                          "untestable"]
+    assert got[0].verdict == "undecided" and "no control" in got[0].note  # no twins here
     assert got[0].estimate == near["delta_ips"] and got[0].n == 12
     assert got[2].note == "no MoE model on this dataset"
 

@@ -40,7 +40,8 @@ MATCHED_COLUMNS = (
     "dense_active_params", "active_ratio", "matched", "ips_moe", "ips_moe_ci_low",
     "ips_moe_ci_high", "ips_dense", "ips_dense_ci_low", "ips_dense_ci_high", "delta_ips",
     "delta_ips_ci_low", "delta_ips_ci_high", "delta_ips_mde", "p_value", "test", "n_tested",
-    "few_samples", "note", "tau", "weights")
+    "few_samples", "control_delta_ips", "control_p_value", "control_p", "n_control",
+    "control_difference", "note", "tau", "weights")
 MATCH_RATIO = 1.5
 """A dense model matches an MoE model when the larger of their activated parameter counts is
 at most this many times the smaller (docs/method.md#tables-factors-figures)."""
@@ -202,15 +203,40 @@ def _paired(dense: Entry, moe: Entry, draws: int, seed: int) -> dict:
             "test": sign_flip_label(flip.n), "n_tested": flip.n}
 
 
+def _control(dense: Entry, moe: Entry, twin_dense: Entry | None, twin_moe: Entry | None,
+             draws: int, seed: int) -> dict:
+    """The matched pair beside its untrained twins: their ΔIPS and its p, and the two-sided
+    sign-flip test of the per-sample (IPS_dense − IPS_MoE) − (twin's) (`control_p`,
+    `n_control`, `control_difference` its mean); NaN / 0 without both twins."""
+    out = {"control_delta_ips": np.nan, "control_p_value": np.nan, "control_p": np.nan,
+           "n_control": 0, "control_difference": np.nan}
+    if twin_dense is None or twin_moe is None:
+        return out
+    mine, theirs = ({s: x[s] - y[s] for s in x if s in y}
+                    for x, y in ((_sample_ips(dense), _sample_ips(moe)),
+                                 (_sample_ips(twin_dense), _sample_ips(twin_moe))))
+    ids = sorted(set(mine) & set(theirs))
+    d = np.array([mine[s] - theirs[s] for s in ids])
+    own = uncertainty.sign_flip_test([theirs[s] for s in sorted(theirs)], draws, seed)
+    both = uncertainty.sign_flip_test(d, draws, seed)
+    ips_t = ips_value(twin_moe)
+    return {"control_delta_ips": (ips_value(twin_dense) - ips_t) / ips_t if ips_t else np.nan,
+            "control_p_value": own.p_value, "control_p": both.p_value, "n_control": both.n,
+            "control_difference": both.mean_difference}
+
+
 def matched_rows(entries: list[Entry], draws: int, seed: int) -> list[dict]:
     """Table 7: per dataset, every MoE model beside its closest dense model
     (`matched_pairs`), `matched` when their activated parameters differ by at most
     `MATCH_RATIO` times; IPS (0-shot, band all) of both from the metrics files, ΔIPS =
     (IPS_dense − IPS_MoE)/IPS_MoE (A = dense, as the dense_vs_moe factor), intervals and test
-    from `_paired`."""
+    from `_paired`; beside it, the same pair of untrained twins (`_control`). Twins are
+    matched only as the twins of a matched pair."""
     rows = []
+    twins = {(e.twin_of, e.dataset): e for e in entries if e.twin_of}
     for d in dict.fromkeys(e.dataset for e in entries):
-        for moe, dense in matched_pairs([e for e in entries if e.dataset == d]):
+        for moe, dense in matched_pairs([e for e in entries
+                                         if e.dataset == d and not e.twin_of]):
             a = moe.attrs
             base = {"dataset": d, "family": a["family"], "type": a["type"],
                     "moe_model": moe.model, "moe_active_params": attr_text(a["active_params"]),
@@ -230,6 +256,8 @@ def matched_rows(entries: list[Entry], draws: int, seed: int) -> list[dict]:
                 "dense_active_params": attr_text(dense.attrs["active_params"]),
                 "active_ratio": ratio,
                 "matched": matched, "ips_dense": ips_d, "delta_ips": delta, **test,
+                **_control(dense, moe, twins.get((dense.model, d)), twins.get((moe.model, d)),
+                           draws, seed),
                 "few_samples": test["n_tested"] < MIN_RELIABLE_N,
                 "note": "" if matched else (
                     f"closest dense model has {max(ratio, 1 / ratio):.2f}× the activated "

@@ -9,6 +9,7 @@ from dataclasses import replace
 import numpy as np
 
 from ips.analysis import peers, uncertainty
+from ips.comparisons.claims.controls import decide
 from ips.comparisons.claims.verdicts import (
     ALPHA,
     MAIN_GROUP,
@@ -211,12 +212,23 @@ def matched_claims(rows: Sequence[dict], datasets: Sequence[str]) -> list[Claim]
                                  note="no sample valued on both models (or metrics files "
                                  "without per-sample IPS)", weights=r["weights"]))
                 continue
-            out.append(Claim(
+            out.append(_matched_control(r, Claim(
                 "moe_above_dense_matched", scope, MATCHED_CLAIM, est, r["delta_ips_ci_low"],
                 r["delta_ips_ci_high"], n, "paired sign-flip on per-sample IPS_dense − "
                 "IPS_MoE; interval: the ΔIPS that test does not reject", p,
                 directional(est, p, -1),
                 _notes("estimate: ΔIPS = (IPS_dense − IPS_MoE)/IPS_MoE; activated "
                        f"parameters dense/MoE {r['active_ratio']:.2f}", _few(n)),
-                r["weights"], r.get("delta_ips_mde", np.nan)))
+                r["weights"], r.get("delta_ips_mde", np.nan))))
     return out
+
+
+def _matched_control(r: dict, row: Claim) -> Claim:
+    """A Table 7 row beside the same pair of untrained twins (`ips.figures.appendix._control`)."""
+    n = int(r.get("n_control", 0) or 0)
+    if not n:
+        return decide(row, np.nan, "", None, "samples")
+    test = uncertainty.SignFlipTest(float(r["control_p"]), n, float(r["control_difference"]),
+                                    "exact" if n <= uncertainty.EXACT_MAX else "monte carlo", 0)
+    c = float(r["control_delta_ips"])
+    return decide(row, c, directional(c, float(r["control_p_value"]), -1), test, "samples")

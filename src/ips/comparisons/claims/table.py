@@ -61,7 +61,7 @@ from ips.comparisons.claims.across_models import (
     perturbation_claims,
     tau_claims,
 )
-from ips.comparisons.claims.controls import decide, with_twins
+from ips.comparisons.claims.controls import with_twins
 from ips.comparisons.claims.nulls import matched_claims, null_claims, rescored_claims
 from ips.comparisons.claims.per_model import (
     few_shot_curve_claim,
@@ -119,7 +119,7 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: i
                        *tau_claims(factors, [d], entries, draws, seed)], mine)
     out += perturbation_claims(perturbation, datasets, {e.model: e.twin_of for e in entries},
                                draws, seed)
-    out += [decide(r, np.nan, "", None, "") for r in matched_claims(matched, datasets)]
+    out += matched_claims(matched, datasets)
     return out
 
 
