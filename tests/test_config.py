@@ -116,3 +116,82 @@ def test_rescored_nulls_name_configured_models_and_conditions():
     ):
         with pytest.raises(ConfigError, match=message):
             ips_validate({**yaml.safe_load(yaml.safe_dump(base)), null: section})
+
+
+TWIN_MODEL = {"source": {"gguf_package": "llm-x"}, "family": "f", "series": "s",
+              "type": "instruct", "architecture": "moe", "params": "1.5B", "active_params": "1B",
+              "dtype": "bfloat16", "mask_token": "<pad>", "gpus": 2, "device_map": "auto",
+              "trust_remote_code": True}
+
+
+def twin_config(**controls):
+    return {"controls": controls, "models": {"a": dict(TWIN_MODEL), "b": {
+        **TWIN_MODEL, "source": {"random": "llama", "seed": 3}, "type": "base"}}}
+
+
+def test_each_listed_model_gets_a_twin_entry_equal_to_its_own_but_the_source():
+    """`controls.twins`: `M-twin` holds M's entry with `source: {twin: M, seed}`, the seed
+    controls.seed + CRC-32 of M's name (written out here: crc32(b"a") = 0xE8B7BE43); added
+    after the configured models; validating again changes nothing."""
+    import copy
+
+    from ips.config import twin_name
+    from ips.config import validate as ips_validate
+
+    config = ips_validate(twin_config(twins=["b", "a"], seed=5))
+    assert list(config["models"]) == ["a", "b", "b-twin", "a-twin"]
+    assert twin_name("a") == "a-twin"
+    for name in ("a", "b"):
+        twin = dict(config["models"][f"{name}-twin"])
+        assert twin.pop("source")["twin"] == name
+        assert twin == {k: v for k, v in config["models"][name].items() if k != "source"}
+    assert config["models"]["a-twin"]["source"] == {"twin": "a", "seed": 5 + 0xE8B7BE43}
+    assert config["models"]["b-twin"]["source"]["seed"] != config["models"]["a-twin"][
+        "source"]["seed"]
+    again = ips_validate(copy.deepcopy(config))
+    assert again == config and list(again["models"]) == list(config["models"])
+    assert ips_validate(twin_config())["controls"] == {"twins": [], "seed": 0}
+    assert list(ips_validate(twin_config())["models"]) == ["a", "b"]
+
+
+def test_a_twin_is_rescored_as_its_original():
+    """The precision and mask nulls score a twin again with its original's per_model list
+    (it is scored on the same conditions as its model), unless it has its own."""
+    from ips.config import rescored_settings
+    from ips.config import validate as ips_validate
+
+    config = ips_validate({**twin_config(twins=["a", "b"]),
+                           "precision_null": {"dtypes": ["float16"],
+                                              "per_model": {"a": ["float32"]}},
+                           "mask_null": {"masks": ["eos"], "per_model": {"b-twin": ["pad"]}}})
+    assert rescored_settings(config, "precision_null", "a-twin") == ["float32"]
+    assert rescored_settings(config, "precision_null", "b-twin") == ["float16"]
+    assert rescored_settings(config, "mask_null", "a-twin") == ["eos"]
+    assert rescored_settings(config, "mask_null", "b-twin") == ["pad"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c["controls"].update(twins=["x"]),
+     "config: controls.twins.0: 'x' is not under models (configured: a, b)"),
+    (lambda c: c["controls"].update(twins=["a", "a-twin"]),
+     "config: controls.twins.1: 'a-twin' is the twin of 'a'; a twin of a twin is not drawn"),
+    (lambda c: c["models"].update({"a-twin": dict(TWIN_MODEL)}),
+     "config: models.a-twin: a model of this name is configured, and controls.twins.0 adds "
+     "the twin of 'a' under it; rename the model"),
+    (lambda c: c["models"].update({"c": {**TWIN_MODEL, "source": {"twin": "b", "seed": 1}}}),
+     "config: models.c.source.twin: added by controls.twins, not written by hand; list 'b'"),
+    (lambda c: c["controls"].update(seed=-1), "config: controls.seed: -1 is less than"),
+    (lambda c: c["controls"].update(twin=["a"]),
+     "config: controls.twin: unknown key; did you mean twins?"),
+    (lambda c: c["models"]["b"]["source"].update(twin="a"),
+     "config: models.b.source: key 'twin' is not allowed here; allowed: random, seed"),
+])
+def test_a_bad_twin_is_one_line_naming_the_field(edit, message):
+    from ips.config import ConfigError
+    from ips.config import validate as ips_validate
+
+    config = twin_config(twins=["a"])
+    edit(config)
+    with pytest.raises(ConfigError) as e:
+        ips_validate(config)
+    assert str(e.value).startswith(message) and "\n" not in str(e.value), str(e.value)

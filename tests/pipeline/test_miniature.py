@@ -2,6 +2,8 @@
 each a random model of its class; a subset with every architecture class and every factor's
 real pairs runs through the workflow to the figures."""
 
+import copy
+import csv
 import time
 from pathlib import Path
 
@@ -30,11 +32,14 @@ SERIES_CLASS = {"llama-2": "llama", "llama-3": "llama", "llama-moe": "mixtral",
 SUBSET = ["llama-2-7b", "llama-2-7b-chat", "llama-2-13b", "llama-moe-v1-3_5b-2_8-sft",
           "mistral-7b-v0.3", "qwen2-7b", "qwen1.5-moe-a2.7b", "qwen3-8b", "qwen3-30b-a3b",
           "olmo-7b", "olmo-2-1b-instruct", "olmoe-7b"]
+TWINNED = "llama-2-7b"
 
 
 def test_the_miniature_is_the_paper_study_model_for_model():
-    validate(MINIATURE, "config")
+    validate(copy.deepcopy(MINIATURE), "config")
     assert list(MINIATURE["models"]) == list(PAPER["models"])
+    # every model beside its untrained twin: random weights on both sides decide nothing
+    assert MINIATURE["controls"]["twins"] == list(PAPER["models"])
     for name, entry in MINIATURE["models"].items():
         paper = PAPER["models"][name]
         assert {k: entry[k] for k in MODEL_ATTRIBUTES} == {k: paper[k] for k in MODEL_ATTRIBUTES}
@@ -62,6 +67,8 @@ def subset_run(tmp_path_factory):
            "permutation": {"draws": 199}, "bootstrap": {"resamples": 200, "level": 0.95},
            "nulls": {"levels": [0.01], "draws": 1, "matched": True},
            "models": {m: MINIATURE["models"][m] for m in SUBSET},
+           # one twin runs the controls end to end (the others would double the run)
+           "controls": {"twins": [TWINNED]},
            "datasets": {"arc-challenge": MINIATURE["datasets"]["arc-challenge"]}}
     (work / "subset.yaml").write_text(yaml.safe_dump(cfg))
     t0 = time.perf_counter()
@@ -82,6 +89,22 @@ def test_every_factor_has_its_real_pairs(subset_run):
     assert ("dense_vs_moe", "qwen2-7b", "qwen1.5-moe-a2.7b") in pairs
     few_shot = {a for f, a, _ in pairs if f == "few_shot"}
     assert few_shot == set(SUBSET)
+
+
+@pytest.mark.slow
+def test_the_twin_is_compared_with_twins_only_and_controls_its_model(subset_run):
+    """The twin's prepare job ran after its model's, its metrics name it as a twin, no factor
+    comparison pairs it with a trained model, and its model's claims rows carry its control."""
+    twin = f"{TWINNED}-twin"
+    m = xr.load_dataset(subset_run / f"results/metrics/{twin}/arc-challenge.nc")
+    assert '"twin": "llama-2-7b"' in m.attrs["model_source"]
+    ds = xr.load_dataset(subset_run / "results/factors/factors.nc")
+    assert twin not in set(ds["model_a"].values.astype(str)) | set(ds["model_b"].values.astype(str))
+    with open(subset_run / "results/figures/claims.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    own = [r for r in rows if r["scope"].startswith(f"{TWINNED} /") and r["raw_verdict"]]
+    assert own and all(r["control_test"] for r in own if r["raw_verdict"] != "untestable")
+    assert {r["verdict"] for r in rows if r["scope"].startswith(f"{twin} /")} <= {"control"}
 
 
 @pytest.mark.slow

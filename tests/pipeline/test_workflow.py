@@ -436,3 +436,31 @@ def test_sparse_run_beyond_16_variables(tmp_path, tiny_llama_dir):
     assert r.returncode == 0, r.stderr[-3000:]
     assert jobs(r.stdout + r.stderr).get("fit") == 2
     assert re.search(r"python -m ips fit \S+ --out .* --seed 4 ", r.stdout + r.stderr)
+
+
+def test_a_twin_is_prepared_from_its_originals_directory_after_it(tmp_path, tiny_llama_dir):
+    """`controls.twins`: the twin is a model of the DAG like the others, and its
+    `prepare_model` job takes the original's `.path` as input (so it runs after it) and
+    `--original-entry`; run, it builds the twin beside the original in the model cache."""
+    cfg = tiny_config(tiny_llama_dir, controls={"twins": ["tiny-a"]})
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    r = snakemake(tmp_path, "-n", "-p")
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-3000:]
+    ran = jobs(out)  # the scores wait on the samples: each model's metrics for now
+    assert ran["prepare_model"] == ran["score_mask"] == ran["metrics"] == 3
+    blocks = {re.search(r"output: (\S+)", b)[1]: b.split("\n\n")[0]  # one job's lines
+              for b in out.split("rule prepare_model:")[1:]}
+    twin = blocks["resources/models/tiny-a-twin.path"]
+    assert "input: resources/models/tiny-a.path" in twin and "--original-entry" in twin
+    assert "input:" not in blocks["resources/models/tiny-a.path"]
+    order = list(blocks)  # a dry run lists the jobs in the order they may run
+    assert order.index("resources/models/tiny-a.path") < order.index(
+        "resources/models/tiny-a-twin.path")
+    r = snakemake(tmp_path, "resources/models/tiny-a-twin.path")
+    assert r.returncode == 0, r.stderr[-3000:]
+    built = (tmp_path / "resources/models/tiny-a-twin.path").read_text().strip()
+    assert built == "resources/models/tiny-a-twin"  # the cache, relative to the workdir
+    assert (tmp_path / "resources/models/tiny-a.path").read_text().strip() == str(tiny_llama_dir)
+    manifest = json.loads((tmp_path / "resources/models/tiny-a-twin/ips-model.json").read_text())
+    assert manifest["source"]["twin"] == "tiny-a"

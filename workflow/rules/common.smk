@@ -87,6 +87,25 @@ def model_entry(wildcards):
     return as_json(config["models"][wildcards.model])
 
 
+def twin_original(model):
+    """The model whose untrained twin `model` is (`controls.twins`), else None."""
+    return SPECS[model].source.twin
+
+
+def original_input(wildcards):
+    """A twin's `prepare_model` input: its original's prepared `.path` (nothing otherwise)."""
+    original = twin_original(wildcards.model)
+    return [f"{MODEL_DIR}/{original}.path"] if original else []
+
+
+def original_flag(wildcards):
+    """`ips prepare-model --original-entry` of a twin, which it is built from (else nothing)."""
+    original = twin_original(wildcards.model)
+    if original is None:
+        return ""
+    return f"--original-entry {shlex.quote(as_json(config['models'][original]))}"
+
+
 def reference_input(wildcards):
     """The prepared reference model of `reduce: occlusion` (nothing otherwise)."""
     return [f"{MODEL_DIR}/{REFERENCE_MODEL}.path"] if REFERENCE_MODEL else []
@@ -101,8 +120,14 @@ def reference_flags(wildcards):
             f"--batch-tokens {config['batch_tokens']}")
 
 
+def mem_mb(model, job):
+    """`job_mem_mb` of a model's job; a twin's is sized by its original's entry."""
+    original = twin_original(model)
+    return job_mem_mb(SPECS[model], job, SPECS[original] if original else None)
+
+
 def reference_mem_mb(wildcards):
-    return job_mem_mb(SPECS[REFERENCE_MODEL], "score") if REFERENCE_MODEL else 2000
+    return mem_mb(REFERENCE_MODEL, "score") if REFERENCE_MODEL else 2000
 
 
 def target_flag(wildcards):
@@ -125,11 +150,11 @@ def fit_seed_flag(config):
 
 
 def prepare_mem_mb(wildcards):
-    return job_mem_mb(SPECS[wildcards.model], "prepare")
+    return mem_mb(wildcards.model, "prepare")
 
 
 def score_mem_mb(wildcards):
-    return job_mem_mb(SPECS[wildcards.model], "score")
+    return mem_mb(wildcards.model, "score")
 
 
 def model_gpus(wildcards):

@@ -1,11 +1,15 @@
 # Model-independent samples, and models resolved to fast-loading directories.
 
 
+# a twin (controls.twins) is built from its original's prepared directory, after it
 rule prepare_model:
+    input:
+        original_input,
     output:
         protected(f"{MODEL_DIR}/{{model}}.path"),
     params:
         entry=model_entry,
+        original=original_flag,
         cache=lambda wildcards, output: Path(output[0]).parent,
     log:
         "logs/prepare_model/{model}.log",
@@ -18,7 +22,7 @@ rule prepare_model:
         "../../envs/ips.yaml"
     shell:
         "python -m ips prepare-model --model {wildcards.model} --entry {params.entry:q} "
-        "--cache-dir {params.cache} > {output} 2> {log}"
+        "{params.original} --cache-dir {params.cache} > {output} 2> {log}"
 
 
 # with `variables.reduce: occlusion` the reference model ranks the units of long items

@@ -6,7 +6,8 @@ import argparse
 import logging
 import time
 
-from ips.cli.arguments import add_model, mask_name, model_spec
+from ips.cli.arguments import add_model, json_arg, mask_name, model_spec
+from ips.errors import InputError
 
 log = logging.getLogger("ips")
 
@@ -17,10 +18,14 @@ def add_parser(sub, common) -> None:
         parents=[common],
         help="resolve a configured model to a fast-loading directory (GGUF converted once)",
         description="Print the directory the model loads from; a GGUF is dequantised and saved "
-        "as safetensors under the cache directory on the first call. With --mask, check another "
+        "as safetensors under the cache directory on the first call, and an untrained twin "
+        "(controls.twins) is built from its original's directory. With --mask, check another "
         "mask token of the mask null against the tokenizer instead and print it.",
     )
     add_model(p)
+    p.add_argument("--original-entry", type=json_arg, metavar="JSON",
+                   help="with --entry of a twin: the config entry of the model it re-draws "
+                   "(with --config it is taken from the config)")
     p.add_argument("--mask", type=mask_name, metavar="OTHER",
                    help="check this other mask token (unk, pad, eos, bos, word:W, id:N) for the "
                    "model and print 'OTHER<TAB>ID<TAB>TOKEN' (docs/method.md#mask-null)")
@@ -31,9 +36,16 @@ def run(args: argparse.Namespace) -> int:
     from ips.config import load_config
     from ips.models.loading import load_tokenizer, model_mask, prepare_model
 
-    spec = model_spec(args, load_config(args.config) if args.config else None)
+    config = load_config(args.config) if args.config else None
+    spec = model_spec(args, config)
     t0 = time.perf_counter()
-    path = prepare_model(spec, cache_dir=args.cache_dir)
+    if spec.source.kind == "twin":
+        path = _prepare_twin(args, spec, config)
+    elif args.original_entry is not None:
+        raise InputError(f"--original-entry: model {args.model} is not a twin "
+                         "(controls.twins); leave it out")
+    else:
+        path = prepare_model(spec, cache_dir=args.cache_dir)
     log.info("model %s ready at %s (%.1f s)", args.model, path, time.perf_counter() - t0)
     if args.mask is None:
         print(path)
@@ -42,3 +54,27 @@ def run(args: argparse.Namespace) -> int:
     log.info("model %s: mask %s is %r (id %d)", args.model, args.mask, token, token_id)
     print(f"{args.mask}\t{token_id}\t{token}")
     return 0
+
+
+def _prepare_twin(args: argparse.Namespace, spec, config: dict | None):
+    """Prepare the twin's original (at once when it is) and build the twin from it (at once
+    when it is built); the original's entry is --original-entry's, else the config's."""
+    from ips.models.entries import ModelSpec
+    from ips.models.loading import prepare_model
+    from ips.models.twins import prepare_twin
+
+    name = spec.source.twin
+    entry = args.original_entry
+    if entry is None and config is not None:
+        entry = config["models"].get(name)  # validate added the twin beside its original
+    if entry is None:
+        raise InputError(f"--original-entry: model {args.model} is the twin of {name!r}: give "
+                         f"{name!r}'s config entry as JSON (or --config holding both)")
+    original = ModelSpec.from_config(name, entry)
+    if original.source.kind == "twin":
+        raise InputError(f"--original-entry: {name!r} is itself a twin; give the entry of the "
+                         "model it re-draws")
+    t0 = time.perf_counter()
+    original_dir = prepare_model(original, cache_dir=args.cache_dir)
+    log.info("original %s ready at %s (%.1f s)", name, original_dir, time.perf_counter() - t0)
+    return prepare_twin(spec, original_dir, args.cache_dir)

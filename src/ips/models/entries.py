@@ -10,14 +10,16 @@ from typing import Any, Literal, get_args
 from ips.config import ConfigError, validate_model
 from ips.errors import ModelError
 
-SourceKind = Literal["hub", "path", "gguf_package", "parts", "random"]
+SourceKind = Literal["hub", "path", "gguf_package", "parts", "random", "twin"]
 
 
 @dataclass(frozen=True)
 class ModelSource:
     """Where a model's weights come from: `hub`, `path`, a GGUF file in pip packages
-    (`gguf_package`, and/or `parts`; kind "parts" when `parts` alone is set), or `random`
-    weights of an architecture class drawn from `seed` (`ips.models.random_weights`)."""
+    (`gguf_package`, and/or `parts`; kind "parts" when `parts` alone is set), `random`
+    weights of an architecture class drawn from `seed` (`ips.models.random_weights`), or the
+    untrained `twin` of the configured model it names, its weights re-drawn from `seed`
+    (`ips.models.twins`; added by the config's `controls.twins`)."""
 
     kind: SourceKind
     hub: str | None = None
@@ -31,6 +33,7 @@ class ModelSource:
     sha256_file: str | None = None
     sha256: str | None = None
     random: str | None = None
+    twin: str | None = None
     seed: int | None = None
 
     @property
@@ -85,14 +88,25 @@ class ModelSpec:
 _BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
-def job_mem_mb(spec: ModelSpec, job: Literal["prepare", "score"]) -> int:
+def job_mem_mb(spec: ModelSpec, job: Literal["prepare", "score"],
+               original: ModelSpec | None = None) -> int:
     """Host memory (MB) a workflow job that holds the model asks for (its `mem_mb`): 2 GB
     plus the weights 1.5 times, at the entry's dtype to `score` (and for the samples of an
     occlusion reference), in float32 to `prepare` a GGUF (dequantised); preparing any other
     source only locates or downloads files, 2 GB. A model with a `device_map` has its layers
     loaded straight onto the GPUs, one checkpoint shard (up to ~10 GB) at a time, so it
     scores in at most 12 GB. A `random` model is tiny whatever its `params` say (they are its
-    namesake's): 2 GB. Measured peaks: docs/workflow.md#memory."""
+    namesake's): 2 GB. A twin (`spec.source.twin`) is sized by its `original`'s spec: it
+    scores as the original does, and preparing it draws float32 weights, as much as
+    converting a GGUF of that size asks for (2 GB for a random original, which is tiny).
+    Measured peaks: docs/workflow.md#memory."""
+    if spec.source.kind == "twin":
+        if original is None or original.name != spec.source.twin:
+            raise ValueError(f"model {spec.name}: a twin's memory is its original's: pass the "
+                             f"spec of {spec.source.twin!r}")
+        if job == "score" or original.source.kind == "random":
+            return job_mem_mb(original, job)
+        return 2000 + int(1.5 * 4 * original.params / 1e6)
     if spec.source.kind == "random" or (
             job == "prepare" and spec.source.kind not in ("gguf_package", "parts")):
         return 2000

