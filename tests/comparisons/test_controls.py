@@ -174,3 +174,28 @@ def test_table7_row_beside_its_twins(tmp_path):
     (claim,) = matched_claims([row], ["arc"])
     assert claim.raw_verdict == "supported" and claim.verdict == "supported"
     assert claim.control_p == pytest.approx(2 / 2**12)
+
+
+def test_factor_row_beyond_the_null_beside_the_twins(tmp_path):
+    """Instruct lowers IPS by 0.2 beyond a null that does not move; its twins show no
+    drop: the row beyond the null is decided against the twins' excess."""
+    from builders import with_matched_null
+
+    def pair(inst, seed):
+        base = make_metrics("base-1b", attrs("f", "s", params=1e9), ips0=1.6, samples=12,
+                            own=0.05, own_seed=seed)
+        other = make_metrics("inst-1b", attrs("f", "s", "instruct", params=1e9), ips0=inst,
+                             samples=12, own=0.05, own_seed=seed + 1)
+        return with_matched_null(base, 1.5, 1.5, seed), with_matched_null(other, 1.5, 1.5,
+                                                                          seed + 1)
+
+    b, i = pair(1.4, 1)
+    tb, ti = pair(1.6, 3)
+    paths = write_all(tmp_path, [b, i, twin_of(tb, "base-1b"), twin_of(ti, "inst-1b")])
+    fx = factors.compare(paths, seed=0, draws=999)
+    rows = {r.claim: r for r in across_models.factor_claims(fx, [read_metrics(p)
+                                                               for p in paths])}
+    r = rows["factor_instruct_vs_base_beyond_null"]
+    assert r.raw_verdict == "supported" and r.verdict == "supported"
+    assert r.control_estimate == pytest.approx(0.0, abs=0.05) and r.control_p < 0.05
+    assert rows["factor_instruct_vs_base_low_falls_most"].control_test == ""

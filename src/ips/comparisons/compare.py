@@ -466,12 +466,18 @@ def _control_variables(comps: list[Comparison], controls: list[Comparison],
     """Each comparison beside the same comparison of the two models' untrained twins (same
     factor, dataset, groups and templates): its ΔIPS and sign-flip p, and the two-sided
     sign-flip test of the per-sample (A_s − B_s) − (A'_s − B'_s) on the samples valued in
-    both (`control_p`, `n_control`, `control_difference` their mean); NaN / 0 where the
-    twins are missing."""
+    both (`control_p`, `n_control`, `control_difference` their mean); likewise for the
+    excess beyond the matched-size null (`control_excess`, `control_p_excess`, and the test
+    of the per-sample difference of the two excesses `control_p_excess_difference`,
+    `n_control_excess`, `control_excess_difference`); NaN / 0 where the twins are
+    missing."""
     C, nb = len(comps), len(BANDS)
     out = {k: np.full((C, nb), np.nan) for k in ("control_delta_ips", "control_p_value",
-                                                 "control_p", "control_difference")}
-    n = np.zeros((C, nb), np.int64)
+                                                 "control_p", "control_difference",
+                                                 "control_excess", "control_p_excess",
+                                                 "control_p_excess_difference",
+                                                 "control_excess_difference")}
+    n, n_excess = np.zeros((C, nb), np.int64), np.zeros((C, nb), np.int64)
     key = {(c.factor, c.dataset, c.group, twin_of.get(c.model_a), twin_of.get(c.model_b),
             c.setting_a, c.setting_b, c.templates): c for c in controls}
     for i, c in enumerate(comps):
@@ -490,8 +496,17 @@ def _control_variables(comps: list[Comparison], controls: list[Comparison],
             test = _sign_flip([both], draws, seed, 0.95)
             out["control_p"][i], n[i] = test.p, test.n
             out["control_difference"][i] = _nanmean(np.array(list(both.values())))
+        mine, theirs = _excess(c), _excess(t)
+        if mine and theirs:
+            out["control_excess"][i] = _nanmean(np.array(list(theirs.values())))
+            out["control_p_excess"][i] = _sign_flip([theirs], draws, seed, 0.95).p
+            both = {s: mine[s] - theirs[s] for s in mine if s in theirs}
+            test = _sign_flip([both], draws, seed, 0.95)
+            out["control_p_excess_difference"][i], n_excess[i] = test.p, test.n
+            out["control_excess_difference"][i] = _nanmean(np.array(list(both.values())))
     return {**{k: (("comparison", "band"), v) for k, v in out.items()},
-            "n_control": (("comparison", "band"), n)}
+            "n_control": (("comparison", "band"), n),
+            "n_control_excess": (("comparison", "band"), n_excess)}
 
 
 def _summary_variables(comps: list[Comparison], delta: np.ndarray, diffs: list, level: float,

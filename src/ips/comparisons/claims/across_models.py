@@ -204,17 +204,28 @@ def factor_claims(factors: xr.Dataset, entries: Sequence[Entry] = ()) -> list[Cl
     return out
 
 
+#: the factors file's control variables of a factor row and of its row beyond the null:
+#: (the control's estimate, its p, the p of trained − control, its n, its mean)
+_CONTROL_VARIABLES = {
+    "": ("control_delta_ips", "control_p_value", "control_p", "n_control",
+         "control_difference"),
+    "_beyond_null": ("control_excess", "control_p_excess", "control_p_excess_difference",
+                     "n_control_excess", "control_excess_difference"),
+}
+
+
 def _controlled(r: Claim, c: xr.Dataset) -> Claim:
     """A factor row beside the same comparison of the two models' untrained twins
-    (`ips.comparisons.compare._control_variables`): the ΔIPS row by the sign-flip test of
-    the per-sample difference of the two differences; the rows beyond the null and on the
-    low band have no control test (yet), so they stay undecided."""
-    if (r.claim not in {f"factor_{f}" for f in FACTORS} or "control_p" not in c
-            or not int(c["n_control"])):
+    (`ips.comparisons.compare._control_variables`), by the sign-flip test of the per-sample
+    difference of the two sides' differences (of IPS, or of the excess beyond the null);
+    the low-band row has no control test (yet), so it stays undecided."""
+    names = next((v for k, v in _CONTROL_VARIABLES.items()
+                  if r.claim in {f"factor_{f}{k}" for f in FACTORS}), None)
+    if names is None or names[3] not in c or not int(c[names[3]]):
         return decide(r, np.nan, "", None, "samples")
-    control, p = float(c["control_delta_ips"]), float(c["control_p_value"])
-    n = int(c["n_control"])
-    test = uncertainty.SignFlipTest(float(c["control_p"]), n, float(c["control_difference"]),
+    control, p, p_diff, n, mean = (float(c[names[0]]), float(c[names[1]]),
+                                   float(c[names[2]]), int(c[names[3]]), float(c[names[4]]))
+    test = uncertainty.SignFlipTest(p_diff, n, mean,
                                     "exact" if n <= uncertainty.EXACT_MAX else "monte carlo", 0)
     return decide(r, control, directional(control, p, -1), test, "samples")
 
