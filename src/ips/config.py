@@ -23,6 +23,7 @@ from ips.errors import InputError
 from ips.prompts.datasets import LOCAL_SUFFIXES, local_source
 from ips.prompts.items import ITEM_TYPES
 from ips.prompts.templates import dataset_conditions, load_templates
+from ips.variants import NULLS
 
 #: the embedded default model: the `smollm2-135m-instruct` entry of the repository's config.yaml
 #: where converted models are kept (one directory per model, `ips.models.loading.prepare_model`)
@@ -345,9 +346,9 @@ def _check_dataset(name: str, entry: dict, field: str, source: str) -> None:
                           "folder, a hub id, or 'bundled'")
 
 
-#: the nulls that score some games again with one setting changed (config section: the key of
-#: its list of settings for every model)
-RESCORED = {"precision_null": "dtypes", "mask_null": "masks"}
+#: the nulls that score some games again with one setting changed (`ips.variants.NULLS`: config
+#: section -> the key of its list of settings for every model)
+RESCORED = {v.section: v.settings for v in NULLS}
 
 
 def rescored_settings(config: dict, null: str, model: str) -> list[str]:

@@ -466,7 +466,7 @@ def test_precision_null_against_the_pair_ips_of_each_game(shards, tmp_path):
         assert json.loads(ds.attrs["precision"])["runs"]["bfloat16"] == {
             "conditions": ["T1", "T2"], "samples": 2}
     same_v, same_f = precision_run(full, tmp_path, "same", 0.0, dtype="float16")
-    ds = summarize(values, fits, precision_values=[same_v], precision_interactions=[same_f])
+    ds = summarize(values, fits, rescored={"precision": ([same_v], [same_f])})
     assert np.nanmax(np.abs(ds["sample_precision_null_ips"].values)) == 0.0
     assert ds["precision_jaccard"].values.tolist() == [1.0]
     assert ds["precision_max_abs_dv"].values.tolist() == [0.0]
@@ -477,13 +477,13 @@ def test_a_precision_run_of_other_games_names_its_file(shards, tmp_path):
     values, fits = [paths[0][0]], [paths[0][1]]
     own_v, own_f = precision_run(full, tmp_path, "own", 0.0)  # no dtype attribute: the same
     with pytest.raises(InputError, match=f"{own_v}: dtype None is the values files' own"):
-        summarize(values, fits, precision_values=[own_v], precision_interactions=[own_f])
+        summarize(values, fits, rescored={"precision": ([own_v], [own_f])})
     other_v, other_f = precision_run(full.assign_coords(sample=[f"x{i}" for i in range(7)]),
                                      tmp_path, "other", 0.0, dtype="bfloat16")
     with pytest.raises(InputError, match=f"{other_v}: sample or condition 'x1' is not in"):
-        summarize(values, fits, precision_values=[other_v], precision_interactions=[other_f])
+        summarize(values, fits, rescored={"precision": ([other_v], [other_f])})
     with pytest.raises(InputError, match="1 precision values files but 0 precision interactions"):
-        summarize(values, fits, precision_values=[other_v], precision_interactions=[])
+        summarize(values, fits, rescored={"precision": ([other_v], [])})
 
 
 def test_the_mask_null_is_scored_as_the_precision_null(shards, tmp_path):
@@ -498,8 +498,7 @@ def test_the_mask_null_is_scored_as_the_precision_null(shards, tmp_path):
                            mask_token="</s>")
     pv, pf = precision_run(full, tmp_path, "bf16", noise, dtype="bfloat16")
     v0, f0 = write_pair(tmp_path, "main", full.isel(sample=[0, 1, 2, 3]))
-    ds = summarize([v0], [f0], precision_values=[pv], precision_interactions=[pf],
-                   mask_values=[mv], mask_interactions=[mf])
+    ds = summarize([v0], [f0], rescored={"precision": ([pv], [pf]), "mask": ([mv], [mf])})
     assert list(ds["mask"].values) == ["eos"]
     for stat in ("null_ips", "jaccard", "max_abs_dv", "dv_rel", "games"):
         name = f"sample_{{}}_{stat}" if stat == "null_ips" else f"{{}}_{stat}"
@@ -510,11 +509,11 @@ def test_the_mask_null_is_scored_as_the_precision_null(shards, tmp_path):
         "eos": {"conditions": ["T1", "T2"], "samples": 2, "mask_token": "</s>"}}}
     own_v, own_f = precision_run(full, tmp_path, "own", 0.0, mask_source="pad")
     with pytest.raises(InputError, match=f"{own_v}: mask_token_id 0 is the values files' own"):
-        summarize([v0], [f0], mask_values=[own_v], mask_interactions=[own_f])
+        summarize([v0], [f0], rescored={"mask": ([own_v], [own_f])})
     half_v, half_f = precision_run(full, tmp_path, "half", 0.0, mask_token_id=2,
                                    mask_source="eos", dtype="bfloat16")
     with pytest.raises(InputError, match=f"{half_v}: dtype 'bfloat16', but the values files"):
-        summarize([v0], [f0], mask_values=[half_v], mask_interactions=[half_f])
+        summarize([v0], [f0], rescored={"mask": ([half_v], [half_f])})
 
 
 def test_peer_metrics_equal_loops_over_the_values_file(shards):

@@ -75,7 +75,8 @@ from ips.analysis import layout, metrics, nulls, uncertainty
 from ips.errors import InputError
 from ips.formats.hdf5 import labels
 from ips.formats.metrics import BANDS
-from ips.formats.shards import RESCORED_BY, Merged
+from ips.formats.shards import Merged
+from ips.variants import VARIANTS
 
 log = logging.getLogger(__name__)
 
@@ -395,7 +396,7 @@ def _rescored_variables(kind: str, merged: Merged, norm: np.ndarray,
     per_sweep = np.full((S, len(runs), len(sweep)), np.nan)
     stats = {k: np.full(len(runs), np.nan)
              for k in ("max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")}
-    by = RESCORED_BY[kind]
+    by = VARIANTS[kind].by
     for k, p in enumerate(runs):
         si, ci = _rescored_index(kind, merged, p)
         got = nulls.precision_null(merged.v[si][:, ci], p.v, p.n_vars, norm[si][:, ci],
@@ -420,20 +421,17 @@ def _rescored_variables(kind: str, merged: Merged, norm: np.ndarray,
 def _rescored_index(kind: str, merged: Merged, p: Merged) -> tuple[np.ndarray, np.ndarray]:
     """Where the samples and conditions of a re-scored run `p` are in `merged`; `InputError`
     naming its file if it is not a run of the same games with the one setting changed."""
-    where = p.values_files[0]
-    same = ("model", "dataset", "target") + (("dtype",) if kind == "mask" else ())
-    for name in same:
+    where, variant = p.values_files[0], VARIANTS[kind]
+    for name in variant.same:
         if p.attrs.get(name) != merged.attrs.get(name):
             raise InputError(f"{where}: {name} {p.attrs.get(name)!r}, but the values files "
                              f"have {merged.attrs.get(name)!r}; a {kind} run re-scores the "
                              "same games")
-    changed = {"precision": ("dtype", "ips score --dtype"),
-               "mask": ("mask_token_id", "ips score --mask")}[kind]
-    setting = p.attrs.get(changed[0])
+    setting = p.attrs.get(variant.differs)
     setting = setting.item() if isinstance(setting, np.generic) else setting
-    if str(setting) == str(merged.attrs.get(changed[0])):
-        raise InputError(f"{where}: {changed[0]} {setting!r} is the values files' own; a "
-                         f"{kind} run is scored with another ({changed[1]})")
+    if str(setting) == str(merged.attrs.get(variant.differs)):
+        raise InputError(f"{where}: {variant.differs} {setting!r} is the values files' own; a "
+                         f"{kind} run is scored with another ({variant.flag})")
     if p.games is not None or merged.games is not None:
         raise InputError(f"{where}: the {kind} null needs exhaustive fits on both sides")
     samples = {s: i for i, s in enumerate(merged.samples)}

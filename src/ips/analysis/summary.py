@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import xarray as xr
@@ -32,8 +32,9 @@ from ips.analysis.nulls import _null_attribute, _null_variables, _rescored_varia
 from ips.errors import InputError
 from ips.formats.hdf5 import labels
 from ips.formats.metrics import BAND_PAIRS, BANDS, CHANGED, PERTURBATION_LABEL
-from ips.formats.shards import RESCORED_BY, Merged, load, load_rescored
+from ips.formats.shards import Merged, load, load_rescored
 from ips.formats.values import design_row
+from ips.variants import NULLS, VARIANTS
 
 log = logging.getLogger(__name__)
 
@@ -102,17 +103,18 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
             tau_sweep: Sequence[float] | None = None, seed: int = 0,
             n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
             draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None,
-            precision: Sequence[Merged] = (), masks: Sequence[Merged] = ()) -> xr.Dataset:
+            rescored: Mapping[str, Sequence[Merged]] | None = None) -> xr.Dataset:
     """The metrics of one (model, dataset); see the module docstring for the layout.
 
     ``seed``, ``n_boot`` and ``level`` set the bootstrap of the confidence intervals,
     ``seed`` and ``draws`` the sign-flip tests of the order bands (`ips.analysis.uncertainty`;
     samples are resampled and tested in the order of their sorted ids, so neither depends
     on how the samples were sharded). ``null``: the null IPS to compute (`ips.analysis.nulls`;
-    None: none). ``precision``: runs of some of the same games in other precisions, ``masks``:
-    with other mask tokens (`load_rescored`), each scored against this run as its precision
-    or mask null.
+    None: none). ``rescored``: per null of `ips.variants.NULLS` (its kind), runs of some of the
+    same games with its one setting changed (`load_rescored`: other precisions, other mask
+    tokens), each scored against this run as that null.
     """
+    rescored = rescored or {}
     null = nulls.Settings((), 0) if null is None else null
     tau, sweep = _checked_taus(tau, tau_sweep)
     if merged.games is None:
@@ -135,9 +137,8 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         _fit_variables(merged, norm, layout, tau, order),
         _null_variables(merged, norm, groups, per_group, tau, sweep, null, order, counts,
                         level),
-        _rescored_variables("precision", merged, norm, precision, tau, sweep, order, counts,
-                            level),
-        _rescored_variables("mask", merged, norm, masks, tau, sweep, order, counts, level),
+        *(_rescored_variables(v.kind, merged, norm, rescored.get(v.kind, ()), tau, sweep,
+                              order, counts, level) for v in NULLS),
         _peer_variables(merged, groups, per_group, order, counts, level),
         (case_data, case_coords),
     ):
@@ -145,8 +146,8 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         coords.update(c)
     attrs = {**_attributes(merged, tau, seed, n_boot, level, draws), **case_attrs,
              "null": _null_attribute(merged, null),
-             "precision": _rescored_attribute("precision", merged, precision),
-             "mask": _rescored_attribute("mask", merged, masks)}
+             **{v.kind: _rescored_attribute(v.kind, merged, rescored.get(v.kind, ()))
+                for v in NULLS}}
     ds = xr.Dataset(data, coords=coords, attrs=attrs)
     ds["ips"].attrs["description"] = "IPS (band all) and IPS^low/mid/high at tau"
     ds["pair_ips"].attrs["description"] = (
@@ -157,15 +158,12 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
 def _rescored_attribute(kind: str, merged: Merged, runs: Sequence[Merged]) -> str:
     """JSON: this run's setting of a re-scored null (its dtype, or its mask's source and
     token), and each run's conditions and samples."""
-    by = RESCORED_BY[kind]
-    own = {by: merged.attrs.get(by, "")}
-    if kind == "mask":
-        own["mask_token"] = merged.attrs.get("mask_token", "")
+    by, recorded = VARIANTS[kind].by, VARIANTS[kind].recorded
+    own = {by: merged.attrs.get(by, ""), **{k: merged.attrs.get(k, "") for k in recorded}}
     return json.dumps({**own, "runs": {
         p.attrs.get(by, ""): {"conditions": list(p.conditions["condition"]),
                               "samples": len(p.samples),
-                              **({"mask_token": p.attrs.get("mask_token", "")}
-                                 if kind == "mask" else {})} for p in runs}})
+                              **{k: p.attrs.get(k, "") for k in recorded}} for p in runs}})
 
 
 def _checked_taus(tau: float, tau_sweep: Sequence[float] | None) -> tuple[float, np.ndarray]:
@@ -451,13 +449,12 @@ def summarize(values: Sequence[str | os.PathLike],
               tau_sweep: Sequence[float] | None = None, seed: int = 0,
               n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
               draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None,
-              precision_values: Sequence[str | os.PathLike] = (),
-              precision_interactions: Sequence[str | os.PathLike] = (),
-              mask_values: Sequence[str | os.PathLike] = (),
-              mask_interactions: Sequence[str | os.PathLike] = ()) -> xr.Dataset:
-    """Read, check and merge the shards (and the precision and mask runs), then compute the
-    metrics (what `ips metrics` does)."""
+              rescored: Mapping[str, tuple[Sequence[str | os.PathLike],
+                                           Sequence[str | os.PathLike]]] | None = None
+              ) -> xr.Dataset:
+    """Read, check and merge the shards (and the runs of each re-scored null: ``rescored``,
+    kind → (values files, interactions files)), then compute the metrics (what `ips
+    metrics` does)."""
     return compute(load(values, interactions), tau, tau_sweep, seed=seed, n_boot=n_boot,
                    level=level, draws=draws, null=null,
-                   precision=load_rescored("precision", precision_values, precision_interactions),
-                   masks=load_rescored("mask", mask_values, mask_interactions))
+                   rescored={k: load_rescored(k, *files) for k, files in (rescored or {}).items()})

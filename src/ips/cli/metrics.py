@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ips.cli.arguments import add_uncertainty, int_between, unit
 from ips.config import default
+from ips.variants import NULLS
 
 log = logging.getLogger("ips")
 
@@ -45,16 +46,12 @@ def add_parser(sub, common) -> None:
     p.add_argument("--no-matched-null", dest="matched_null", action="store_false",
                    default=nulls["matched"],
                    help="skip the matched-size null of every template pair")
-    p.add_argument("--precision-values", type=Path, nargs="*", default=[], metavar="V.h5",
-                   help="values files of some of the same games scored in another precision "
-                   "(ips score --dtype --conditions): the precision null, per dtype")
-    p.add_argument("--precision-interactions", type=Path, nargs="*", default=[],
-                   metavar="I.h5", help="their interactions files, in the same order")
-    p.add_argument("--mask-values", type=Path, nargs="*", default=[], metavar="V.h5",
-                   help="values files of some of the same games scored with another mask token "
-                   "(ips score --mask --conditions): the mask null, per mask")
-    p.add_argument("--mask-interactions", type=Path, nargs="*", default=[], metavar="I.h5",
-                   help="their interactions files, in the same order")
+    for v in NULLS:  # one pair of options per re-scored null (ips.variants)
+        p.add_argument(f"--{v.kind}-values", type=Path, nargs="*", default=[], metavar="V.h5",
+                       help=f"values files of some of the same games scored {v.changes} "
+                       f"({v.flag} --conditions): the {v.kind} null, per {v.setting}")
+        p.add_argument(f"--{v.kind}-interactions", type=Path, nargs="*", default=[],
+                       metavar="I.h5", help="their interactions files, in the same order")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
     p.set_defaults(func=run)
 
@@ -69,9 +66,8 @@ def run(args: argparse.Namespace) -> int:
     ds = summarize(args.values, args.interactions, tau=args.tau, tau_sweep=args.tau_sweep,
                    seed=args.seed, n_boot=args.resamples, level=args.level,
                    draws=args.permutations, null=null,
-                   precision_values=args.precision_values,
-                   precision_interactions=args.precision_interactions,
-                   mask_values=args.mask_values, mask_interactions=args.mask_interactions)
+                   rescored={v.kind: (getattr(args, f"{v.kind}_values"),
+                                      getattr(args, f"{v.kind}_interactions")) for v in NULLS})
     write_metrics(ds, args.out)
     ips0 = ds["ips"].sel(band="all").values
     a = ds.attrs

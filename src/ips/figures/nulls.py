@@ -31,11 +31,14 @@ from ips.figures.style import (
     whiskers,
 )
 from ips.formats.metrics import Entry
+from ips.variants import NULLS
 
 PAIR_COLOR = "#1f78b4"
-#: the marks of the re-scored nulls: one per dtype (precision) or other mask token (mask)
+#: the marks of the re-scored nulls (`ips.variants.NULLS`): one per dtype (precision) or other
+#: mask token (mask); a null without its own mark gets the last
 RESCORED_MARKS = {"precision": {"marker": "*", "ms": 7, "color": "#d95f02"},
-                  "mask": {"marker": "X", "ms": 6, "color": "#7570b3"}}
+                  "mask": {"marker": "X", "ms": 6, "color": "#7570b3"},
+                  "": {"marker": "P", "ms": 6, "color": "#666666"}}
 #: the ceiling's mark: the IPS of unrelated samples (`ips.analysis.nulls.ceiling`)
 CEILING_MARK = {"marker": "s", "ms": 6, "mfc": "none", "color": "#e31a1c", "ls": ""}
 
@@ -75,9 +78,8 @@ def nulls_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
 def _null_handles() -> list:
     return [Line2D([], [], label="matched-size null", **NULL_MARKS["matched"]),
             Line2D([], [], label="Gaussian null (each level c)", **NULL_MARKS["gaussian"]),
-            Line2D([], [], ls="", label="precision null (each dtype)",
-                   **RESCORED_MARKS["precision"]),
-            Line2D([], [], ls="", label="mask null (each other mask)", **RESCORED_MARKS["mask"]),
+            *(Line2D([], [], ls="", label=f"{v.kind} null (each other {v.setting})",
+                     **RESCORED_MARKS.get(v.kind, RESCORED_MARKS[""])) for v in NULLS),
             Line2D([], [], label="ceiling (unrelated samples)", **CEILING_MARK)]
 
 
@@ -91,9 +93,10 @@ def _panel(ax, rows: list[Entry], n: int) -> None:
                         capsize=2, zorder=3)
         for kind, xs in null_values(e).items():
             ax.plot(xs, np.full(len(xs), yi), zorder=2, **{**NULL_MARKS[kind], "ms": 6})
-        for kind, marks in RESCORED_MARKS.items():
-            for x in _rescored(e, kind):
-                ax.plot([x], [yi], ls="", zorder=4, **marks)
+        for v in NULLS:
+            for x in _rescored(e, v.kind):
+                ax.plot([x], [yi], ls="", zorder=4,
+                        **RESCORED_MARKS.get(v.kind, RESCORED_MARKS[""]))
         ax.plot([_ceiling(e)], [yi], zorder=4, **CEILING_MARK)
         ax.text(1.01, yi, _above(e), transform=ax.get_yaxis_transform(), va="center",
                 fontsize=fs, color="#555555")

@@ -24,8 +24,8 @@ from ips.figures.numbers import MAIN_GROUP, datasets_of, random_note, robustness
 from ips.figures.tables import null_rows, peer_rows
 from ips.formats.factors import FactorsFile
 from ips.formats.metrics import WEIGHTS, Entry
-from ips.formats.shards import RESCORED_BY
 from ips.interactions.sparse import UNRELIABLE_HELDOUT
+from ips.variants import NULLS, VARIANTS
 
 
 def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
@@ -162,7 +162,7 @@ def null_section(entries: list[Entry]) -> list[str]:
              + " | matched-size null | IPS − matched (n) | ceiling |",
              "|---|---|---|" + "---|" * len(levels) + "---|---|---|"]
     for (model, dataset) in dict.fromkeys((r["model"], r["dataset"]) for r in rows
-                                          if r["null"] not in RESCORED_BY):
+                                          if r["null"] not in VARIANTS):
         mine = [r for r in rows if (r["model"], r["dataset"]) == (model, dataset)]
         gauss = {r["level"]: r["null_ips"] for r in mine if r["null"] == "gaussian"}
         matched, top = (next((r for r in mine if r["null"] == kind), None)
@@ -173,7 +173,7 @@ def null_section(entries: list[Entry]) -> list[str]:
                      + " | ".join(_cell_text(gauss.get(c, np.nan)) for c in levels)
                      + f" | {_cell_text(matched['null_ips']) if matched else '–'} | {diff} | "
                      + f"{_cell_text(top['null_ips']) if top else '–'} |")
-    return lines + rescored_section(rows, "precision") + rescored_section(rows, "mask")
+    return lines + [line for v in NULLS for line in rescored_section(rows, v.kind)]
 
 
 def peer_section(entries: list[Entry]) -> list[str]:
@@ -200,27 +200,18 @@ def peer_section(entries: list[Entry]) -> list[str]:
     return lines
 
 
-#: the heading, what it measures, and the name of its setting, per re-scored null
-_RESCORED_TEXT = {
-    "precision": ("Precision null", "in another precision", "docs/method.md#precision",
-                  "what rounding alone gives", "the second precision's", "dtype"),
-    "mask": ("Mask null", "with another mask token (the baseline of every game)",
-             "docs/method.md#mask-null", "what the choice of baseline alone gives",
-             "the other mask's", "mask"),
-}
-
-
 def rescored_section(rows: list[dict], kind: str) -> list[str]:
-    """The precision or mask null per model, dataset and setting (main group, band all)."""
+    """A re-scored null (`ips.variants.NULLS`) per model, dataset and setting (main group,
+    band all)."""
     rows = [r for r in rows if r["null"] == kind]
     if not rows:
         return []
-    title, how, doc, what, whose, setting = _RESCORED_TEXT[kind]
-    lines = ["", f"### {title}", "",
-             f"The same prompts scored again {how}, each game's two fits scored as a template "
-             f"pair ({doc} in the project): {what}. Δv: {whose} v minus this run's, over "
-             "every mask of the games scored again.", "",
-             f"| model | dataset | {setting} | games | max \\|Δv\\| (median) | sd(Δv) / "
+    v = VARIANTS[kind]
+    lines = ["", f"### {v.title}", "",
+             f"The same prompts scored again {v.changes}, each game's two fits scored as a "
+             f"template pair ({v.doc} in the project): {v.measures}. Δv: v of the other "
+             f"{v.setting} minus this run's, over every mask of the games scored again.", "",
+             f"| model | dataset | {v.setting} | games | max \\|Δv\\| (median) | sd(Δv) / "
              f"range, median | salient-set Jaccard | {kind} null [95% CI] (n) | IPS | "
              "IPS − null (n) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

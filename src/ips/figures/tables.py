@@ -24,7 +24,7 @@ from ips.errors import InputError
 from ips.figures.numbers import MAIN_GROUP
 from ips.formats.factors import TauDifferences, TauRobustness
 from ips.formats.metrics import BANDS, Entry, weights
-from ips.formats.shards import RESCORED_BY
+from ips.variants import NULLS
 
 TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_ci_low", "ips_ci_high",
                  "n_valued_samples", "n_empty_pairs", "matched_null_ips", "matched_null_ci_low",
@@ -149,7 +149,7 @@ def null_rows(entries: list[Entry]) -> list[dict]:
                  for kind, name in (("matched", "matched_null"), ("ceiling", "ceiling"))
                  if f"{name}_ips" in ds}
         rescored = {kind: _null_arrays(ds, f"{kind}_null", (kind,))
-                    for kind in RESCORED_BY if f"{kind}_null_ips" in ds}
+                    for kind in (v.kind for v in NULLS) if f"{kind}_null_ips" in ds}
         for gi, g in enumerate(ds["group"].values):
             for bi, b in enumerate(BANDS):
                 samples = own["sample"][gi, bi] if own["sample"] is not None else None

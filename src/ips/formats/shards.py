@@ -23,6 +23,7 @@ import numpy as np
 from ips.errors import InputError
 from ips.formats.hdf5 import _labels, read_dataset
 from ips.formats.interactions import attach_interactions
+from ips.variants import VARIANTS
 
 _CONDITION_COORDS = ("template", "shots", "perturbation")
 # the attributes every shard of one (model, dataset) must agree on
@@ -243,16 +244,13 @@ def load(values: Sequence[str | os.PathLike], interactions: Sequence[str | os.Pa
     return merge_shards(_read_shards(values, interactions))
 
 
-#: what tells the runs of a re-scored null apart: the values files' attribute per null
-RESCORED_BY = {"precision": "dtype", "mask": "mask_source"}
-
-
 def load_rescored(kind: str, values: Sequence[str | os.PathLike],
                   interactions: Sequence[str | os.PathLike]) -> list[Merged]:
-    """The runs of a re-scored null (`kind`: `precision`, scored with `ips score --dtype`, or
-    `mask`, with `ips score --mask`), one Merged per setting (the values files' attribute
-    `RESCORED_BY[kind]`), in the order first given."""
+    """The runs of a re-scored null (`ips.variants.VARIANTS[kind]`: `precision`, scored with
+    `ips score --dtype`, `mask`, with `ips score --mask`), one Merged per setting (the values
+    files' attribute `by` of its row), in the order first given."""
+    by = VARIANTS[kind].by
     by_setting: dict[str, list[Shard]] = {}
     for sh in _read_shards(values, interactions, f"{kind} "):
-        by_setting.setdefault(str(sh.attrs.get(RESCORED_BY[kind], "")), []).append(sh)
+        by_setting.setdefault(str(sh.attrs.get(by, "")), []).append(sh)
     return [merge_shards(shards) for shards in by_setting.values()]

@@ -25,7 +25,7 @@ from ips.comparisons.claims.verdicts import (
     spearman_statistic,
 )
 from ips.formats.metrics import Entry
-from ips.formats.shards import RESCORED_BY
+from ips.variants import NULLS
 
 NULL_CLAIMS = {
     "template_below_matched_null": (
@@ -51,17 +51,8 @@ NULL_CLAIMS = {
 }
 
 
-#: the rows of `rescored_claims` (metrics files with a precision or mask run only)
-RESCORED_CLAIMS = {
-    "template_above_precision_null": (
-        "(not in the paper; the paper assumes it) the template IPS exceeds the IPS that "
-        "rounding alone gives (the precision null: the same prompts in another precision)"),
-    "template_above_mask_null": (
-        "(not in the paper, which calls its baseline clean and consistent) the template IPS "
-        "exceeds the IPS between two baselines of the same prompts (the mask null; where it "
-        "does not, which interactions are salient depends on the baseline more than on the "
-        "template, which does not make the template IPS noise)"),
-}
+#: the rows of `rescored_claims` (metrics files with a re-scored null only: `ips.variants`)
+RESCORED_CLAIMS = {v.claim: v.paper for v in NULLS}
 
 
 def _paired_row(e: Entry, claim: str, d: np.ndarray, sign: int, what: str, draws: int,
@@ -168,19 +159,21 @@ def _order_beyond_null(e: Entry, draws: int, seed: int) -> list[Claim]:
 
 
 def rescored_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
-    """Per second precision, other mask token and band: is the template IPS above that
-    null, on the samples that were scored again (paired over samples)?"""
+    """Per re-scored null (`ips.variants.NULLS`: a second precision, another mask token),
+    setting and band: is the template IPS above that null, on the samples that were scored
+    again (paired over samples)?"""
     ds = e.ds
     out = []
-    for kind, by in RESCORED_BY.items():
+    for v in NULLS:
+        kind = v.kind
         if f"sample_{kind}_null_ips" not in ds:
             continue
-        own = json.loads(ds.attrs.get(kind, "{}") or "{}").get(by, "?")
+        own = json.loads(ds.attrs.get(kind, "{}") or "{}").get(v.by, "?")
         for setting in ds[kind].values:
             for band in ds["band"].values:
                 ips = ds["sample_ips"].sel(group=MAIN_GROUP, band=band).values.astype(float)
                 null = ds[f"sample_{kind}_null_ips"].sel({kind: setting, "band": band}).values
-                out.append(_paired_row(e, f"template_above_{kind}_null", ips - null, +1,
+                out.append(_paired_row(e, v.claim, ips - null, +1,
                                        f"IPS − {kind} null IPS", draws, seed,
                                        f"{own} vs {setting}, band {band}"))
     return out
