@@ -47,11 +47,14 @@ def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
         "",
         "## Files",
         "",
-        "Every figure is written as PNG and PDF. Intervals are 95% percentile-bootstrap "
-        "intervals over samples; factor comparisons and the order of the bands are tested "
-        "with a paired sign-flip permutation test over sample ids (exact up to "
-        f"{EXACT_MAX} samples, else Monte Carlo; the order bands Holm-adjusted; "
-        f"`ips.analysis.uncertainty`). Numbers from fewer than {MIN_RELIABLE_N} samples are "
+        "Every figure is written as PNG and PDF. Intervals of a level (an IPS, a null, a "
+        "share) are 95% percentile-bootstrap intervals over samples; factor comparisons and "
+        "the order of the bands are tested with a paired sign-flip permutation test over "
+        f"sample ids (exact up to {EXACT_MAX} samples, else Monte Carlo; the order bands "
+        "Holm-adjusted; `ips.analysis.uncertainty`), and the interval of a tested effect "
+        "(ΔIPS, a difference of the claims table) is the set of effects that test does not "
+        "reject, so the two agree about 0. Numbers from fewer than "
+        f"{MIN_RELIABLE_N} samples are "
         "flagged "
         "(`few_samples`, hatched bars, open markers): read them as indications only. Every "
         "table ends in `weights`: `random` where a model the row rests on has random weights "
