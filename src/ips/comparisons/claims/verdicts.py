@@ -88,7 +88,8 @@ class Claim:
         return {c: getattr(self, c) for c in COLUMNS}
 
 
-COLUMNS = tuple(f.name for f in fields(Claim) if f.name != "spec")
+#: claims.csv's columns: `weights` last, as in every table
+COLUMNS = tuple(f.name for f in fields(Claim) if f.name not in ("spec", "weights")) + ("weights",)
 
 
 def directional(estimate: float, p: float, sign: int) -> str:
