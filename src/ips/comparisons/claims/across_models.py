@@ -10,8 +10,7 @@ from dataclasses import replace
 import numpy as np
 import xarray as xr
 
-from ips.analysis import uncertainty
-from ips.comparisons.claims.controls import against, decide
+from ips.comparisons.claims.controls import against, decide, decide_stored
 from ips.comparisons.claims.verdicts import (
     MAIN_GROUP,
     MIN_MODELS,
@@ -221,13 +220,11 @@ def _controlled(r: Claim, c: xr.Dataset) -> Claim:
     the low-band row has no control test (yet), so it stays undecided."""
     names = next((v for k, v in _CONTROL_VARIABLES.items()
                   if r.claim in {f"factor_{f}{k}" for f in FACTORS}), None)
-    if names is None or names[3] not in c or not int(c[names[3]]):
+    if names is None or names[3] not in c:
         return decide(r, np.nan, "", None, "samples")
     control, p, p_diff, n, mean = (float(c[names[0]]), float(c[names[1]]),
                                    float(c[names[2]]), int(c[names[3]]), float(c[names[4]]))
-    test = uncertainty.SignFlipTest(p_diff, n, mean,
-                                    "exact" if n <= uncertainty.EXACT_MAX else "monte carlo", 0)
-    return decide(r, control, directional(control, p, -1), test, "samples")
+    return decide_stored(r, control, p, p_diff, n, mean, -1)
 
 
 def _low_falls_most(c: xr.Dataset, factor: str, scope: str) -> Claim:

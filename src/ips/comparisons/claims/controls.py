@@ -27,7 +27,7 @@ from dataclasses import replace
 import numpy as np
 
 from ips.analysis import uncertainty
-from ips.comparisons.claims.verdicts import ALPHA, Claim, _notes
+from ips.comparisons.claims.verdicts import ALPHA, Claim, _notes, directional
 from ips.formats.metrics import Entry
 
 DECIDED = ("supported", "contradicted")
@@ -59,6 +59,19 @@ def decide(row: Claim, control_estimate: float, control_verdict: str,
                    control_test=f"paired {'sign-flip' if units == 'samples' else 'swap'} test "
                    f"({test.method}) of trained − control over {test.n} {units}",
                    note=_notes(row.note, said))
+
+
+def decide_stored(row: Claim, control: float, control_p: float, p_difference: float, n: int,
+                  difference: float, sign: int) -> Claim:
+    """`decide` a row whose control was tested where the per-sample data were (the factors
+    file, Table 7): the control's estimate and own p (its raw verdict: `directional` with
+    the row's ``sign``), and the sign-flip test of trained − control over n samples (its p
+    and mean difference); n = 0: no control."""
+    if not n:
+        return decide(row, np.nan, "", None, "samples")
+    test = uncertainty.SignFlipTest(p_difference, n, difference,
+                                    "exact" if n <= uncertainty.EXACT_MAX else "monte carlo", 0)
+    return decide(row, control, directional(control, control_p, sign), test, "samples")
 
 
 def paired_records(a: Claim, b: Claim) -> tuple[np.ndarray, np.ndarray]:

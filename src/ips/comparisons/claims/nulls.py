@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 
 from ips.analysis import peers, uncertainty
-from ips.comparisons.claims.controls import decide
+from ips.comparisons.claims.controls import decide_stored
 from ips.comparisons.claims.verdicts import (
     ALPHA,
     MAIN_GROUP,
@@ -219,9 +219,7 @@ def matched_claims(rows: Sequence[dict], datasets: Sequence[str]) -> list[Claim]
 def _matched_control(r: dict, row: Claim) -> Claim:
     """A Table 7 row beside the same pair of untrained twins (`ips.figures.appendix._control`)."""
     n = int(r.get("n_control", 0) or 0)
-    if not n:
-        return decide(row, np.nan, "", None, "samples")
-    test = uncertainty.SignFlipTest(float(r["control_p"]), n, float(r["control_difference"]),
-                                    "exact" if n <= uncertainty.EXACT_MAX else "monte carlo", 0)
-    c = float(r["control_delta_ips"])
-    return decide(row, c, directional(c, float(r["control_p_value"]), -1), test, "samples")
+    return decide_stored(row, float(r.get("control_delta_ips", np.nan)),
+                         float(r.get("control_p_value", np.nan)),
+                         float(r.get("control_p", np.nan)), n,
+                         float(r.get("control_difference", np.nan)), -1)
