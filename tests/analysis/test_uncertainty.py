@@ -252,3 +252,15 @@ def test_mde_is_the_effect_detected_with_80_percent_power():
     assert u.sign_flip_mde(5, 1.0) == np.inf and u.sign_flip_mde(3, 1.0) == np.inf
     # beyond the exact test the noncentral t gives it: near (1.96 + 0.84)/√n at n = 40
     assert u.sign_flip_mde(40, 1.0) == pytest.approx(2.8 / np.sqrt(40), rel=0.05)
+
+
+def test_mde_of_data_is_the_mde_of_its_finite_differences():
+    """The finite entries' n and sample sd, and for a relative change ÷ the mean of w; NaN
+    below two samples."""
+    y = np.array([0.3, -0.1, np.nan, 0.5, 0.2, 0.0, 0.4, 0.1])
+    w = np.array([1.2, 1.5, 1.1, np.nan, 1.4, 1.3, 1.6, 1.0])
+    ok = np.isfinite(y) & np.isfinite(w)
+    assert u.sign_flip_mde_of(y) == u.sign_flip_mde(7, np.std(y[np.isfinite(y)], ddof=1))
+    assert u.sign_flip_mde_of(y, w) == pytest.approx(
+        u.sign_flip_mde(6, np.std(y[ok], ddof=1)) / np.mean(w[ok]))
+    assert np.isnan(u.sign_flip_mde_of([0.2, np.nan]))

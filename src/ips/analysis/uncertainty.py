@@ -85,6 +85,7 @@ __all__ = ["N_BOOT", "LEVEL", "BOUNDS", "DRAWS", "EXACT_MAX", "MIN_RELIABLE_N",
            "resample_counts", "replicate_means", "point_mean", "bootstrap_ci", "PairedTest",
            "paired_test", "percentile_ci", "SignFlipTest", "sign_flip_test", "sign_flip_label",
            "SignFlipInterval", "sign_flip_interval", "swap_test", "POWER", "sign_flip_mde",
+           "sign_flip_mde_of",
            "holm"]
 
 
@@ -450,6 +451,19 @@ def sign_flip_mde(n: int, sd: float, level: float = LEVEL, power: float = POWER,
         return math.nan
     k = _mde_per_sd(int(n), float(level), float(power), int(exact_max))
     return k * float(sd) if np.isfinite(k) else math.inf
+
+
+def sign_flip_mde_of(y: ArrayLike, w: ArrayLike | None = None, level: float = LEVEL) -> float:
+    """:func:`sign_flip_mde` of the differences y (their finite entries, with w), as the row
+    of :func:`sign_flip_interval` on (y, w) states it: the mean of y it detects, divided by
+    the mean of w for a relative change (NaN below two samples)."""
+    yv = np.asarray(y, dtype=np.float64).ravel()
+    wv = np.ones_like(yv) if w is None else np.asarray(w, dtype=np.float64).ravel()
+    keep = np.isfinite(yv) & np.isfinite(wv)
+    if keep.sum() < 2:
+        return math.nan
+    return sign_flip_mde(int(keep.sum()), float(np.std(yv[keep], ddof=1)), level) / float(
+        np.mean(wv[keep]))
 
 
 def _all_signs(m: int) -> NDArray[np.float64]:

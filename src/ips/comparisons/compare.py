@@ -298,10 +298,7 @@ def _sign_flip(diffs: list[dict], draws: int, seed: int, level: float,
     for b in range(nb):
         t = uncertainty.sign_flip_interval(y[:, b], w[:, b], level, draws, seed)
         out.p[b], out.n[b], out.ci[b] = t.p_zero, t.n, (t.low, t.high)
-        ok = np.isfinite(y[:, b]) & np.isfinite(w[:, b])
-        if t.n > 1:
-            out.mde[b] = (uncertainty.sign_flip_mde(t.n, np.std(y[ok, b], ddof=1), level)
-                          / np.mean(w[ok, b]))
+        out.mde[b] = uncertainty.sign_flip_mde_of(y[:, b], w[:, b], level)
     return out
 
 

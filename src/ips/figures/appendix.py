@@ -193,9 +193,7 @@ def _paired(dense: Entry, moe: Entry, draws: int, seed: int) -> dict:
     boot_seed, n_boot, level = bootstrap_settings(moe)
     t = uncertainty.paired_test(xa, xb, n_boot=n_boot, level=level, seed=boot_seed)
     flip = uncertainty.sign_flip_interval(xa - xb, xb, level, draws, seed)
-    ok = np.isfinite(xa - xb) & np.isfinite(xb)
-    mde = (uncertainty.sign_flip_mde(flip.n, np.std((xa - xb)[ok], ddof=1), level)
-           / np.mean(xb[ok]) if flip.n > 1 else nan)
+    mde = uncertainty.sign_flip_mde_of(xa - xb, xb, level)
     return {"ips_moe_ci_low": float(t.ci_b[0]), "ips_moe_ci_high": float(t.ci_b[1]),
             "ips_dense_ci_low": float(t.ci_a[0]), "ips_dense_ci_high": float(t.ci_a[1]),
             "delta_ips_ci_low": flip.low, "delta_ips_ci_high": flip.high,

@@ -66,8 +66,7 @@ def _paired_row(e: Entry, claim: str, d: np.ndarray, sign: int, what: str, draws
     t = uncertainty.sign_flip_interval(d, level=level, draws=draws, seed=seed)
     finite = d[np.isfinite(d)]
     est = float(finite.mean()) if t.n else np.nan
-    mde = uncertainty.sign_flip_mde(t.n, float(np.std(finite, ddof=1)), level) \
-        if t.n > 1 else np.nan
+    mde = uncertainty.sign_flip_mde_of(d, level=level)
     p = min(1.0, family * t.p_zero)
     paper = NULL_CLAIMS.get(claim) or RESCORED_CLAIMS[claim]
     adjusted = f"; Bonferroni over the {family} rows" if family > 1 else ""

@@ -163,10 +163,9 @@ def order_claims(e: Entry) -> list[Claim]:
         lo, hi = pair.split("-")
         d = (ds["sample_ips"].sel(group=MAIN_GROUP, band=lo)
              - ds["sample_ips"].sel(group=MAIN_GROUP, band=hi)).values.astype(float)
-        finite = d[np.isfinite(d)]
         # Holm's first step tests at α/3: a conservative level for its power
-        mde = (uncertainty.sign_flip_mde(n, float(np.std(finite, ddof=1)), 1 - ALPHA / 3)
-               if n > 1 and finite.size == n else np.nan)
+        mde = (uncertainty.sign_flip_mde_of(d, level=1 - ALPHA / 3)
+               if np.isfinite(d).sum() == n else np.nan)
         out.append(Claim(claim, scope, paper, est, n=n,
                          test="paired sign-flip on per-sample differences, Holm-adjusted over "
                          "the 3 band tests", p_value=p, verdict=directional(est, p, -1),
@@ -219,8 +218,7 @@ def few_shot_curve_claim(e: Entry, permutations_: int, seed: int) -> Claim:
     i0, i1, ik = (_group_pair_samples(e, groups[j], keys) for j in (0, 1, k))
     d = (i0 - i1) - (i1 - ik)
     t = uncertainty.sign_flip_test(d, draws=permutations_, seed=seed)
-    mde = (uncertainty.sign_flip_mde(t.n, float(np.nanstd(d, ddof=1)), 1 - ALPHA)
-           if t.n > 1 else np.nan)
+    mde = uncertainty.sign_flip_mde_of(d, level=1 - ALPHA)
     return Claim("few_shot_most_from_0_to_1", scope, paper, float(t.mean_difference), n=int(t.n),
                  test=f"paired sign-flip ({t.method}) on per-sample (IPS0 − IPS1) − "
                  f"(IPS1 − IPS{k}), same template pairs", p_value=float(t.p_value),
