@@ -279,13 +279,14 @@ class _Tested:
     mde: np.ndarray
 
 
-def _sign_flip(diffs: list[dict], draws: int, seed: int, level: float,
+def _sign_flip(diffs: list[dict], draws: int, seed: int, level: float | None,
                relative: bool = False) -> _Tested:
     """The sign-flip test per band of the per-sample mean over ``diffs`` (d_s of one or more
     comparisons, or their (A_s, B_s) with ``relative``) on the samples, sorted by id, valued
     in every one of them; its interval is of the mean difference, or with ``relative`` of
     the relative change θ = Σ_s A_s/Σ_s B_s − 1 (d_s(θ) = A_s − (1+θ)·B_s; at θ = 0 the
-    same test), its mde of the same quantity."""
+    same test), its mde of the same quantity. ``level`` None: the test alone (p and n; the
+    interval and mde stay NaN)."""
     nb = len(BANDS)
     out = _Tested(np.full(nb, np.nan), np.zeros(nb, np.int64), np.full((nb, 2), np.nan),
                   np.full(nb, np.nan))
@@ -296,6 +297,10 @@ def _sign_flip(diffs: list[dict], draws: int, seed: int, level: float,
     y = np.mean(x[:, :, 0] - x[:, :, 1] if relative else x, axis=0)  # (S, band)
     w = np.mean(x[:, :, 1], axis=0) if relative else np.ones_like(y)
     for b in range(nb):
+        if level is None:
+            t = uncertainty.sign_flip_test(y[:, b], draws, seed)
+            out.p[b], out.n[b] = t.p_value, t.n
+            continue
         t = uncertainty.sign_flip_interval(y[:, b], w[:, b], level, draws, seed)
         out.p[b], out.n[b], out.ci[b] = t.p_zero, t.n, (t.low, t.high)
         out.mde[b] = uncertainty.sign_flip_mde_of(y[:, b], w[:, b], level)
@@ -487,18 +492,18 @@ def _control_variables(comps: list[Comparison], controls: list[Comparison],
         mine, theirs = (_differences(x.samples_a, x.samples_b) for x in (c, t))
         if mine is None or theirs is None:
             continue
-        out["control_p_value"][i] = _sign_flip([theirs], draws, seed, 0.95).p
+        out["control_p_value"][i] = _sign_flip([theirs], draws, seed, None).p
         both = {s: mine[s] - theirs[s] for s in mine if s in theirs}
         if both:
-            test = _sign_flip([both], draws, seed, 0.95)
+            test = _sign_flip([both], draws, seed, None)
             out["control_p"][i], n[i] = test.p, test.n
             out["control_difference"][i] = _nanmean(np.array(list(both.values())))
         mine, theirs = _excess(c), _excess(t)
         if mine and theirs:
             out["control_excess"][i] = _nanmean(np.array(list(theirs.values())))
-            out["control_p_excess"][i] = _sign_flip([theirs], draws, seed, 0.95).p
+            out["control_p_excess"][i] = _sign_flip([theirs], draws, seed, None).p
             both = {s: mine[s] - theirs[s] for s in mine if s in theirs}
-            test = _sign_flip([both], draws, seed, 0.95)
+            test = _sign_flip([both], draws, seed, None)
             out["control_p_excess_difference"][i], n_excess[i] = test.p, test.n
             out["control_excess_difference"][i] = _nanmean(np.array(list(both.values())))
     return {**{k: (("comparison", "band"), v) for k, v in out.items()},
