@@ -23,7 +23,7 @@ from ips.analysis.summary import band_tests, summarize
 from ips.cli.main import main
 from ips.errors import InputError
 from ips.formats.hdf5 import write_dataset
-from ips.formats.metrics import BAND_PAIRS, BANDS
+from ips.formats.metrics import BAND_PAIRS, BANDS, read_metrics
 
 
 @pytest.fixture(scope="module")
@@ -422,13 +422,22 @@ def test_permutations_reach_the_file_and_are_bounded(shards, tmp_path, capsys):
     assert e.value.code == 2 and "--permutations" in capsys.readouterr().err
 
 
-def precision_run(full, tmp_path, name, noise, **attrs):
-    """A second-precision run of samples item1, item2 under T1, T2 (as `ips score --dtype
-    bfloat16 --conditions T1 T2` writes it): v moved by `noise` (same shape)."""
-    run = full.isel(sample=[1, 2], condition=[0, 1]).copy(deep=True)
+def precision_run(full, tmp_path, name, noise, conditions=(0, 1), **attrs):
+    """A second-precision run of samples item1, item2 under `conditions` (T1, T2: as `ips
+    score --dtype bfloat16 --conditions T1 T2` writes it): v moved by `noise` (same shape)."""
+    run = full.isel(sample=[1, 2], condition=list(conditions)).copy(deep=True)
     run["v"] = run["v"] + noise
-    run = run.assign_attrs(groups=json.dumps({"0shot": ["T1", "T2"]}), **attrs)
+    names = [str(c) for c in run["condition"].values]
+    groups = {g: [c for c in names if c in members] for g, members in GROUPS.items()}
+    run = run.assign_attrs(groups=json.dumps({g: c for g, c in groups.items() if c}), **attrs)
     return write_pair(tmp_path, name, run)
+
+
+def pair_ips(a_fit, b_fit, s, c, n, tau=0.1):
+    """ips(x, v, v') of sample s, condition c between two fits, as a two-condition sample."""
+    and_ = np.stack([a_fit["and"].values[s, c], b_fit["and"].values[s, c]])
+    or_ = np.stack([a_fit["or"].values[s, c], b_fit["or"].values[s, c]])
+    return metrics.ips(metrics.normalize(and_[None], or_[None], n), tau=tau).value
 
 
 def test_precision_null_against_the_pair_ips_of_each_game(shards, tmp_path):
@@ -445,20 +454,18 @@ def test_precision_null_against_the_pair_ips_of_each_game(shards, tmp_path):
                        "--precision-interactions", pf) == 0
     with xr.open_dataset(out, engine="h5netcdf") as ds:
         assert list(ds["precision"].values) == ["bfloat16"]
-        got = ds["sample_precision_null_ips"].sel(precision="bfloat16", band="all")
+        at = {"precision": "bfloat16", "band": "all"}
+        got = ds["sample_precision_null_ips"].sel(group="0shot", **at)
         assert np.isnan(got.sel(sample=["item0", "item3", "item6"]).values).all()
-        assert int(ds["precision_null_n_valued"].sel(precision="bfloat16", band="all")) == 2
+        assert int(ds["precision_null_n_valued"].sel(group="0shot", **at)) == 2
+        # no 1-shot condition was scored again: that group has no precision null
+        assert int(ds["precision_null_n_valued"].sel(group="1shot", **at)) == 0
         assert int(ds["precision_games"].sel(precision="bfloat16")) == 4
         main_fit, run_fit = make_fit(full.isel(sample=[1, 2], condition=[0, 1])), xr.open_dataset(
             pf, engine="h5netcdf")
         n = full["n_vars"].values[[1, 2]]
         for s, sid in enumerate(["item1", "item2"]):
-            per_condition = []
-            for c in range(2):
-                and_ = np.stack([main_fit["and"].values[s, c], run_fit["and"].values[s, c]])
-                or_ = np.stack([main_fit["or"].values[s, c], run_fit["or"].values[s, c]])
-                norm = metrics.normalize(and_[None], or_[None], n[s])
-                per_condition.append(metrics.ips(norm, tau=0.1).value)
+            per_condition = [pair_ips(main_fit, run_fit, s, c, n[s]) for c in range(2)]
             assert float(got.sel(sample=sid)) == pytest.approx(np.mean(per_condition), abs=1e-12)
         run_fit.close()
         inside = np.isfinite(full["v"].values[[1, 2]][:, [0, 1]])
@@ -470,6 +477,36 @@ def test_precision_null_against_the_pair_ips_of_each_game(shards, tmp_path):
     assert np.nanmax(np.abs(ds["sample_precision_null_ips"].values)) == 0.0
     assert ds["precision_jaccard"].values.tolist() == [1.0]
     assert ds["precision_max_abs_dv"].values.tolist() == [0.0]
+
+
+def test_a_rescored_null_is_computed_for_every_group_with_conditions_scored_again(
+        shards, tmp_path):
+    """A run re-scoring T1, T2 (0-shot) and T1-1shot (1-shot): each group's per-sample null
+    is the mean over its own re-scored conditions only (recomputed here per condition), and
+    the null table lists both groups."""
+    from ips.figures.tables import null_rows
+
+    full, paths, _ = shards
+    values, fits = [paths[0][0], paths[1][0]], [paths[0][1], paths[1][1]]
+    noise = 0.3 * np.random.default_rng(7).normal(size=(2, 3, full.sizes["mask"]))
+    pv, pf = precision_run(full, tmp_path, "groups", noise, conditions=(0, 1, 5),
+                           dtype="bfloat16")
+    ds = summarize(values, fits, tau=0.1, rescored={"precision": ([pv], [pf])})
+    main_fit = make_fit(full.isel(sample=[1, 2], condition=[0, 1, 5]))
+    run_fit = xr.open_dataset(pf, engine="h5netcdf").load()
+    n = full["n_vars"].values[[1, 2]]
+    for s, sid in enumerate(["item1", "item2"]):
+        each = [pair_ips(main_fit, run_fit, s, c, n[s]) for c in range(3)]
+        at = {"precision": "bfloat16", "band": "all", "sample": sid}
+        assert float(ds["sample_precision_null_ips"].sel(group="0shot", **at)) == pytest.approx(
+            np.mean(each[:2]), abs=1e-12)
+        assert float(ds["sample_precision_null_ips"].sel(group="1shot", **at)) == pytest.approx(
+            each[2], abs=1e-12)
+    m = tmp_path / "groups.nc"
+    write_dataset(ds, m)
+    rows = [r for r in null_rows([read_metrics(m)]) if r["null"] == "precision"
+            and r["band"] == "all"]
+    assert [(r["group"], r["n_valued_samples"]) for r in rows] == [("0shot", 2), ("1shot", 2)]
 
 
 def test_a_precision_run_of_other_games_names_its_file(shards, tmp_path):
@@ -504,7 +541,8 @@ def test_the_mask_null_is_scored_as_the_precision_null(shards, tmp_path):
         name = f"sample_{{}}_{stat}" if stat == "null_ips" else f"{{}}_{stat}"
         np.testing.assert_array_equal(ds[name.format("mask")].values,
                                       ds[name.format("precision")].values)
-    assert np.isfinite(ds["sample_mask_null_ips"].sel(sample=["item1", "item2"], band="all")).all()
+    assert np.isfinite(ds["sample_mask_null_ips"].sel(sample=["item1", "item2"], group="0shot",
+                                                      band="all")).all()
     assert json.loads(ds.attrs["mask"]) == {"mask_source": "unk", "mask_token": "<unk>", "runs": {
         "eos": {"conditions": ["T1", "T2"], "samples": 2, "mask_token": "</s>"}}}
     own_v, own_f = precision_run(full, tmp_path, "own", 0.0, mask_source="pad")

@@ -374,27 +374,38 @@ def test_ips_beyond_the_size_of_the_change(null_entry):
 
 
 def test_template_above_each_rescored_null(null_entry):
-    """One row per other mask (and second dtype) and band: per sample IPS − that null over the
-    samples scored again (NaN elsewhere), paired sign-flip; the scope names both settings."""
+    """One row per other mask (and second dtype), group with samples scored again, and band:
+    per sample the group's IPS − that null over the samples scored again (NaN elsewhere),
+    paired sign-flip; the scope names both settings, and the group where it is not the main
+    one. A group with no sample scored again has no row."""
     ds = null_entry.ds
-    S = ds.sizes["sample"]
-    null = np.full((S, 1, 4), np.nan)
-    null[:7, 0] = np.random.default_rng(4).uniform(0, 0.5, size=(7, 4))
-    with_mask = ds.assign(sample_mask_null_ips=(("sample", "mask", "band"), null)).assign_coords(
-        mask=["eos"])
+    S, groups = ds.sizes["sample"], list(ds["group"].values)
+    assert groups == ["0shot", "1shot"]
+    null = np.full((S, 1, 2, 4), np.nan)
+    null[:7, 0] = np.random.default_rng(4).uniform(0, 0.5, size=(7, 2, 4))
+    n_valued = np.isfinite(null).sum(0)
+    for name, value, dims in (("sample_mask_null_ips", null, ("sample", "mask", "group", "band")),
+                              ("mask_null_n_valued", n_valued, ("mask", "group", "band"))):
+        ds = ds.assign({name: (dims, value)})
+    with_mask = ds.assign_coords(mask=["eos"])
     with_mask.attrs["mask"] = json.dumps({"mask_source": "unk", "runs": {}})
     e = Entry(null_entry.path, null_entry.model, null_entry.dataset, null_entry.attrs, with_mask)
     rows = nulls.rescored_claims(e, 999, 0)
+    bands = ("all", "low", "mid", "high")
     assert [r.scope.rsplit(" / ", 1)[1] for r in rows] == [
-        f"unk vs eos, band {b}" for b in ("all", "low", "mid", "high")]
-    for b, r in zip(("all", "low", "mid", "high"), rows):
-        d = (ds["sample_ips"].sel(group="0shot", band=b).values
-             - null[:, 0, list(ds["band"].values).index(b)])
+        f"unk vs eos{g}, band {b}" for g in ("", ", group 1shot") for b in bands]
+    for (g, b), r in zip([(g, b) for g in groups for b in bands], rows):
+        d = (ds["sample_ips"].sel(group=g, band=b).values
+             - null[:, 0, groups.index(g), list(ds["band"].values).index(b)])
         assert r.claim == "template_above_mask_null" and r.n == np.isfinite(d).sum() > 3
         assert r.estimate == pytest.approx(np.nanmean(d))
         assert r.p_value == pytest.approx(uncertainty.sign_flip_test(d, draws=999).p_value)
         assert r.verdict == verdicts.directional(r.estimate, r.p_value, +1)
     assert nulls.rescored_claims(null_entry, 999, 0) == []  # no precision or mask run
+    only_main = with_mask.assign(mask_null_n_valued=with_mask["mask_null_n_valued"].where(
+        with_mask["group"] == "0shot", 0))
+    e = Entry(null_entry.path, null_entry.model, null_entry.dataset, null_entry.attrs, only_main)
+    assert len(nulls.rescored_claims(e, 999, 0)) == 4  # the 1-shot group has none
 
 
 def test_too_few_samples_for_any_sign_flip_verdict_are_named():

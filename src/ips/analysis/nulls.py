@@ -380,20 +380,23 @@ def _null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_gro
     return data, coords
 
 
-def _rescored_variables(kind: str, merged: Merged, norm: np.ndarray,
+def _rescored_variables(kind: str, merged: Merged, norm: np.ndarray, groups: Sequence[str],
                         runs: Sequence[Merged], tau: float, sweep: np.ndarray,
                         order: np.ndarray, counts: np.ndarray, level: float):
     """A re-scored null (`kind`: `precision`, the same games in another precision, or `mask`,
     with another mask token; `ips.analysis.nulls.precision_null` scores either pair of fits)
-    of every run: per sample (mean over its re-scored conditions; NaN for a sample not
-    re-scored), setting and band with intervals, n and the τ sweep, and how far v moved (max
-    and median |Δv|, median sd(Δv)/range of v, mean salient-set Jaccard, games compared).
-    Variables `{kind}_null_ips` …, `{kind}_jaccard` …, on the coordinate `kind`."""
+    of every run: per sample and condition group (the mean over the group's re-scored
+    conditions; NaN for a sample or group with none), setting and band with intervals, n and
+    the τ sweep, and how far v moved (max and median |Δv|, median sd(Δv)/range of v, mean
+    salient-set Jaccard, games compared; over all of a run's games). Variables
+    `{kind}_null_ips` …, `{kind}_jaccard` …, on the coordinate `kind`."""
     if not runs:
         return {}, {}
-    S, B = len(merged.samples), len(BANDS)
-    per_sample = np.full((S, len(runs), B), np.nan)
-    per_sweep = np.full((S, len(runs), len(sweep)), np.nan)
+    S, B, G = len(merged.samples), len(BANDS), len(groups)
+    per_sample = np.full((S, len(runs), G, B), np.nan)
+    per_sweep = np.full((S, len(runs), G, len(sweep)), np.nan)
+    members = [np.isin(np.arange(merged.v.shape[1]), merged.group_conditions(g))
+               for g in groups]
     stats = {k: np.full(len(runs), np.nan)
              for k in ("max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")}
     by = VARIANTS[kind].by
@@ -402,8 +405,11 @@ def _rescored_variables(kind: str, merged: Merged, norm: np.ndarray,
         got = nulls.precision_null(merged.v[si][:, ci], p.v, p.n_vars, norm[si][:, ci],
                                    metrics.normalize(p.and_, p.or_, p.n_vars[:, None]), tau,
                                    sweep)
-        per_sample[si, k] = nulls.nan_mean(got.game.bands, 1)
-        per_sweep[si, k] = nulls.nan_mean(got.game.sweep, 1)
+        for gi, member in enumerate(members):
+            mine = member[ci]
+            if mine.any():
+                per_sample[si, k, gi] = nulls.nan_mean(got.game.bands[:, mine], 1)
+                per_sweep[si, k, gi] = nulls.nan_mean(got.game.sweep[:, mine], 1)
         stats["max_abs_dv"][k] = got.abs_dv.max(initial=0.0)
         stats["median_abs_dv"][k] = nulls.nan_median(got.abs_dv)
         stats["dv_rel"][k] = nulls.nan_median(got.dv_rel)
@@ -411,9 +417,11 @@ def _rescored_variables(kind: str, merged: Merged, norm: np.ndarray,
         stats["games"][k] = got.jaccard.size
         log.info("%s null %s vs %s: %d games, IPS %.3f, max |dv| %.3g", kind, p.attrs.get(by),
                  merged.attrs.get(by, "?"), got.jaccard.size,
-                 float(nulls.nan_mean(per_sample[si, k, 0], None)), stats["max_abs_dv"][k])
-    data = _over_samples(f"{kind}_null", per_sample[order], (kind, "band"), counts, level)
-    data[f"{kind}_null_ips_sweep"] = (("tau", kind), nulls.nan_mean(per_sweep, 0).T)
+                 float(nulls.nan_mean(got.game.bands[..., 0], None)), stats["max_abs_dv"][k])
+    data = _over_samples(f"{kind}_null", per_sample[order], (kind, "group", "band"), counts,
+                         level)
+    data[f"{kind}_null_ips_sweep"] = (("tau", kind, "group"),
+                                      np.moveaxis(nulls.nan_mean(per_sweep, 0), -1, 0))
     data |= {f"{kind}_{k}": ((kind,), v) for k, v in stats.items()}
     return data, {kind: np.array([str(p.attrs.get(by, "")) for p in runs], dtype=object)}
 

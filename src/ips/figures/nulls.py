@@ -109,11 +109,11 @@ def _panel(ax, rows: list[Entry], n: int) -> None:
 
 
 def _rescored(e: Entry, kind: str) -> list[float]:
-    """The precision or mask null of each setting (band all)."""
+    """The precision or mask null of each setting (main group, band all)."""
     ds = e.ds
-    if f"{kind}_null_ips" not in ds:
+    if f"{kind}_null_ips" not in ds or MAIN_GROUP not in ds["group"].values:
         return []
-    vals = ds[f"{kind}_null_ips"].sel(band="all").values.astype(float).ravel()
+    vals = ds[f"{kind}_null_ips"].sel(group=MAIN_GROUP, band="all").values.astype(float).ravel()
     return [float(x) for x in vals if np.isfinite(x)]
 
 

@@ -145,8 +145,10 @@ def _cell_text(x: float, fmt: str = ".3f") -> str:
 
 
 def null_section(entries: list[Entry]) -> list[str]:
-    """IPS beside its nulls per model and dataset (main group, band all; `ips.analysis.nulls`)."""
-    rows = [r for r in null_rows(entries) if r["group"] == MAIN_GROUP and r["band"] == "all"]
+    """IPS beside its nulls per model and dataset (main group, band all; `ips.analysis.nulls`),
+    then each re-scored null in every group that has it."""
+    every = [r for r in null_rows(entries) if r["band"] == "all"]
+    rows = [r for r in every if r["group"] == MAIN_GROUP]
     if not rows:
         return []
 
@@ -176,7 +178,7 @@ def null_section(entries: list[Entry]) -> list[str]:
                      + " | ".join(_cell_text(gauss.get(c, np.nan)) for c in levels)
                      + f" | {_cell_text(matched['null_ips']) if matched else '–'} | {diff} | "
                      + f"{_cell_text(top['null_ips']) if top else '–'} |")
-    return lines + [line for v in NULLS for line in rescored_section(rows, v.kind)]
+    return lines + [line for v in NULLS for line in rescored_section(every, v.kind)]
 
 
 def peer_section(entries: list[Entry]) -> list[str]:
@@ -204,8 +206,8 @@ def peer_section(entries: list[Entry]) -> list[str]:
 
 
 def rescored_section(rows: list[dict], kind: str) -> list[str]:
-    """A re-scored null (`ips.variants.NULLS`) per model, dataset and setting (main group,
-    band all)."""
+    """A re-scored null (`ips.variants.NULLS`) per model, dataset, condition group and setting
+    (band all): only the groups some of whose conditions were scored again have it."""
     rows = [r for r in rows if r["null"] == kind]
     if not rows:
         return []
@@ -213,13 +215,15 @@ def rescored_section(rows: list[dict], kind: str) -> list[str]:
     lines = ["", f"### {v.title}", "",
              f"The same prompts scored again {v.changes}, each game's two fits scored as a "
              f"template pair ({v.doc} in the project): {v.measures}. Δv: v of the other "
-             f"{v.setting} minus this run's, over every mask of the games scored again.", "",
-             f"| model | dataset | {v.setting} | games | max \\|Δv\\| (median) | sd(Δv) / "
-             f"range, median | salient-set Jaccard | {kind} null [95% CI] (n) | IPS | "
-             "IPS − null (n) |", "|---|---|---|---|---|---|---|---|---|---|"]
+             f"{v.setting} minus this run's, over every mask of the run's games (all its "
+             "groups). A group is listed where some of its conditions were scored again "
+             f"(`{v.section}.conditions`); the others have no {kind} null.", "",
+             f"| model | dataset | group | {v.setting} | games | max \\|Δv\\| (median) | "
+             f"sd(Δv) / range, median | salient-set Jaccard | {kind} null [95% CI] (n) | IPS | "
+             "IPS − null (n) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(
-            f"| {r['model']} | {r['dataset']} | {r['level']} | {r['games']} | "
+            f"| {r['model']} | {r['dataset']} | {r['group']} | {r['level']} | {r['games']} | "
             f"{_cell_text(r['max_abs_dv'], '.3g')} ({_cell_text(r['median_abs_dv'], '.2g')}) | "
             f"{_cell_text(r['dv_rel'], '.1%')} | {_cell_text(r['jaccard'], '.2f')} | "
             f"{_cell_text(r['null_ips'])} [{_cell_text(r['ci_low'])}, "

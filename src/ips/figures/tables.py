@@ -137,8 +137,9 @@ def table_rows(entries: list[Entry]) -> list[dict]:
 def null_rows(entries: list[Entry]) -> list[dict]:
     """Every null beside IPS: one row per model, dataset, group, band and null (the Gaussian
     null at each level, the matched-size null, the ceiling — IPS of unrelated games, in the
-    `null` column though it is no null —; main group only, the precision null of each second
-    dtype and the mask null of each other mask, with how far v moved)."""
+    `null` column though it is no null —; in each group with conditions scored again, the
+    precision null of each second dtype and the mask null of each other mask, with how far
+    v moved over all of the run's games)."""
     rows = []
     for e in entries:
         ds = e.ds
@@ -148,7 +149,7 @@ def null_rows(entries: list[Entry]) -> list[dict]:
         fixed = {kind: _null_arrays(ds, name, ("group",))
                  for kind, name in (("matched", "matched_null"), ("ceiling", "ceiling"))
                  if f"{name}_ips" in ds}
-        rescored = {kind: _null_arrays(ds, f"{kind}_null", (kind,))
+        rescored = {kind: _null_arrays(ds, f"{kind}_null", (kind, "group"))
                     for kind in (v.kind for v in NULLS) if f"{kind}_null_ips" in ds}
         for gi, g in enumerate(ds["group"].values):
             for bi, b in enumerate(BANDS):
@@ -162,15 +163,15 @@ def null_rows(entries: list[Entry]) -> list[dict]:
                 for kind, arrays in fixed.items():
                     rows.append({**base, "null": kind, "level": "",
                                  **_null_cells(arrays, (gi, bi), samples)})
-                if g != MAIN_GROUP:
-                    continue
                 for kind, arrays in rescored.items():
                     for k, setting in enumerate(ds[kind].values):
+                        if not arrays["n"][k, gi].any():  # no condition of g scored again
+                            continue
                         stats = {name: float(ds[f"{kind}_{name}"].isel({kind: k}))
                                  for name in RESCORED_STATS}
                         rows.append({**base, "null": kind, "level": str(setting), **stats,
                                      "games": int(stats["games"]),
-                                     **_null_cells(arrays, (k, bi), samples)})
+                                     **_null_cells(arrays, (k, gi, bi), samples)})
     return rows
 
 

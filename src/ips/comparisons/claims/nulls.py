@@ -159,8 +159,9 @@ def _order_beyond_null(e: Entry, draws: int, seed: int) -> list[Claim]:
 
 def rescored_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
     """Per re-scored null (`ips.variants.NULLS`: a second precision, another mask token),
-    setting and band: is the template IPS above that null, on the samples that were scored
-    again (paired over samples)?"""
+    setting, condition group with conditions scored again, and band: is the group's template
+    IPS above that null, on the samples that were scored again (paired over samples)? Rows
+    of groups other than the main one name their group."""
     ds = e.ds
     out = []
     for v in NULLS:
@@ -168,13 +169,19 @@ def rescored_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
         if f"sample_{kind}_null_ips" not in ds:
             continue
         own = json.loads(ds.attrs.get(kind, "{}") or "{}").get(v.by, "?")
+        n_valued = ds[f"{kind}_null_n_valued"]
         for setting in ds[kind].values:
-            for band in ds["band"].values:
-                ips = ds["sample_ips"].sel(group=MAIN_GROUP, band=band).values.astype(float)
-                null = ds[f"sample_{kind}_null_ips"].sel({kind: setting, "band": band}).values
-                out.append(_paired_row(e, v.claim, ips - null, +1,
-                                       f"IPS − {kind} null IPS", draws, seed,
-                                       f"{own} vs {setting}, band {band}"))
+            for group in ds["group"].values:
+                if not n_valued.sel({kind: setting, "group": group}).values.any():
+                    continue
+                where = "" if group == MAIN_GROUP else f", group {group}"
+                for band in ds["band"].values:
+                    at = {"group": group, "band": band}
+                    ips = ds["sample_ips"].sel(at).values.astype(float)
+                    null = ds[f"sample_{kind}_null_ips"].sel({kind: setting, **at}).values
+                    out.append(_paired_row(e, v.claim, ips - null, +1,
+                                           f"IPS − {kind} null IPS", draws, seed,
+                                           f"{own} vs {setting}{where}, band {band}"))
     return out
 
 
