@@ -23,7 +23,7 @@ from ips.errors import InputError
 from ips.prompts.datasets import LOCAL_SUFFIXES, local_source
 from ips.prompts.items import ITEM_TYPES
 from ips.prompts.templates import dataset_conditions, load_templates
-from ips.variants import NULLS
+from ips.variants import NULLS, VARIANTS
 
 #: the embedded default model: the `smollm2-135m-instruct` entry of the repository's config.yaml
 #: where converted models are kept (one directory per model, `ips.models.loading.prepare_model`)
@@ -40,7 +40,7 @@ DTYPES = ("float32", "float16", "bfloat16")
 #: another mask token of the mask null (schema key `mask_null.masks`, `ips score --mask`): the
 #: tokenizer's token of a role, the one token of a word, or a token id
 #: (`ips.models.loading.resolve_other_mask`); the schema's `mask` pattern is the same
-MASK_PATTERN = re.compile(r"unk|pad|eos|bos|word:[A-Za-z]+|id:[0-9]+")
+MASK_PATTERN = re.compile(VARIANTS["mask"].pattern)
 #: most variables of an exhaustively scored prompt: 2**16 masked prompts per condition
 EXHAUSTIVE_MAX_N = 16
 #: `ips explain` accepts up to max(EXPLAIN_N_MAX, the config's n_max) variables unless --n-max says

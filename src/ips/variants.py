@@ -11,9 +11,10 @@ what it changes, which shards and conditions it scores again, and how it is read
 
 A null is scored as one run per (model, setting) that `ips metrics` reads beside the values
 files (`--{kind}-values`, `--{kind}-interactions`, from this table) and checks against them
-(`same`, `differs`); the metrics, tables, README and claims rows of a null are driven by its
-row. A control scores everything, so it is a model of its own (`ips.config` adds it). Adding
-a null is a row here and its scoring hook (the `ips score` flag and its workflow rule).
+(`same`, `differs`); the workflow's rules (`score_{kind}`, `fit_{kind}`, writing under
+`results/{folder}/{setting}/`), the metrics, tables, README and claims rows of a null are
+driven by its row. A control scores everything, so it is a model of its own (`ips.config`
+adds it). Adding a null is a row here and its scoring hook (the `ips score` option).
 """
 
 from __future__ import annotations
@@ -43,7 +44,14 @@ class Variant:
     same: tuple[str, ...] = ()
     """Values-file attributes that must equal the values files' own."""
     flag: str = ""
-    """The `ips score` option that scores it."""
+    """The `ips score` option that scores it, with its setting as argument."""
+    folder: str = ""
+    """A null's results folder (`results/{folder}/{setting}/values/…`)."""
+    priority: int = 0
+    """A null's scoring jobs' workflow priority."""
+    pattern: str = ""
+    """A null's settings as the config writes them (a regular expression); in paths ":"
+    becomes "-" (`path_setting`)."""
     recorded: tuple[str, ...] = ()
     """Values-file attributes recorded beside each run in the metrics file."""
     title: str = ""
@@ -60,7 +68,8 @@ class Variant:
 VARIANTS: dict[str, Variant] = {v.kind: v for v in (
     Variant("precision", "in another precision", "the conditions of precision_null of its "
             "first shards", "null", "precision_null", "dtypes", by="dtype", differs="dtype",
-            same=("model", "dataset", "target"), flag="ips score --dtype",
+            same=("model", "dataset", "target"), flag="--dtype", folder="precision",
+            pattern=r"b?float[0-9]+",  # a dtype (ips.config.DTYPES checks which)
             title="Precision null", doc="docs/method.md#precision",
             measures="what rounding alone gives", setting="dtype",
             claim="template_above_precision_null",
@@ -70,7 +79,11 @@ VARIANTS: dict[str, Variant] = {v.kind: v for v in (
     Variant("mask", "with another mask token (the baseline of every game)", "the conditions "
             "of mask_null of its first shards", "null", "mask_null", "masks",
             by="mask_source", differs="mask_token_id",
-            same=("model", "dataset", "target", "dtype"), flag="ips score --mask",
+            same=("model", "dataset", "target", "dtype"), flag="--mask", folder="masks",
+            # `ips score --mask` checks the mask against the tokenizer before the weights
+            # load: first, a mask a tokenizer lacks stops the run before the main scoring
+            priority=50,
+            pattern=r"unk|pad|eos|bos|word:[A-Za-z]+|id:[0-9]+",
             recorded=("mask_token",), title="Mask null", doc="docs/method.md#mask-null",
             measures="what the choice of baseline alone gives", setting="mask",
             claim="template_above_mask_null",
@@ -85,3 +98,13 @@ VARIANTS: dict[str, Variant] = {v.kind: v for v in (
 
 NULLS: tuple[Variant, ...] = tuple(v for v in VARIANTS.values() if v.reading == "null")
 """The variants read as nulls, in table order."""
+
+
+def path_setting(setting: str) -> str:
+    """A null's setting as a path component: "word:the" → "word-the" (`Variant.pattern`)."""
+    return setting.replace(":", "-", 1)
+
+
+def config_setting(component: str) -> str:
+    """The inverse of `path_setting`."""
+    return component.replace("-", ":", 1)

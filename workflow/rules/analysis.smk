@@ -10,15 +10,9 @@ rule metrics:
     input:
         values=shard_files("results/values/{model}/{dataset}/{shard}.h5"),
         interactions=shard_files("results/interactions/{model}/{dataset}/{shard}.h5"),
-        precision_values=rescored_files(
-            "precision_null", "results/precision/{dtype}/values/{model}/{dataset}.h5"),
-        precision_interactions=rescored_files(
-            "precision_null",
-            "results/precision/{dtype}/interactions/{model}/{dataset}.h5"),
-        mask_values=rescored_files(
-            "mask_null", "results/masks/{mask}/values/{model}/{dataset}.h5"),
-        mask_interactions=rescored_files(
-            "mask_null", "results/masks/{mask}/interactions/{model}/{dataset}.h5"),
+        # each re-scored null's runs (ips.variants.NULLS): precision_values, … mask_interactions
+        **{f"{null.kind}_{kind}": rescored_files(null, kind) for null in NULLS
+           for kind in ("values", "interactions")},
     output:
         "results/metrics/{model}/{dataset}.nc",
     params:
@@ -31,6 +25,7 @@ rule metrics:
         null_levels=" ".join(map(str, config["nulls"]["levels"])),
         null_draws=config["nulls"]["draws"],
         matched_null="" if config["nulls"]["matched"] else "--no-matched-null",
+        rescored=rescored_metrics_flags,
     log:
         "logs/metrics/{model}/{dataset}.log",
     benchmark:
@@ -42,10 +37,7 @@ rule metrics:
         "--tau {params.tau} --tau-sweep {params.tau_sweep} --seed {params.seed} "
         "--resamples {params.resamples} --level {params.level} --permutations {params.permutations} "
         "--null-levels {params.null_levels} --null-draws {params.null_draws} "
-        "{params.matched_null} --precision-values {input.precision_values} "
-        "--precision-interactions {input.precision_interactions} "
-        "--mask-values {input.mask_values} --mask-interactions {input.mask_interactions} "
-        "--out {output} 2> {log}"
+        "{params.matched_null} {params.rescored} --out {output} 2> {log}"
 
 
 rule factors:

@@ -18,6 +18,7 @@ from ips.figures.captions import report_captions, report_section, report_subsect
 from ips.errors import InputError
 from ips.config import dataset_settings
 from ips.prompts.samples import load_samples
+from ips.variants import NULLS, config_setting, path_setting
 
 # Rules run `python -m ips ...`. Snakemake runs in the project's environment (make's .venv),
 # and its jobs use the same python; with `--sdm conda` the job's environment has the
@@ -32,9 +33,8 @@ wildcard_constraints:
     model=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     dataset=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     shard=r"\d+",
-    dtype=r"float32|float16|bfloat16",
-    # an other mask of the mask null (ips.config.MASK_PATTERN) with "-" for ":" in paths
-    mask=r"unk|pad|eos|bos|word-[A-Za-z]+|id-\d+",
+    # a re-scored null's setting in its paths ({dtype}, {mask}: ips.variants)
+    **{v.setting: path_setting(v.pattern) for v in NULLS},
 
 
 MODELS = list(config["models"])
@@ -181,59 +181,56 @@ def shard_files(pattern):
     return files
 
 
-def rescored_datasets(null):
-    """The datasets a re-scored null (`precision_null`, `mask_null`) scores again: those with
-    a condition to score again, in the config's order."""
-    return [d for d in DATASETS if rescored_conditions(config, null, d)]
+def rescored_datasets(v):
+    """The datasets a re-scored null (an `ips.variants.NULLS` row) scores again: those with a
+    condition to score again, in the config's order."""
+    return [d for d in DATASETS if rescored_conditions(config, v.section, d)]
 
 
-def rescored_outputs(null, pattern):
-    """The files of one run of a re-scored null: `pattern` for each of its datasets (the
-    run's other wildcards kept)."""
-    return [pattern.replace("{dataset}", d) for d in rescored_datasets(null)]
+def rescored_path(v, kind, dataset="{dataset}"):
+    """A re-scored null's file of `kind` (values, interactions) of one run and dataset."""
+    return f"results/{v.folder}/{{{v.setting}}}/{kind}/{{model}}/{dataset}.h5"
 
 
-def rescored_shard_size(null):
+def rescored_shard_size(v):
     """`ips score --shard-size` of a re-scored null's run: its first `shards` shards as one
     (samples [0, shards·shard_size)); every sample (no flag) for `shards: 0`."""
-    first = config[null]["shards"]
+    first = config[v.section]["shards"]
     return f"--shard-size {first * config['shard_size']}" if first else ""
 
 
-def rescored_flags(null, setting):
-    """`ips score` flags of a re-scored null's run: its setting (`--dtype D`, `--mask M`) and
-    each dataset's conditions scored again, in the order of `rescored_datasets`."""
-    conditions = " ".join(f"--conditions {' '.join(rescored_conditions(config, null, d))}"
-                          for d in rescored_datasets(null))
-    return f"{setting} {conditions}"
+def rescored_flags(v):
+    """Params function: `ips score` flags of a re-scored null's run: its setting (`--dtype D`,
+    `--mask M`) and each dataset's conditions scored again, in the order of
+    `rescored_datasets`."""
+    conditions = " ".join(f"--conditions {' '.join(rescored_conditions(config, v.section, d))}"
+                          for d in rescored_datasets(v))
+    return lambda wildcards: (f"{v.flag} {shlex.quote(config_setting(wildcards[v.setting]))} "
+                              f"{conditions}")
 
 
-def precision_flags(wildcards):
-    return rescored_flags("precision_null", f"--dtype {wildcards.dtype}")
-
-
-def mask_flags(wildcards):
-    return rescored_flags("mask_null", f"--mask {wildcards.mask.replace('-', ':', 1)}")
-
-
-def rescored_files(null, pattern):
-    """Input function: the files of a re-scored null (`precision_null` over {dtype},
-    `mask_null` over {mask}) of {model}/{dataset}: one per setting of the model; none without
-    a setting, without a condition to score again, or for sparse sampling (only exhaustive
-    fits have these nulls)."""
+def rescored_files(v, kind):
+    """Input function: the files of `kind` of a re-scored null of {model}/{dataset}: one per
+    setting of the model; none without a setting, without a condition to score again, or for
+    sparse sampling (only exhaustive fits have these nulls)."""
 
     def files(wildcards):
         if (config["sampling"]["mode"] != "exhaustive"
-                or wildcards.dataset not in rescored_datasets(null)):
+                or wildcards.dataset not in rescored_datasets(v)):
             return []
-        settings = rescored_settings(config, null, wildcards.model)
-        if null == "mask_null":
-            wildcard = {"mask": [m.replace(":", "-", 1) for m in settings]}
-        else:
-            wildcard = {"dtype": settings}
-        return expand(pattern, **wildcard, model=wildcards.model, dataset=wildcards.dataset)
+        settings = rescored_settings(config, v.section, wildcards.model)
+        return expand(rescored_path(v, kind), **{v.setting: map(path_setting, settings)},
+                      model=wildcards.model, dataset=wildcards.dataset)
 
     return files
+
+
+def rescored_metrics_flags(wildcards, input):
+    """Params function: `ips metrics` options of every re-scored null with files
+    (`--{kind}-values …`, `--{kind}-interactions …`; inputs of the same names)."""
+    return " ".join(f"--{v.kind}-{kind} {' '.join(getattr(input, f'{v.kind}_{kind}'))}"
+                    for v in NULLS for kind in ("values", "interactions")
+                    if getattr(input, f"{v.kind}_{kind}"))
 
 
 def all_interactions(wildcards):
@@ -270,7 +267,7 @@ def slurm_requests():
         asked = {}
         for model in MODELS:
             wildcards = Wildcards(fromdict={"model": model, "dataset": DATASETS[0], "shard": "0",
-                                            "dtype": "float32", "mask": "eos"})
+                                            **{v.setting: "" for v in NULLS}})
             res = declared.expand_resources(wildcards, input=InputFiles(), attempt=1)
             asked[model] = dict(threads=res["_cores"], mem_mb=res.get("mem_mb"),
                                 gpus=int(res.get("gpu", 0)), partition=res.get("slurm_partition"))

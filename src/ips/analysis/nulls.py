@@ -439,7 +439,7 @@ def _rescored_index(kind: str, merged: Merged, p: Merged) -> tuple[np.ndarray, n
     setting = setting.item() if isinstance(setting, np.generic) else setting
     if str(setting) == str(merged.attrs.get(variant.differs)):
         raise InputError(f"{where}: {variant.differs} {setting!r} is the values files' own; a "
-                         f"{kind} run is scored with another ({variant.flag})")
+                         f"{kind} run is scored with another (ips score {variant.flag})")
     if p.games is not None or merged.games is not None:
         raise InputError(f"{where}: the {kind} null needs exhaustive fits on both sides")
     samples = {s: i for i, s in enumerate(merged.samples)}

@@ -49,7 +49,7 @@ def add_parser(sub, common) -> None:
     for v in NULLS:  # one pair of options per re-scored null (ips.variants)
         p.add_argument(f"--{v.kind}-values", type=Path, nargs="*", default=[], metavar="V.h5",
                        help=f"values files of some of the same games scored {v.changes} "
-                       f"({v.flag} --conditions): the {v.kind} null, per {v.setting}")
+                       f"(ips score {v.flag} --conditions): the {v.kind} null, per {v.setting}")
         p.add_argument(f"--{v.kind}-interactions", type=Path, nargs="*", default=[],
                        metavar="I.h5", help="their interactions files, in the same order")
     p.add_argument("--out", type=Path, required=True, metavar="OUT.nc")
