@@ -187,8 +187,6 @@ class PairedTest:
     """Percentile interval of ΔIPS (..., 2)."""
     n_samples: int
     """Rows resampled (samples)."""
-    delta_replicates: NDArray[np.float64]
-    """ΔIPS* of every replicate, shape (B,) + x.shape[2:] (to average over comparisons)."""
 
 
 def paired_test(a: ArrayLike, b: ArrayLike, n_boot: int = N_BOOT, level: float = LEVEL,
@@ -215,7 +213,7 @@ def paired_test(a: ArrayLike, b: ArrayLike, n_boot: int = N_BOOT, level: float =
     return PairedTest(
         ips_a=est_a, ips_b=est_b, ci_a=percentile_ci(ra, level, est_a),
         ci_b=percentile_ci(rb, level, est_b), delta=delta,
-        delta_ci=percentile_ci(rdelta, level, delta), n_samples=S, delta_replicates=rdelta,
+        delta_ci=percentile_ci(rdelta, level, delta), n_samples=S,
     )
 
 

@@ -332,7 +332,7 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
     for d, c in (_comparison_variables(comps, ips_a, ips_b, tests, diffs, level, draws, seed),
                  _summary_variables(comps, _delta(ips_a, ips_b), diffs, level, draws, seed),
                  (_control_variables(comps, controls, {e.model: e.twin_of for e in entries},
-                                     draws, seed), {}),
+                                     draws, seed, level), {}),
                  (presence, {}),
                  _robustness_variables(datasets, by_dataset)):
         data.update(d)
@@ -396,11 +396,58 @@ def _find_comparisons(datasets: list[str], by_dataset: dict[str, list[Entry]]
     return comps, few_notes
 
 
-def _low_gap(delta: np.ndarray) -> np.ndarray:
-    """max(ΔIPS^low − ΔIPS^mid, ΔIPS^low − ΔIPS^high) over the last axis (band); NaN
-    where a band has none."""
-    lo, mid, hi = (delta[..., BANDS.index(b)] for b in ("low", "mid", "high"))
-    return np.maximum(lo - mid, lo - hi)
+#: the bands of the low-band row: (low, mid, high)
+_ORDER_BANDS = [BANDS.index(b) for b in ("low", "mid", "high")]
+
+
+def _low_gaps(sides: dict[str, tuple[np.ndarray, np.ndarray]] | None
+              ) -> dict[str, np.ndarray] | None:
+    """Per sample the two gaps (ΔIPS_s^low − ΔIPS_s^mid, ΔIPS_s^low − ΔIPS_s^high), with
+    ΔIPS_s^b = (A_s^b − B_s^b) / mean_s B^b over the samples valued in low, mid and high on
+    both sides: their means are the comparison's ΔIPS^low − ΔIPS^mid and ΔIPS^low −
+    ΔIPS^high on those samples. None without such samples (or a mean B of 0)."""
+    if sides is None:
+        return None
+    ids = sorted(s for s, (a, b) in sides.items()
+                 if np.isfinite(a[_ORDER_BANDS]).all() and np.isfinite(b[_ORDER_BANDS]).all())
+    if not ids:
+        return None
+    a, b = (np.array([sides[s][k][_ORDER_BANDS] for s in ids], float) for k in (0, 1))
+    scale = b.mean(axis=0)
+    if not (scale > 0).all():
+        return None
+    x = (a - b) / scale
+    return dict(zip(ids, np.stack([x[:, 0] - x[:, 1], x[:, 0] - x[:, 2]], axis=1)))
+
+
+@dataclass(frozen=True)
+class _GapTest:
+    """`_low_gap_test`: max of the two gaps' means, its interval, p, n and mde."""
+
+    estimate: float
+    ci: tuple[float, float]
+    p: float
+    n: int
+    mde: float
+
+
+def _low_gap_test(gaps: dict[str, np.ndarray], draws: int, seed: int,
+                  level: float) -> _GapTest:
+    """Does the low band fall most? On the per-sample gaps g, h (`_low_gaps`, or their
+    differences from a control's), each mean tested by the sign-flip test and its interval
+    inverted at level 1 − α/2 (Bonferroni over the two). The estimate is max(ḡ, h̄); its
+    interval [max of the lows, max of the highs]; p is 2·max(p_g, p_h) where both means are
+    below 0 (the low band falls most: both gaps below 0), else 2·min of the p of the means
+    at or above 0 (either gap above 0). The interval excludes 0 exactly when p < α."""
+    y = np.array([gaps[s] for s in sorted(gaps)], float)
+    half = 1 - (1 - level) / 2
+    tests = [uncertainty.sign_flip_interval(y[:, k], None, half, draws, seed) for k in (0, 1)]
+    means = y.mean(axis=0)
+    p = (max(t.p_zero for t in tests) if (means < 0).all()
+         else min(t.p_zero for t, m in zip(tests, means) if m >= 0))
+    return _GapTest(float(means.max()), (max(t.low for t in tests), max(t.high for t in tests)),
+                    min(1.0, 2 * p), len(y),
+                    max(uncertainty.sign_flip_mde_of(y[:, k], None, half) for k in (0, 1)))
 
 
 def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.ndarray,
@@ -428,11 +475,14 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
             t = _sign_flip([d], draws, seed, level)
             p_excess[i], n_excess[i], excess_mde[i] = t.p, t.n, t.mde
     delta = _delta(ips_a, ips_b)
-    low_gap, low_gap_ci = _low_gap(delta), np.full((C, 2), np.nan)
-    for i, t in enumerate(tests):
-        if t is not None:
-            low_gap_ci[i] = uncertainty.percentile_ci(_low_gap(t.delta_replicates), level,
-                                                      low_gap[i])
+    low = {k: np.full(C, np.nan) for k in ("low_gap", "low_gap_p", "low_gap_mde")}
+    low_gap_ci, low_gap_n = np.full((C, 2), np.nan), np.zeros(C, np.int64)
+    for i, d in enumerate(diffs):
+        gaps = _low_gaps(d)
+        if gaps:
+            t = _low_gap_test(gaps, draws, seed, level)
+            low["low_gap"][i], low["low_gap_p"][i], low["low_gap_mde"][i] = t.estimate, t.p, t.mde
+            low_gap_ci[i], low_gap_n[i] = t.ci, t.n
     data = {
         "ips_a": (("comparison", "band"), ips_a),
         "ips_b": (("comparison", "band"), ips_b),
@@ -448,8 +498,9 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
         "null_a": (("comparison", "band"), null_a),
         "null_b": (("comparison", "band"), null_b),
         "delta_null": (("comparison", "band"), _delta(null_a, null_b)),
-        "low_gap": (("comparison",), low_gap),
+        **{k: (("comparison",), v) for k, v in low.items()},
         "low_gap_ci": (("comparison", "bound"), low_gap_ci),
+        "low_gap_n": (("comparison",), low_gap_n),
         "excess": (("comparison", "band"), excess),
         "p_excess": (("comparison", "band"), p_excess),
         "n_excess": (("comparison", "band"), n_excess),
@@ -464,15 +515,18 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
 
 
 def _control_variables(comps: list[Comparison], controls: list[Comparison],
-                       twin_of: dict[str, str | None], draws: int, seed: int) -> dict:
+                       twin_of: dict[str, str | None], draws: int, seed: int,
+                       level: float) -> dict:
     """Each comparison beside the same comparison of the two models' untrained twins (same
     factor, dataset, groups and templates): its ΔIPS and sign-flip p, and the two-sided
     sign-flip test of the per-sample (A_s − B_s) − (A'_s − B'_s) on the samples valued in
     both (`control_p`, `n_control`, `control_difference` their mean); likewise for the
     excess beyond the matched-size null (`control_excess`, `control_p_excess`, and the test
     of the per-sample difference of the two excesses `control_p_excess_difference`,
-    `n_control_excess`, `control_excess_difference`); NaN / 0 where the twins are
-    missing."""
+    `n_control_excess`, `control_excess_difference`), and for the low-band gap
+    (`_low_gap_test`: `control_low_gap`, `control_p_low_gap`, and on the per-sample
+    differences of the two sides' gaps `control_p_low_gap_difference`, `n_control_low_gap`,
+    `control_low_gap_difference`); NaN / 0 where the twins are missing."""
     C, nb = len(comps), len(BANDS)
     out = {k: np.full((C, nb), np.nan) for k in ("control_delta_ips", "control_p_value",
                                                  "control_p", "control_difference",
@@ -480,6 +534,10 @@ def _control_variables(comps: list[Comparison], controls: list[Comparison],
                                                  "control_p_excess_difference",
                                                  "control_excess_difference")}
     n, n_excess = np.zeros((C, nb), np.int64), np.zeros((C, nb), np.int64)
+    gap = {k: np.full(C, np.nan) for k in ("control_low_gap", "control_p_low_gap",
+                                           "control_p_low_gap_difference",
+                                           "control_low_gap_difference")}
+    n_gap = np.zeros(C, np.int64)
     key = {(c.factor, c.dataset, c.group, twin_of.get(c.model_a), twin_of.get(c.model_b),
             c.setting_a, c.setting_b, c.templates): c for c in controls}
     for i, c in enumerate(comps):
@@ -506,9 +564,20 @@ def _control_variables(comps: list[Comparison], controls: list[Comparison],
             test = _sign_flip([both], draws, seed, None)
             out["control_p_excess_difference"][i], n_excess[i] = test.p, test.n
             out["control_excess_difference"][i] = _nanmean(np.array(list(both.values())))
+        mine, theirs = (_low_gaps(_sides(x.samples_a, x.samples_b)) for x in (c, t))
+        if mine and theirs:
+            own = _low_gap_test(theirs, draws, seed, level)
+            gap["control_low_gap"][i], gap["control_p_low_gap"][i] = own.estimate, own.p
+            both = {s: mine[s] - theirs[s] for s in mine if s in theirs}
+            if both:
+                test = _low_gap_test(both, draws, seed, level)
+                gap["control_p_low_gap_difference"][i], n_gap[i] = test.p, test.n
+                gap["control_low_gap_difference"][i] = test.estimate
     return {**{k: (("comparison", "band"), v) for k, v in out.items()},
             "n_control": (("comparison", "band"), n),
-            "n_control_excess": (("comparison", "band"), n_excess)}
+            "n_control_excess": (("comparison", "band"), n_excess),
+            **{k: (("comparison",), v) for k, v in gap.items()},
+            "n_control_low_gap": (("comparison",), n_gap)}
 
 
 def _summary_variables(comps: list[Comparison], delta: np.ndarray, diffs: list, level: float,
