@@ -390,8 +390,8 @@ def test_ips_beyond_the_size_of_the_change(null_entry):
 def test_template_above_each_rescored_null(null_entry):
     """One row per other mask (and second dtype), group with samples scored again, and band:
     per sample the group's IPS − that null over the samples scored again (NaN elsewhere),
-    paired sign-flip; the scope names both settings, and the group where it is not the main
-    one. A group with no sample scored again has no row."""
+    paired sign-flip; the scope names the group and both settings. A group with no sample
+    scored again has no row."""
     ds = null_entry.ds
     S, groups = ds.sizes["sample"], list(ds["group"].values)
     assert groups == ["0shot", "1shot"]
@@ -406,8 +406,8 @@ def test_template_above_each_rescored_null(null_entry):
     e = Entry(null_entry.path, null_entry.model, null_entry.dataset, null_entry.attrs, with_mask)
     rows = nulls.rescored_claims(e, 999, 0)
     bands = ("all", "low", "mid", "high")
-    assert [r.scope.rsplit(" / ", 1)[1] for r in rows] == [
-        f"unk vs eos{g}, band {b}" for g in ("", ", group 1shot") for b in bands]
+    assert [r.scope.split(" / ", 2)[2] for r in rows] == [
+        f"{g} / unk vs eos, band {b}" for g in groups for b in bands]
     for (g, b), r in zip([(g, b) for g in groups for b in bands], rows):
         d = (ds["sample_ips"].sel(group=g, band=b).values
              - null[:, 0, groups.index(g), list(ds["band"].values).index(b)])

@@ -56,7 +56,7 @@ RESCORED_CLAIMS = {v.claim: v.paper for v in NULLS}
 
 
 def _paired_row(e: Entry, claim: str, d: np.ndarray, sign: int, what: str, draws: int,
-                seed: int, where: str = "", family: int = 1) -> Claim:
+                seed: int, where: str = "", family: int = 1, group: str = MAIN_GROUP) -> Claim:
     """A directional row on per-sample differences d (S,): their mean, the two-sided paired
     sign-flip p, the interval that inverts that test and the mean it detects with 80 %
     power. A row of a ``family`` of k tests is Bonferroni-adjusted (p·k, interval and mde at
@@ -70,7 +70,7 @@ def _paired_row(e: Entry, claim: str, d: np.ndarray, sign: int, what: str, draws
     p = min(1.0, family * t.p_zero)
     paper = NULL_CLAIMS.get(claim) or RESCORED_CLAIMS[claim]
     adjusted = f"; Bonferroni over the {family} rows" if family > 1 else ""
-    return Claim(claim, _scope(e.model, e.dataset, MAIN_GROUP, where), paper, est, t.low,
+    return Claim(claim, _scope(e.model, e.dataset, group, where), paper, est, t.low,
                  t.high, t.n, f"paired sign-flip ({t.method}) on per-sample {what}; interval: "
                  f"inverts the test{adjusted}", p, directional(est, p, sign),
                  _notes(f"estimate: mean per-sample {what}", _few(t.n)), mde=mde,
@@ -160,8 +160,8 @@ def _order_beyond_null(e: Entry, draws: int, seed: int) -> list[Claim]:
 def rescored_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
     """Per re-scored null (`ips.variants.NULLS`: a second precision, another mask token),
     setting, condition group with conditions scored again, and band: is the group's template
-    IPS above that null, on the samples that were scored again (paired over samples)? Rows
-    of groups other than the main one name their group."""
+    IPS above that null, on the samples that were scored again (paired over samples)? The
+    scope names the group."""
     ds = e.ds
     out = []
     for v in NULLS:
@@ -174,14 +174,14 @@ def rescored_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
             for group in ds["group"].values:
                 if not n_valued.sel({kind: setting, "group": group}).values.any():
                     continue
-                where = "" if group == MAIN_GROUP else f", group {group}"
                 for band in ds["band"].values:
                     at = {"group": group, "band": band}
                     ips = ds["sample_ips"].sel(at).values.astype(float)
                     null = ds[f"sample_{kind}_null_ips"].sel({kind: setting, **at}).values
                     out.append(_paired_row(e, v.claim, ips - null, +1,
                                            f"IPS − {kind} null IPS", draws, seed,
-                                           f"{own} vs {setting}{where}, band {band}"))
+                                           f"{own} vs {setting}, band {band}",
+                                           group=str(group)))
     return out
 
 
