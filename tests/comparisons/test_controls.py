@@ -46,16 +46,21 @@ def flip(p, delta, n=12):
     return uncertainty.SignFlipTest(p, n, delta, "exact", 1 << n)
 
 
-@pytest.mark.parametrize("raw, test, two_sided, final", [
-    ("supported", flip(0.01, -0.15), False, "supported"),      # beyond the twin, same way
-    ("supported", flip(0.30, -0.05), False, "undecided"),      # the twin earns it too
-    ("supported", flip(0.01, +0.15), False, "undecided"),      # the twin's effect is larger
-    ("contradicted", flip(0.01, +0.1), True, "contradicted"),  # a level row: any difference
-    ("undecided", flip(0.001, -0.3), False, "undecided"),      # a control decides nothing
-    ("untestable", flip(math.nan, math.nan), False, "untestable"),
+@pytest.mark.parametrize("raw, test, bounds, final", [
+    ("supported", flip(0.01, -0.15), None, "supported"),      # beyond the twin, same way
+    ("supported", flip(0.30, -0.05), None, "undecided"),      # the twin earns it too
+    ("supported", flip(0.01, +0.15), None, "undecided"),      # the twin's effect is larger
+    ("undecided", flip(0.001, -0.3), None, "undecided"),      # a control decides nothing
+    ("untestable", flip(math.nan, math.nan), None, "untestable"),
+    # level rows (estimate −0.2): read against the bound their verdict is about
+    ("contradicted", flip(0.01, -0.1), (0.0, 0.5), "contradicted"),  # further below 0
+    ("contradicted", flip(0.01, +0.1), (0.0, 0.5), "undecided"),     # the twin is lower
+    ("supported", flip(0.01, -0.1), (-1.0, 0.1), "supported"),       # further below hi
+    ("supported", flip(0.01, +0.1), (-1.0, 0.1), "undecided"),       # the twin is lower
+    ("supported", flip(0.01, +0.1), (0.4, 0.6), "supported"),        # two bounds: either way
 ])
-def test_final_verdict_rule(raw, test, two_sided, final):
-    r = controls.decide(row(raw), -0.05, "supported", test, "samples", two_sided=two_sided)
+def test_final_verdict_rule(raw, test, bounds, final):
+    r = controls.decide(row(raw), -0.05, "supported", test, "samples", bounds=bounds)
     assert (r.verdict, r.raw_verdict) == (final, raw)
     if raw == "supported" and test.p_value == 0.30:
         assert "the control earns the same raw verdict, supported" in r.note

@@ -15,7 +15,7 @@ the twins of all its models, a factor comparison on the twins of its two models.
 * ``verdict``, the final verdict: ``supported`` or ``contradicted`` only when the raw verdict
   is, and the trained models differ from their controls (control_p < α) in the direction of
   the raw effect (the estimate's side of its reference: 0 for a difference, ½ for a share of
-  models, the threshold of a descriptive row; either way for a level row). Otherwise a
+  models, the threshold of a descriptive row; for a level row, `level_side`). Otherwise a
   decided raw verdict becomes ``undecided`` and the note says why (no control, or the control
   earns it too). A row of a twin is itself a control: its verdict is ``control``.
 """
@@ -33,11 +33,23 @@ from ips.formats.metrics import Entry
 DECIDED = ("supported", "contradicted")
 
 
+def level_side(raw: str, estimate: float, bounds: tuple[float, float]) -> int:
+    """The direction of a level row's raw verdict against its interval [lo, hi]: a value
+    above hi (contradicted) +1, below lo −1; inside (supported) towards the interval's one
+    bound that binds, −1 below hi for [0, hi], +1 above lo for [lo, 1]; 0 (either way) for
+    an interval bounded on both sides, such as 40–60 %."""
+    lo, hi = bounds
+    if raw == "contradicted":
+        return 1 if estimate > hi else -1
+    return -1 if lo <= 0 else (1 if hi >= 1 else 0)
+
+
 def decide(row: Claim, control_estimate: float, control_verdict: str,
            test: uncertainty.SignFlipTest | None, units: str, reference: float = 0.0,
-           two_sided: bool = False) -> Claim:
+           bounds: tuple[float, float] | None = None) -> Claim:
     """The row with its control columns and its final verdict (module docstring). ``test``:
-    trained − control over the paired ``units`` (None: the row has no control)."""
+    trained − control over the paired ``units`` (None: the row has no control); ``bounds``:
+    a level row's interval (`level_side`)."""
     raw = row.verdict
     if test is None or not np.isfinite(test.p_value):
         why = ("no control: no untrained twin of its models (controls.twins), so a decided "
@@ -45,8 +57,9 @@ def decide(row: Claim, control_estimate: float, control_verdict: str,
         return replace(row, raw_verdict=raw, verdict="undecided" if raw in DECIDED else raw,
                        note=_notes(row.note, why if raw in DECIDED else ""))
     delta, p = float(test.mean_difference), float(test.p_value)
-    side = np.sign(row.estimate - reference)
-    beyond = p < ALPHA and (two_sided or (np.sign(delta) == side != 0))
+    side = (level_side(raw, row.estimate, bounds) if bounds is not None
+            else np.sign(row.estimate - reference))
+    beyond = p < ALPHA and (np.sign(delta) == side != 0 or (bounds is not None and side == 0))
     verdict = raw if raw not in DECIDED or beyond else "undecided"
     said = (f"control {control_estimate:.3g} ({control_verdict or 'no verdict'}); trained − "
             f"control {delta:+.3g}, p = {p:.2g} over {test.n} {units}")
@@ -94,7 +107,7 @@ def against(row: Claim, control: Claim | None, units: str, draws: int, seed: int
     ra, rb = paired_records(row, control)
     test = uncertainty.swap_test(ra, rb, row.spec.statistic, draws, seed)
     return decide(row, control.estimate, control.verdict, test, units, row.spec.reference,
-                  row.spec.two_sided)
+                  row.spec.bounds)
 
 
 def with_twins(rows: dict[str, list[Claim]], entries: list[Entry], draws: int,

@@ -52,7 +52,7 @@ def _level_row(e: Entry, claim: str, paper: str, x: np.ndarray, lo: float, hi: f
     return Claim(claim, _scope(e.model, e.dataset), paper, float(est), float(ci[0]),
                  float(ci[1]), n, f"{level:.0%} bootstrap interval vs [{lo:g}, {hi:g}]",
                  verdict=within(ci, lo, hi, n), note=_few(n, level=True),
-                 mde=level_mde(ci, n), spec=ControlSpec(_ids(e), x, two_sided=True))
+                 mde=level_mde(ci, n), spec=ControlSpec(_ids(e), x, bounds=(lo, hi)))
 
 
 def _ids(e: Entry) -> tuple[str, ...]:
@@ -141,7 +141,8 @@ def type_claims(e: Entry) -> list[Claim]:
                          verdict=within(ci, lo, hi, n),
                          note=_notes("share of salient interactions pooled over samples",
                                      _few(n, level=True)), mde=level_mde(ci, n),
-                         spec=ControlSpec(_ids(e), records, _pooled_share, two_sided=True)))
+                         spec=ControlSpec(_ids(e), records, _pooled_share,
+                                          bounds=(lo, hi))))
     return out
 
 

@@ -40,14 +40,15 @@ class ControlSpec:
     """What a row's control test needs: its units (sample ids, or model names) with one
     record each, the statistic the row computes from the records (`mean_statistic` for a
     per-sample row), the value its direction is read against (0 for a difference, ½ for a
-    share of models) and whether it is a level row (any difference from the controls counts,
-    `two_sided`). `ips.comparisons.claims.controls` pairs the records with the control's."""
+    share of models) and, for a level row, the interval [lo, hi] it is read against
+    (`bounds`; `ips.comparisons.claims.controls.level_side`). `ips.comparisons.claims.controls`
+    pairs the records with the control's."""
 
     units: tuple[str, ...]
     records: np.ndarray
     statistic: Callable[[np.ndarray], float] = mean_statistic
     reference: float = 0.0
-    two_sided: bool = False
+    bounds: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
