@@ -1,2 +1,3 @@
-"""Across models (step 6): the factor comparisons, tau robustness and the paper's
+"""Across models (step 6): the factor comparisons (`compare`, pairs in `factors`), the
+low-band test (`low_band`), tau robustness (`robustness`) and the paper's
 claims."""

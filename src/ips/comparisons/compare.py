@@ -58,6 +58,7 @@ import xarray as xr
 
 from ips import __version__
 from ips.analysis import metrics, uncertainty
+from ips.comparisons import low_band
 from ips.comparisons.factors import (
     ABSENT,
     FACTORS,
@@ -396,60 +397,6 @@ def _find_comparisons(datasets: list[str], by_dataset: dict[str, list[Entry]]
     return comps, few_notes
 
 
-#: the bands of the low-band row: (low, mid, high)
-_ORDER_BANDS = [BANDS.index(b) for b in ("low", "mid", "high")]
-
-
-def _low_gaps(sides: dict[str, tuple[np.ndarray, np.ndarray]] | None
-              ) -> dict[str, np.ndarray] | None:
-    """Per sample the two gaps (ΔIPS_s^low − ΔIPS_s^mid, ΔIPS_s^low − ΔIPS_s^high), with
-    ΔIPS_s^b = (A_s^b − B_s^b) / mean_s B^b over the samples valued in low, mid and high on
-    both sides: their means are the comparison's ΔIPS^low − ΔIPS^mid and ΔIPS^low −
-    ΔIPS^high on those samples. None without such samples (or a mean B of 0)."""
-    if sides is None:
-        return None
-    ids = sorted(s for s, (a, b) in sides.items()
-                 if np.isfinite(a[_ORDER_BANDS]).all() and np.isfinite(b[_ORDER_BANDS]).all())
-    if not ids:
-        return None
-    a, b = (np.array([sides[s][k][_ORDER_BANDS] for s in ids], float) for k in (0, 1))
-    scale = b.mean(axis=0)
-    if not (scale > 0).all():
-        return None
-    x = (a - b) / scale
-    return dict(zip(ids, np.stack([x[:, 0] - x[:, 1], x[:, 0] - x[:, 2]], axis=1)))
-
-
-@dataclass(frozen=True)
-class _GapTest:
-    """`_low_gap_test`: max of the two gaps' means, its interval, p, n and mde."""
-
-    estimate: float
-    ci: tuple[float, float]
-    p: float
-    n: int
-    mde: float
-
-
-def _low_gap_test(gaps: dict[str, np.ndarray], draws: int, seed: int,
-                  level: float) -> _GapTest:
-    """Does the low band fall most? On the per-sample gaps g, h (`_low_gaps`, or their
-    differences from a control's), each mean tested by the sign-flip test and its interval
-    inverted at level 1 − α/2 (Bonferroni over the two). The estimate is max(ḡ, h̄); its
-    interval [max of the lows, max of the highs]; p is 2·max(p_g, p_h) where both means are
-    below 0 (the low band falls most: both gaps below 0), else 2·min of the p of the means
-    at or above 0 (either gap above 0). The interval excludes 0 exactly when p < α."""
-    y = np.array([gaps[s] for s in sorted(gaps)], float)
-    half = 1 - (1 - level) / 2
-    tests = [uncertainty.sign_flip_interval(y[:, k], None, half, draws, seed) for k in (0, 1)]
-    means = y.mean(axis=0)
-    p = (max(t.p_zero for t in tests) if (means < 0).all()
-         else min(t.p_zero for t, m in zip(tests, means) if m >= 0))
-    return _GapTest(float(means.max()), (max(t.low for t in tests), max(t.high for t in tests)),
-                    min(1.0, 2 * p), len(y),
-                    max(uncertainty.sign_flip_mde_of(y[:, k], None, half) for k in (0, 1)))
-
-
 def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.ndarray,
                           tests: list, diffs: list, level: float, draws: int, seed: int):
     """Every comparison: IPS of A and B, ΔIPS, their paired intervals and sign-flip tests."""
@@ -478,9 +425,9 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
     low = {k: np.full(C, np.nan) for k in ("low_gap", "low_gap_p", "low_gap_mde")}
     low_gap_ci, low_gap_n = np.full((C, 2), np.nan), np.zeros(C, np.int64)
     for i, d in enumerate(diffs):
-        gaps = _low_gaps(d)
+        gaps = low_band.gaps(d)
         if gaps:
-            t = _low_gap_test(gaps, draws, seed, level)
+            t = low_band.gap_test(gaps, draws, seed, level)
             low["low_gap"][i], low["low_gap_p"][i], low["low_gap_mde"][i] = t.estimate, t.p, t.mde
             low_gap_ci[i], low_gap_n[i] = t.ci, t.n
     data = {
@@ -524,7 +471,7 @@ def _control_variables(comps: list[Comparison], controls: list[Comparison],
     excess beyond the matched-size null (`control_excess`, `control_p_excess`, and the test
     of the per-sample difference of the two excesses `control_p_excess_difference`,
     `n_control_excess`, `control_excess_difference`), and for the low-band gap
-    (`_low_gap_test`: `control_low_gap`, `control_p_low_gap`, and on the per-sample
+    (`low_band.gap_test`: `control_low_gap`, `control_p_low_gap`, and on the per-sample
     differences of the two sides' gaps `control_p_low_gap_difference`, `n_control_low_gap`,
     `control_low_gap_difference`); NaN / 0 where the twins are missing."""
     C, nb = len(comps), len(BANDS)
@@ -564,13 +511,13 @@ def _control_variables(comps: list[Comparison], controls: list[Comparison],
             test = _sign_flip([both], draws, seed, None)
             out["control_p_excess_difference"][i], n_excess[i] = test.p, test.n
             out["control_excess_difference"][i] = _nanmean(np.array(list(both.values())))
-        mine, theirs = (_low_gaps(_sides(x.samples_a, x.samples_b)) for x in (c, t))
+        mine, theirs = (low_band.gaps(_sides(x.samples_a, x.samples_b)) for x in (c, t))
         if mine and theirs:
-            own = _low_gap_test(theirs, draws, seed, level)
+            own = low_band.gap_test(theirs, draws, seed, level)
             gap["control_low_gap"][i], gap["control_p_low_gap"][i] = own.estimate, own.p
             both = {s: mine[s] - theirs[s] for s in mine if s in theirs}
             if both:
-                test = _low_gap_test(both, draws, seed, level)
+                test = low_band.gap_test(both, draws, seed, level)
                 gap["control_p_low_gap_difference"][i], n_gap[i] = test.p, test.n
                 gap["control_low_gap_difference"][i] = test.estimate
     return {**{k: (("comparison", "band"), v) for k, v in out.items()},
