@@ -83,7 +83,7 @@ VARIANTS: dict[str, Variant] = {v.kind: v for v in (
             # `ips score --mask` checks the mask against the tokenizer before the weights
             # load: first, a mask a tokenizer lacks stops the run before the main scoring
             priority=50,
-            pattern=r"unk|pad|eos|bos|word:[A-Za-z]+|id:[0-9]+",
+            pattern=r"unk|pad|eos|bos|word:[A-Za-z]+|id:[0-9]+|delete",
             recorded=("mask_token",), title="Mask null", doc="docs/method.md#mask-null",
             measures="what the choice of baseline alone gives", setting="mask",
             claim="template_above_mask_null",

@@ -247,3 +247,21 @@ def test_killed_score_resumes_with_identical_output(config, tmp_path):
     for name in ("v", "pred", "letter_logit", "option_logp", "hidden", "target_ids"):
         assert np.array_equal(a[name].values, b[name].values, equal_nan=True), name
     a.close(), b.close()
+
+
+def test_the_deletion_baseline_scores_through_the_command(config, tmp_path):
+    """`--mask delete`: the values file records the deletion baseline (id −1, no token), and
+    its games agree with the model's own mask only at the unmasked prompt."""
+    common = ["--model", "tiny", "--dataset", "arc-easy", "--threads", 1, "--conditions", "T1"]
+    for mask, out in (("delete", "d.h5"), (None, "u.h5")):
+        r = run_ips("score", "--config", config, *common, *(("--mask", mask) if mask else ()),
+                    "--out", tmp_path / out)
+        assert r.returncode == 0, r.stderr
+    with xr.open_dataset(tmp_path / "d.h5", engine="h5netcdf") as deleted, \
+            xr.open_dataset(tmp_path / "u.h5", engine="h5netcdf") as own:
+        assert (deleted.attrs["mask_source"], deleted.attrs["mask_token_id"]) == ("delete", -1)
+        full = 2 ** deleted["n_vars"].values - 1
+        for s, m in enumerate(full):
+            v, u = deleted["v"].values[s, 0], own["v"].values[s, 0]
+            assert v[m] == pytest.approx(u[m], abs=1e-5)
+            assert np.abs(v[:m] - u[:m]).min() > 0

@@ -56,7 +56,7 @@ def mask_name(text: str) -> str:
     """Another mask token (`ips.config.MASK_PATTERN`), as the argument of `--mask`."""
     if not MASK_PATTERN.fullmatch(text):
         raise argparse.ArgumentTypeError(f"{text!r} is none of unk, pad, eos, bos, word:W "
-                                         "(W letters only), id:N")
+                                         "(W letters only), id:N, delete")
     return text
 
 

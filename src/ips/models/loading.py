@@ -248,20 +248,31 @@ def model_mask(spec: ModelSpec, tokenizer: Any, mask: str | None = None
     return (*resolve_other_mask(tokenizer, mask, own_id, model=spec.name), mask)
 
 
+DELETE = "delete"
+"""The mask of the deletion baseline: absent words are removed from the input, not replaced
+(attention-mask removal, Hase et al., NeurIPS 2021); the tokens kept keep their positions in
+the full prompt (`ips.scoring.engine.Engine`)."""
+DELETE_ID = -1
+"""Its mask id, which no token has."""
+
+
 def resolve_other_mask(tokenizer: Any, other: str, own_id: int, *,
                        model: str = "model") -> tuple[int, str]:
     """The token of another mask `other` (`MASK_PATTERN`): `(id, token)`.
 
     `unk`, `pad`, `eos`, `bos`: the tokenizer's token of that role; `word:W`: the one token
     that " W" encodes to (a word as it reads after a space, where masked words stand);
-    `id:N`: token N. A `ModelError` names the model and what to choose instead when the
-    tokenizer has no such token, the word is more than one token, the id is outside the
-    vocabulary, or the token is the model's own mask token `own_id` (no null at all).
+    `id:N`: token N; `delete`: no token (`DELETE_ID`, ""). A `ModelError` names the model
+    and what to choose instead when the tokenizer has no such token, the word is more than
+    one token, the id is outside the vocabulary, or the token is the model's own mask token
+    `own_id` (no null at all).
     """
     hint = "choose another under mask_null (docs/method.md#mask-null)"
     if not MASK_PATTERN.fullmatch(other):
         raise ModelError(f"model {model}: mask {other!r} is none of unk, pad, eos, bos, "
-                         f"word:W, id:N; {hint}")
+                         f"word:W, id:N, delete; {hint}")
+    if other == DELETE:
+        return DELETE_ID, ""
     kind, _, arg = other.partition(":")
     if kind == "word":
         ids = tokenizer.encode(" " + arg, add_special_tokens=False)

@@ -1,14 +1,17 @@
 """The output score v(x_S) of a causal LM on masked prompts (paper Section 3.1), sample by sample.
 
-`Engine` runs the forward passes: all 2**n masked inputs x_S of a prompt have the same
-length and are batched without padding (or evaluated as a trie, `ips.scoring.trie`); the masking and
-the log-odds v(x_S) = log p − log(1 − p), p = P(y* | x_S), are those of `ips.scoring.log_odds`.
+`Engine` runs the forward passes: the masked inputs x_S of a prompt are batched without
+padding, rows of one length together (all 2**n have the same length under a mask token; the
+deletion baseline shortens a row by its absent tokens), or evaluated as a trie
+(`ips.scoring.trie`); the masking and the log-odds v(x_S) = log p − log(1 − p),
+p = P(y* | x_S), are those of `ips.scoring.log_odds`.
 `score_shard` scores one shard of samples and writes its values file.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,13 +20,14 @@ import numpy as np
 import torch
 
 from ips.config import SCORERS, default
+from ips.models.loading import DELETE_ID
 from ips.prompts.items import LETTERS, MCQItem
 from ips.scoring.log_odds import (
     NonFiniteError,
     ScoringError,
     finite_values,
     half_products,
-    masked_inputs,
+    kept_tokens,
     model_dtype,
     token_owners,
     v_from_logits,
@@ -90,11 +94,17 @@ class Engine:
 
     def __init__(self, model, mask_id: int, batch_tokens: int = BATCH_TOKENS, device=None,
                  scorer: str = "plain"):
-        """`scorer`: "plain" (batched rows), "trie" (shared-prefix evaluation, `ips.scoring.trie`;
-        `ScoringError` for a model it cannot evaluate) or "auto" (the trie where the model
-        allows it, else plain, with the reason logged once)."""
+        """`mask_id`: the token absent words are replaced by, or `DELETE_ID` to remove them
+        (a `ScoringError` for a model whose forward takes no position ids). `scorer`: "plain"
+        (batched rows), "trie" (shared-prefix evaluation, `ips.scoring.trie`; `ScoringError`
+        for a model it cannot evaluate) or "auto" (the trie where the model allows it, else
+        plain, with the reason logged once)."""
         self.model = model
         self.mask_id = int(mask_id)
+        self.delete = self.mask_id == DELETE_ID
+        if self.delete and "position_ids" not in inspect.signature(model.forward).parameters:
+            raise ScoringError(f"{type(model).__name__} takes no position ids, which the "
+                               "deletion baseline needs; give it a mask token instead")
         self.batch_tokens = int(batch_tokens)
         self.device = device if device is not None else next(model.parameters()).device
         if scorer not in SCORERS:
@@ -107,7 +117,12 @@ class Engine:
         self.cache_prompt = isinstance(model, PreTrainedModel) and not getattr(
             model.config, "is_encoder_decoder", False)
         self.trie = None
-        if scorer != "plain":
+        if self.delete and scorer != "plain":
+            if scorer == "trie":
+                raise ScoringError("the trie scorer does not evaluate the deletion baseline; "
+                                   "use scorer plain or auto")
+            log.info("deletion baseline: the plain scorer")
+        elif scorer != "plain":
             self.trie = TrieScorer(model, self.mask_id, trie_budget(self.batch_tokens),
                                    self.device, mode=scorer)
 
@@ -120,9 +135,18 @@ class Engine:
         return self.model(input_ids=ids, logits_to_keep=k, **{"use_cache": False, **kwargs})
 
     @torch.inference_mode()
-    def _log_odds(self, rows: np.ndarray, target: Sequence[int]) -> np.ndarray:
-        """v for every row (`v_from_logits`); rows already end with target[:-1]."""
-        return v_from_logits(self._logits(rows, len(target)).logits, target)
+    def _log_odds(self, rows: np.ndarray, target: Sequence[int],
+                  positions: np.ndarray | None = None) -> np.ndarray:
+        """v for every row (`v_from_logits`); rows already end with target[:-1]. `positions`:
+        each token's position id (default 0, 1, ...)."""
+        kwargs = {}
+        if positions is not None:
+            # explicit: without an attention mask, transformers reads position ids that skip
+            # as the starts of packed sequences (masking_utils.find_packed_sequence_indices)
+            kwargs = {"position_ids": torch.as_tensor(positions, device=self.device),
+                      "attention_mask": torch.ones(rows.shape, dtype=torch.long,
+                                                   device=self.device)}
+        return v_from_logits(self._logits(rows, len(target), **kwargs).logits, target)
 
     @_computing
     def values(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int],
@@ -136,25 +160,26 @@ class Engine:
                 return v
         seq, own = self._with_target(ids, owners, target)
         chosen = np.arange(1 << n) if masks is None else np.asarray(masks, dtype=np.int64)
-        return self._batched(lambda idx: masked_inputs(seq, own, n, self.mask_id, chosen[idx]),
-                             len(chosen), len(seq), target)
+        absent = 1 - ((chosen[:, None] >> np.arange(n)) & 1)
+        return self._batched(seq, lambda idx: kept_tokens(own, n, chosen[idx]),
+                             self._lengths(seq, own, n, absent), target)
 
     @_computing
     def occlusion(self, ids: np.ndarray, owners: np.ndarray, n: int,
                   target: Sequence[int]) -> np.ndarray:
         """v(x_N), then v(x_{N∖{i}}) for i = 0..n−1: n + 1 rows (plain batches, any n).
 
-        Row i + 1 masks variable i alone, built by `masked_inputs` with i as the only
-        variable, so the masking is that of `values`.
+        Row i + 1 masks variable i alone, as `values` masks it.
         """
         seq, own = self._with_target(ids, owners, target)
 
-        def rows(js: np.ndarray) -> np.ndarray:
-            # j = 0 is the unmasked prompt (no variable), j = i + 1 masks variable i
-            return np.concatenate([masked_inputs(seq, np.where((own == j - 1) & (j > 0), 0, -1),
-                                                 1, self.mask_id, [0]) for j in js])
+        def keep(js: np.ndarray) -> np.ndarray:
+            # j = 0 is the unmasked prompt, j = i + 1 masks variable i
+            js = np.asarray(js)[:, None]
+            return (own[None, :] != js - 1) | (js == 0)
 
-        return self._batched(rows, n + 1, len(seq), target)
+        absent = np.vstack([np.zeros((1, n), np.int64), np.eye(n, dtype=np.int64)])
+        return self._batched(seq, keep, self._lengths(seq, own, n, absent), target)
 
     @staticmethod
     def _with_target(ids: np.ndarray, owners: np.ndarray, target: Sequence[int]):
@@ -163,13 +188,35 @@ class Engine:
         own = np.concatenate([owners, np.full(len(target) - 1, -1, dtype=owners.dtype)])
         return seq, own
 
-    def _batched(self, rows, count: int, length: int, target: Sequence[int]) -> np.ndarray:
-        """v of rows(indices) for indices 0..count−1, at most batch_tokens tokens a batch."""
-        per_batch = max(1, self.batch_tokens // length)
-        out = np.empty(count, dtype=np.float64)
-        for start in range(0, count, per_batch):
-            idx = np.arange(start, min(start + per_batch, count))
-            out[idx] = self._log_odds(rows(idx), target)
+    def _lengths(self, seq: np.ndarray, own: np.ndarray, n: int, absent: np.ndarray
+                 ) -> np.ndarray:
+        """Each row's length: the whole sequence, less the tokens of the variables it lacks
+        (`absent`, `[rows, n]` of 0/1) under the deletion baseline."""
+        if not self.delete:
+            return np.full(len(absent), len(seq))
+        return len(seq) - absent @ np.bincount(own[own >= 0], minlength=n)[:n]
+
+    def _batched(self, seq: np.ndarray, keep, lengths: np.ndarray,
+                 target: Sequence[int]) -> np.ndarray:
+        """v of the rows of `seq` that keep(indices) keeps (`kept_tokens`), for indices
+        0..len(lengths)−1: rows of one length in batches of at most batch_tokens tokens,
+        absent tokens replaced by the mask token or, under deletion, left out (the others
+        keep their position ids)."""
+        out = np.empty(len(lengths), dtype=np.float64)
+        order = np.argsort(lengths, kind="stable")
+        start = 0
+        while start < len(order):
+            length = int(lengths[order[start]])
+            stop = min(start + max(1, self.batch_tokens // length), len(order))
+            stop = start + int(np.searchsorted(lengths[order[start:stop]], length, "right"))
+            idx = order[start:stop]
+            kept = keep(idx)
+            if self.delete:
+                pos = np.nonzero(kept)[1].reshape(len(idx), length)
+                out[idx] = self._log_odds(seq[pos], target, pos)
+            else:
+                out[idx] = self._log_odds(np.where(kept, seq[None, :], self.mask_id), target)
+            start = stop
         return finite_values(out, model_dtype(self.model))
 
     @_computing
@@ -214,7 +261,9 @@ class Engine:
         if longer:
             width = max(len(options[i]) for i in longer) - 1
             head = ids[:0] if cache is not None else ids
-            rows = np.full((len(longer), len(head) + width), self.mask_id, dtype=ids.dtype)
+            # any token pads: causal attention never reads it
+            rows = np.full((len(longer), len(head) + width), max(self.mask_id, 0),
+                           dtype=ids.dtype)
             rows[:, :len(head)] = head
             for r, i in enumerate(longer):
                 rows[r, len(head):len(head) + len(options[i]) - 1] = options[i][:-1]

@@ -3,8 +3,10 @@
 
 For a prompt with variables N, the masked input x_S keeps the tokens of the variables in S
 and replaces every token of the others by the model's mask token (`token_owners` assigns
-tokens to variables, `masked_inputs` builds the rows), so all 2**n masked inputs of a prompt
-have the same length. The score is the log-odds of the target y* at the answer position,
+tokens to variables, `kept_tokens` says which stay, `masked_inputs` builds the rows), so all
+2**n masked inputs of a prompt have the same length. The deletion baseline
+(`ips.models.loading.DELETE_ID`) removes the others' tokens instead; the tokens kept keep their
+positions in the full prompt. The score is the log-odds of the target y* at the answer position,
 
     v(x_S) = log p − log(1 − p),   p = P(y* | x_S),
 
@@ -53,14 +55,19 @@ def token_owners(offsets: Sequence[tuple[int, int]],
     return np.where(overlap.max(axis=1) > 0, owner, -1).astype(np.int64)
 
 
-def masked_inputs(ids: np.ndarray, owners: np.ndarray, n: int, mask_id: int,
-                  masks=None) -> np.ndarray:
-    """Rows x_S for the given masks (default all 2**n): bit i of the mask keeps variable i."""
+def kept_tokens(owners: np.ndarray, n: int, masks=None) -> np.ndarray:
+    """`[masks, tokens]`: whether x_S keeps each token, for the given masks (default all
+    2**n); bit i of a mask keeps variable i, and background tokens (owner −1) always stay."""
     masks = np.arange(1 << n) if masks is None else np.asarray(masks)
     var = owners >= 0
     kept = (masks[:, None] >> np.where(var, owners, 0)[None, :]) & 1
-    drop = var[None, :] & (kept == 0)
-    return np.where(drop, mask_id, ids[None, :])
+    return ~var[None, :] | (kept == 1)
+
+
+def masked_inputs(ids: np.ndarray, owners: np.ndarray, n: int, mask_id: int,
+                  masks=None) -> np.ndarray:
+    """Rows x_S for the given masks (default all 2**n), absent tokens replaced by `mask_id`."""
+    return np.where(kept_tokens(owners, n, masks), ids[None, :], mask_id)
 
 
 def log_odds(logp: np.ndarray) -> np.ndarray:
