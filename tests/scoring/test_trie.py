@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import ips.scoring.trie as trie
+import ips.scoring.trie.scorer as trie_scorer
 from builders import _Confident, plain_v, prompt, sample_set, trie_v
 from ips.models.loading import input_device
 from ips.models.testing import load_tiny
@@ -14,6 +15,7 @@ from ips.scoring.engine import Engine
 from ips.scoring.log_odds import ScoringError
 from ips.scoring.shard import score_shard
 from ips.scoring.trie import TrieScorer, plan_levels, trie_budget
+from ips.scoring.trie.tree import KeyValueTree
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -251,13 +253,13 @@ def test_bidirectional_gemma_falls_back(tiny_gemma_dir, caplog):
 def test_the_first_prompt_is_checked_against_plain(gemma, monkeypatch, caplog, scorer):
     """A trie that computes something else (here: a corrupted attention) is caught."""
     ids, owners, n, letters = prompt(gemma)
-    real = trie._Tree.attend
+    real = KeyValueTree.attend
 
     def corrupt(self, *a):
         out, w = real(self, *a)
         return out.flip(-1), w  # (a mere scale is undone by Gemma's post-attention norm)
 
-    monkeypatch.setattr(trie._Tree, "attend", corrupt)
+    monkeypatch.setattr(KeyValueTree, "attend", corrupt)
     engine = Engine(gemma.model, gemma.mask_token_id, scorer=scorer)
     if scorer == "trie":
         with pytest.raises(ScoringError, match="differs from the plain scorer"):
@@ -283,7 +285,7 @@ def test_a_model_that_bypasses_the_attention_interface_is_detected(llama, monkey
         return query.new_zeros(R, s, H, d), None
 
     monkeypatch.setitem(AttentionInterface._global_mapping, trie.ATTENTION, elsewhere)
-    monkeypatch.setattr(trie, "_register", lambda: None)
+    monkeypatch.setattr(trie_scorer, "register", lambda: None)
     ids, owners, n, letters = prompt(llama)
     scorer = TrieScorer(llama.model, llama.mask_token_id, mode="auto")
     with caplog.at_level(logging.WARNING, logger="ips.scoring.trie"):

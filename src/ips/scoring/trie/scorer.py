@@ -1,48 +1,5 @@
-"""Shared-prefix (trie) evaluation of the 2**n masked versions of one prompt.
-
-All masked inputs x_S of a prompt agree on every token before the first variable, and two
-masks that agree on the variables 1..k (in prompt order) agree on every token before variable
-k+1. The masked inputs are therefore the leaves of a binary tree over the variables:
-
-    level 0     the tokens before the first variable (the whole few-shot demonstration
-                block included), run once, for 1 node;
-    level k     the tokens from variable k up to variable k+1, run for the 2**k nodes that
-                fix variables 1..k (the children of node b are 2b, variable k masked, and
-                2b+1, kept);
-    level m     the last variable up to the end (and the target's first tokens), run for the
-                2**m leaves, of which only the answer positions are projected to logits.
-
-Every node's segment is computed once, and its keys/values are stored once, in a per-level
-tensor `[kv_heads, nodes, segment, head_dim]` per layer. A row attends to the shared prefix
-(one tensor for all rows: one large matmul), to the segments of its ancestors (rows grouped
-by ancestor: a batched matmul over views of the stored tensors), and causally to its own
-segment; the scores of all levels share one softmax. No cache is replicated per row
-(`batch_repeat_interleave` would copy the whole prefix 2**k times per level and
-concatenate on every update), no key/value is repeated for grouped-query attention, no mask
-is built. The attention runs through transformers' `AttentionInterface` (registered as
-"ips_trie", selected only for the duration of a trie forward), so the model's own code
-computes embeddings, projections, norms, rotary embeddings (from explicit position ids) and
-MLPs; the sliding windows of Gemma 3's local layers are applied here (a key at position j
-is seen from position i when i − window < j ≤ i, as in `masking_utils`), so prompts longer
-than the window branch like any other.
-
-A forward has a fixed cost (reading every weight; launching kernels) besides its tokens, so
-the first, narrow levels may fix several variables at once (`plan_levels`: 2**r children
-per node for a level of r variables), where that is cheaper. Breadth is capped by a token
-budget: the nodes of a level run in chunks of at most `budget` tokens, depth-first over
-subtrees, so memory is bounded by about (levels × budget) stored tokens of keys/values plus
-one forward's activations, whatever n.
-
-A model whose attention cannot be evaluated this way (not a transformers model, attention
-outside AttentionInterface, bidirectional, linear or chunked attention layers, attention
-sinks, a mask it builds itself ...) is detected before use or on its first forward;
-`Engine(scorer="auto")` then uses the plain scorer and logs the reason once,
-`scorer="trie"` raises `ScoringError`. On its first prompt the trie also checks itself
-against the plain scorer on two masks (all kept, none kept), which catches, e.g., an output
-head other than `lm_head` (+ Gemma's final soft-capping) that this module reproduces.
-The model's attention setting is switched for the trie's forwards only (under a lock), so
-the same model must not run plain forwards from another thread meanwhile.
-"""
+"""`TrieScorer`: v(x_S) for every mask of a prompt, its levels run depth-first over the tree
+(`ips.scoring.trie`), the answer positions projected to v as the model's head would."""
 
 from __future__ import annotations
 
@@ -62,20 +19,14 @@ from ips.scoring.log_odds import (
     model_dtype,
     v_from_logits,
 )
+from ips.scoring.trie.attention import ATTENTION, register
+from ips.scoring.trie.plan import DESIGN_BITS, plan_levels, pow2_floor
+from ips.scoring.trie.support import TrieUnsupported, unsupported_reason
+from ips.scoring.trie.tree import KeyValueTree
 
 log = logging.getLogger(__name__)
 
-ATTENTION = "ips_trie"
-SCORERS = ("plain", "trie", "auto")
-# layer kinds whose attention is causal softmax attention over all (or a window of) earlier tokens
-_LAYER_TYPES = {"full_attention", "sliding_attention"}
-# attention arguments that change the computation in ways this kernel does not reproduce
-_UNSUPPORTED_KWARGS = ("s_aux", "sinks", "position_bias", "attention_chunk_size")
 _LOCK = threading.Lock()
-
-
-class TrieUnsupported(Exception):
-    """The model's attention cannot be evaluated as a trie (the message says why)."""
 
 
 @dataclass
@@ -92,223 +43,13 @@ class TrieStats:
     peak_stored: int = 0  # most key/value bytes stored at once
 
 
-MIN_BUDGET = 4096
+
 _BLOCK = 1 << 18  # float64 elements of one block of exp terms (2 MB: stays in cache)
-
-
-def trie_budget(batch_tokens: int) -> int:
-    """Tokens per trie forward for an engine capped at `batch_tokens` per plain forward.
-
-    A trie forward runs a few tokens per row over a stored context, so its activations per
-    token are those of a plain forward's without the prompt's attention; small budgets make
-    the early (narrow) levels' matmuls inefficient, so it is at least MIN_BUDGET.
-    """
-    return max(int(batch_tokens), MIN_BUDGET)
 
 
 def _device_of(model) -> torch.device:
     params = next(model.parameters(), None) if hasattr(model, "parameters") else None
     return params.device if params is not None else torch.device("cpu")
-
-
-def plan_levels(firsts: Sequence[int], length: int, budget: int,
-                forward_cost: int) -> list[tuple[int, int, int]]:
-    """The trie's levels: `(start, end, variables fixed)` per level, level 0 first.
-
-    `firsts`: the first token position of each variable, in prompt order; `length`: the
-    row length. Level 0 is the prefix before the first variable (one node; empty where it is
-    merged into level 1). A level after it fixes a run of consecutive variables i..j−1 and
-    runs positions [firsts[i], firsts[j]) for 2**j nodes. One variable per level computes
-    the fewest tokens, but each forward also costs about `forward_cost` tokens' time
-    (reading the weights; launching kernels), so narrow early levels are merged where that
-    is cheaper: the plan minimises Σ (tokens + forwards × forward_cost), forwards =
-    ⌈tokens / budget⌉, by dynamic programming over the split points.
-    """
-    m = len(firsts)
-    F = list(firsts) + [length]
-
-    def cost(a: int, j: int) -> int:
-        tokens = (1 << j) * (F[j] - a)
-        return tokens + -(-tokens // budget) * forward_cost
-
-    # best[j]: cheapest way to have run every position before F[j] (variables 0..j−1 fixed)
-    best = [0.0] * (m + 1)
-    prev: list[int | None] = [None] * (m + 1)  # None: the level starts at position 0
-    best[0] = F[0] + forward_cost if F[0] > 0 else 0
-    for j in range(1, m + 1):
-        best[j], prev[j] = cost(0, j), None  # the prefix merged into this level
-        for i in range(j):
-            c = best[i] + cost(F[i], j)
-            if c < best[j]:
-                best[j], prev[j] = c, i
-    if m == 0:
-        return [(0, length, 0)]
-    ends, j = [], m
-    while j:  # stops at 0 (a separate prefix level) or None (the prefix merged)
-        ends.append(j)
-        j = prev[j]
-    start = F[0] if j == 0 else 0
-    levels = [(0, start, 0)]
-    for e in reversed(ends):
-        levels.append((start, F[e], e))
-        start = F[e]
-    return levels
-
-
-#: the "variables fixed" of a design's leaf level: larger than any node index's bit length,
-#: so that every leaf row's ancestor at level 0 is the one prefix node (`_Tree.attend`)
-_DESIGN_BITS = 62
-
-
-def _pow2_floor(x: int) -> int:
-    return 1 << (max(1, int(x)).bit_length() - 1)
-
-
-def unsupported_reason(model) -> str | None:
-    """Why `model` cannot be evaluated as a trie, or None if nothing speaks against it.
-
-    Static checks only; a model that passes them is still checked on its first forward
-    (every layer must call the registered attention) and against the plain scorer.
-    """
-    config = getattr(model, "config", None)
-    if config is None or not hasattr(model, "get_decoder"):
-        return f"{type(model).__name__} is not a transformers model"
-    # accelerate's map: GPU indices, "cpu", "disk". The trie reads `lm_head.weight` itself
-    # (offloaded weights are on "meta" outside the hooks) and caches masks per level, not
-    # per device, so it runs on one device only
-    devices = {str(d) for d in (getattr(model, "hf_device_map", None) or {}).values()}
-    if len(devices) > 1:
-        return f"the model is dispatched across devices ({', '.join(sorted(devices))})"
-    if getattr(config, "is_encoder_decoder", False):
-        return "encoder-decoder models are not supported"
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    if getattr(text, "use_bidirectional_attention", False) or not getattr(text, "is_causal", True):
-        return "the model's attention is bidirectional"
-    kinds = set(getattr(text, "layer_types", None) or ["full_attention"])
-    if not kinds <= _LAYER_TYPES:
-        return f"layer types {sorted(kinds - _LAYER_TYPES)} are not softmax attention"
-    for name in ("attention_chunk_size", "sliding_window_pattern_chunked"):
-        if getattr(text, name, None):
-            return f"chunked attention ({name}) is not supported"
-    can_set = getattr(type(model), "_can_set_attn_implementation", None)
-    if can_set is None or not can_set():
-        return "the model does not route its attention through transformers' AttentionInterface"
-    head = getattr(model, "lm_head", None)
-    if head is None or model.get_output_embeddings() is not head:
-        return "the model has no plain `lm_head` output projection"
-    return None
-
-
-class _Tree:
-    """Keys/values of the stored levels, and the attention of one level's rows over them."""
-
-    def __init__(self, levels: list[tuple[int, int, int]], n_layers: int):
-        self.starts = [a for a, _, _ in levels]  # first position of each level's segment
-        self.lengths = [b - a for a, b, _ in levels]
-        self.bits = [v for _, _, v in levels]  # variables fixed by a node of each level
-        starts = self.starts
-        self.n_layers = n_layers
-        self.kv: list[dict[int, tuple[torch.Tensor, torch.Tensor]] | None] = [None] * len(starts)
-        self.first: list[int] = [0] * len(starts)  # node index of the first stored node
-        self.level = 0
-        self.lo = 0  # first node of the rows being run
-        self.store = True
-        self.calls = 0
-        self.pairs = 0  # (query, key) pairs of the current forward, one layer
-        self._masks: dict = {}
-
-    def stored_bytes(self) -> int:
-        return sum(k.numel() * k.element_size() * 2 for lv in self.kv if lv for k, _ in lv.values())
-
-    def _allowed(self, j: int, window: int | None, device) -> torch.Tensor | None | bool:
-        """Which keys of level j each query of the current level sees: a `[s, s_j]` mask,
-        None (all of them) or False (none)."""
-        key = (self.level, j, window)
-        if key not in self._masks:
-            q = self.starts[self.level] + torch.arange(self.lengths[self.level], device=device)
-            kp = self.starts[j] + torch.arange(self.lengths[j], device=device)
-            ok = kp[None, :] <= q[:, None]
-            if window is not None:
-                ok &= kp[None, :] > q[:, None] - window
-            self._masks[key] = None if bool(ok.all()) else (False if not bool(ok.any()) else ok)
-        return self._masks[key]
-
-    def attend(self, module, query, key, value, scaling, window, softcap):
-        layer = module.layer_idx
-        R, H, s, d = query.shape
-        kvh = key.shape[1]
-        if key.shape[0] != R or key.shape[2] != s or H % kvh or s != self.lengths[self.level]:
-            raise TrieUnsupported(f"unexpected attention shapes query {tuple(query.shape)}, key "
-                                  f"{tuple(key.shape)} in layer {layer}")
-        g = H // kvh
-        k_new = key.transpose(0, 1).contiguous()  # [kvh, R, s, d]
-        v_new = value.transpose(0, 1).contiguous()
-        if self.store:
-            if self.kv[self.level] is None:
-                self.kv[self.level] = {}
-            self.kv[self.level][layer] = (k_new, v_new)
-        # [R, H, s, d] -> [kvh, R, g, s, d]: query head h reads key head h // g
-        q = (query * scaling).view(R, kvh, g, s, d).permute(1, 0, 2, 3, 4).contiguous()
-        parts, scores = [], []
-        for j in range(self.level + 1):
-            if self.lengths[j] == 0:
-                continue
-            allowed = self._allowed(j, window, query.device)
-            if allowed is False:
-                continue
-            if j < self.level:
-                K, V = self.kv[j][layer]
-                shift = self.bits[self.level] - self.bits[j]
-                groups = max(1, R >> shift)  # distinct ancestors of the rows at level j
-                a0 = (self.lo >> shift) - self.first[j]
-                K, V = K[:, a0:a0 + groups], V[:, a0:a0 + groups]
-            else:
-                K, V, groups = k_new, v_new, R
-            sj = K.shape[2]
-            sc = torch.matmul(q.view(kvh, groups, -1, d), K.transpose(-1, -2))
-            sc = sc.view(kvh, R, g, s, sj)
-            if softcap is not None:
-                sc = torch.tanh(sc / softcap) * softcap
-            if allowed is not None:
-                sc = sc.masked_fill(~allowed, -torch.inf)
-            parts.append((V, groups, sj))
-            scores.append(sc)
-            self.pairs += R * (s * sj if allowed is None else int(allowed.sum()))
-        sc = torch.cat(scores, dim=-1) if len(scores) > 1 else scores[0]
-        upcast = query.dtype in (torch.float16, torch.bfloat16)
-        p = torch.softmax(sc, dim=-1, dtype=torch.float32 if upcast else None).to(query.dtype)
-        out, off = None, 0
-        for V, groups, sj in parts:
-            o = torch.matmul(p[..., off:off + sj].reshape(kvh, groups, -1, sj), V)
-            out = o.view(kvh, R, g, s, d) if out is None else out.add_(o.view(kvh, R, g, s, d))
-            off += sj
-        self.calls += 1
-        # [kvh, R, g, s, d] -> [R, s, H, d], what the attention interface returns
-        return out.permute(1, 3, 0, 2, 4).reshape(R, s, H, d), None
-
-
-def _trie_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0,
-                    sliding_window=None, softcap=None, **kwargs):
-    """The attention function registered as "ips_trie" (see transformers' AttentionInterface)."""
-    tree = kwargs.get("ips_trie")
-    if tree is None:
-        raise TrieUnsupported("the trie attention was called outside a trie forward")
-    if attention_mask is not None:
-        raise TrieUnsupported("the model builds its own attention mask")
-    if kwargs.get("is_causal", getattr(module, "is_causal", True)) is False:
-        raise TrieUnsupported("the model's attention is not causal")
-    for name in _UNSUPPORTED_KWARGS:
-        if kwargs.get(name) is not None:
-            raise TrieUnsupported(f"the model's attention uses {name!r}")
-    if scaling is None:
-        scaling = query.shape[-1] ** -0.5
-    return tree.attend(module, query, key, value, scaling, sliding_window, softcap)
-
-
-def _register() -> None:
-    from transformers import AttentionInterface
-
-    AttentionInterface.register(ATTENTION, _trie_attention)
 
 
 class TrieScorer:
@@ -345,7 +86,7 @@ class TrieScorer:
         self.reason: str | None = None
         reason = unsupported_reason(model)
         if reason is None:
-            _register()
+            register()
             self.decoder = model.get_decoder()
             self.n_layers = model.config.get_text_config().num_hidden_layers
             self.softcap = getattr(model.config.get_text_config(), "final_logit_softcapping", None)
@@ -408,11 +149,11 @@ class TrieScorer:
                                  self.forward_cost)
         else:  # the prefix, then every design mask as a child of it (see `values`)
             start = firsts[order[0]] if order else len(seq)
-            levels = [(0, start, 0), (start, len(seq), _DESIGN_BITS)]
+            levels = [(0, start, 0), (start, len(seq), DESIGN_BITS)]
         self._seq, self._own, self._n, self._order = seq, own, n, np.asarray(order, dtype=np.int64)
         self._target = target
         self._leaf = np.empty(1 << m if design is None else len(design), dtype=np.float64)
-        tree = _Tree(levels, self.n_layers)
+        tree = KeyValueTree(levels, self.n_layers)
         self._tree = tree
         configs = self._configs
         saved = [c._attn_implementation_internal for c in configs]
@@ -454,7 +195,7 @@ class TrieScorer:
 
     def _rows(self, level: int) -> int:
         """Most nodes of `level` per forward (a power of two)."""
-        return _pow2_floor(self.budget // max(1, self._tree.lengths[level]))
+        return pow2_floor(self.budget // max(1, self._tree.lengths[level]))
 
     def _run(self, level: int, lo: int, hi: int) -> None:
         """Run nodes [lo, hi) of `level` (their ancestors are stored), then their subtrees."""
