@@ -326,10 +326,12 @@ def prompt(lm, cond="T1", shots=()):
     return ids, owners, len(s.variables), letters
 
 
-def plain_v(lm, ids, owners, n, target):
-    return Engine(lm.model, lm.mask_token_id, batch_tokens=4096).values(ids, owners, n, target)
+def plain_v(lm, ids, owners, n, target, mask_id=None):
+    """v from the plain scorer, with the model's mask token or `mask_id` (`DELETE_ID`)."""
+    mask_id = lm.mask_token_id if mask_id is None else mask_id
+    return Engine(lm.model, mask_id, batch_tokens=4096).values(ids, owners, n, target)
 
 
-def trie_v(lm, ids, owners, n, target, **kw):
-    scorer = TrieScorer(lm.model, lm.mask_token_id, **kw)
+def trie_v(lm, ids, owners, n, target, mask_id=None, **kw):
+    scorer = TrieScorer(lm.model, lm.mask_token_id if mask_id is None else mask_id, **kw)
     return scorer.values(ids, owners, n, target), scorer

@@ -2,7 +2,8 @@
 
 Ground truth: one forward of each shortened prompt, built token by token, with the position
 ids the kept tokens have in the full prompt, for every architecture class the project loads
-(the tiny random models of each class, the tiny Llama and Gemma 3, and SmolLM2).
+(the tiny random models of each class, the tiny Llama and Gemma 3, and SmolLM2). The trie's
+deletion is tested against the plain scorer's here and in test_trie.py.
 """
 
 import numpy as np
@@ -15,7 +16,6 @@ from ips.models.random_weights import CLASSES, build_random
 from ips.models.testing import load_tiny
 from ips.scoring.engine import Engine
 from ips.scoring.log_odds import ScoringError
-from ips.scoring.trie import TrieScorer
 
 TOL = 1e-5  # log p, float32
 
@@ -83,6 +83,9 @@ def test_deletion_on_smollm2(smollm2_spec, smollm2_dir):
         contiguous = lm.model(torch.tensor([kept])).logits[0, -1].double()
     y = lm.tokenizer.encode(" B")[0]
     assert abs(float(torch.log_softmax(contiguous, -1)[y]) - logp_of(v[m])) > 1e-3
+    trie = Engine(lm.model, DELETE_ID, scorer="trie")
+    np.testing.assert_allclose(trie.values(ids, owners, n, [y]), v, rtol=0, atol=1e-4)
+    assert trie.trie.stats.prompts == 1
 
 
 def test_occlusion_deletes_one_variable_at_a_time(llama):
@@ -109,9 +112,39 @@ def test_a_model_without_position_ids_is_refused_in_one_line():
                                              [3]).shape == (4,)
 
 
-def test_the_trie_scorer_refuses_deletion_and_auto_scores_plainly(llama):
-    with pytest.raises(ScoringError, match="trie scorer does not evaluate the deletion"):
-        Engine(llama.model, DELETE_ID, scorer="trie")
-    engine = Engine(llama.model, DELETE_ID, scorer="auto")
-    assert engine.trie is None
-    assert isinstance(Engine(llama.model, llama.mask_token_id, scorer="auto").trie, TrieScorer)
+def test_the_trie_scores_deletion_as_the_plain_scorer(llama):
+    ids, owners, n = a_prompt(llama)
+    plain = Engine(llama.model, DELETE_ID).values(ids, owners, n, [7])
+    engine = Engine(llama.model, DELETE_ID, scorer="trie")
+    np.testing.assert_allclose(engine.values(ids, owners, n, [7]), plain, rtol=0, atol=1e-4)
+    st = engine.trie.stats
+    assert st.prompts == 1 and st.tokens < st.plain_tokens
+
+
+class _Planted(torch.nn.Module):
+    """A stand-in LM whose answer logit depends only on which content words (ids 10-15) the
+    input holds: their weights plus an AND of the first two; nothing else is read."""
+
+    WORDS = torch.arange(10, 16)
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor([0.5, -1.0, 2.0, 0.25, -0.75, 1.5]))
+
+    def forward(self, input_ids, position_ids=None, attention_mask=None, logits_to_keep=1, **_):
+        present = (input_ids[..., None] == self.WORDS).any(dim=1).double()  # [rows, words]
+        score = present @ self.w.double() + 3.0 * present[:, 0] * present[:, 1]
+        logits = torch.zeros(input_ids.shape[0], logits_to_keep, 40, dtype=torch.float64)
+        logits[..., 3] = score[:, None]
+        return type("Out", (), {"logits": logits})
+
+
+def test_a_model_that_reads_only_which_words_are_present_has_one_game_under_every_baseline():
+    """Replacement by the own mask (0) or by a word (2), and deletion: the same v for every
+    mask, so the same interactions; v still moves with the words (the test is not vacuous)."""
+    ids = np.array([5, 10, 6, 11, 11, 7, 12, 13, 8, 14, 15, 9])
+    owners = np.array([-1, 0, -1, 1, 1, -1, 2, 2, -1, 3, 4, -1])
+    games = [Engine(_Planted(), mask).values(ids, owners, 5, [3]) for mask in (0, 2, DELETE_ID)]
+    np.testing.assert_array_equal(games[0], games[1])
+    np.testing.assert_array_equal(games[0], games[2])
+    assert np.ptp(games[0]) > 1

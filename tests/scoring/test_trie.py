@@ -9,7 +9,7 @@ import torch
 import ips.scoring.trie as trie
 import ips.scoring.trie.scorer as trie_scorer
 from builders import _Confident, plain_v, prompt, sample_set, trie_v
-from ips.models.loading import input_device
+from ips.models.loading import DELETE_ID, input_device
 from ips.models.testing import load_tiny
 from ips.scoring.engine import Engine
 from ips.scoring.log_odds import ScoringError
@@ -75,9 +75,18 @@ def test_plan_levels_cover_the_row_and_fix_the_variables_in_order():
 # ---------------------------------------------------------------- same values as plain
 
 
+def left_to_plain(lm, ids, owners, target) -> bool:
+    """Under deletion: the last prompt token is a variable's (deleting it moves the answer
+    position), or the row is longer than the model's sliding window (16 in the tiny Gemma)."""
+    window = getattr(lm.model.config, "sliding_window", None) or np.inf
+    return owners[-1] >= 0 or len(ids) + len(target) - 1 > window
+
+
+@pytest.mark.parametrize("mask", ["own", "delete"])
 @pytest.mark.parametrize("which", ["llama", "gemma"])
-def test_trie_equals_plain_on_every_layout(which, request):
+def test_trie_equals_plain_on_every_layout(which, mask, request):
     lm = request.getfixturevalue(which)
+    mask_id = DELETE_ID if mask == "delete" else None
     ids, _, _, letters = prompt(lm)
     bos = int(ids[0] == lm.tokenizer.bos_token_id)
     assert bos == (which == "gemma")  # Gemma adds a BOS, the llama (as SmolLM2) does not
@@ -85,7 +94,7 @@ def test_trie_equals_plain_on_every_layout(which, request):
     cases["at_position_0"] = layouts(len(ids), 0)["first_tokens"]
     for name, (owners, n) in cases.items():
         for target in ([letters[1]], [letters[2], letters[0], letters[3]]):
-            expect = plain_v(lm, ids, owners, n, target)
+            expect = plain_v(lm, ids, owners, n, target, mask_id)
             assert np.ptp(expect) > 1e-3, name  # masking moves v: the comparison is not vacuous
             # budgets 1 and 12 force depth-first over tiny subtrees (1: one node per forward);
             # forward cost 0 gives one variable per level, 48 merges the first levels;
@@ -94,23 +103,31 @@ def test_trie_equals_plain_on_every_layout(which, request):
                                          (4096, 48, 100)):
                 if budget == 1 and len(target) > 1:
                     continue
-                got, _ = trie_v(lm, ids, owners, n, target, budget=budget, forward_cost=cost,
-                                logits_budget=logits)
+                got, _ = trie_v(lm, ids, owners, n, target, mask_id, budget=budget,
+                                forward_cost=cost, logits_budget=logits)
+                if got is None:  # left to the plain scorer (`TrieScorer.values`)
+                    assert mask == "delete" and left_to_plain(lm, ids, owners, target), name
+                    continue
                 np.testing.assert_allclose(got, expect, rtol=0, atol=1e-4,
                                            err_msg=f"{name} {target} {budget} {cost} {logits}")
 
 
+@pytest.mark.parametrize("mask", ["own", "delete"])
 @pytest.mark.parametrize("which", ["llama", "gemma"])
-def test_trie_equals_plain_on_rendered_prompts_past_the_sliding_window(which, request):
+def test_trie_equals_plain_on_rendered_prompts_past_the_sliding_window(which, mask, request):
     lm = request.getfixturevalue(which)
+    mask_id = DELETE_ID if mask == "delete" else None
     window = getattr(lm.model.config, "sliding_window", None)
     for cond, shots in (("T1", ()), ("T4", ()), ("T1-1shot", (1,))):
         ids, owners, n, letters = prompt(lm, cond, shots)
         first = int(np.flatnonzero(owners >= 0)[0])
         if window:  # Gemma 3's sliding layers: the answer no longer sees the first variable
             assert len(ids) - 1 - first >= window
-        expect = plain_v(lm, ids, owners, n, [letters[0]])
-        got, scorer = trie_v(lm, ids, owners, n, [letters[0]], budget=64)
+        expect = plain_v(lm, ids, owners, n, [letters[0]], mask_id)
+        got, scorer = trie_v(lm, ids, owners, n, [letters[0]], mask_id, budget=64)
+        if got is None:  # past Gemma's window, deletion is left to the plain scorer
+            assert (mask, which) == ("delete", "gemma")
+            continue
         np.testing.assert_allclose(got, expect, rtol=0, atol=1e-4)
         st = scorer.stats
         assert st.masks == 1 << n and st.tokens < st.plain_tokens
@@ -118,11 +135,13 @@ def test_trie_equals_plain_on_rendered_prompts_past_the_sliding_window(which, re
         assert st.tokens <= st.plain_tokens - ((1 << n) - 1) * first
 
 
+@pytest.mark.parametrize("mask", ["own", "delete"])
 @pytest.mark.parametrize("which", ["llama", "gemma"])
-def test_a_design_shares_the_prefix_and_equals_plain(which, request):
+def test_a_design_shares_the_prefix_and_equals_plain(which, mask, request):
     """A design's masks (any order, with or without the empty and the full mask) get the
     plain scorer's v, in design order; the tokens before the first variable run once."""
     lm = request.getfixturevalue(which)
+    mask_id = lm.mask_token_id if mask == "own" else DELETE_ID
     rng = np.random.default_rng(3)
     cases = [(lm_prompt, None) for lm_prompt in (prompt(lm, c, s) for c, s in
                                                  (("T1", ()), ("T1-1shot", (1,))))]
@@ -136,10 +155,13 @@ def test_a_design_shares_the_prefix_and_equals_plain(which, request):
                                                       min(5, (1 << n) - 2), replace=False)]]
         for design in designs:
             for target in ([letters[1]], [letters[2], letters[0]]):
-                expect = plain_v(lm, ids, owners, n, target)[design]
+                expect = plain_v(lm, ids, owners, n, target, mask_id)[design]
                 for budget in (16, 4096):
-                    scorer = TrieScorer(lm.model, lm.mask_token_id, budget=budget)
+                    scorer = TrieScorer(lm.model, mask_id, budget=budget)
                     got = scorer.values(ids, owners, n, target, design)
+                    if got is None:  # left to the plain scorer (`TrieScorer.values`)
+                        assert mask == "delete" and left_to_plain(lm, ids, owners, target)
+                        continue
                     np.testing.assert_allclose(got, expect, rtol=0, atol=1e-4,
                                                err_msg=f"{name} {design} {budget}")
                     first = int(np.flatnonzero(owners >= 0)[0])
@@ -292,3 +314,24 @@ def test_a_model_that_bypasses_the_attention_interface_is_detected(llama, monkey
         assert scorer.values(ids, owners, n, [letters[0]]) is None
     assert "layers called the trie attention" in caplog.text and not scorer.active
     assert llama.model.config._attn_implementation == "sdpa"
+
+
+def test_deletion_trie_on_gemma_within_its_window(gemma):
+    """The tiny Gemma's rows within its 16-token window: deletion as the trie evaluates it
+    equals the plain scorer's, for every budget, with fewer tokens run than the plain rows."""
+    ids, _, _, letters = prompt(gemma)
+    ids = ids[:12]
+    owners = np.full(12, -1)
+    for var, positions in ((0, [2, 3]), (1, [5]), (2, [7, 9]), (3, [10])):
+        owners[positions] = var
+    for target in ([letters[1]], [letters[2], letters[0], letters[3]]):
+        assert not left_to_plain(gemma, ids, owners, target)
+        expect = plain_v(gemma, ids, owners, 4, target, DELETE_ID)
+        assert np.ptp(expect) > 1e-3
+        for budget, cost in ((1, 0), (4096, 0), (4096, 48)):
+            if budget == 1 and len(target) > 1:
+                continue
+            got, scorer = trie_v(gemma, ids, owners, 4, target, DELETE_ID, budget=budget,
+                                 forward_cost=cost)
+            np.testing.assert_allclose(got, expect, rtol=0, atol=1e-4, err_msg=f"{budget}")
+            assert scorer.stats.tokens < scorer.stats.plain_tokens

@@ -29,6 +29,7 @@ from ips.scoring.log_odds import (
     half_products,
     kept_tokens,
     model_dtype,
+    model_inputs,
     token_owners,
     v_from_logits,
 )
@@ -117,12 +118,7 @@ class Engine:
         self.cache_prompt = isinstance(model, PreTrainedModel) and not getattr(
             model.config, "is_encoder_decoder", False)
         self.trie = None
-        if self.delete and scorer != "plain":
-            if scorer == "trie":
-                raise ScoringError("the trie scorer does not evaluate the deletion baseline; "
-                                   "use scorer plain or auto")
-            log.info("deletion baseline: the plain scorer")
-        elif scorer != "plain":
+        if scorer != "plain":
             self.trie = TrieScorer(model, self.mask_id, trie_budget(self.batch_tokens),
                                    self.device, mode=scorer)
 
@@ -135,18 +131,12 @@ class Engine:
         return self.model(input_ids=ids, logits_to_keep=k, **{"use_cache": False, **kwargs})
 
     @torch.inference_mode()
-    def _log_odds(self, rows: np.ndarray, target: Sequence[int],
-                  positions: np.ndarray | None = None) -> np.ndarray:
-        """v for every row (`v_from_logits`); rows already end with target[:-1]. `positions`:
-        each token's position id (default 0, 1, ...)."""
-        kwargs = {}
-        if positions is not None:
-            # explicit: without an attention mask, transformers reads position ids that skip
-            # as the starts of packed sequences (masking_utils.find_packed_sequence_indices)
-            kwargs = {"position_ids": torch.as_tensor(positions, device=self.device),
-                      "attention_mask": torch.ones(rows.shape, dtype=torch.long,
-                                                   device=self.device)}
-        return v_from_logits(self._logits(rows, len(target), **kwargs).logits, target)
+    def _log_odds(self, inputs: dict[str, np.ndarray], target: Sequence[int]) -> np.ndarray:
+        """v for every row of `inputs` (`model_inputs`; `v_from_logits`); rows already end
+        with target[:-1]."""
+        rows, extra = inputs["input_ids"], {k: torch.as_tensor(a, device=self.device)
+                                            for k, a in inputs.items() if k != "input_ids"}
+        return v_from_logits(self._logits(rows, len(target), **extra).logits, target)
 
     @_computing
     def values(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int],
@@ -210,12 +200,7 @@ class Engine:
             stop = min(start + max(1, self.batch_tokens // length), len(order))
             stop = start + int(np.searchsorted(lengths[order[start:stop]], length, "right"))
             idx = order[start:stop]
-            kept = keep(idx)
-            if self.delete:
-                pos = np.nonzero(kept)[1].reshape(len(idx), length)
-                out[idx] = self._log_odds(seq[pos], target, pos)
-            else:
-                out[idx] = self._log_odds(np.where(kept, seq[None, :], self.mask_id), target)
+            out[idx] = self._log_odds(model_inputs(seq, keep(idx), self.mask_id), target)
             start = stop
         return finite_values(out, model_dtype(self.model))
 

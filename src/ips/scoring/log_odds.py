@@ -26,6 +26,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ips.errors import InputError
+from ips.models.loading import DELETE_ID
 
 
 class ScoringError(InputError):
@@ -68,6 +69,18 @@ def masked_inputs(ids: np.ndarray, owners: np.ndarray, n: int, mask_id: int,
                   masks=None) -> np.ndarray:
     """Rows x_S for the given masks (default all 2**n), absent tokens replaced by `mask_id`."""
     return np.where(kept_tokens(owners, n, masks), ids[None, :], mask_id)
+
+
+def model_inputs(seq: np.ndarray, kept: np.ndarray, mask_id: int) -> dict[str, np.ndarray]:
+    """A forward's inputs for the rows of `seq` that keep `kept` (`kept_tokens`): the absent
+    tokens replaced by `mask_id`, or under deletion (`DELETE_ID`; rows keeping equally many
+    tokens) left out, the others at their positions in `seq`, with an explicit all-ones
+    attention mask: without it transformers reads position ids that skip as the starts of
+    packed sequences (`masking_utils.find_packed_sequence_indices`)."""
+    if mask_id != DELETE_ID:
+        return {"input_ids": np.where(kept, seq[None, :], mask_id)}
+    pos = np.nonzero(kept)[1].reshape(len(kept), -1)
+    return {"input_ids": seq[pos], "position_ids": pos, "attention_mask": np.ones_like(pos)}
 
 
 def log_odds(logp: np.ndarray) -> np.ndarray:

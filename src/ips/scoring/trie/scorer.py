@@ -11,12 +11,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ips.models.loading import DELETE_ID
 from ips.scoring.log_odds import (
     ScoringError,
     finite_values,
+    kept_tokens,
     log_odds,
-    masked_inputs,
     model_dtype,
+    model_inputs,
     v_from_logits,
 )
 from ips.scoring.trie.attention import ATTENTION, register
@@ -71,6 +73,7 @@ class TrieScorer:
             raise ValueError(f"mode must be 'trie' or 'auto', got {mode!r}")
         self.model = model
         self.mask_id = int(mask_id)
+        self.delete = self.mask_id == DELETE_ID
         self.budget = max(1, int(budget))
         self.logits_budget = max(1, int(logits_budget))
         self.mode = mode
@@ -89,7 +92,9 @@ class TrieScorer:
             register()
             self.decoder = model.get_decoder()
             self.n_layers = model.config.get_text_config().num_hidden_layers
-            self.softcap = getattr(model.config.get_text_config(), "final_logit_softcapping", None)
+            text = model.config.get_text_config()
+            self.softcap = getattr(text, "final_logit_softcapping", None)
+            self.window = getattr(text, "sliding_window", None) or float("inf")
             self._configs = self._find_configs()
         else:
             self._unsupported(reason)
@@ -113,12 +118,18 @@ class TrieScorer:
                masks: np.ndarray | None = None) -> np.ndarray | None:
         """v(x_S) for all 2**n masks S, or for the bitmasks `masks` (a design, in its order),
         as `Engine.values`; None where `mode` is "auto" and the model cannot be evaluated as
-        a trie (the reason is logged once).
+        a trie (the reason is logged once). Under deletion also None (the caller scores it
+        plainly) for a prompt whose last token belongs to a variable (deleting it moves the
+        answer position; rendered prompts end with their cue) or that is longer than the
+        model's sliding window (a shortened prompt's window counts the tokens kept, not
+        positions, so a key's place in it depends on every level above).
 
         A design is a two-level trie: the tokens before the first variable run once, and
         every design mask runs the rest attending to them (the masks of a design share no
         longer prefix in general)."""
         if not self.active:
+            return None
+        if self.delete and (owners[-1] >= 0 or len(ids) + len(target) - 1 > self.window):
             return None
         try:
             # before the self-check: an overflow is the precision's fault, not the trie's
@@ -171,9 +182,9 @@ class TrieScorer:
                 self._tree = None
         st = self.stats
         st.prompts += 1
+        st.plain_tokens += self._plain_tokens(np.arange(1 << n) if design is None else design)
         if design is not None:
             st.masks += len(design)
-            st.plain_tokens += len(design) * len(seq)
             return self._leaf.copy()
         # every mask S: its leaf is the node that keeps exactly the ordered variables in S
         masks = np.arange(1 << n, dtype=np.int64)
@@ -181,8 +192,17 @@ class TrieScorer:
         for j, o in enumerate(order):
             leaf |= ((masks >> o) & 1) << (m - 1 - j)
         st.masks += 1 << n
-        st.plain_tokens += (1 << n) * len(seq)
         return self._leaf[leaf]
+
+    def _plain_tokens(self, masks: np.ndarray) -> int:
+        """The tokens the plain scorer runs for `masks`: whole rows, or under deletion each
+        row less the tokens of the variables it lacks."""
+        length = len(self._seq) * len(masks)
+        if not self.delete:
+            return length
+        counts = np.bincount(self._own[self._own >= 0], minlength=self._n)[:self._n]
+        absent = 1 - ((np.asarray(masks)[:, None] >> np.arange(self._n)) & 1)
+        return int(length - (absent @ counts).sum())
 
     def _find_configs(self) -> list:
         """Every distinct config object the model's modules read `_attn_implementation` from."""
@@ -223,7 +243,8 @@ class TrieScorer:
 
     def _forward(self, level: int, lo: int, hi: int, last: int, masks=None) -> None:
         """Run nodes lo..hi−1 of `level`; their masks follow from the node index (bit
-        (fixed−1−j) keeps the j-th variable in order) unless given (a design's leaves)."""
+        (fixed−1−j) keeps the j-th variable in order) unless given (a design's leaves).
+        Under deletion the nodes run in groups keeping the same tokens of the segment."""
         tree = self._tree
         a, s = tree.starts[level], tree.lengths[level]
         if masks is None:
@@ -232,25 +253,49 @@ class TrieScorer:
             fixed = tree.bits[level]
             for j in range(fixed):
                 masks |= ((nodes >> (fixed - 1 - j)) & 1) << self._order[j]
-        rows = masked_inputs(self._seq[a:a + s], self._own[a:a + s], self._n, self.mask_id, masks)
-        input_ids = torch.as_tensor(rows, device=self.device)
-        position_ids = torch.arange(a, a + s, device=self.device)[None]
         tree.level, tree.lo, tree.store = level, lo, level < last
         tree.first[level] = lo
+        if tree.store:
+            tree.kv[level] = {}
+        seg = self._seq[a:a + s]
+        kept = kept_tokens(self._own[a:a + s], self._n, masks)
+        if not self.delete:
+            self._decode(level, last, np.where(kept, seg, self.mask_id), np.arange(a, a + s),
+                         slice(lo, hi))
+            return
+        tree.chunk = hi - lo
+        tree.valid[level] = torch.as_tensor(kept, device=self.device)
+        patterns, group = np.unique(kept, axis=0, return_inverse=True)
+        for g, pattern in enumerate(patterns):
+            rows = np.flatnonzero(group.ravel() == g)
+            if not pattern.any():  # nothing of the segment kept: the children attend past it
+                continue
+            tree.nodes = torch.as_tensor(lo + rows, device=self.device)
+            tree.kept, tree.kept_key = torch.as_tensor(pattern, device=self.device), pattern.tobytes()
+            self._decode(level, last, np.tile(seg[pattern], (len(rows), 1)),
+                         a + np.flatnonzero(pattern), lo + rows)
+        tree.nodes, tree.kept, tree.kept_key = None, None, b""
+
+    def _decode(self, level: int, last: int, rows: np.ndarray, positions: np.ndarray,
+                leaves) -> None:
+        """One forward of `rows` (token ids at `positions`) through the decoder over the
+        stored levels; at the last level their v goes to `self._leaf[leaves]`."""
+        tree = self._tree
         tree.calls, tree.pairs = 0, 0
-        out = self.decoder(input_ids=input_ids, position_ids=position_ids, use_cache=False,
-                           ips_trie=tree)
+        out = self.decoder(input_ids=torch.as_tensor(rows, device=self.device),
+                           position_ids=torch.as_tensor(positions, device=self.device)[None],
+                           use_cache=False, ips_trie=tree)
         if tree.calls != self.n_layers:
             raise TrieUnsupported(f"{tree.calls} of {self.n_layers} layers called the trie "
                                   "attention (the model does not use AttentionInterface)")
         st = self.stats
         st.forwards += 1
-        st.tokens += len(rows) * s
+        st.tokens += rows.size
         st.key_pairs += tree.pairs
         st.peak_stored = max(st.peak_stored, tree.stored_bytes())
         if level == last:
             k = len(self._target)
-            self._leaf[lo:hi] = self._project(out.last_hidden_state[:, -k:, :])
+            self._leaf[leaves] = self._project(out.last_hidden_state[:, -k:, :])
             st.projected += len(rows) * k
 
     def _project(self, hidden: torch.Tensor) -> np.ndarray:
@@ -327,9 +372,13 @@ class TrieScorer:
             if len(masks) == 0:
                 self.check = True  # nothing to compare here; check the next prompt
                 return
-        rows = torch.as_tensor(masked_inputs(seq, own, n, self.mask_id, masks), device=self.device)
-        logits = self.model(input_ids=rows, logits_to_keep=len(target), use_cache=False).logits
-        plain = v_from_logits(logits, target)
+        plain = np.empty(len(masks))
+        for i, m in enumerate(masks):  # one row each: under deletion their lengths differ
+            inputs = model_inputs(seq, kept_tokens(own, n, [m]), self.mask_id)
+            logits = self.model(**{k: torch.as_tensor(x, device=self.device)
+                                   for k, x in inputs.items()},
+                                logits_to_keep=len(target), use_cache=False).logits
+            plain[i] = v_from_logits(logits, target)[0]
         dtype = model_dtype(self.model)
         tol = 1e-3 if dtype in (torch.float32, torch.float64) else 0.1
         err = np.abs(plain - v[at])

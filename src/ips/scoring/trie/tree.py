@@ -1,5 +1,11 @@
 """The keys and values of the trie's stored levels, and the attention of one level's rows
-over them (`KeyValueTree`): the kernel behind the "ips_trie" attention function."""
+over them (`KeyValueTree`): the kernel behind the "ips_trie" attention function.
+
+Under the deletion baseline a level's nodes run in groups that keep the same tokens of its
+segment (`kept`), each group's segment without the absent tokens. Their keys/values are
+stored in the slots of the whole segment, with `valid` marking the slots a node holds; a
+later row attends only to the valid slots of its ancestors.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +27,14 @@ class KeyValueTree:
         self.first: list[int] = [0] * len(starts)  # node index of the first stored node
         self.level = 0
         self.lo = 0  # first node of the rows being run
+        # under deletion, set by the scorer for each group: the rows' node indices, the slots
+        # of the segment they keep (bool) and its key; the level's chunk size; per level the
+        # slots each stored node holds (`[nodes, segment]`)
+        self.nodes: torch.Tensor | None = None
+        self.kept: torch.Tensor | None = None
+        self.kept_key: bytes = b""
+        self.chunk = 0
+        self.valid: list[torch.Tensor | None] = [None] * len(starts)
         self.store = True
         self.calls = 0
         self.pairs = 0  # (query, key) pairs of the current forward, one layer
@@ -32,10 +46,13 @@ class KeyValueTree:
     def _allowed(self, j: int, window: int | None, device) -> torch.Tensor | None | bool:
         """Which keys of level j each query of the current level sees: a `[s, s_j]` mask,
         None (all of them) or False (none)."""
-        key = (self.level, j, window)
+        key = (self.level, j, window, self.kept_key)
         if key not in self._masks:
             q = self.starts[self.level] + torch.arange(self.lengths[self.level], device=device)
             kp = self.starts[j] + torch.arange(self.lengths[j], device=device)
+            if self.kept is not None:  # the group's own tokens: only those it keeps
+                q = q[self.kept]
+                kp = q if j == self.level else kp
             ok = kp[None, :] <= q[:, None]
             if window is not None:
                 ok &= kp[None, :] > q[:, None] - window
@@ -46,16 +63,15 @@ class KeyValueTree:
         layer = module.layer_idx
         R, H, s, d = query.shape
         kvh = key.shape[1]
-        if key.shape[0] != R or key.shape[2] != s or H % kvh or s != self.lengths[self.level]:
+        length = self.lengths[self.level] if self.kept is None else int(self.kept.sum())
+        if key.shape[0] != R or key.shape[2] != s or H % kvh or s != length:
             raise TrieUnsupported(f"unexpected attention shapes query {tuple(query.shape)}, key "
                                   f"{tuple(key.shape)} in layer {layer}")
         g = H // kvh
         k_new = key.transpose(0, 1).contiguous()  # [kvh, R, s, d]
         v_new = value.transpose(0, 1).contiguous()
         if self.store:
-            if self.kv[self.level] is None:
-                self.kv[self.level] = {}
-            self.kv[self.level][layer] = (k_new, v_new)
+            self._keep(layer, k_new, v_new)
         # [R, H, s, d] -> [kvh, R, g, s, d]: query head h reads key head h // g
         q = (query * scaling).view(R, kvh, g, s, d).permute(1, 0, 2, 3, 4).contiguous()
         parts, scores = [], []
@@ -65,12 +81,20 @@ class KeyValueTree:
             allowed = self._allowed(j, window, query.device)
             if allowed is False:
                 continue
+            valid = None
             if j < self.level:
+                if layer not in self.kv[j]:  # under deletion: these ancestors kept nothing
+                    continue
                 K, V = self.kv[j][layer]
                 shift = self.bits[self.level] - self.bits[j]
-                groups = max(1, R >> shift)  # distinct ancestors of the rows at level j
-                a0 = (self.lo >> shift) - self.first[j]
-                K, V = K[:, a0:a0 + groups], V[:, a0:a0 + groups]
+                if self.nodes is None:
+                    groups = max(1, R >> shift)  # distinct ancestors of the rows at level j
+                    a0 = (self.lo >> shift) - self.first[j]
+                    K, V = K[:, a0:a0 + groups], V[:, a0:a0 + groups]
+                else:  # the rows are every k-th node: as many of them under each ancestor
+                    at = torch.unique_consecutive((self.nodes >> shift) - self.first[j])
+                    groups = len(at)
+                    K, V, valid = K[:, at], V[:, at], self.valid[j][at]
             else:
                 K, V, groups = k_new, v_new, R
             sj = K.shape[2]
@@ -80,6 +104,9 @@ class KeyValueTree:
                 sc = torch.tanh(sc / softcap) * softcap
             if allowed is not None:
                 sc = sc.masked_fill(~allowed, -torch.inf)
+            if valid is not None:  # the slots the ancestor left out (after the soft-capping)
+                sc = sc.view(kvh, groups, -1, sj).masked_fill(~valid[None, :, None, :],
+                                                              -torch.inf).view(kvh, R, g, s, sj)
             parts.append((V, groups, sj))
             scores.append(sc)
             self.pairs += R * (s * sj if allowed is None else int(allowed.sum()))
@@ -94,3 +121,18 @@ class KeyValueTree:
         self.calls += 1
         # [kvh, R, g, s, d] -> [R, s, H, d], what the attention interface returns
         return out.permute(1, 3, 0, 2, 4).reshape(R, s, H, d), None
+
+    def _keep(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor) -> None:
+        """Store the rows' keys/values `[kvh, R, s, d]` for the next levels: as they are, or
+        under deletion in the slots of the whole segment that the group keeps."""
+        level = self.kv[self.level]
+        if self.kept is None:
+            level[layer] = (k_new, v_new)
+            return
+        if layer not in level:
+            shape = (k_new.shape[0], self.chunk, self.lengths[self.level], k_new.shape[-1])
+            level[layer] = (k_new.new_zeros(shape), v_new.new_zeros(shape))
+        rows = (self.nodes - self.lo)[:, None]
+        slots = self.kept.nonzero().flatten()[None, :]
+        for stored, new in zip(level[layer], (k_new, v_new)):
+            stored[:, rows, slots] = new
