@@ -38,6 +38,8 @@ rule all:
     default_target: True
     input:
         "results/figures",
+        # each other baseline's (`baselines.masks`), when the config lists any
+        expand(f"{TREES[-1].root}/figures", baseline=BASELINES) if BASELINES else [],
 
 
 # The samples of every dataset (`snakemake samples`): drawn before a run that groups jobs.

@@ -8,13 +8,16 @@ what it changes, which shards and conditions it scores again, and how it is read
 | `precision` | the forward pass's dtype (`ips score --dtype`) | `precision_null.conditions` of the first `shards` shards | a null: ips(x, v, v') of each game, against the template IPS |
 | `mask` | the mask token, the baseline of every game (`ips score --mask`) | `mask_null.conditions` of the first `shards` shards | a null, likewise |
 | `twin` | the weights, re-drawn by the class's initialiser (`controls.twins`) | every shard and condition: a model entry of its own | a control: every claim computed on it too (`ips.comparisons.claims.controls`) |
+| `baseline` | the baseline of every game: another mask token, or the absent words deleted (`baselines.masks`, `ips score --mask`) | every condition of the first `shards` shards (0: all) of every model | an axis: metrics, factors, claims and figures of their own under `results/baselines/{setting}/` |
 
 A null is scored as one run per (model, setting) that `ips metrics` reads beside the values
 files (`--{kind}-values`, `--{kind}-interactions`, from this table) and checks against them
 (`same`, `differs`); the workflow's rules (`score_{kind}`, `fit_{kind}`, writing under
 `results/{folder}/{setting}/`), the metrics, tables, README and claims rows of a null are
 driven by its row. A control scores everything, so it is a model of its own (`ips.config`
-adds it). Adding a null is a row here and its scoring hook (the `ips score` option).
+adds it). An axis scores everything again under each setting, and the workflow runs the
+whole analysis again under `results/{folder}/{setting}/`. Adding a null is a row here and its
+scoring hook (the `ips score` option).
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ class Variant:
     scored_again: str
     """Which shards and conditions, in words."""
     reading: str
-    """`null` (ips against the original games, beside the template IPS) or `control`."""
+    """`null` (ips against the original games, beside the template IPS), `control` or `axis`
+    (the whole analysis again under each setting)."""
     section: str
     """The config section that asks for it."""
     settings: str = ""
@@ -65,6 +69,9 @@ class Variant:
     """A null's claims row and its statement."""
 
 
+#: the masks a game can be scored with besides its model's own (`ips score --mask`)
+_MASKS = r"unk|pad|eos|bos|word:[A-Za-z]+|id:[0-9]+|delete"
+
 VARIANTS: dict[str, Variant] = {v.kind: v for v in (
     Variant("precision", "in another precision", "the conditions of precision_null of its "
             "first shards", "null", "precision_null", "dtypes", by="dtype", differs="dtype",
@@ -83,7 +90,7 @@ VARIANTS: dict[str, Variant] = {v.kind: v for v in (
             # `ips score --mask` checks the mask against the tokenizer before the weights
             # load: first, a mask a tokenizer lacks stops the run before the main scoring
             priority=50,
-            pattern=r"unk|pad|eos|bos|word:[A-Za-z]+|id:[0-9]+|delete",
+            pattern=_MASKS,
             recorded=("mask_token",), title="Mask null", doc="docs/method.md#mask-null",
             measures="what the choice of baseline alone gives", setting="mask",
             claim="template_above_mask_null",
@@ -94,6 +101,10 @@ VARIANTS: dict[str, Variant] = {v.kind: v for v in (
                   "noise)"),
     Variant("twin", "with the weights re-drawn by the class's own initialiser", "every shard "
             "and condition, as a model entry of its own", "control", "controls"),
+    Variant("baseline", "with another baseline (another mask token, or the absent words "
+            "deleted)", "every condition of the first shards of every model", "axis",
+            "baselines", "masks", flag="--mask", folder="baselines", priority=50,
+            pattern=_MASKS, setting="baseline"),
 )}
 
 NULLS: tuple[Variant, ...] = tuple(v for v in VARIANTS.values() if v.reading == "null")

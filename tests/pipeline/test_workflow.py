@@ -71,7 +71,8 @@ DOLLY = {"dolly": {"format": "dolly", "fields": ["instruction"], "n_items": 2}}
 def finished(tmp_path_factory, tiny_llama_dir):
     """A workdir where the whole tiny workflow has run through results/figures."""
     work = tmp_path_factory.mktemp("workflow")
-    cfg = tiny_config(tiny_llama_dir, perturbations={"names": ["paraphrase", "reorder"]})
+    cfg = tiny_config(tiny_llama_dir, perturbations={"names": ["paraphrase", "reorder"]},
+                      baselines={"masks": ["delete"], "shards": 1})
     cfg["datasets"] |= DOLLY
     (work / "config.yaml").write_text(yaml.safe_dump(cfg))
     t0 = time.perf_counter()
@@ -209,10 +210,43 @@ def test_nothing_to_do_after_a_run(finished):
     assert r.returncode == 0 and "Nothing to be done" in r.stdout + r.stderr
 
 
+#: the analysis of both baselines' trees (the main one and `baselines.masks`' deletion)
+ANALYSIS = {"metrics": 4, "factors": 1, "figures": 1, "metrics_baseline": 4,
+            "factors_baseline": 1, "figures_baseline": 1, "all": 1}
+
+
+def test_another_baseline_gets_its_own_analysis(finished):
+    """`baselines`: the first shard of every model and dataset scored again with the absent
+    words deleted, fitted, and analysed as the main run is, under results/baselines/delete/."""
+    tree = finished / "results/baselines/delete"
+    files = sorted(p.name for p in (tree / "figures").iterdir() if not p.name.startswith("."))
+    assert files == expected_figures()
+    for model in ("tiny-a", "tiny-b"):
+        for dataset in ("arc-easy", "dolly"):
+            assert not (tree / f"values/{model}/{dataset}/1.h5").exists()  # shards: 1
+            with xr.open_dataset(tree / f"values/{model}/{dataset}/0.h5",
+                                 engine="h5netcdf") as v, \
+                    xr.open_dataset(finished / f"results/values/{model}/{dataset}/0.h5",
+                                    engine="h5netcdf") as own:
+                assert (v.attrs["mask_source"], v.attrs["mask_token_id"]) == ("delete", -1)
+                assert list(v["condition"].values) == list(own["condition"].values)
+                # the unmasked prompts agree, the masked ones do not
+                full = 2 ** v["n_vars"].values - 1
+                np.testing.assert_allclose([v["v"].values[s, :, m] for s, m in enumerate(full)],
+                                           [own["v"].values[s, :, m] for s, m in enumerate(full)],
+                                           atol=1e-5)
+                assert not np.allclose(v["v"].values, own["v"].values, equal_nan=True)
+            with xr.open_dataset(tree / f"metrics/{model}/{dataset}.nc", engine="h5netcdf") as m:
+                assert m.sizes["sample"] == 2 and "mask" not in m.dims  # no nulls re-scored
+    assert "mask token ''" in (finished / "logs/baselines/delete/score/tiny-a/arc-easy/0.log"
+                               ).read_text()
+    assert (tree / "factors/factors.nc").exists() and (tree / "figures/claims.csv").exists()
+
+
 def test_changing_tau_reruns_only_the_analysis(finished):
     r = snakemake(finished, "-n", "--config", "tau=0.15")
     assert r.returncode == 0, r.stderr
-    assert jobs(r.stdout + r.stderr) == {"metrics": 4, "factors": 1, "figures": 1, "all": 1}
+    assert jobs(r.stdout + r.stderr) == ANALYSIS
 
 
 def test_changing_a_null_reruns_only_what_it_needs(finished):
@@ -221,7 +255,7 @@ def test_changing_a_null_reruns_only_what_it_needs(finished):
     base = finished / "config.yaml"  # a config file on the command line replaces config.yaml
     r = snakemake(finished, "-n", "--configfile", base, alt)
     assert r.returncode == 0, r.stderr
-    assert jobs(r.stdout + r.stderr) == {"metrics": 4, "factors": 1, "figures": 1, "all": 1}
+    assert jobs(r.stdout + r.stderr) == ANALYSIS
     alt.write_text(yaml.safe_dump({"precision_null": {"dtypes": ["float16"]}}))
     r = snakemake(finished, "-n", "--configfile", base, alt)
     assert r.returncode == 0, r.stderr

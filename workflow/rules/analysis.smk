@@ -6,58 +6,86 @@
 report: "../report/workflow.rst"
 
 
-rule metrics:
-    input:
-        values=shard_files("results/values/{model}/{dataset}/{shard}.h5"),
-        interactions=shard_files("results/interactions/{model}/{dataset}/{shard}.h5"),
-        # each re-scored null's runs (ips.variants.NULLS): precision_values, … mask_interactions
-        **{f"{null.kind}_{kind}": rescored_files(null, kind) for null in NULLS
-           for kind in ("values", "interactions")},
-    output:
-        "results/metrics/{model}/{dataset}.nc",
-    params:
-        tau=config["tau"],
-        tau_sweep=" ".join(map(str, config["tau_sweep"])),
-        seed=config["seed"],
-        resamples=config["bootstrap"]["resamples"],
-        level=config["bootstrap"]["level"],
-        permutations=config["permutation"]["draws"],
-        null_levels=" ".join(map(str, config["nulls"]["levels"])),
-        null_draws=config["nulls"]["draws"],
-        matched_null="" if config["nulls"]["matched"] else "--no-matched-null",
-        rescored=rescored_metrics_flags,
-    log:
-        "logs/metrics/{model}/{dataset}.log",
-    benchmark:
-        "results/benchmarks/metrics/{model}/{dataset}.tsv"
-    conda:
-        "../../envs/ips.yaml"
-    shell:
-        "python -m ips metrics --values {input.values} --interactions {input.interactions} "
-        "--tau {params.tau} --tau-sweep {params.tau_sweep} --seed {params.seed} "
-        "--resamples {params.resamples} --level {params.level} --permutations {params.permutations} "
-        "--null-levels {params.null_levels} --null-draws {params.null_draws} "
-        "{params.matched_null} {params.rescored} --out {output} 2> {log}"
+# Each baseline's tree (`Tree`) gets its metrics, factors and figures; the re-scored nulls
+# are read beside the main tree's games only.
+for tree in TREES:
+
+    rule:
+        name:
+            f"metrics{tree.suffix}"
+        input:
+            values=shard_files(tree.path("values/{model}/{dataset}/{shard}.h5"), tree.first),
+            interactions=shard_files(tree.path("interactions/{model}/{dataset}/{shard}.h5"),
+                                     tree.first),
+            # each re-scored null's runs (ips.variants.NULLS): precision_values, … mask_interactions
+            **{f"{null.kind}_{kind}": rescored_files(null, kind) for null in NULLS
+               for kind in ("values", "interactions") if not tree.suffix},
+        output:
+            tree.path("metrics/{model}/{dataset}.nc"),
+        params:
+            tau=config["tau"],
+            tau_sweep=" ".join(map(str, config["tau_sweep"])),
+            seed=config["seed"],
+            resamples=config["bootstrap"]["resamples"],
+            level=config["bootstrap"]["level"],
+            permutations=config["permutation"]["draws"],
+            null_levels=" ".join(map(str, config["nulls"]["levels"])),
+            null_draws=config["nulls"]["draws"],
+            matched_null="" if config["nulls"]["matched"] else "--no-matched-null",
+            rescored="" if tree.suffix else rescored_metrics_flags,
+        log:
+            tree.log("metrics/{model}/{dataset}.log"),
+        benchmark:
+            tree.path("benchmarks/metrics/{model}/{dataset}.tsv")
+        conda:
+            "../../envs/ips.yaml"
+        shell:
+            "python -m ips metrics --values {input.values} --interactions {input.interactions} "
+            "--tau {params.tau} --tau-sweep {params.tau_sweep} --seed {params.seed} "
+            "--resamples {params.resamples} --level {params.level} --permutations {params.permutations} "
+            "--null-levels {params.null_levels} --null-draws {params.null_draws} "
+            "{params.matched_null} {params.rescored} --out {output} 2> {log}"
+
+    rule:
+        name:
+            f"factors{tree.suffix}"
+        input:
+            expand(tree.path("metrics/{model}/{dataset}.nc"), model=MODELS, dataset=DATASETS,
+                   allow_missing=True),
+        output:
+            tree.path("factors/factors.nc"),
+        params:
+            seed=config["seed"],
+            resamples=config["bootstrap"]["resamples"],
+            level=config["bootstrap"]["level"],
+            permutations=config["permutation"]["draws"],
+        log:
+            tree.log("factors.log"),
+        conda:
+            "../../envs/ips.yaml"
+        shell:
+            "python -m ips factors --metrics {input} --seed {params.seed} --resamples "
+            "{params.resamples} --level {params.level} --permutations {params.permutations} "
+            "--out {output} 2> {log}"
 
 
-rule factors:
-    input:
-        expand("results/metrics/{model}/{dataset}.nc", model=MODELS, dataset=DATASETS),
-    output:
-        "results/factors/factors.nc",
-    params:
-        seed=config["seed"],
-        resamples=config["bootstrap"]["resamples"],
-        level=config["bootstrap"]["level"],
-        permutations=config["permutation"]["draws"],
-    log:
-        "logs/factors.log",
-    conda:
-        "../../envs/ips.yaml"
-    shell:
-        "python -m ips factors --metrics {input} --seed {params.seed} --resamples "
-        "{params.resamples} --level {params.level} --permutations {params.permutations} "
-        "--out {output} 2> {log}"
+# Another baseline's figures and tables (its claims.csv among them), beside the main ones.
+if BASELINES:
+
+    rule figures_baseline:
+        input:
+            metrics=expand(TREES[1].path("metrics/{model}/{dataset}.nc"), model=MODELS,
+                           dataset=DATASETS, allow_missing=True),
+            factors=TREES[1].path("factors/factors.nc"),
+        output:
+            directory(TREES[1].path("figures")),
+        log:
+            TREES[1].log("figures.log"),
+        conda:
+            "../../envs/ips.yaml"
+        shell:
+            "python -m ips figures --metrics {input.metrics} --factors {input.factors} "
+            "--out {output} 2> {log}"
 
 
 rule figures:

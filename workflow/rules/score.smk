@@ -1,6 +1,6 @@
 # v(x_S) for every mask of every sample, per shard, and its AND-OR interactions. What a scoring
-# and a fitting job run and ask for is written once (SCORE, FIT) for the main rules and the
-# re-scored nulls' rules below.
+# and a fitting job run and ask for is written once (SCORE, FIT) for the main rules, the other
+# baselines' and the re-scored nulls' rules below.
 
 SCORE = dict(
     params=dict(
@@ -38,48 +38,57 @@ FIT = dict(
 )
 
 
-rule score:
-    input:
-        samples="results/samples/{dataset}.json",
-        model=f"{MODEL_DIR}/{{model}}.path",
-    output:
-        "results/values/{model}/{dataset}/{shard}.h5",
-    params:
-        **SCORE["params"],
-        shard=lambda wildcards: wildcards.shard,
-        shard_size=f"--shard-size {config['shard_size']}",
-        target=target_flag,
-        rescore="",
-    log:
-        "logs/score/{model}/{dataset}/{shard}.log",
-    benchmark:
-        "results/benchmarks/score/{model}/{dataset}/{shard}.tsv"
-    threads: 1
-    resources:
-        **SCORE["resources"],
-    conda:
-        "../../envs/ips.yaml"
-    shell:
-        SCORE["shell"]
+# Each baseline's tree (`Tree`: results/ with each model's own mask token, and
+# results/baselines/{baseline}/ for each other of `baselines.masks`, scored with `--mask`).
+for tree in TREES:
 
+    rule:
+        name:
+            f"score{tree.suffix}"
+        input:
+            samples="results/samples/{dataset}.json",
+            model=f"{MODEL_DIR}/{{model}}.path",
+        output:
+            tree.path("values/{model}/{dataset}/{shard}.h5"),
+        params:
+            **SCORE["params"],
+            shard=lambda wildcards: wildcards.shard,
+            shard_size=f"--shard-size {config['shard_size']}",
+            target=target_flag,
+            rescore=baseline_flag if tree.suffix else "",
+        log:
+            tree.log("score/{model}/{dataset}/{shard}.log"),
+        benchmark:
+            tree.path("benchmarks/score/{model}/{dataset}/{shard}.tsv")
+        threads: 1
+        resources:
+            **SCORE["resources"],
+        # another baseline is checked against each tokenizer first (as the mask null's)
+        priority: BASELINE.priority if tree.suffix else 0
+        conda:
+            "../../envs/ips.yaml"
+        shell:
+            SCORE["shell"]
 
-rule fit:
-    input:
-        "results/values/{model}/{dataset}/{shard}.h5",
-    output:
-        "results/interactions/{model}/{dataset}/{shard}.h5",
-    params:
-        **FIT["params"],
-    log:
-        "logs/fit/{model}/{dataset}/{shard}.log",
-    benchmark:
-        "results/benchmarks/fit/{model}/{dataset}/{shard}.tsv"
-    resources:
-        **FIT["resources"],
-    conda:
-        "../../envs/ips.yaml"
-    shell:
-        FIT["shell"]
+    rule:
+        name:
+            f"fit{tree.suffix}"
+        input:
+            tree.path("values/{model}/{dataset}/{shard}.h5"),
+        output:
+            tree.path("interactions/{model}/{dataset}/{shard}.h5"),
+        params:
+            **FIT["params"],
+        log:
+            tree.log("fit/{model}/{dataset}/{shard}.log"),
+        benchmark:
+            tree.path("benchmarks/fit/{model}/{dataset}/{shard}.tsv")
+        resources:
+            **FIT["resources"],
+        conda:
+            "../../envs/ips.yaml"
+        shell:
+            FIT["shell"]
 
 
 # The re-scored nulls (ips.variants.NULLS; docs/method.md#precision, #mask-null): the chosen
