@@ -38,8 +38,9 @@ rule all:
     default_target: True
     input:
         "results/figures",
-        # each other baseline's (`baselines.masks`), when the config lists any
+        # each other baseline's (`baselines.masks`), and what holds under all of them
         expand(f"{TREES[-1].root}/figures", baseline=BASELINES) if BASELINES else [],
+        f"results/{BASELINE.folder}/summary" if BASELINES else [],
 
 
 # The samples of every dataset (`snakemake samples`): drawn before a run that groups jobs.

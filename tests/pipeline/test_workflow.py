@@ -212,7 +212,7 @@ def test_nothing_to_do_after_a_run(finished):
 
 #: the analysis of both baselines' trees (the main one and `baselines.masks`' deletion)
 ANALYSIS = {"metrics": 4, "factors": 1, "figures": 1, "metrics_baseline": 4,
-            "factors_baseline": 1, "figures_baseline": 1, "all": 1}
+            "factors_baseline": 1, "figures_baseline": 1, "baselines": 1, "all": 1}
 
 
 def test_another_baseline_gets_its_own_analysis(finished):
@@ -240,7 +240,26 @@ def test_another_baseline_gets_its_own_analysis(finished):
                 assert m.sizes["sample"] == 2 and "mask" not in m.dims  # no nulls re-scored
     assert "mask token ''" in (finished / "logs/baselines/delete/score/tiny-a/arc-easy/0.log"
                                ).read_text()
-    assert (tree / "factors/factors.nc").exists() and (tree / "figures/claims.csv").exists()
+    assert (tree / "factors/factors.nc").exists()
+    # what holds under both baselines: the main claims rows, each with both verdicts
+    import csv
+
+    summary = finished / "results/baselines/summary"
+    with open(summary / "claims.csv", newline="") as f:
+        robust = list(csv.DictReader(f))
+    with open(finished / "results/figures/claims.csv", newline="") as f:
+        main = list(csv.DictReader(f))
+    assert [(r["claim"], r["scope"], r["own"]) for r in robust] == [
+        (r["claim"], r["scope"], r["verdict"]) for r in main]
+    for r in robust:
+        both = {r["own"], r["delete"]}
+        assert r["robust_verdict"] == (both.pop() if len(both) == 1 and r["own"] in (
+            "supported", "contradicted") else "undecided")
+    with open(summary / "agreement.csv", newline="") as f:
+        agree = list(csv.DictReader(f))
+    assert {(r["model"], r["dataset"], r["baseline"]) for r in agree} == {
+        (m, d, "delete") for m in ("tiny-a", "tiny-b") for d in ("arc-easy", "dolly")}
+    assert all(int(r["n_valued"]) == 2 and float(r["baseline_ips"]) > 0 for r in agree)
 
 
 def test_changing_tau_reruns_only_the_analysis(finished):
@@ -261,7 +280,7 @@ def test_changing_a_null_reruns_only_what_it_needs(finished):
     assert r.returncode == 0, r.stderr
     # one scoring job a model for both datasets, one fit a dataset
     assert jobs(r.stdout + r.stderr) == {"score_precision": 2, "fit_precision": 4, "metrics": 4,
-                                         "factors": 1, "figures": 1, "all": 1}
+                                         "factors": 1, "figures": 1, "baselines": 1, "all": 1}
     alt.write_text(yaml.safe_dump({"nulls": {"levels": [0.0]}}))
     r = snakemake(finished, "-n", "--configfile", base, alt)
     assert r.returncode != 0

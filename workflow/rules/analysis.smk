@@ -87,6 +87,30 @@ if BASELINES:
             "python -m ips figures --metrics {input.metrics} --factors {input.factors} "
             "--out {output} 2> {log}"
 
+    # Which claims hold under every baseline, and how the baselines' games agree.
+    rule baselines:
+        input:
+            figures=["results/figures", *expand(TREES[1].path("figures"), baseline=BASELINES)],
+            values=lambda wildcards: sum(tree_files("values")(wildcards), []),
+            interactions=lambda wildcards: sum(tree_files("interactions")(wildcards), []),
+        output:
+            directory(f"results/{BASELINE.folder}/summary"),
+        params:
+            names=" ".join(["own", *map(config_setting, BASELINES)]),
+            claims=lambda wildcards, input: " ".join(f"{d}/claims.csv" for d in input.figures),
+            files=tree_flags,
+            tau=config["tau"],
+            seed=config["seed"],
+            permutations=config["permutation"]["draws"],
+        log:
+            f"logs/{BASELINE.folder}/summary.log",
+        conda:
+            "../../envs/ips.yaml"
+        shell:
+            "python -m ips baselines --names {params.names} --claims {params.claims} "
+            "{params.files} --tau {params.tau} --seed {params.seed} "
+            "--permutations {params.permutations} --out {output} 2> {log}"
+
 
 rule figures:
     input:

@@ -210,6 +210,28 @@ def shard_files(pattern, first=0):
     return files
 
 
+def tree_files(kind):
+    """Input function (the summary across baselines): every model's and dataset's files of
+    `kind` (values, interactions) under each baseline, the main one first, on the shards
+    scored under all of them (`baselines.shards`)."""
+
+    def files(wildcards):
+        first = config["baselines"]["shards"]
+        roots = ["results", *(f"results/{BASELINE.folder}/{b}" for b in BASELINES)]
+        return [[f for d in DATASETS for f in expand(
+                     f"{root}/{kind}/{{model}}/{d}/{{shard}}.h5", model=MODELS,
+                     shard=shards(d)[:first] if first else shards(d))] for root in roots]
+
+    return files
+
+
+def tree_flags(wildcards):
+    """Params function (the summary across baselines): `--values …` and `--interactions …`
+    once per baseline, in the order of `--names`."""
+    return " ".join(f"--{kind} {' '.join(group)}" for kind in ("values", "interactions")
+                    for group in tree_files(kind)(wildcards))
+
+
 def baseline_flag(wildcards):
     """Params function: `ips score --mask M` of a baseline's tree."""
     return f"{BASELINE.flag} {shlex.quote(config_setting(wildcards.baseline))}"

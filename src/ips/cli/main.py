@@ -14,6 +14,7 @@ import sys
 
 from ips import __version__
 from ips.cli import (
+    baselines,
     explain,
     factors,
     figures,
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     metrics.add_parser(sub, common)
     factors.add_parser(sub, common)
     figures.add_parser(sub, common)
+    baselines.add_parser(sub, common)
     explain.add_parser(sub, common)
     return parser
 
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         out = getattr(args, "out", None)  # the destinations first, before any work
         for path in out if isinstance(out, list) else [] if out is None else [out]:
-            check_output(path, directory=args.command == "figures")
+            check_output(path, directory=args.command in ("figures", "baselines"))
         return args.func(args)
     except InputError as e:
         print(f"ips {args.command}: error: {e}", file=sys.stderr)

@@ -1,0 +1,142 @@
+"""Across baselines (`baselines.masks`, docs/method.md#baselines): does a verdict survive the
+choice of baseline, and do the baselines agree on what a template changes?
+
+*Robust verdicts* (`robust_claims`). Every claims row (claim, scope, weights) of the first
+baseline (each model's own mask token) beside the same row under every other baseline; its
+robust verdict is the decided verdict (supported, contradicted) that every baseline gives,
+otherwise undecided, with the baselines whose verdict differs from the first's named. A row
+no other baseline has (its scope absent there) is undecided.
+
+*Agreement* (`agreement`), per (model, dataset) and other baseline, on the samples both
+scored, every condition pair of every group:
+
+- the IPS between the baselines: per sample the mean over its conditions of ips(x, v, v')
+  between the two baselines' games of one prompt (the mask null on every condition), its
+  mean over samples and n;
+- the Spearman ρ of per-sample IPS (the main group's, band all) and of per-pair IPS
+  (ips(x, T, T̂) averaged over the common samples), each with its permutation p and n
+  (`ips.comparisons.claims.verdicts.spearman_permutation`: exact for n ≤ 8);
+- the mean Jaccard |C ∩ C'| / |C ∪ C'| of the changed interactions C = U_T Δ U_T̂ (salient at
+  τ under one template of the pair and not under the other) under the two baselines, over
+  the (sample, pair) cells where either changes something, with that number of cells.
+
+IPS that agrees across baselines while C does not says that IPS measures how much a template
+changes, not what it changes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ips.analysis import metrics
+from ips.analysis.nulls import nan_mean
+from ips.comparisons.claims.verdicts import MAIN_GROUP, spearman_permutation
+from ips.errors import InputError
+from ips.formats.shards import Merged
+
+DECIDED = ("supported", "contradicted")
+
+
+def robust_claims(tables: Mapping[str, Sequence[Mapping[str, str]]]) -> list[dict]:
+    """The first table's rows, each with every baseline's verdict (a column per baseline, in
+    the order of `tables`), `robust_verdict` and `disagree` (the baselines whose verdict
+    differs from the first's, with it)."""
+    names = list(tables)
+    keyed = {b: {(r["claim"], r["scope"], r.get("weights", "")): r for r in rows}
+             for b, rows in tables.items()}
+    out = []
+    for r in tables[names[0]]:
+        key = (r["claim"], r["scope"], r.get("weights", ""))
+        verdicts = {b: keyed[b][key]["verdict"] if key in keyed[b] else "absent" for b in names}
+        first = verdicts[names[0]]
+        same = len(set(verdicts.values())) == 1
+        out.append({"claim": r["claim"], "scope": r["scope"], "weights": r.get("weights", ""),
+                    "paper": r["paper"], **verdicts,
+                    "robust_verdict": first if same and first in DECIDED else "undecided",
+                    "disagree": "; ".join(f"{b}: {v}" for b, v in verdicts.items()
+                                          if v != first)})
+    return out
+
+
+def changed_interactions(norm: np.ndarray, pairs: np.ndarray, tau: float) -> np.ndarray:
+    """`(sample, pair, 2, 2**n_max)`: the interactions salient at τ under exactly one of the
+    pair's two conditions (`norm`: (sample, condition, 2, 2**n_max), `ips.analysis.metrics.
+    normalize`)."""
+    salient = metrics.salient(norm, tau)
+    return salient[:, pairs[:, 0]] ^ salient[:, pairs[:, 1]]
+
+
+def jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a ∩ b| / |a ∪ b| over the last two axes of two boolean arrays; NaN where both are
+    empty."""
+    union = (a | b).sum((-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(union > 0, (a & b).sum((-2, -1)) / union, np.nan)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """`agreement`: the IPS between the baselines and its n samples, Spearman ρ, permutation
+    p and n of per-sample and per-pair IPS, and the mean changed-interactions Jaccard over
+    its n cells."""
+
+    baseline_ips: float
+    n_valued: int
+    sample_rho: float
+    sample_p: float
+    n_samples: int
+    pair_rho: float
+    pair_p: float
+    n_pairs: int
+    changed_jaccard: float
+    n_cells: int
+
+
+def _common(own: Merged, other: Merged, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices of the samples both scored, in one order; `InputError` where the two do
+    not hold the same conditions or fits are not exhaustive."""
+    if own.and_ is None or other.and_ is None:
+        raise InputError(f"{where}: the baselines' agreement needs exhaustive fits")
+    names = [list(map(str, m.conditions["condition"])) for m in (own, other)]
+    if names[0] != names[1]:
+        raise InputError(f"{where}: the baselines hold other conditions ({names[0]} and "
+                         f"{names[1]}); score both from the same samples")
+    ids = sorted(set(map(str, own.samples)) & set(map(str, other.samples)))
+    if not ids:
+        raise InputError(f"{where}: no sample is scored under both baselines")
+    index = [{str(s): i for i, s in enumerate(m.samples)} for m in (own, other)]
+    return tuple(np.array([ix[s] for s in ids]) for ix in index)
+
+
+def _rho(x: np.ndarray, y: np.ndarray, draws: int, seed: int) -> tuple[float, float, int]:
+    ok = np.isfinite(x) & np.isfinite(y)
+    if ok.sum() < 3:
+        return math.nan, math.nan, int(ok.sum())
+    rho, p = spearman_permutation(x[ok], y[ok], draws, seed)
+    return rho, p, int(ok.sum())
+
+
+def agreement(own: Merged, other: Merged, tau: float, draws: int = 9999, seed: int = 0,
+              where: str = "baselines") -> Agreement:
+    """How two baselines' games of one (model, dataset) agree (module docstring)."""
+    rows = _common(own, other, where)
+    norm = [metrics.normalize(m.and_[r], m.or_[r], m.n_vars[r, None]) for m, r in zip(
+        (own, other), rows)]
+    groups = [own.group_conditions(g) for g in own.groups]
+    pairs = np.concatenate([idx[metrics.all_pairs(len(idx))] for idx in groups if len(idx) > 1])
+    per_pair = [metrics.ips(n, pairs, tau).per_pair for n in norm]  # (sample, pair)
+    main = own.group_conditions(MAIN_GROUP if MAIN_GROUP in own.groups else next(iter(own.groups)))
+    per_sample = [metrics.ips(n[:, main], None, tau).per_sample for n in norm]
+    pair_means = [nan_mean(p, 0) for p in per_pair]
+    between = metrics.pair_sensitivity(*norm, tau).value  # (sample, condition)
+    per_game = nan_mean(between, 1)
+    changed = jaccard(*(changed_interactions(n, pairs, tau) for n in norm))
+    cells = np.isfinite(changed)
+    return Agreement(float(nan_mean(per_game, 0)), int(np.isfinite(per_game).sum()),
+                     *_rho(*per_sample, draws, seed), *_rho(*pair_means, draws, seed),
+                     float(changed[cells].mean()) if cells.any() else math.nan,
+                     int(cells.sum()))
