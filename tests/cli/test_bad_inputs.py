@@ -281,6 +281,14 @@ def test_repository_configs_stay_valid(name):
     load_config(ROOT / name)
 
 
+def test_the_baselines_study_is_the_scale_study_under_three_baselines():
+    """Merged after scale.yaml, as the command in its header gives it to snakemake."""
+    extra = yaml.safe_load((ROOT / "workflow/configs/baselines.yaml").read_text())
+    config = load_config(ROOT / "workflow/configs/scale.yaml", overrides=extra)
+    assert config["baselines"]["masks"] == ["delete", "word:the"]
+    assert not any(e["source"].get("twin") for e in config["models"].values())
+
+
 def test_every_malformed_record_in_one_error(tmp_path, capsys):
     good = RECORDS[0]
     lines = [good, {**good, "id": "x1", "question": " "}, "{oops", {**good, "id": "a"},
