@@ -101,7 +101,8 @@ def test_chosen_conditions_in_another_precision(config, tmp_path):
 def test_another_mask_scores_as_that_mask_token(config, tmp_path, capsys):
     """The mask null's run (`--mask eos --conditions T1`) gives exactly the values of a model
     entry whose `mask_token` is that token, and other values than the model's own mask
-    (unk) everywhere but at the unmasked prompt; the file records the mask. The model's own mask is refused in one line."""
+    (unk) everywhere but at the unmasked prompt; the file records the mask; so does
+    `--mask delete`. The model's own mask is refused in one line."""
     common = ["--model", "tiny", "--dataset", "arc-easy", "--threads", 1, "--conditions", "T1"]
     r = run_ips("score", "--config", config, *common, "--mask", "eos", "--out", tmp_path / "e.h5")
     assert r.returncode == 0, r.stderr
@@ -124,6 +125,16 @@ def test_another_mask_scores_as_that_mask_token(config, tmp_path, capsys):
         full = 2 ** other["n_vars"].values - 1
         at_n = [(o["v"].values[s, 0, m]) for o in (other, own) for s, m in enumerate(full)]
         np.testing.assert_allclose(at_n[:len(full)], at_n[len(full):], rtol=1e-6, atol=1e-6)
+    # the deletion baseline: no token (id −1); it agrees with the own mask at x_N only
+    r = run_ips("score", "--config", config, *common, "--mask", "delete", "--out",
+                tmp_path / "d.h5")
+    assert r.returncode == 0, r.stderr
+    with xr.open_dataset(tmp_path / "d.h5", engine="h5netcdf") as deleted, \
+            xr.open_dataset(tmp_path / "u.h5", engine="h5netcdf") as own:
+        assert (deleted.attrs["mask_source"], deleted.attrs["mask_token_id"]) == ("delete", -1)
+        for s, m in enumerate(2 ** deleted["n_vars"].values - 1):
+            v, u = deleted["v"].values[s, 0], own["v"].values[s, 0]
+            assert v[m] == pytest.approx(u[m], abs=1e-5) and np.abs(v[:m] - u[:m]).min() > 0
     code = main(["score", "--config", str(config), *map(str, common), "--mask", "unk",
                  "--out", str(tmp_path / "x.h5")])
     err = capsys.readouterr().err
@@ -247,21 +258,3 @@ def test_killed_score_resumes_with_identical_output(config, tmp_path):
     for name in ("v", "pred", "letter_logit", "option_logp", "hidden", "target_ids"):
         assert np.array_equal(a[name].values, b[name].values, equal_nan=True), name
     a.close(), b.close()
-
-
-def test_the_deletion_baseline_scores_through_the_command(config, tmp_path):
-    """`--mask delete`: the values file records the deletion baseline (id −1, no token), and
-    its games agree with the model's own mask only at the unmasked prompt."""
-    common = ["--model", "tiny", "--dataset", "arc-easy", "--threads", 1, "--conditions", "T1"]
-    for mask, out in (("delete", "d.h5"), (None, "u.h5")):
-        r = run_ips("score", "--config", config, *common, *(("--mask", mask) if mask else ()),
-                    "--out", tmp_path / out)
-        assert r.returncode == 0, r.stderr
-    with xr.open_dataset(tmp_path / "d.h5", engine="h5netcdf") as deleted, \
-            xr.open_dataset(tmp_path / "u.h5", engine="h5netcdf") as own:
-        assert (deleted.attrs["mask_source"], deleted.attrs["mask_token_id"]) == ("delete", -1)
-        full = 2 ** deleted["n_vars"].values - 1
-        for s, m in enumerate(full):
-            v, u = deleted["v"].values[s, 0], own["v"].values[s, 0]
-            assert v[m] == pytest.approx(u[m], abs=1e-5)
-            assert np.abs(v[:m] - u[:m]).min() > 0
