@@ -19,9 +19,10 @@ from ips.formats.shards import Merged
 TAU = 0.1
 
 
-def row(claim, scope, verdict, weights="trained"):
+def row(claim, scope, verdict, weights="trained", raw=None):
     return {"claim": claim, "scope": scope, "weights": weights, "paper": f"{claim} holds",
-            "verdict": verdict}
+            "verdict": verdict, "raw_verdict": raw or verdict, "estimate": "0.5",
+            "p_value": "0.01"}
 
 
 def test_the_robust_verdict_is_the_one_every_baseline_decides():
@@ -46,6 +47,19 @@ def test_the_robust_verdict_is_the_one_every_baseline_decides():
     }
     assert [r["own"] for r in out] == [r["verdict"] for r in own]
     assert out[1]["delete"] == "undecided" and out[1]["word:the"] == "supported"
+    assert out[0]["delete p_value"] == "0.01" and out[4]["delete estimate"] == ""
+
+
+def test_the_robust_raw_verdict_reads_the_verdicts_before_the_controls():
+    """Without twins every final verdict is undecided; the raw ones still decide."""
+    own = [row("a", "m / d", "undecided", raw="supported"),
+           row("b", "m / d", "undecided", raw="supported")]
+    other = [row("a", "m / d", "undecided", raw="supported"),
+             row("b", "m / d", "undecided", raw="contradicted")]
+    out = robust_claims({"own": own, "delete": other})
+    assert [(r["robust_verdict"], r["robust_raw_verdict"], r["disagree_raw"]) for r in out] == [
+        ("undecided", "supported", ""), ("undecided", "undecided", "delete: contradicted")]
+    assert out[1]["delete raw_verdict"] == "contradicted"
 
 
 def random_norm(rng, samples=6, conditions=3, n=3):

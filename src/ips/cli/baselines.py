@@ -49,7 +49,7 @@ AGREEMENT_COLUMNS = ("model", "dataset", "baseline", "against")
 
 
 def run(args: argparse.Namespace) -> int:
-    from ips.comparisons.baselines import Agreement, agreement, robust_claims
+    from ips.comparisons.baselines import Agreement, agreement, robust_claims, robust_columns
     from ips.errors import InputError
     from ips.formats.shards import load, read_shard
     from ips.outputs import atomic_dir
@@ -94,14 +94,14 @@ def run(args: argparse.Namespace) -> int:
                      name, names[0], got.baseline_ips, got.n_valued, got.sample_rho,
                      got.pair_rho, got.changed_jaccard, got.n_cells)
     robust = robust_claims(tables)
-    columns = ("claim", "scope", "weights", "paper", *names, "robust_verdict", "disagree")
     with atomic_dir(args.out) as tmp:
-        _write(tmp / "claims.csv", columns, robust)
+        _write(tmp / "claims.csv", robust_columns(names), robust)
         _write(tmp / "agreement.csv",
                AGREEMENT_COLUMNS + tuple(f.name for f in fields(Agreement)), rows)
-    decided = sum(r["robust_verdict"] != "undecided" for r in robust)
-    log.info("wrote %s: %d claims rows, %d decided under every baseline; %d agreement rows",
-             args.out, len(robust), decided, len(rows))
+    decided = [sum(r[k] != "undecided" for r in robust)
+               for k in ("robust_verdict", "robust_raw_verdict")]
+    log.info("wrote %s: %d claims rows, %d decided under every baseline (raw: %d); %d "
+             "agreement rows", args.out, len(robust), *decided, len(rows))
     return 0
 
 

@@ -4,8 +4,10 @@ choice of baseline, and do the baselines agree on what a template changes?
 *Robust verdicts* (`robust_claims`). Every claims row (claim, scope, weights) of the first
 baseline (each model's own mask token) beside the same row under every other baseline; its
 robust verdict is the decided verdict (supported, contradicted) that every baseline gives,
-otherwise undecided, with the baselines whose verdict differs from the first's named. A row
-no other baseline has (its scope absent there) is undecided.
+otherwise undecided, with the baselines whose verdict differs from the first's named; the
+same for the raw verdicts (before the controls: a study without twins has no decided final
+verdict), with each baseline's estimate and p beside them. A row no other baseline has (its
+scope absent there) is undecided.
 
 *Agreement* (`agreement`), per (model, dataset) and other baseline, on the samples both
 scored, every condition pair of every group:
@@ -41,25 +43,50 @@ from ips.formats.shards import Merged
 DECIDED = ("supported", "contradicted")
 
 
+#: what `robust_claims` shows of each baseline's row, beside its final verdict
+SHOWN = ("raw_verdict", "estimate", "p_value")
+
+
+def _robust(verdicts: dict[str, str]) -> tuple[str, str]:
+    """The decided verdict every baseline gives (else undecided), and the baselines whose
+    verdict differs from the first's, with it."""
+    first = next(iter(verdicts.values()))
+    same = len(set(verdicts.values())) == 1
+    return (first if same and first in DECIDED else "undecided",
+            "; ".join(f"{b}: {v}" for b, v in verdicts.items() if v != first))
+
+
 def robust_claims(tables: Mapping[str, Sequence[Mapping[str, str]]]) -> list[dict]:
-    """The first table's rows, each with every baseline's verdict (a column per baseline, in
-    the order of `tables`), `robust_verdict` and `disagree` (the baselines whose verdict
-    differs from the first's, with it)."""
+    """The first table's rows, each with every baseline's final verdict (a column named by
+    the baseline, in the order of `tables`) and its raw verdict, estimate and p
+    (`{baseline} raw_verdict`, …), the robust final and raw verdicts and `disagree` /
+    `disagree_raw` (the baselines whose verdict differs from the first's, with it)."""
     names = list(tables)
     keyed = {b: {(r["claim"], r["scope"], r.get("weights", "")): r for r in rows}
              for b, rows in tables.items()}
     out = []
     for r in tables[names[0]]:
         key = (r["claim"], r["scope"], r.get("weights", ""))
-        verdicts = {b: keyed[b][key]["verdict"] if key in keyed[b] else "absent" for b in names}
-        first = verdicts[names[0]]
-        same = len(set(verdicts.values())) == 1
-        out.append({"claim": r["claim"], "scope": r["scope"], "weights": r.get("weights", ""),
-                    "paper": r["paper"], **verdicts,
-                    "robust_verdict": first if same and first in DECIDED else "undecided",
-                    "disagree": "; ".join(f"{b}: {v}" for b, v in verdicts.items()
-                                          if v != first)})
+        found = {b: keyed[b].get(key) for b in names}
+        final = {b: x["verdict"] if x else "absent" for b, x in found.items()}
+        raw = {b: x.get("raw_verdict", x["verdict"]) if x else "absent"
+               for b, x in found.items()}
+        row = {"claim": r["claim"], "scope": r["scope"], "weights": r.get("weights", ""),
+               "paper": r["paper"], **final}
+        for b, x in found.items():
+            row |= {f"{b} {k}": (x.get(k, "") if x else "") for k in SHOWN}
+            row[f"{b} raw_verdict"] = raw[b]
+        row["robust_verdict"], row["disagree"] = _robust(final)
+        row["robust_raw_verdict"], row["disagree_raw"] = _robust(raw)
+        out.append(row)
     return out
+
+
+def robust_columns(names: Sequence[str]) -> tuple[str, ...]:
+    """The columns of `robust_claims`' rows for baselines `names`."""
+    return ("claim", "scope", "weights", "paper", *names,
+            *(f"{b} {k}" for b in names for k in SHOWN),
+            "robust_verdict", "disagree", "robust_raw_verdict", "disagree_raw")
 
 
 def changed_interactions(norm: np.ndarray, pairs: np.ndarray, tau: float) -> np.ndarray:
