@@ -499,7 +499,7 @@ def plan(config, sets, counts, tokenizers, fits, args) -> None:
                 js += [Job(name, kind, spec.gpus, hours(f, dt)) for kind, dt, f in extra]
                 jobs[g, m] += js
                 row[g, m] = sum(j.gpus * j.hours for j in js)
-                for kind in NULL_KINDS:
+                for kind in (*NULL_KINDS, "score"):
                     row[g, m, kind] = sum(j.gpus * j.hours for j in js if j.kind == kind)
         row["mem"] = {bt: memory(spec, a, plain, bt, *peaks[bt][:2]) for bt in peaks}
         row["host"] = job_mem_mb(spec, "score") / 1000
@@ -569,6 +569,10 @@ def print_plan(rows, jobs, args) -> None:
     for kind in NULL_KINDS:
         print(f"{f'  of which {kind} null':<54}"
               + "".join(f"{sum(r[(*key, kind)] for r in rows):>11,.0f}" for key in keys))
+    # another baseline (baselines.masks) scores every condition again: the score jobs again
+    # (deletion runs fewer tokens: an upper bound), times its share of the shards
+    print(f"{'  each other baseline, all shards (the score jobs)':<54}"
+          + "".join(f"{sum(r[(*key, 'score')] for r in rows):>11,.0f}" for key in keys))
     for what in ("trie", "plain"):
         sel = [r for r in rows if (r["scorer"] == "trie") == (what == "trie")]
         print(f"{f'  {what} scorer ({len(sel)} models)':<54}"
