@@ -271,10 +271,11 @@ class TrieScorer:
             if not pattern.any():  # nothing of the segment kept: the children attend past it
                 continue
             tree.nodes = torch.as_tensor(lo + rows, device=self.device)
-            tree.kept, tree.kept_key = torch.as_tensor(pattern, device=self.device), pattern.tobytes()
+            tree.slots = torch.as_tensor(np.flatnonzero(pattern), device=self.device)
+            tree.kept_key = pattern.tobytes()
             self._decode(level, last, np.tile(seg[pattern], (len(rows), 1)),
                          a + np.flatnonzero(pattern), lo + rows)
-        tree.nodes, tree.kept, tree.kept_key = None, None, b""
+        tree.nodes, tree.slots, tree.kept_key = None, None, b""
 
     def _decode(self, level: int, last: int, rows: np.ndarray, positions: np.ndarray,
                 leaves) -> None:

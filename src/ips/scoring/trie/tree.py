@@ -2,7 +2,7 @@
 over them (`KeyValueTree`): the kernel behind the "ips_trie" attention function.
 
 Under the deletion baseline a level's nodes run in groups that keep the same tokens of its
-segment (`kept`), each group's segment without the absent tokens. Their keys/values are
+segment (`slots`), each group's segment without the absent tokens. Their keys/values are
 stored in the slots of the whole segment, with `valid` marking the slots a node holds; a
 later row attends only to the valid slots of its ancestors.
 """
@@ -28,10 +28,10 @@ class KeyValueTree:
         self.level = 0
         self.lo = 0  # first node of the rows being run
         # under deletion, set by the scorer for each group: the rows' node indices, the slots
-        # of the segment they keep (bool) and its key; the level's chunk size; per level the
-        # slots each stored node holds (`[nodes, segment]`)
+        # of the segment they keep (indices) and a key of them; the level's chunk size; per
+        # level the slots each stored node holds (`[nodes, segment]`, bool)
         self.nodes: torch.Tensor | None = None
-        self.kept: torch.Tensor | None = None
+        self.slots: torch.Tensor | None = None
         self.kept_key: bytes = b""
         self.chunk = 0
         self.valid: list[torch.Tensor | None] = [None] * len(starts)
@@ -50,8 +50,8 @@ class KeyValueTree:
         if key not in self._masks:
             q = self.starts[self.level] + torch.arange(self.lengths[self.level], device=device)
             kp = self.starts[j] + torch.arange(self.lengths[j], device=device)
-            if self.kept is not None:  # the group's own tokens: only those it keeps
-                q = q[self.kept]
+            if self.slots is not None:  # the group's own tokens: only those it keeps
+                q = q[self.slots]
                 kp = q if j == self.level else kp
             ok = kp[None, :] <= q[:, None]
             if window is not None:
@@ -63,7 +63,7 @@ class KeyValueTree:
         layer = module.layer_idx
         R, H, s, d = query.shape
         kvh = key.shape[1]
-        length = self.lengths[self.level] if self.kept is None else int(self.kept.sum())
+        length = self.lengths[self.level] if self.slots is None else len(self.slots)
         if key.shape[0] != R or key.shape[2] != s or H % kvh or s != length:
             raise TrieUnsupported(f"unexpected attention shapes query {tuple(query.shape)}, key "
                                   f"{tuple(key.shape)} in layer {layer}")
@@ -126,13 +126,12 @@ class KeyValueTree:
         """Store the rows' keys/values `[kvh, R, s, d]` for the next levels: as they are, or
         under deletion in the slots of the whole segment that the group keeps."""
         level = self.kv[self.level]
-        if self.kept is None:
+        if self.slots is None:
             level[layer] = (k_new, v_new)
             return
         if layer not in level:
             shape = (k_new.shape[0], self.chunk, self.lengths[self.level], k_new.shape[-1])
             level[layer] = (k_new.new_zeros(shape), v_new.new_zeros(shape))
         rows = (self.nodes - self.lo)[:, None]
-        slots = self.kept.nonzero().flatten()[None, :]
         for stored, new in zip(level[layer], (k_new, v_new)):
-            stored[:, rows, slots] = new
+            stored[:, rows, self.slots[None, :]] = new
