@@ -36,6 +36,7 @@ MCQ, DATASETS = ("arc-easy", "mmlu"), ("arc-easy", "mmlu", "dolly")
 CELLS = [(m, d) for m in (S, G) for d in DATASETS]  # the order of every table of evidence.md
 NAME = {S: "SmolLM2", G: "Gemma 3", "arc-easy": "ARC-Easy", "mmlu": "MMLU", "dolly": "Dolly"}
 SYMBOL = {"supported": "✓", "contradicted": "✗", "undecided": "?"}
+DECIDED = ("supported", "contradicted")
 # the rows of claims.csv that test the paper's own claims (the claims table and few-shot table)
 PAPER = ("sparse_salient_share", "sparse_matching_top5", "types_changed_opposite",
          "types_changed_similar", "types_unchanged_unstable", "order_low_below_mid",
@@ -617,14 +618,12 @@ def scale_prose() -> list[tuple[str, list]]:
         ("never changes its answer across templates (spread and PSS {} on all {} items)",
          [[peers["accuracy_spread"][0], peers["pss"][0]],
           cell("scale/peer_table.csv", "accuracy_spread_n", model=S, group="0shot")]),
-        (f"{verdict('ips_beyond_change_size', scope(Q05, 'mmlu', '0shot'), sc)} for Qwen 0.5B "
-         f"(R²_null − R²_IPS = {N} [{N}, {N}], p = {N}, n = {N}: the size of the output change "
-         f"explains IPS more than it explains noise of that size), undecided for the other three "
-         f"({N}, p = {N}; {N}, p = {N}; {N}, p = {N})",
-         [*(claim("ips_beyond_change_size", scope(Q05, "mmlu", "0shot"), k, sc)
-            for k in ("estimate", "ci_low", "ci_high", "p_value", "n")),
-          *(claim("ips_beyond_change_size", scope(m, "mmlu", "0shot"), k, sc)
-            for m in (S, G, Q15) for k in ("estimate", "p_value"))]),
+        (f"{verdict('ips_beyond_change_size', scope(S, 'mmlu', '0shot'), sc)} for all four "
+         "(R²_null − R²_IPS = {}, p = {}; {}, p = {}; {}, p = {}; {}, p = {}; n = {} each; "
+         "SmolLM2, Gemma 3, Qwen 0.5B, 1.5B)",
+         [*(claim("ips_beyond_change_size", scope(m, "mmlu", "0shot"), k, sc)
+            for m in FOUR for k in ("estimate", "p_value")),
+          [claim("ips_beyond_change_size", scope(m, "mmlu", "0shot"), "n", sc) for m in FOUR]]),
         ("IPS^mid > IPS^high for SmolLM2, Gemma 3 and Qwen 0.5B (p = {}–{}). Qwen 1.5B is the one "
          "model whose bands rise in the paper's order ({} < {} < {}), but neither step is "
          "significant (p = {} and {}).",
@@ -632,9 +631,71 @@ def scale_prose() -> list[tuple[str, list]]:
                 for m in (S, G, Q05)),
           *(ips(Q15, "mmlu", band=b, name="scale/ips_table.csv") for b in ("low", "mid", "high")),
           *(claim(c, scope(Q15, "mmlu"), "p_value", sc) for c in ORDER)]),
-        ("Gemma 3's is contradicted (low − mid {}, mid − high {} beyond the null, p = {} each)",
-         [*(claim(c, scope(G, "mmlu", "0shot"), name=sc) for c in BEYOND),
-          [claim(c, scope(G, "mmlu", "0shot"), "p_value", sc) for c in BEYOND]]),
+        ("Gemma 3's is contradicted (low − mid {}, p = {}, and mid − high {}, p = {}, beyond "
+         "the null)",
+         [claim(c, scope(G, "mmlu", "0shot"), k, sc) for c in BEYOND
+          for k in ("estimate", "p_value")]),
+        ("two raw verdicts moved (SmolLM2's 1-shot change beyond the null is now "
+         f"{verdict('factor_few_shot_beyond_null', few[S], sc)}, p = {N}; Qwen 0.5B's "
+         f"`ips_beyond_change_size` {verdict('ips_beyond_change_size', scope(Q05, 'mmlu', '0shot'), sc)}"
+         f", p = {N})",
+         [claim("factor_few_shot_beyond_null", few[S], "p_value", sc),
+          claim("ips_beyond_change_size", scope(Q05, "mmlu", "0shot"), "p_value", sc)]),
+        *twins_prose(),
+    ]
+
+
+def twins_prose() -> list[tuple[str, list]]:
+    """The numbers of evidence.md's scale section beside the untrained twins: the final
+    verdicts (`verdict`) and the control columns of docs/evidence/scale/claims.csv."""
+    sc = "scale/claims.csv"
+    pair = f"mmlu / {Q15} vs {Q05} / 0shot"
+    few = {m: f"mmlu / {m} / 1shot vs 0shot" for m in (G, Q05, Q15)}
+    trained = table(sc)
+
+    def final(*verdicts: str) -> Cell:
+        return Cell(sum(r["verdict"] in verdicts for r in trained), f"final {verdicts} in {sc}")
+
+    decided = [r for r in trained if r["raw_verdict"] in DECIDED]
+    mask_all = {m: mask_scope(m, "mmlu", "word:the") for m in (S, G)}
+    return [
+        ("of the {} raw verdicts the trained models' rows decide, {} stand ({} supported, {} "
+         "contradicted); for {} the twins' same statistic earns the same raw verdict.",
+         [Cell(len(decided), f"raw-decided rows of {sc}"), final(*DECIDED), final("supported"),
+          final("contradicted"),
+          Cell(sum(r["control_verdict"] == r["raw_verdict"] for r in decided),
+               f"raw-decided rows of {sc} whose control decides alike")]),
+        ("0.5B twin ({} %, " + rows(sc, claim="factor_scale", scope=pair)[0]["control_verdict"]
+         + " on its own), and trained and twins differ per item at p = {} (n = {}); beyond the "
+         "matched-size null too (p = {}).",
+         [*pct(claim("factor_scale", pair, "control_estimate", sc)),
+          claim("factor_scale", pair, "control_p", sc), claim("factor_scale", pair, "n", sc),
+          claim("factor_scale_beyond_null", pair, "control_p", sc)]),
+        ("their twins move {} % and {} % with one shot (trained − twins p = {} and {}). Gemma "
+         "3's drop ({} %, raw p = {}) differs from its twin's {} % (p = {})",
+         [*pct(*(claim("factor_few_shot", few[m], "control_estimate", sc) for m in (Q05, Q15))),
+          *(claim("factor_few_shot", few[m], "control_p", sc) for m in (Q05, Q15)),
+          *pct(claim("factor_few_shot", few[G], name=sc)),
+          claim("factor_few_shot", few[G], "p_value", sc),
+          *pct(claim("factor_few_shot", few[G], "control_estimate", sc)),
+          claim("factor_few_shot", few[G], "control_p", sc)]),
+        ("(the twins' IPS ranking is as stable over τ, mean Spearman {}); the three IPS^mid > "
+         "IPS^high contradictions (the twins' mid − high do not differ from the trained ones, "
+         "p = {}–{})",
+         [claim("tau_robustness", "mmlu", "control_estimate", sc),
+          *span(claim("order_mid_below_high", scope(m, "mmlu"), "control_p", sc)
+                for m in (S, G, Q05))]),
+        ("as the twins of Gemma 3 and Qwen 0.5B lie below it too (p = {} and {} for the "
+         "difference)",
+         [claim("template_below_matched_null", scope(m, "mmlu", "0shot"), "control_p", sc)
+          for m in (G, Q05)]),
+        ("SmolLM2's twin lies further below its mask null than SmolLM2 (band all {} against "
+         "{}), Gemma 3's about as far ({} against {}, p = {}).",
+         [claim("template_above_mask_null", mask_all[S], "control_estimate", sc),
+          claim("template_above_mask_null", mask_all[S], name=sc),
+          claim("template_above_mask_null", mask_all[G], "control_estimate", sc),
+          claim("template_above_mask_null", mask_all[G], name=sc),
+          claim("template_above_mask_null", mask_all[G], "control_p", sc)]),
     ]
 
 
@@ -713,6 +774,13 @@ def readme_evidence() -> list[tuple[str, list]]:
         ("One shot lowers IPS by {}–{} % for both Qwen models (p ≤ {})",
          [*span(pct(*(-claim("factor_few_shot", s, name=sc) for s in qwen))),
           max(claim("factor_few_shot", s, "p_value", sc) for s in qwen)]),
+        ("whose 1.5B has {} % more IPS than its 0.5B and whose IPS one shot does not lower "
+         "({} % and {} %)",
+         [*pct(claim("factor_scale", f"mmlu / {Q15} vs {Q05} / 0shot", "control_estimate", sc)),
+          *pct(*sorted(claim("factor_few_shot", s, "control_estimate", sc) for s in qwen))]),
+        ("{} of the {} raw-decided rows stand",
+         [Cell(sum(r["verdict"] in DECIDED for r in table(sc)), f"final-decided rows of {sc}"),
+          Cell(sum(r["raw_verdict"] in DECIDED for r in table(sc)), f"raw-decided rows of {sc}")]),
     ]
 
 
@@ -790,11 +858,14 @@ def test_every_quoted_number_is_its_tables(doc, passage, values):
 def test_the_survival_tables_are_generated_from_the_claims_table():
     """docs/evidence.md holds the two tables `evidence_tables` makes from
     docs/evidence/claims.csv: per claim and model which verdicts survive their controls, and
-    every surviving row."""
+    every surviving row; and the surviving rows of docs/evidence/scale/claims.csv."""
     import evidence_tables
 
-    rows = evidence_tables.read(ROOT / "docs/evidence/claims.csv")
     doc = (ROOT / "docs/evidence.md").read_text(encoding="utf-8")
+    rows = evidence_tables.read(ROOT / "docs/evidence/claims.csv")
     for lines in (evidence_tables.survival_table(rows, {S, G}),
                   evidence_tables.surviving_rows(rows)):
         assert "\n".join(lines) in doc, "run: python tests/evidence_tables.py docs/evidence/claims.csv"
+    scale = evidence_tables.read(ROOT / "docs/evidence/scale/claims.csv")  # its surviving rows
+    assert "\n".join(evidence_tables.surviving_rows(scale)) in doc, \
+        "run: python tests/evidence_tables.py docs/evidence/scale/claims.csv"

@@ -10,12 +10,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 ALPHA = 0.05
 
-#: the scale study's tables predate the intervals that invert their tests; its run with
-#: twins regenerates them (issue 41, point 7)
-STALE = pytest.mark.xfail(strict=True, reason="written before the inverted intervals; "
-                          "regenerated with the scale run")
-
-
 def rows(path: str) -> list[dict]:
     with open(ROOT / path, newline="", encoding="utf-8") as f:
         return list(csv.DictReader(f))
@@ -24,7 +18,7 @@ def rows(path: str) -> list[dict]:
 @pytest.mark.parametrize("path", [
     "docs/miniature/claims.csv",
     "docs/evidence/claims.csv",
-    pytest.param("docs/evidence/scale/claims.csv", marks=STALE),
+    "docs/evidence/scale/claims.csv",
 ])
 def test_intervals_agree_with_their_tests(path):
     both = [r for r in rows(path) if r["ci_low"] and r["ci_high"] and r["p_value"]]
