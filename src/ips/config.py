@@ -309,19 +309,20 @@ def _interval(schema: dict, name: str) -> str:
 
 def _check_templates(templates: dict, few_shot: dict, kinds: set[str], source: str) -> None:
     """The template file loads, and every listed name is a template of the kind it is listed
-    for (`templates.<kind>`; few-shot is an MCQ setting) — checked for the kinds of items the
-    datasets have, so a template file need not cover a kind no dataset uses."""
+    for (`templates.<kind>`, checked for the kinds of items the datasets have, so a template
+    file need not cover a kind no dataset uses; `few_shot.templates` may name either kind, and
+    each dataset takes those of its own)."""
 
     try:
         template_set = load_templates(templates.get("file"))
     except InputError as e:
         raise ConfigError(f"{source}: templates.file: {e}") from None
-    lists = [(f"templates.{kind}", kind, templates[kind]) for kind in sorted(kinds)]
-    if "mcq" in kinds:
-        lists.append(("few_shot.templates", "mcq", few_shot["templates"]))
+    lists = [(f"templates.{kind}", (kind,), templates[kind]) for kind in sorted(kinds)]
+    lists.append(("few_shot.templates", ("mcq", "instruction"), few_shot["templates"]))
     file = templates.get("file") or "ips/data/templates.yaml"
-    for field, kind, names in lists:
-        valid = [n for n, t in template_set.templates.items() if t.kind == kind]
+    for field, of, names in lists:
+        valid = [n for n, t in template_set.templates.items() if t.kind in of]
+        kind = "/".join(of)
         for name in names:
             if name not in valid:
                 other = template_set.templates.get(name)

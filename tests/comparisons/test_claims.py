@@ -275,6 +275,12 @@ def test_few_shot_curve_by_hand(four_models):
     assert r.verdict == "supported"  # every sample shares the drops: d is constant, > 0
     no_k = per_model.few_shot_curve_claim(four_models[2], 999, 0)
     assert no_k.verdict == "untestable" and "1-shot" in no_k.note
+    # an instruction dataset has the row where it was scored with examples (Fig. 12d), and
+    # none where it was not; an MCQ dataset always has it
+    for e, rows in ((four_models[0], 1), (four_models[2], 0)):
+        dolly = entry(e.ds.assign_attrs(kind="instruction"), "dolly.nc")
+        assert len(per_model.few_shot_curve_claims(dolly, 999, 0)) == rows
+        assert per_model.few_shot_curve_claims(e, 999, 0)[0].claim == "few_shot_most_from_0_to_1"
 
 
 def test_consistency_across_models(four_models):

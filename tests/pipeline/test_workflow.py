@@ -1,5 +1,6 @@
 """The Snakemake workflow end to end on a tiny config: lint, the full DAG, reruns, interruption."""
 
+import csv
 import json
 import os
 import re
@@ -72,7 +73,8 @@ def finished(tmp_path_factory, tiny_llama_dir):
     """A workdir where the whole tiny workflow has run through results/figures."""
     work = tmp_path_factory.mktemp("workflow")
     cfg = tiny_config(tiny_llama_dir, perturbations={"names": ["paraphrase", "reorder"]},
-                      baselines={"masks": ["delete"], "shards": 1})
+                      baselines={"masks": ["delete"], "shards": 1},
+                      few_shot={"templates": ["T1", "T4", "A1", "A4"], "shots": [1]})
     cfg["datasets"] |= DOLLY
     (work / "config.yaml").write_text(yaml.safe_dump(cfg))
     t0 = time.perf_counter()
@@ -136,6 +138,11 @@ def test_whole_dag_produces_tables_and_figures(finished):
     with xr.open_dataset(finished / "results/factors/factors.nc", engine="h5netcdf") as f:
         assert "p_value" in f and "delta_ips_ci" in f
         assert json.loads(f.attrs["test"])["draws"] == 199
+    # few-shot on both datasets, each with the templates of its kind (Dolly: Fig. 12d)
+    with open(figures / "factors_table.csv", newline="") as fh:
+        few = {(r["dataset"], r["templates"]) for r in csv.DictReader(fh)
+               if r["factor"] == "few_shot" and r["band"] == "all"}
+    assert few == {("arc-easy", "T1–T4"), ("dolly", "A1–A4")}
     for model in ("tiny-a", "tiny-b"):
         m = xr.open_dataset(finished / f"results/metrics/{model}/arc-easy.nc", engine="h5netcdf")
         value = float(m["ips"].sel(group="0shot", band="all"))
@@ -155,16 +162,15 @@ def test_whole_dag_produces_tables_and_figures(finished):
         words = [v["text"] for v in s["variables"]]
         assert len(words) == 3 and not {w.lower() for w in words} & {"the", "a", "of", "in"}
         assert s["reduction"]["reduced"] and s["reduction"]["n_units"] > 3
-        assert set(s["prompts"]) == {"A1", "A2", "A3", "A4", "A1-paraphrase", "A1-reorder"}
+        assert set(s["prompts"]) == {"A1", "A2", "A3", "A4", "A1-paraphrase", "A1-reorder",
+                                     "A1-1shot", "A4-1shot"}
     log = (finished / "logs/prepare_samples/dolly.log").read_text()
     assert "reduced to n_max = 3 (longest)" in log
     with xr.open_dataset(finished / "results/metrics/tiny-a/dolly.nc", engine="h5netcdf") as m:
-        assert list(m["group"].values) == ["0shot", "perturbation"]
+        assert list(m["group"].values) == ["0shot", "1shot", "perturbation"]
         assert np.isfinite(float(m["ips"].sel(group="perturbation", band="all")))
         assert set(m["pair_label"].values) >= {"perturbation", "altering", "adding"}
     # the claims table: every verdict from the allowed set, n beside every estimate
-    import csv
-
     with open(finished / "results/figures/claims.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert {r["verdict"] for r in rows} <= {"supported", "contradicted", "undecided",
@@ -242,8 +248,6 @@ def test_another_baseline_gets_its_own_analysis(finished):
                                ).read_text()
     assert (tree / "factors/factors.nc").exists()
     # what holds under both baselines: the main claims rows, each with both verdicts
-    import csv
-
     summary = finished / "results/baselines/summary"
     with open(summary / "claims.csv", newline="") as f:
         robust = list(csv.DictReader(f))

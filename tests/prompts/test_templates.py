@@ -233,3 +233,34 @@ def test_perturbation_errors_name_item_and_variable():
     unknown = Perturbation("reorder", "d3", {"question": "x"}, {})
     with pytest.raises(TemplateError, match="unknown field"):
         perturb(item, variables, unknown)
+
+
+def test_few_shot_templates_of_each_kind_go_to_datasets_of_that_kind():
+    """`few_shot.templates` may name templates of both kinds (Fig. 12d: few-shot on Dolly): an
+    instruction dataset gets k-shot conditions of its own templates, the solved examples
+    written as instruction then response and drawn outside the evaluated items; an MCQ
+    dataset keeps its own."""
+    config = validate({
+        "datasets": {"dolly": {"format": "dolly", "fields": ["instruction"], "n_items": 5},
+                     "arc": {"format": "arc", "subset": "ARC-Easy", "fields": ["question"],
+                             "n_items": 2}},
+        "n_max": 16,
+        "templates": {"instruction": ["A1", "A2", "A3"], "mcq": ["T1", "T2", "T4"]},
+        "few_shot": {"templates": ["T1", "T4", "A1", "A3"], "shots": [1, 2]},
+    })
+    dolly = prepare_samples(dataset_settings(config, "dolly"))
+    assert dolly.groups == {"0shot": ["A1", "A2", "A3"], "1shot": ["A1-1shot", "A3-1shot"],
+                            "2shot": ["A1-2shot", "A3-2shot"]}
+    assert len(dolly.shots) == 2 and all(isinstance(i, InstructionItem) for i in dolly.shots)
+    assert not {i.id for i in dolly.shots} & {s.item.id for s in dolly.samples}
+    ts = load_templates()
+    for s in dolly.samples:
+        two = s.prompts["A3-2shot"].text
+        first = render(ts["A3"], dolly.shots[0], []).text + dolly.shots[0].response
+        assert two.startswith(first + "\n\n")
+        assert two.endswith(s.prompts["A3"].text)
+    arc = prepare_samples(dataset_settings(config, "arc"))
+    assert arc.groups["1shot"] == ["T1-1shot", "T4-1shot"]
+    # the MCQ templates alone: no few-shot for Dolly, as before
+    mcq_only = validate({**config, "few_shot": {"templates": ["T1", "T4"], "shots": [1]}})
+    assert set(prepare_samples(dataset_settings(mcq_only, "dolly")).groups) == {"0shot"}

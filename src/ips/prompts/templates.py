@@ -381,8 +381,10 @@ def conditions(
 def dataset_conditions(kind: str, templates: Mapping, few_shot: Mapping,
                        perturbations: Mapping) -> tuple[list[Condition], dict[str, list[str]]]:
     """`conditions` of a dataset of `kind` ("mcq" | "instruction") under the config's
-    `templates`, `few_shot` and `perturbations`: few-shot is an MCQ setting (Appendix E.6),
-    perturbations an instruction one (Appendix L)."""
-    if kind == "mcq":
-        return conditions(templates["mcq"], few_shot["templates"], few_shot["shots"])
-    return conditions(templates["instruction"], perturbations=perturbations.get("names", []))
+    `templates`, `few_shot` and `perturbations`: the few-shot templates of its own kind
+    (Appendix E.6 for MCQ, Fig. 12d for instruction datasets), perturbations an instruction
+    setting (Appendix L)."""
+    of_kind = load_templates(templates.get("file")).templates
+    shot_templates = [t for t in few_shot["templates"] if of_kind[t].kind == kind]
+    return conditions(templates[kind], shot_templates, few_shot["shots"] if shot_templates else (),
+                      perturbations.get("names", []) if kind == "instruction" else [])

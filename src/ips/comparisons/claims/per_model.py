@@ -200,6 +200,15 @@ def _shot_groups(e: Entry) -> dict[int, str]:
     return out
 
 
+def few_shot_curve_claims(e: Entry, permutations_: int, seed: int) -> list[Claim]:
+    """`few_shot_curve_claim` where the dataset has k-shot conditions, or is MCQ (few-shot's
+    home, Appendix E.6: there a missing k-shot group is an untestable row); none for an
+    instruction dataset scored without examples."""
+    if e.ds.attrs.get("kind", "mcq") != "mcq" and len(_shot_groups(e)) < 2:
+        return []
+    return [few_shot_curve_claim(e, permutations_, seed)]
+
+
 def few_shot_curve_claim(e: Entry, permutations_: int, seed: int) -> Claim:
     """'The most substantial drop occurs from 0-shot to 1-shot' (paper Section 4.2, Fig. 8)."""
     scope = _scope(e.model, e.dataset)

@@ -64,7 +64,7 @@ from ips.comparisons.claims.across_models import (
 from ips.comparisons.claims.controls import with_twins
 from ips.comparisons.claims.nulls import matched_claims, null_claims, rescored_claims
 from ips.comparisons.claims.per_model import (
-    few_shot_curve_claim,
+    few_shot_curve_claims,
     order_claims,
     sparsity_claims,
     type_claims,
@@ -105,10 +105,9 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: i
 
     per_entry = {}
     for e in entries:
-        curve = [few_shot_curve_claim(e, draws, seed)] if e.ds.attrs.get("kind", "mcq") == "mcq" \
-            else []
         per_entry[str(e.path)] = marked(
-            [*sparsity_claims(e), *type_claims(e), *order_claims(e), *curve,
+            [*sparsity_claims(e), *type_claims(e), *order_claims(e),
+             *few_shot_curve_claims(e, draws, seed),
              *null_claims(e, draws, seed), *rescored_claims(e, draws, seed)], [e])
     out = with_twins(per_entry, entries, draws, seed)
     out += factor_claims(factors, trained)
