@@ -39,7 +39,7 @@ rule all:
     input:
         "results/figures",
         # each other baseline's (`baselines.masks`), and what holds under all of them
-        expand(f"{TREES[-1].root}/figures", baseline=BASELINES) if BASELINES else [],
+        expand(BASELINE_TREE.path("figures"), baseline=BASELINES),
         f"results/{BASELINE.folder}/summary" if BASELINES else [],
 
 

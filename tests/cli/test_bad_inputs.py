@@ -265,7 +265,7 @@ def test_field_names_are_the_keys_of_fields(tmp_path):
     ({"bootstrap": {"level": 1}}, "allowed: 0 < bootstrap.level < 1"),
     ({"variables": {"stratgy": "all"}}, "config: variables.stratgy: unknown key; did you mean "
                                         "strategy?"),
-    ({"colour": "red"}, "config: colour: unknown key; known: tau, tau_sweep, solver"),
+    ({"colour": "red"}, "config: colour: unknown key; known: tau, tau_sweep, figure_taus, solver"),
     ({"solver": 3}, "config: solver: 3 is not of type 'string'; allowed: auto, exact"),
 ])
 def test_schema_messages(config, message):

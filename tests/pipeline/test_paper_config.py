@@ -39,6 +39,7 @@ def specs(config):
 def test_science_settings(config):
     assert config["tau"] == 0.1
     assert config["tau_sweep"] == pytest.approx([0.05 + 0.01 * i for i in range(16)])
+    assert config["figure_taus"] == [0.15, 0.05]  # Figs. 24-30 and 31-37 (Appendix F.8.2)
     assert config["solver"] == "auto" and config["noise"] == 0
     assert config["n_max"] == 10
     assert config["n_items"] == 100 and config["shard_size"] == 10

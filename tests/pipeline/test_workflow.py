@@ -74,7 +74,8 @@ def finished(tmp_path_factory, tiny_llama_dir):
     work = tmp_path_factory.mktemp("workflow")
     cfg = tiny_config(tiny_llama_dir, perturbations={"names": ["paraphrase", "reorder"]},
                       baselines={"masks": ["delete"], "shards": 1},
-                      few_shot={"templates": ["T1", "T4", "A1", "A4"], "shots": [1]})
+                      few_shot={"templates": ["T1", "T4", "A1", "A4"], "shots": [1]},
+                      figure_taus=[0.2, 0.1])
     cfg["datasets"] |= DOLLY
     (work / "config.yaml").write_text(yaml.safe_dump(cfg))
     t0 = time.perf_counter()
@@ -216,9 +217,11 @@ def test_nothing_to_do_after_a_run(finished):
     assert r.returncode == 0 and "Nothing to be done" in r.stdout + r.stderr
 
 
-#: the analysis of both baselines' trees (the main one and `baselines.masks`' deletion)
+#: the analysis of both baselines' trees (the main one and `baselines.masks`' deletion) and of
+#: the figure set at τ = 0.2 (`figure_taus`)
 ANALYSIS = {"metrics": 4, "factors": 1, "figures": 1, "metrics_baseline": 4,
-            "factors_baseline": 1, "figures_baseline": 1, "baselines": 1, "all": 1}
+            "factors_baseline": 1, "figures_baseline": 1, "baselines": 1, "all": 1,
+            "metrics_tau": 4, "factors_tau": 1, "figures_tau": 1}
 
 
 def test_another_baseline_gets_its_own_analysis(finished):
@@ -269,7 +272,34 @@ def test_another_baseline_gets_its_own_analysis(finished):
 def test_changing_tau_reruns_only_the_analysis(finished):
     r = snakemake(finished, "-n", "--config", "tau=0.15")
     assert r.returncode == 0, r.stderr
+    # figure_taus' 0.2 set stays; its 0.1, the main set's τ before, is now a set of its own
     assert jobs(r.stdout + r.stderr) == ANALYSIS
+
+
+def test_figure_sets_at_other_taus_from_the_same_fits(finished):
+    """`figure_taus`: the whole figure set again at τ = 0.2 under results/tau/0.2/figures (the
+    0.1 of the list is the main set's `tau`), from the main fits; another τ in the list reruns
+    only the analysis."""
+    assert sorted(p.name for p in (finished / "results/tau").iterdir()) == ["0.2"]
+    figures = finished / "results/tau/0.2/figures"
+    assert sorted(p.name for p in figures.iterdir() if not p.name.startswith(".")) == \
+        expected_figures()
+    for dataset in ("arc-easy", "dolly"):
+        with xr.open_dataset(finished / f"results/tau/0.2/metrics/tiny-a/{dataset}.nc",
+                             engine="h5netcdf") as at, \
+                xr.open_dataset(finished / f"results/metrics/tiny-a/{dataset}.nc",
+                                engine="h5netcdf") as main:
+            assert at.attrs["tau"] == 0.2 and main.attrs["tau"] == 0.1
+            # the same games: IPS at 0.2 is the τ sweep's value at 0.2 in the main file
+            sweep = main["ips_sweep"].sel(tau=0.2, method="nearest")
+            np.testing.assert_allclose(float(at["ips"].sel(group="0shot", band="all")),
+                                       float(sweep.sel(group="0shot")), rtol=1e-9)
+    alt = finished / "config-taus.yaml"
+    alt.write_text(yaml.safe_dump({"figure_taus": [0.2, 0.3]}))
+    r = snakemake(finished, "-n", "--configfile", finished / "config.yaml", alt)
+    assert r.returncode == 0, r.stderr
+    assert jobs(r.stdout + r.stderr) == {"metrics_tau": 4, "factors_tau": 1, "figures_tau": 1,
+                                         "figures": 1, "baselines": 1, "all": 1}
 
 
 def test_changing_a_null_reruns_only_what_it_needs(finished):
@@ -284,7 +314,8 @@ def test_changing_a_null_reruns_only_what_it_needs(finished):
     assert r.returncode == 0, r.stderr
     # one scoring job a model for both datasets, one fit a dataset
     assert jobs(r.stdout + r.stderr) == {"score_precision": 2, "fit_precision": 4, "metrics": 4,
-                                         "factors": 1, "figures": 1, "baselines": 1, "all": 1}
+                                         "factors": 1, "figures": 1, "baselines": 1, "all": 1,
+                                         "metrics_tau": 4, "factors_tau": 1, "figures_tau": 1}
     alt.write_text(yaml.safe_dump({"nulls": {"levels": [0.0]}}))
     r = snakemake(finished, "-n", "--configfile", base, alt)
     assert r.returncode != 0

@@ -6,24 +6,24 @@
 report: "../report/workflow.rst"
 
 
-# Each baseline's tree (`Tree`) gets its metrics, factors and figures; the re-scored nulls
-# are read beside the main tree's games only.
-for tree in TREES:
+# Each tree (`Tree`: each baseline's, each other τ's) gets its metrics, factors and figures;
+# the re-scored nulls are read beside the main games only.
+for tree in ANALYSES:
 
     rule:
         name:
             f"metrics{tree.suffix}"
         input:
-            values=shard_files(tree.path("values/{model}/{dataset}/{shard}.h5"), tree.first),
-            interactions=shard_files(tree.path("interactions/{model}/{dataset}/{shard}.h5"),
+            values=shard_files(tree.game("values/{model}/{dataset}/{shard}.h5"), tree.first),
+            interactions=shard_files(tree.game("interactions/{model}/{dataset}/{shard}.h5"),
                                      tree.first),
             # each re-scored null's runs (ips.variants.NULLS): precision_values, … mask_interactions
             **{f"{null.kind}_{kind}": rescored_files(null, kind) for null in NULLS
-               for kind in ("values", "interactions") if not tree.suffix},
+               for kind in ("values", "interactions") if tree.main_games},
         output:
             tree.path("metrics/{model}/{dataset}.nc"),
         params:
-            tau=config["tau"],
+            tau=(lambda wildcards: wildcards.tau) if tree is TAU_TREE else config["tau"],
             tau_sweep=" ".join(map(str, config["tau_sweep"])),
             seed=config["seed"],
             resamples=config["bootstrap"]["resamples"],
@@ -32,7 +32,7 @@ for tree in TREES:
             null_levels=" ".join(map(str, config["nulls"]["levels"])),
             null_draws=config["nulls"]["draws"],
             matched_null="" if config["nulls"]["matched"] else "--no-matched-null",
-            rescored="" if tree.suffix else rescored_metrics_flags,
+            rescored=rescored_metrics_flags if tree.main_games else "",
         log:
             tree.log("metrics/{model}/{dataset}.log"),
         benchmark:
@@ -69,28 +69,34 @@ for tree in TREES:
             "--out {output} 2> {log}"
 
 
-# Another baseline's figures and tables (its claims.csv among them), beside the main ones.
-if BASELINES:
+    # another baseline's or τ's figures and tables (its claims.csv among them)
+    if tree is not MAIN:
 
-    rule figures_baseline:
-        input:
-            metrics=expand(TREES[1].path("metrics/{model}/{dataset}.nc"), model=MODELS,
-                           dataset=DATASETS, allow_missing=True),
-            factors=TREES[1].path("factors/factors.nc"),
-        output:
-            directory(TREES[1].path("figures")),
-        log:
-            TREES[1].log("figures.log"),
-        conda:
-            "../../envs/ips.yaml"
-        shell:
-            "python -m ips figures --metrics {input.metrics} --factors {input.factors} "
-            "--out {output} 2> {log}"
+        rule:
+            name:
+                f"figures{tree.suffix}"
+            input:
+                metrics=expand(tree.path("metrics/{model}/{dataset}.nc"), model=MODELS,
+                               dataset=DATASETS, allow_missing=True),
+                factors=tree.path("factors/factors.nc"),
+            output:
+                directory(tree.path("figures")),
+            log:
+                tree.log("figures.log"),
+            conda:
+                "../../envs/ips.yaml"
+            shell:
+                "python -m ips figures --metrics {input.metrics} --factors {input.factors} "
+                "--out {output} 2> {log}"
+
+
+if BASELINES:
 
     # Which claims hold under every baseline, and how the baselines' games agree.
     rule baselines:
         input:
-            figures=["results/figures", *expand(TREES[1].path("figures"), baseline=BASELINES)],
+            figures=["results/figures", *expand(BASELINE_TREE.path("figures"),
+                                                baseline=BASELINES)],
             values=lambda wildcards: sum(tree_files("values")(wildcards), []),
             interactions=lambda wildcards: sum(tree_files("interactions")(wildcards), []),
         output:
@@ -116,6 +122,8 @@ rule figures:
     input:
         metrics=expand("results/metrics/{model}/{dataset}.nc", model=MODELS, dataset=DATASETS),
         factors="results/factors/factors.nc",
+        # the figure set of each other τ of `figure_taus` (Figs. 24–37), drawn in the same run
+        tau_sets=expand(TAU_TREE.path("figures"), tau=TAU_SETS),
     output:
         report(
             directory("results/figures"),

@@ -34,6 +34,7 @@ wildcard_constraints:
     model=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     dataset=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     shard=r"\d+",
+    tau=r"0?\.\d+",
     # a re-scored null's setting in its paths ({dtype}, {mask}: ips.variants), a baseline's
     **{v.setting: path_setting(v.pattern) for v in (*NULLS, VARIANTS["baseline"])},
 
@@ -63,14 +64,17 @@ DATASETS = list(config["datasets"])
 
 
 class Tree(NamedTuple):
-    """Where one baseline's run of the analysis lives: `results/` for each model's own mask
-    token, `results/baselines/{baseline}/` for each other of `baselines.masks` (its rules
-    named with the suffix `_baseline`)."""
+    """Where one run of the analysis lives, and whose games it reads: `results/` for each
+    model's own mask token; `results/baselines/{baseline}/` for each other of `baselines.masks`
+    (scored and fitted again, its rules named with the suffix `_baseline`);
+    `results/tau/{tau}/` for each other τ of `figure_taus` (the main games read at that τ,
+    suffix `_tau`)."""
 
     root: str
     logs: str
     suffix: str
-    first: int  # the first shards scored (0: all)
+    first: int = 0  # the first shards scored (0: all)
+    games: str = ""  # the root of the values and interactions it reads ("": its own)
 
     def path(self, rest):
         return f"{self.root}/{rest}"
@@ -78,13 +82,28 @@ class Tree(NamedTuple):
     def log(self, rest):
         return f"{self.logs}/{rest}"
 
+    def game(self, rest):
+        return f"{self.games or self.root}/{rest}"
+
+    @property
+    def main_games(self):
+        """Whether it reads the main games, beside which the re-scored nulls were scored."""
+        return (self.games or self.root) == "results"
+
 
 BASELINE = VARIANTS["baseline"]
 BASELINES = [path_setting(m) for m in config["baselines"]["masks"]]
 _AXIS = f"{BASELINE.folder}/{{{BASELINE.setting}}}"
-TREES = [Tree("results", "logs", "", 0)] + (
-    [Tree(f"results/{_AXIS}", f"logs/{_AXIS}", "_baseline", config["baselines"]["shards"])]
-    if BASELINES else [])
+MAIN = Tree("results", "logs", "")
+BASELINE_TREE = Tree(f"results/{_AXIS}", f"logs/{_AXIS}", "_baseline",
+                     config["baselines"]["shards"])
+# the trees scored and fitted
+TREES = [MAIN, *([BASELINE_TREE] if BASELINES else [])]
+# every other τ of `figure_taus`, as its path writes it (the main figures are at `tau`)
+TAU_SETS = [format(t, "g") for t in config["figure_taus"] if t != config["tau"]]
+TAU_TREE = Tree("results/tau/{tau}", "logs/tau/{tau}", "_tau", games="results")
+# the trees analysed: metrics, factors and figures
+ANALYSES = [*TREES, *([TAU_TREE] if TAU_SETS else [])]
 # the model whose occlusion scores choose the variables (`variables.reduce: occlusion`), else None
 REFERENCE_MODEL = (config["variables"]["reference_model"]
                    if config["variables"]["reduce"] == "occlusion" else None)
