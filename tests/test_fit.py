@@ -81,14 +81,17 @@ def test_metrics_of_sparse_fits(llama, tmp_path):
     ex, co, pa = files["exhaustive"], files["complete"], files["partial"]
     assert co.attrs["sampling"] == "sparse" and co.attrs["unreliable_games"] == 0
     # every number on the entries' sets equals the exhaustive one on the 2**n axis
-    for name in set(ex.data_vars) - {"case_norm", "case_words"}:
+    cases = [c for c in ("case", "case_same") if f"{c}_norm" in ex]
+    for name in set(ex.data_vars) - {f"{c}_{k}" for c in cases for k in ("norm", "words")}:
         assert ex[name].dims == co[name].dims, name
         np.testing.assert_allclose(co[name].values, ex[name].values, atol=1e-6, err_msg=name)
-    assert ex.attrs["case_sample"] and ex.attrs["case_ips"] == pytest.approx(co.attrs["case_ips"])
-    sets = co["case_set"].values
-    np.testing.assert_allclose(co["case_norm"].values, ex["case_norm"].values[..., sets],
-                               atol=1e-6)
-    assert np.all(co["case_mask"].values == ex["case_mask"].values)
+    for c in cases:
+        assert ex.attrs[f"{c}_sample"] == co.attrs[f"{c}_sample"]
+        assert ex.attrs[f"{c}_ips"] == pytest.approx(co.attrs[f"{c}_ips"])
+        sets = co[f"{c}_set"].values
+        np.testing.assert_allclose(co[f"{c}_norm"].values, ex[f"{c}_norm"].values[..., sets],
+                                   atol=1e-6)
+        assert np.all(co[f"{c}_mask"].values == ex[f"{c}_mask"].values)
 
     fit = xr.load_dataset(tmp_path / "partial.fit.h5", engine="h5netcdf")
     arrays = {k: fit[k].values for k in fit.data_vars}

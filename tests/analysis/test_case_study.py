@@ -28,3 +28,11 @@ def test_ties_go_to_the_smallest_sample_id_then_the_first_pair():
 
 def test_no_valued_cell():
     assert choose_cell(np.full((2, 3), NAN), np.ones((2, 3), bool), ["a", "b"]) is None
+
+
+def test_the_unchanged_cell_beside_the_changed_one():
+    per_pair = np.array([[1.9, 0.5], [1.2, 0.4]])
+    changed = np.array([[False, True], [True, False]])
+    assert choose_cell(per_pair, changed, ["a", "b"], want=False) == (0, 0)  # 1.9 > 0.4
+    assert choose_cell(per_pair, changed, ["a", "b"], want=True) == (1, 0)
+    assert choose_cell(per_pair, np.ones((2, 2), bool), ["a", "b"], want=False) is None

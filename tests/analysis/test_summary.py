@@ -347,6 +347,16 @@ def test_per_sample_ips_intervals_sparsity_matching_and_case_study(shards):
     np.testing.assert_allclose(ds["case_rec"].sel(keep=1.0).values, ds["case_v"].values,
                                atol=1e-6)
     assert ds["case_words"].values.tolist() == [f"x{k + 1}" for k in range(n)]
+    # beside it, the unchanged-prediction cell with the largest ips(x, T, T^) (Fig. 3a)
+    best = np.where(~changed & np.isfinite(per_pair), per_pair, -1.0)
+    s, p = np.unravel_index(np.argmax(best), best.shape)
+    assert best[s, p] > 0 and a["case_same_sample"] == ids[s] and a["case_same_changed"] == 0
+    assert a["case_same_pred_a"] == a["case_same_pred_b"] == "ABCD"[pred[s, pairs[p, 0]]]
+    assert a["case_same_ips"] == pytest.approx(per_pair[s, p])
+    n = int(full["n_vars"].values[s])
+    np.testing.assert_allclose(ds["case_same_norm"].sel(case_same_side="b").values,
+                               norm[s, idx[pairs[p, 1]], :, : 2**n])
+    assert ds.sizes["case_same_var"] == n
 
 
 def test_band_tests_on_known_per_sample_values():

@@ -2,6 +2,7 @@
 result commands end to end on fitted synthetic values."""
 
 import csv
+import dataclasses
 import json
 import struct
 
@@ -390,3 +391,41 @@ def test_docs_cli_names_every_file_the_command_writes():
     missing = [name for name in [*FIGURES, *TABLES, "case_study_<model>_<dataset>"]
                if f"`{name}`" not in section]
     assert missing == []
+
+
+def test_the_case_study_shows_a_changed_and_an_unchanged_sample(computed, tmp_path,
+                                                                 monkeypatch):
+    """Fig. 3a: per model and dataset a panel for a sample whose prediction changed and one
+    for a sample whose prediction stayed, each the metrics file's; a note where a run has no
+    sample of a kind."""
+    import ips.figures.case_study as figure
+    from ips.figures import draw
+
+    entries = [read_metrics(p) for p in computed[0]]
+    assert all("case_same_norm" in e.ds for e in entries)
+    drawn = draw.case_study_figures(entries, 0.1, tmp_path)
+    assert len(drawn) == 2 * len(entries) and all((tmp_path / f).stat().st_size > 5000
+                                                  for f in drawn)
+    panels = []
+    monkeypatch.setattr(figure, "case_study_figure",
+                        lambda cases, path, **kw: panels.append(cases) or [])
+    draw.case_study_figures(entries, 0.1, tmp_path)
+    for e, (first, second) in zip(entries, panels):
+        a = e.ds.attrs
+        assert a["case_changed"] == 1  # these random games change predictions
+        assert first.prediction_changed and first.sample == a["case_sample"]
+        assert not second.prediction_changed and second.sample == a["case_same_sample"]
+    # a run whose every valued pair changed its prediction: its note second
+    ds = entries[1].ds.drop_vars([v for v in entries[1].ds.data_vars
+                                  if str(v).startswith("case_same_")])
+    panels.clear()
+    draw.case_study_figures([dataclasses.replace(entries[1], ds=ds)], 0.1, tmp_path)
+    assert panels[0][1] == draw.NO_UNCHANGED_CASE
+    # a run whose predictions never change: the note first, its unchanged sample second
+    ds = entries[0].ds.drop_vars([v for v in entries[0].ds.data_vars
+                                  if str(v).startswith("case_same_")])
+    ds.attrs = {**ds.attrs, "case_changed": 0, "case_pred_b": ds.attrs["case_pred_a"]}
+    panels.clear()
+    draw.case_study_figures([dataclasses.replace(entries[0], ds=ds)], 0.1, tmp_path)
+    (first, second), = panels
+    assert first == draw.NO_CHANGED_CASE and not second.prediction_changed

@@ -26,22 +26,24 @@ from ips.prompts.templates import ZERO_SHOT
 AND_JOIN, OR_JOIN = " ∧ ", " ∨ "
 
 
-def choose_cell(per_pair: np.ndarray, changed: np.ndarray,
-                ids: Sequence[str]) -> tuple[int, int] | None:
+def choose_cell(per_pair: np.ndarray, changed: np.ndarray, ids: Sequence[str],
+                want: bool | None = None) -> tuple[int, int] | None:
     """The (sample, pair) cell a run's case study shows (paper Fig. 3a / Fig. 19).
 
     per_pair: (S, P) ips(x, T, T̂) at τ, NaN where a cell has no value; changed: (S, P) whether
     the prediction differs under the two templates; ids: the S sample ids. Among the valued
-    cells, those whose prediction changed if there is any, else all; of these the cell with
-    the largest ips(x, T, T̂); ties go to the smallest sample id, then to the first pair.
-    None when no cell has a value.
+    cells, those whose prediction changed if there is any, else all (``want`` True / False:
+    only the changed / unchanged ones); of these the cell with the largest ips(x, T, T̂); ties
+    go to the smallest sample id, then to the first pair. None when no cell qualifies.
     """
     cells = [(bool(changed[s, p]), float(per_pair[s, p]), str(ids[s]), int(p), int(s))
              for s, p in zip(*np.nonzero(np.isfinite(per_pair)))]
+    if want is None and any(c[0] for c in cells):
+        want = True
+    if want is not None:
+        cells = [c for c in cells if c[0] == want]
     if not cells:
         return None
-    if any(c[0] for c in cells):
-        cells = [c for c in cells if c[0]]
     *_, p, s = min(cells, key=lambda c: (-c[1], c[2], c[3]))
     return s, p
 
@@ -213,27 +215,32 @@ def _pred_text(merged: Merged, pred: np.ndarray, s: int, c: int) -> str:
     return str(pred[s, c])
 
 
+#: the second case of Fig. 3a: the unchanged sample beside a changed one (`case_study_data`)
+SAME = "case_same"
+
+
 def case_study_data(merged: Merged, norm: np.ndarray, layout: analysis_layout.SetLayout | None,
                     pred: np.ndarray, groups: list[str], tau: float) -> tuple[dict, dict, dict]:
-    """The sample and template pair drawn in the case study (paper Fig. 3a / Fig. 19).
+    """The samples and template pairs drawn in the case study (paper Fig. 3a / Fig. 19): one
+    whose prediction changed and one whose prediction stayed, where both exist.
 
     Choice (deterministic): in the group `0shot` (else the first group with two conditions),
-    the cell `ips.analysis.case_study.choose_cell` picks (the largest ips(x, T, T̂) among the cells
-    whose prediction changed, if any; pairs in `all_pairs` order).
+    the cell `ips.analysis.case_study.choose_cell` picks (the largest ips(x, T, T̂) among the
+    cells whose prediction changed, if any; pairs in `all_pairs` order), under the prefix
+    `case`; when it changed, also the largest among the unchanged cells, under `case_same`
+    (`SAME`). Without any changed cell, `case` is the unchanged one and there is no
+    `case_same`; without any unchanged cell, no `case_same` either.
 
-    Returns (data, coords, attrs) for the metrics file: `case_norm` (case_side, kind,
-    case_mask) the normalised interactions Ĩ of that sample under both conditions — on
-    `case_set` (∅ and the sets of its games' entries, coordinate: their bitmasks) instead of
-    case_mask for sparse fits —, `case_v` (case_side, case_mask) its scored v (coordinate
-    `case_mask`: the bitmasks, all 2**n or the design's), `case_words` (case_var) its
-    variables in bit order, `case_rec` (keep, case_side, case_mask) the surrogate keeping
-    the largest interactions (`diagnostics.KEEP`, Fig. 2b); attributes `case_sample`,
-    `case_group`, `case_condition_a/_b`, `case_template_a/_b`, `case_pred_a/_b`,
-    `case_gold`, `case_ips`, `case_changed`. Without any valued cell: no data,
+    Returns (data, coords, attrs) for the metrics file, per prefix P: `P_norm` (P_side, kind,
+    P_mask) the normalised interactions Ĩ of that sample under both conditions — on `P_set`
+    (∅ and the sets of its games' entries, coordinate: their bitmasks) instead of P_mask for
+    sparse fits —, `P_v` (P_side, P_mask) its scored v (coordinate `P_mask`: the bitmasks,
+    all 2**n or the design's), `P_words` (P_var) its variables in bit order, `P_rec` (keep,
+    P_side, P_mask) the surrogate keeping the largest interactions (`diagnostics.KEEP`,
+    Fig. 2b); attributes `P_sample`, `P_group`, `P_condition_a/_b`, `P_template_a/_b`,
+    `P_pred_a/_b`, `P_gold`, `P_ips`, `P_changed`. Without any valued cell: no data,
     `case_sample` = "".
     """
-    from ips.interactions import reconstruct
-
     empty = {"case_sample": ""}
     names = [str(c) for c in merged.conditions["condition"]]
     order = [g for g in groups if g == CASE_GROUP] + [g for g in groups if g != CASE_GROUP]
@@ -248,43 +255,58 @@ def case_study_data(merged: Merged, norm: np.ndarray, layout: analysis_layout.Se
     cell = choose_cell(per_pair, changed, ids)
     if cell is None:
         return {}, {}, empty
-    s, p = cell
-    sid, value, ch = ids[s], float(per_pair[s, p]), bool(changed[s, p])
-    i, j = idx[local[p]].tolist()
+    cells = {"case": cell}
+    if changed[cell]:
+        same = choose_cell(per_pair, changed, ids, want=False)
+        if same is not None:
+            cells[SAME] = same
+    data, coords, attrs = {}, {"kind": labels(analysis_layout.KINDS)}, {}
+    for prefix, (s, p) in cells.items():
+        i, j = idx[local[p]].tolist()
+        d, c = _cell_data(prefix, merged, norm, layout, s, i, j)
+        data |= d
+        coords |= c
+        gold = int(merged.gold[s]) if merged.attrs.get("kind", "mcq") == "mcq" else -1
+        attrs |= {f"{prefix}_{k}": v for k, v in {
+            "sample": str(ids[s]), "group": str(group),
+            "condition_a": names[i], "condition_b": names[j],
+            "template_a": str(merged.conditions["template"][i]),
+            "template_b": str(merged.conditions["template"][j]),
+            "pred_a": _pred_text(merged, pred, s, i), "pred_b": _pred_text(merged, pred, s, j),
+            "gold": letter(gold, none=""),
+            "ips": float(per_pair[s, p]), "changed": int(changed[s, p]),
+        }.items()}
+    return data, coords, attrs
+
+
+def _cell_data(prefix: str, merged: Merged, norm: np.ndarray,
+               layout: analysis_layout.SetLayout | None, s: int, i: int,
+               j: int) -> tuple[dict, dict]:
+    """`case_study_data`'s variables and coordinates of sample s under conditions i and j."""
+    from ips.interactions import reconstruct
+
     n = int(merged.n_vars[s])
     words = ([str(w) for w in merged.words[s, :n]] if merged.words is not None
              else [f"x{k + 1}" for k in range(n)])
-    coords = {"case_side": labels("ab"), "kind": labels(analysis_layout.KINDS),
-              "case_var": np.arange(n)}
+    side, mask = f"{prefix}_side", f"{prefix}_mask"
+    coords = {side: labels("ab"), f"{prefix}_var": np.arange(n)}
     if layout is None:
         masks = np.arange(1 << n)
-        case_norm = (("case_side", "kind", "case_mask"), norm[s, [i, j], :, :masks.size])
+        norm_ = ((side, "kind", mask), norm[s, [i, j], :, :masks.size])
         rec = [reconstruct(*diagnostics.keep_top(merged.and_[s, [i, j], :masks.size],
                                                  merged.or_[s, [i, j], :masks.size], k))
                for k in diagnostics.KEEP]
     else:
         masks = design_row(merged.masks[s])
         cols = np.flatnonzero(layout.sets[s] >= 0)
-        case_norm = (("case_side", "kind", "case_set"), norm[s, [i, j]][..., cols])
-        coords["case_set"] = layout.sets[s, cols]
+        norm_ = ((side, "kind", f"{prefix}_set"), norm[s, [i, j]][..., cols])
+        coords[f"{prefix}_set"] = layout.sets[s, cols]
         rec = [[sparse_metrics.keep_top(merged.games[s][c], k).predict(masks) for c in (i, j)]
                for k in diagnostics.KEEP]
-    coords["case_mask"] = masks
-    data = {
-        "case_norm": case_norm,
-        "case_words": (("case_var",), labels(words)),
-        "case_v": (("case_side", "case_mask"), merged.v[s, [i, j], :masks.size]),
-        "case_rec": (("keep", "case_side", "case_mask"), np.array(rec)),
-    }
-    gold = int(merged.gold[s]) if merged.attrs.get("kind", "mcq") == "mcq" else -1
-    attrs = {
-        "case_sample": str(sid), "case_group": str(group),
-        "case_condition_a": names[i], "case_condition_b": names[j],
-        "case_template_a": str(merged.conditions["template"][i]),
-        "case_template_b": str(merged.conditions["template"][j]),
-        "case_pred_a": _pred_text(merged, pred, s, i),
-        "case_pred_b": _pred_text(merged, pred, s, j),
-        "case_gold": letter(gold, none=""),
-        "case_ips": value, "case_changed": int(ch),
-    }
-    return data, coords, attrs
+    coords[mask] = masks
+    return {
+        f"{prefix}_norm": norm_,
+        f"{prefix}_words": ((f"{prefix}_var",), labels(words)),
+        f"{prefix}_v": ((side, mask), merged.v[s, [i, j], :masks.size]),
+        f"{prefix}_rec": (("keep", side, mask), np.array(rec)),
+    }, coords

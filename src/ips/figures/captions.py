@@ -160,10 +160,10 @@ FIGURES = {
 CASE_STUDY = "case_study_{model}_{dataset}"
 CASE_STUDY_CAPTION = Caption(
     "Case study (paper Fig. 3a / Fig. 19)",
-    "salient interactions of one sample under a 0-shot template pair, side by side, labelled "
-    "by their words and coloured by type, with both predictions (Fig. 3a / 19); the sample "
-    "is the pair with the largest ips(x, T, T̂) among those whose prediction changed (else "
-    "the largest)",
+    "salient interactions of a sample under a 0-shot template pair, side by side, labelled "
+    "by their words and coloured by type, with both predictions (Fig. 3a / 19): above, the "
+    "pair with the largest ips(x, T, T̂) among those whose prediction changed; below, among "
+    "those whose prediction stayed; a note where the run has no pair of a kind",
     INTERACTIONS)
 
 TABLES = {

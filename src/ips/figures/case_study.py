@@ -1,10 +1,12 @@
-"""The case-study figure of `ips explain` (paper Fig. 1 / Section 3.3).
+"""The case-study figure of `ips explain` and of a run (paper Fig. 1, Fig. 3a / Section 3.3).
 
 One item under a template pair (T, T̂): for the salient interactions that changed most, two
 horizontal bars side by side, Ĩ under T (solid) and under T̂ (hatched), labelled by the
 interaction's words and coloured by its type (`style.INTERACTION_TYPE_COLORS`); dashed lines
 mark ±τ. The title gives both predictions (and the gold answer), ips(x, T, T̂) and τ, and
-for a sparse estimate its held-out error with the verdict reliable / UNRELIABLE.
+for a sparse estimate its held-out error with the verdict reliable / UNRELIABLE. A run's
+figure has two such panels: a sample whose prediction changed above one whose prediction
+stayed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from matplotlib.patches import Patch
 
 from ips.analysis.interaction_types import INTERACTION_TYPE_NAMES
-from ips.figures.style import INTERACTION_TYPE_COLORS, note, panels, save
+from ips.figures.style import INTERACTION_TYPE_COLORS, grid, note, save
 
 _LABEL_CHARS = 38  # longer interaction labels are shortened (see _label)
 
@@ -59,25 +61,51 @@ def _label(row, words) -> str:
     return "\n".join(lines[:2]) + ("…" if len(lines) > 2 else "")
 
 
-def case_study_figure(case, path, top: int = 12) -> list[Path]:
-    """Draw `case` (an `ips.analysis.case_study.CaseStudy`) to `path` as PNG and PDF; return both
-    paths.
+def case_study_figure(cases, path, top: int = 12, title: str = "") -> list[Path]:
+    """Draw `cases` to `path` as PNG and PDF; return both paths.
 
-    Shows the first `top` rows (the largest changes |Ĩ_T − Ĩ_T̂|); an empty U gets a note
-    instead of bars.
+    `cases`: one `ips.analysis.case_study.CaseStudy` (titled by it), or a list of panels, one
+    under the other under `title`, each a CaseStudy (titled by it) or a text saying why a
+    panel has no case. A case shows its first `top` rows (the largest changes |Ĩ_T − Ĩ_T̂|);
+    an empty U gets a note instead of bars.
     """
-    rows = case.rows[: max(int(top), 0)]
+    single = not isinstance(cases, list)
+    cases = [cases] if single else cases
+    shown = [[] if isinstance(c, str) else c.rows[: max(int(top), 0)] for c in cases]
+    if single and shown[0]:
+        ta, tb = cases[0].templates
+        part = (f"the {len(shown[0])} of {len(cases[0].rows)}"
+                if len(shown[0]) < len(cases[0].rows) else f"all {len(shown[0])}")
+        caption = (f"Bars: normalised interaction Ĩ under {ta} (solid) and {tb} (hatched) for "
+                   f"{part} salient interactions (|Ĩ| > τ under either template), largest "
+                   f"change first; colour = interaction type; dashed lines at ±τ.")
+    elif not single:
+        caption = (f"Bars: normalised interaction Ĩ under the first template (solid) and the "
+                   f"second (hatched) for the at most {top} salient interactions (|Ĩ| > τ under "
+                   f"either template) that change most, largest change first; colour = "
+                   f"interaction type; dashed lines at ±τ.")
+    else:
+        caption = ""
+    height = max(1.6 + 0.42 * max(len(r), 3) for r in shown)
+    fig, axes = grid(len(cases), 1, 9.5, height, _title(cases[0]) if single else title, caption)
+    for (ax,), case, rows in zip(axes, cases, shown):
+        if isinstance(case, str):
+            note(ax, case)
+            continue
+        if not single:
+            ax.set_title(("prediction changed" if case.prediction_changed else
+                          "prediction unchanged") + " · " + _title(case), fontsize=9)
+        _panel(ax, case, rows)
+    return save(fig, path)
+
+
+def _panel(ax, case, rows) -> None:
+    """One case's bars, or a note where U is empty."""
     ta, tb = case.templates
-    shown = f"the {len(rows)} of {len(case.rows)}" if len(rows) < len(case.rows) else \
-        f"all {len(rows)}"
-    caption = (f"Bars: normalised interaction Ĩ under {ta} (solid) and {tb} (hatched) for "
-               f"{shown} salient interactions (|Ĩ| > τ under either template), largest change "
-               f"first; colour = interaction type; dashed lines at ±τ.") if rows else ""
-    fig, (ax,) = panels(1, 9.5, 1.6 + 0.42 * max(len(rows), 3), _title(case), caption)
     if not rows:
         note(ax, f"no salient interaction: every |Ĩ| ≤ τ = {case.tau:g} under both "
                  f"{ta} and {tb}, so ips has no value for this pair")
-        return save(fig, path)
+        return
     h = 0.38
     ys = list(range(len(rows)))[::-1]  # the largest change on top
     for y, r in zip(ys, rows):
@@ -100,4 +128,3 @@ def case_study_figure(case, path, top: int = 12) -> list[Path]:
                 Patch(facecolor="white", edgecolor="black", hatch="///", label=f"Ĩ under {tb}")]
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
               frameon=False)
-    return save(fig, path)

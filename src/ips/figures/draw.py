@@ -87,11 +87,36 @@ def figure_files() -> list[str]:
     return [f"{k}.{ext}" for k in FIGURES for ext in ("png", "pdf")]
 
 
-def case_study_figures(entries: list[Entry], tau: float, out: Path) -> list[str]:
-    """One case-study figure per metrics file that holds a case
-    (`ips.analysis.case_study.case_study` drawn by `ips.figures.case_study`)."""
+def _case(ds, prefix: str, model: str, tau: float):
+    """The `ips.analysis.case_study.CaseStudy` stored under `prefix` in a metrics file."""
     # local: the submodule ips.figures.case_study would shadow a package-level name
     from ips.analysis.case_study import case_study
+
+    a, norm = ds.attrs, ds[f"{prefix}_norm"]
+    case = case_study(
+        norm.sel({f"{prefix}_side": "a"}).values, norm.sel({f"{prefix}_side": "b"}).values,
+        [str(w) for w in ds[f"{prefix}_words"].values], a[f"{prefix}_pred_a"],
+        a[f"{prefix}_pred_b"], tau, model=model, sample=str(a[f"{prefix}_sample"]),
+        templates=(str(a[f"{prefix}_condition_a"]), str(a[f"{prefix}_condition_b"])),
+        gold=a.get(f"{prefix}_gold") or None,
+        sets=ds[f"{prefix}_set"].values if f"{prefix}_set" in ds.dims else None,
+    )
+    if "heldout_error" in ds and ds[f"{prefix}_mask"].size < 1 << case.n:  # an estimate
+        games = dict(sample=a[f"{prefix}_sample"],
+                     condition=[a[f"{prefix}_condition_a"], a[f"{prefix}_condition_b"]])
+        case.sparse = {"masks": int(ds[f"{prefix}_mask"].size),
+                       "heldout_error": ds["heldout_error"].sel(**games).values.tolist(),
+                       "threshold": UNRELIABLE_HELDOUT,
+                       "reliable": bool(ds["reliable"].sel(**games).all())}
+    return case
+
+
+def case_study_figures(entries: list[Entry], tau: float, out: Path) -> list[str]:
+    """One case-study figure per metrics file that holds a case
+    (`ips.analysis.case_study.case_study` drawn by `ips.figures.case_study`): a sample whose
+    prediction changed and one whose prediction stayed (Fig. 3a), or a note where there is
+    none of one kind."""
+    from ips.analysis.case_study import SAME
     from ips.figures.case_study import case_study_figure
 
     names = []
@@ -100,26 +125,23 @@ def case_study_figures(entries: list[Entry], tau: float, out: Path) -> list[str]
         if not ds.attrs.get("case_sample") or "case_norm" not in ds:
             log.info("%s: no case-study sample (no valued template pair)", e.path)
             continue
-        a = ds.attrs
-        case = case_study(
-            ds["case_norm"].sel(case_side="a").values, ds["case_norm"].sel(case_side="b").values,
-            [str(w) for w in ds["case_words"].values], a["case_pred_a"], a["case_pred_b"], tau,
-            model=e.model, sample=str(a["case_sample"]),
-            templates=(str(a["case_condition_a"]), str(a["case_condition_b"])),
-            gold=a.get("case_gold") or None,
-            sets=ds["case_set"].values if "case_set" in ds.dims else None,
-        )
-        if "heldout_error" in ds and ds["case_mask"].size < 1 << case.n:  # an estimate
-            games = dict(sample=a["case_sample"],
-                         condition=[a["case_condition_a"], a["case_condition_b"]])
-            case.sparse = {"masks": int(ds["case_mask"].size),
-                           "heldout_error": ds["heldout_error"].sel(**games).values.tolist(),
-                           "threshold": UNRELIABLE_HELDOUT,
-                           "reliable": bool(ds["reliable"].sel(**games).all())}
+        case = _case(ds, "case", e.model, tau)
+        same = _case(ds, SAME, e.model, tau) if f"{SAME}_norm" in ds else None
+        if not case.prediction_changed:  # no valued pair changed its prediction
+            cases = [NO_CHANGED_CASE, case]
+        else:
+            cases = [case, same or NO_UNCHANGED_CASE]
         name = case_study_name(e.model, e.dataset)
-        for p in case_study_figure(case, out / f"{name}.png"):
+        for p in case_study_figure(cases, out / f"{name}.png", title=f"{e.model} · {e.dataset}"):
             names.append(Path(p).name)
     return names
+
+
+#: what a case-study panel says where a run has no sample of its kind
+NO_CHANGED_CASE = ("prediction changed: no sample's prediction changed under any valued "
+                   "template pair")
+NO_UNCHANGED_CASE = ("prediction unchanged: every valued template pair changed its sample's "
+                     "prediction")
 
 
 def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path) -> list[str]:

@@ -35,6 +35,7 @@ Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf
 | `matching_nrmse` | keep | universal matching keeping only the largest 3 % / 5 % / all interactions: mean over (sample, condition) of RMS(φ_k − v) / (max v − min v) (Fig. 2b) |
 | `sample_salient_share`, `sample_matching_nrmse` | sample[, keep] | the same two per sample (mean over its conditions), for intervals over samples |
 | `case_norm`, `case_v`, `case_rec`, `case_words` | case_side, kind, case_mask / case_var | the case-study sample (`case_study_data`): Ĩ under both conditions (side `a`, `b`; kind `AND`, `OR`), v, the surrogate with the largest interactions, its variables |
+| `case_same_norm`, `case_same_v`, `case_same_rec`, `case_same_words` | case_same_side, kind, case_same_mask / case_same_var | the same for the sample whose prediction stayed, beside a `case` whose prediction changed (Fig. 3a), where there is one |
 | `null_ips`, `null_ips_ci`, `null_n_valued` | group, null_level, band[, bound] | Gaussian null IPS (`ips.analysis.nulls`): mean over samples of each sample's mean over the group's conditions of ips(x, v, v') with v' = v + level·range(v)·N(0, 1) refitted; its bootstrap interval and samples |
 | `sample_null_ips`, `null_ips_sweep` | sample, group, null_level, band / tau, group, null_level | the same per sample, and over the τ sweep (band all) |
 | `matched_null_ips`, `matched_null_ips_ci`, `matched_null_n_valued`, `sample_matched_null_ips` | group, band (sample, …) | matched-size null: per sample the mean over the group's pairs of the pair's null (each side + noise of the size of its game's change beyond the best affine map from the other game, `sample_pair_residual_change`; mean of the two sides) |
@@ -73,7 +74,8 @@ datasets, whose `pred` is −1), `template_file`, `values_files`, `interactions_
 conditions and samples), `test` (JSON: method,
 exact_max, draws, seed, multiplicity), and the case study's
 `case_sample` ("" when there is none), `case_group`, `case_condition_a/_b`,
-`case_template_a/_b`, `case_pred_a/_b`, `case_gold`, `case_ips`, `case_changed`.
+`case_template_a/_b`, `case_pred_a/_b`, `case_gold`, `case_ips`, `case_changed`, and the
+same with `case_same_` for the unchanged sample.
 Coordinate `sample` holds the sample ids, sorted (the bootstrap resamples in that order, so
 sharding cannot change an interval).
 
