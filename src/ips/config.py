@@ -20,7 +20,7 @@ import jsonschema
 import yaml
 
 from ips.errors import InputError
-from ips.prompts.datasets import LOCAL_SUFFIXES, local_source
+from ips.prompts.datasets import LOCAL_SUFFIXES, PAPER_SHOTS, local_source
 from ips.prompts.items import ITEM_TYPES
 from ips.prompts.templates import dataset_conditions, load_templates
 from ips.variants import NULLS, VARIANTS
@@ -116,6 +116,7 @@ def validate(config: dict, source: str = "config") -> dict:
     datasets = config["datasets"]
     _check_templates(config["templates"], config["few_shot"],
                      {ITEM_TYPES[e["format"]].kind for e in datasets.values()}, source)
+    _check_paper_shots(config["few_shot"], source)
     for name, entry in datasets.items():
         _check_dataset(name, entry, f"datasets.{name}", source)
     _check_rescored(config, source)
@@ -207,6 +208,7 @@ def validate_settings(settings: dict, source: str = "settings") -> dict:
     entry = settings["entry"]
     _check_templates(settings["templates"], settings["few_shot"],
                      {ITEM_TYPES[entry["format"]].kind}, source)
+    _check_paper_shots(settings["few_shot"], source)
     _check_dataset(settings["dataset"], entry, "entry", source)
     return settings
 
@@ -331,6 +333,14 @@ def _check_templates(templates: dict, few_shot: dict, kinds: set[str], source: s
                                   f"{', '.join(valid) or 'none'}")
 
 
+def _check_paper_shots(few_shot: dict, source: str) -> None:
+    """`few_shot.examples: paper` has Appendix E.6's three examples: at most 3 shots."""
+    if few_shot["examples"] == "paper" and max(few_shot["shots"], default=0) > len(PAPER_SHOTS):
+        raise ConfigError(f"{source}: few_shot.shots: {max(few_shot['shots'])} shots, but "
+                          f"few_shot.examples: paper has Appendix E.6's {len(PAPER_SHOTS)}; "
+                          "lower the shots or draw the examples (examples: drawn)")
+
+
 def _check_dataset(name: str, entry: dict, field: str, source: str) -> None:
     """What can be checked of a dataset entry without reading it: its fields exist in items
     of its format, and its local source exists."""
@@ -444,7 +454,8 @@ def dataset_settings(config: dict, dataset: str) -> dict:
         "seed": config["seed"],
         "variables": _variables(config["variables"]),
         "templates": config["templates"],
-        "few_shot": {"templates": few["templates"], "shots": few["shots"]},
+        "few_shot": {"templates": few["templates"], "shots": few["shots"],
+                     "examples": few["examples"]},
         "perturbations": config["perturbations"],
     }
 

@@ -47,7 +47,8 @@ def test_science_settings(config):
     assert config["variables"] == {"strategy": "content", "merge_phrases": False,
                                    "reduce": "longest", "reference_model": None}
     assert config["templates"]["mcq"] == ["T1", "T2", "T3", "T4", "T5"]
-    assert config["few_shot"] == {"templates": ["T1", "T4"], "shots": [1, 2, 3]}
+    assert config["few_shot"] == {"templates": ["T1", "T4"], "shots": [1, 2, 3],
+                                  "examples": "paper"}  # E.6's three
 
 
 def test_every_schema_key_is_spelled_out(raw):

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from ips.config import dataset_settings, validate
+from ips.config import ConfigError, dataset_settings, validate
 from ips.prompts.datasets import load_items
 from ips.prompts.items import InstructionItem, MCQItem
 from ips.prompts.samples import prepare_samples
@@ -264,3 +264,36 @@ def test_few_shot_templates_of_each_kind_go_to_datasets_of_that_kind():
     # the MCQ templates alone: no few-shot for Dolly, as before
     mcq_only = validate({**config, "few_shot": {"templates": ["T1", "T4"], "shots": [1]}})
     assert set(prepare_samples(dataset_settings(mcq_only, "dolly")).groups) == {"0shot"}
+
+
+def test_the_papers_e6_examples_as_the_few_shot_choice():
+    """`few_shot.examples: paper`: Appendix E.6's three ARC examples, in its order, written as
+    E.6 prints Example 1 under T1 and T4; k-shot uses the first k; more than 3 shots is one
+    line naming the field."""
+    config = validate({
+        "datasets": {"arc": {"format": "arc", "subset": "ARC-Easy", "fields": ["question"],
+                             "n_items": 3}},
+        "n_max": 6, "templates": {"mcq": ["T1", "T4"]},
+        "few_shot": {"templates": ["T1", "T4"], "shots": [1, 3], "examples": "paper"},
+    })
+    ss = prepare_samples(dataset_settings(config, "arc"))
+    assert [i.id for i in ss.shots] == ["e6-1", "e6-2", "e6-3"]
+    example_1 = {
+        "T1": "Question: Which type of precipitation consists of frozen raindrops?\nAnswers:\n"
+              "A. sleet\nB. hail\nC. snow\nD. fog\nAnswer: A\n\n",
+        "T4": "Question: Which type of precipitation consists of frozen raindrops?\nANSWERS::\n"
+              "A. sleet\nB. hail\nC. snow\nD. fog\nANSWER:: A\n\n"}
+    for s in ss.samples:
+        for t, text in example_1.items():
+            one, three = s.prompts[f"{t}-1shot"].text, s.prompts[f"{t}-3shot"].text
+            assert one == text + s.prompts[t].text
+            assert three.startswith(text) and "Decayed prehistoric plants" in three
+            assert three.index("Decayed") < three.index("not a food") < three.index(
+                s.item.question)
+            assert "ANSWER:: B" in three if t == "T4" else "Answer: B\n\n" in three
+    drawn = prepare_samples(dataset_settings(
+        validate({**config, "few_shot": {**config["few_shot"], "examples": "drawn"}}), "arc"))
+    assert not {i.id for i in drawn.shots} & {"e6-1", "e6-2", "e6-3"}
+    with pytest.raises(ConfigError, match=r"few_shot.shots: 4 shots, but few_shot.examples: "
+                                          r"paper has Appendix E.6's 3"):
+        validate({**config, "few_shot": {**config["few_shot"], "shots": [4]}})

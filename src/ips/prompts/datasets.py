@@ -141,6 +141,20 @@ def load_items(name: str, entry: Mapping[str, Any]) -> Loaded:
     return Loaded(items=kept, skipped=dict(skipped), origin=origin)
 
 
+def _paper_shots() -> tuple[MCQItem, ...]:
+    """Appendix E.6's three ARC examples, in the paper's order (`ips/data/e6_examples.yaml`)."""
+    import yaml
+
+    raw = yaml.safe_load((importlib.resources.files("ips") / "data" / "e6_examples.yaml")
+                         .read_text(encoding="utf-8"))
+    return tuple(MCQItem(r["id"], r["question"], tuple(r["choices"]), int(r["gold"]))
+                 for r in raw)
+
+
+#: `few_shot.examples: paper`: the examples of every MCQ dataset's k-shot prompts (first k)
+PAPER_SHOTS = _paper_shots()
+
+
 def load_shot_items(name: str, entry: Mapping[str, Any]) -> list[Item] | None:
     """The few-shot pool of a dataset: the items of its `shot_split`, or None.
 

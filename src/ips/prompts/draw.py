@@ -45,6 +45,7 @@ def sample_items(
     n_shots: int = 0,
     shot_items: Sequence[Item] | None = None,
     qualifies: Callable[[Item], str | None] | None = None,
+    fixed_shots: Sequence[Item] | None = None,
 ) -> Draw:
     """Draw `n_items` qualifying items and `n_shots` few-shot examples, deterministically.
 
@@ -57,13 +58,18 @@ def sample_items(
     permutation, which the walk never reaches. Either way the evaluated items do not depend
     on `n_shots` (unless the list runs out), so 0- and k-shot results are paired, and the
     shots for k are the first k of those for k+1. Shots are not filtered by `qualifies`:
-    they are background text, never masked.
+    they are background text, never masked. `fixed_shots` (Appendix E.6's examples) are the
+    shots instead, their first `n_shots` in their order; an item that asks one of their
+    questions is not evaluated.
     """
     if n_items < 0 or n_shots < 0:
         raise ValueError(f"n_items ({n_items}) and n_shots ({n_shots}) must be >= 0")
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(items))
-    if shot_items is None:
+    if fixed_shots is not None:
+        shots = list(fixed_shots[:n_shots])
+        candidates = order
+    elif shot_items is None:
         if n_shots and n_shots >= len(items):
             raise DatasetError(
                 f"{n_shots} few-shot examples requested from a list of {len(items)} items, "
@@ -80,6 +86,7 @@ def sample_items(
         shots = [shot_items[i] for i in rng.permutation(len(shot_items))[:n_shots]]
         candidates = order
     shot_ids = {s.id for s in shots}
+    shot_questions = {s.fields().get("question") for s in fixed_shots or ()}
 
     kept: list[Item] = []
     skipped: Counter[str] = Counter()
@@ -89,8 +96,8 @@ def sample_items(
             break
         item = items[i]
         n_considered += 1
-        if item.id in shot_ids:  # only when shot_items overlaps items
-            reason = SKIP_SHOT
+        if item.id in shot_ids or item.fields().get("question") in shot_questions:
+            reason = SKIP_SHOT  # shot_items overlapping items, or a fixed shot's question
         else:
             reason = qualifies(item) if qualifies else None
         if reason is None:

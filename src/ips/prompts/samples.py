@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from ips import __version__
 from ips.errors import InputError
 from ips.outputs import atomic_path
-from ips.prompts.datasets import load_items, load_shot_items
+from ips.prompts.datasets import PAPER_SHOTS, load_items, load_shot_items
 from ips.prompts.draw import sample_items
 from ips.prompts.items import InstructionItem, Item, MCQItem
 from ips.prompts.templates import (
@@ -117,9 +117,11 @@ def prepare_samples(settings: dict, occlusion: Callable | None = None) -> Sample
         prepared[item.id] = got
         return None
 
+    paper = settings["few_shot"].get("examples") == "paper" and kind == "mcq"
     drawn = sample_items(loaded.items, n_items=settings["n_items"], seed=settings["seed"],
                          n_shots=max((c.shots for c in conditions), default=0),
-                         shot_items=load_shot_items(name, entry), qualifies=qualifies)
+                         shot_items=None if paper else load_shot_items(name, entry),
+                         qualifies=qualifies, fixed_shots=PAPER_SHOTS if paper else None)
     samples = []
     for item in drawn.items:
         s = prepared[item.id]
