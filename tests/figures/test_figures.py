@@ -269,6 +269,13 @@ FIGURE_FUNCTIONS = {
     "ranking": lambda es, fac, p: ranking_figure(es, 0.1, p),
     "consistency": lambda es, fac, p: consistency_figure(es, 0.1, p),
     "order": lambda es, fac, p: order_figure(es, 0.1, p),
+    # Fig. 56: the bands of the perturbation group (here the files' 1-shot group, renamed), and
+    # the panel that says no dataset has one
+    "order_perturbation": lambda es, fac, p: order_figure(
+        [dataclasses.replace(e, ds=e.ds.assign_coords(group=[
+            "perturbation" if g == "1shot" else g for g in e.ds["group"].values.astype(str)]))
+         for e in es], 0.1, p, "perturbation"),
+    "order_no_perturbation": lambda es, fac, p: order_figure(es, 0.1, p, "perturbation"),
     "tau": lambda es, fac, p: tau_figure(es, fac.tau, 0.1, p),
     "factors": lambda es, fac, p: factors_figure({f: fac.summaries(f) for f in fac.present},
                                                  fac.absent, 0.1, p),

@@ -130,6 +130,13 @@ FIGURES = {
         "mean ΔIPS per order band of each factor on the perturbation group, with 95% "
         "intervals, as `factors.png` draws it for the 0-shot templates (Fig. 13)",
         ROBUSTNESS),
+    "perturbation_group_by_order": Caption(
+        "IPS by interaction order on reworded prompts (paper Fig. 56)",
+        "IPS per order band on the perturbation group (the first template and its "
+        "paraphrased and reordered wordings, Appendix L) per model, with 95% intervals and "
+        "the Holm-adjusted band tests, as `ips_by_order.png` draws the 0-shot templates "
+        "(Fig. 56)",
+        ROBUSTNESS),
     "perturbation_group_scale_by_order": Caption(
         "IPS by order across model scales on reworded prompts (paper Fig. 14)",
         "IPS per order band on the perturbation group against the parameter count, one "

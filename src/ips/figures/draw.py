@@ -183,6 +183,7 @@ def _draw_figures(entries: list[Entry], factors: FactorsFile, tau: float,
     consistency_figure(entries, tau, out / "ips_vs_consistency.png")
     draw_factors(factors, tau, out)
     order_figure(entries, tau, out / "ips_by_order.png")
+    order_figure(entries, tau, out / "perturbation_group_by_order.png", PERTURBATION_GROUP)
     scale_figure(entries, MAIN_GROUP, tau, out / "scale_by_order.png",
                  "IPS by order band across model sizes (0-shot templates)")
     scale_figure(entries, PERTURBATION_GROUP, tau, out / "perturbation_group_scale_by_order.png",

@@ -9,6 +9,7 @@ import numpy as np
 
 from ips.analysis.layout import BANDS
 from ips.figures.numbers import (
+    MAIN_GROUP,
     band_test_text,
     by_dataset,
     datasets_of,
@@ -24,6 +25,7 @@ from ips.figures.style import (
     band_label,
     few_hatch,
     legend_below,
+    note,
     null_legend,
     panels,
     patch,
@@ -35,16 +37,25 @@ from ips.figures.style import (
 from ips.formats.metrics import Entry
 
 
-def order_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
-    """Horizontal bars IPS^low/mid/high (0-shot) per model and dataset, with 95% CIs; under
-    each model the Holm-adjusted p-values of its three band tests (low-mid, mid-high,
-    low-high); bars from fewer than MIN_RELIABLE_N samples are hatched."""
-    datasets = datasets_of(entries)
+def order_figure(entries: list[Entry], tau: float, path: Path,
+                 group: str = MAIN_GROUP) -> list[Path]:
+    """Horizontal bars IPS^low/mid/high of `group` (the 0-shot templates; `perturbation` for
+    Fig. 56) per model and dataset, with 95% CIs; under each model the Holm-adjusted p-values
+    of its three band tests (low-mid, mid-high, low-high); bars from fewer than
+    MIN_RELIABLE_N samples are hatched. Datasets without the group are left out; with none,
+    one panel says so."""
+    datasets = [d for d in datasets_of(entries)
+                if any(group in e.ds["group"].values for e in by_dataset(entries, d))]
+    what = "0-shot templates" if group == MAIN_GROUP else f"{group} group"
+    if not datasets:
+        fig, (ax,) = panels(1, 5.2, 2.6, f"IPS by interaction order, τ = {tau:g} ({what})")
+        note(ax, f"no dataset has the {group} group (config perturbations)")
+        return save(fig, path)
     n_models = max(len(by_dataset(entries, d)) for d in datasets)
     many = n_models > 20  # the Gaussian nulls' ticks would hide the bars: null_table.csv
     kinds = ("matched",) if many else tuple(NULL_MARKS)
     fig, axes = panels(len(datasets), 5.2, 2.2 + 1.4 * row_height(n_models) * n_models,
-                       f"IPS by interaction order, τ = {tau:g} (0-shot templates; "
+                       f"IPS by interaction order, τ = {tau:g} ({what}; "
                        "whiskers: 95% CI; marks: nulls"
                        + ("; Gaussian nulls: null_table.csv)" if many else ")")
                        + "\nunder each model: Holm-adjusted "
@@ -54,20 +65,20 @@ def order_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
         rows = by_dataset(entries, d)
         y = np.arange(len(rows))
         for k, band in enumerate(BANDS):
-            vals = np.array([ips_value(e, band=band) for e in rows])
-            cis = [ips_ci(e, band=band) for e in rows]
+            vals = np.array([ips_value(e, group, band) for e in rows])
+            cis = [ips_ci(e, group, band) for e in rows]
             ax.barh(y + (k - 1) * h, np.nan_to_num(vals), height=h, color=BAND_COLORS[band],
                     label=band_label(band), xerr=whiskers(np.nan_to_num(vals), cis),
-                    hatch=[few_hatch(n_valued(e, band=band)) for e in rows],
+                    hatch=[few_hatch(n_valued(e, group, band)) for e in rows],
                     error_kw={"elinewidth": 0.8, "capsize": 2})
             for yi, v, e in zip(y, vals, rows):
                 if np.isnan(v):
                     ax.text(0.02, yi + (k - 1) * h, "no value", va="center", fontsize=7)
-                for kind, xs in null_values(e, band=band).items():
+                for kind, xs in null_values(e, group, band).items():
                     if kind in kinds:
                         ax.plot(xs, np.full(len(xs), yi + (k - 1) * h), zorder=3,
                                 **{**NULL_MARKS[kind], "ms": 4 if many else 6})
-        ax.set_yticks(y, [f"{e.model}\n{band_test_text(e)}" for e in rows],
+        ax.set_yticks(y, [f"{e.model}\n{band_test_text(e, group)}" for e in rows],
                       fontsize=row_font(n_models) - 1)
         ax.set_ylim(n_models - 0.5, -0.5)
         ax.set_xlim(0, 2.1)
