@@ -47,8 +47,10 @@ def test_science_settings(config):
     assert config["variables"] == {"strategy": "content", "merge_phrases": False,
                                    "reduce": "longest", "reference_model": None}
     assert config["templates"]["mcq"] == ["T1", "T2", "T3", "T4", "T5"]
-    assert config["few_shot"] == {"templates": ["T1", "T4"], "shots": [1, 2, 3],
-                                  "examples": "paper"}  # E.6's three
+    assert config["few_shot"] == {"templates": ["T1", "T4", "A1", "A4"], "shots": [1, 2, 3],
+                                  "examples": "paper"}  # E.6's three; Dolly's Fig. 12d
+    assert config["templates"]["instruction"] == ["A1", "A2", "A3", "A4"]
+    assert config["perturbations"]["names"] == ["paraphrase", "reorder"]  # Appendix L
 
 
 def test_every_schema_key_is_spelled_out(raw):
@@ -57,7 +59,10 @@ def test_every_schema_key_is_spelled_out(raw):
 
 
 def test_datasets(config):
-    assert set(config["datasets"]) == {"arc-challenge", "mmlu"}
+    assert set(config["datasets"]) == {"arc-challenge", "mmlu", "dolly"}
+    dolly = config["datasets"]["dolly"]  # Appendices K and L: every bundled record, 3 as shots
+    assert dolly == {"format": "dolly", "source": "bundled", "fields": ["instruction"],
+                     "n_items": 17}
     arc, mmlu = config["datasets"]["arc-challenge"], config["datasets"]["mmlu"]
     assert arc["format"] == "arc" and arc["subset"] == "ARC-Challenge"
     assert arc["source"] in ("bundled", "allenai/ai2_arc")
