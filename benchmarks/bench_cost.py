@@ -467,10 +467,11 @@ def plan(config, sets, counts, tokenizers, fits, args) -> None:
         spec = ModelSpec.from_config(name, entry)
         a = arch(name)
         attn = 4 * a[0] * a[3] * a[5] if a else 0.0
-        plain = (spec.device_map is not None or spec.trust_remote_code
-                 or config["scorer"] == "plain")
-        why = ("dispatched" if spec.device_map else "remote code" if spec.trust_remote_code
-               else "config") if plain else "trie"
+        # the trie runs a dispatched model too (through accelerate's hooks); a remote-code
+        # model's attention does not go through transformers' AttentionInterface
+        plain = spec.trust_remote_code or config["scorer"] == "plain"
+        why = ("remote code" if spec.trust_remote_code else "config") if plain else (
+            "trie, dispatched" if spec.device_map else "trie")
         def flops(s):
             tok, pairs = (s[0], s[1]) if plain else (s[2], s[3])
             return 2 * spec.active_params * (tok + s[4]) + attn * pairs
@@ -574,7 +575,7 @@ def print_plan(rows, jobs, args) -> None:
     print(f"{'  each other baseline, all shards (the score jobs)':<54}"
           + "".join(f"{sum(r[(*key, 'score')] for r in rows):>11,.0f}" for key in keys))
     for what in ("trie", "plain"):
-        sel = [r for r in rows if (r["scorer"] == "trie") == (what == "trie")]
+        sel = [r for r in rows if r["scorer"].startswith("trie") == (what == "trie")]
         print(f"{f'  {what} scorer ({len(sel)} models)':<54}"
               + "".join(f"{sum(r[key] for r in sel):>11,.0f}" for key in keys))
     print("\nwall hours of the GPU jobs on K GPUs (longest-first schedule; lower bound "

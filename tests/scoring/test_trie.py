@@ -233,33 +233,30 @@ def test_a_model_that_cannot_branch_falls_back_with_a_logged_reason(caplog):
 
 
 @pytest.mark.parametrize("where", ["one device", "cpu and disk"])
-def test_a_dispatched_model_scores_the_undispatched_v(tiny_llama_dir, tmp_path, caplog, where):
+def test_a_dispatched_model_scores_the_undispatched_v(tiny_llama_dir, tmp_path, where):
     """A model dispatched by accelerate (hooks move activations, and weights offloaded to disk,
-    between its devices) gives the undispatched model's v through the engine. On one device
-    the trie runs through the hooks; across devices it falls back to the plain scorer."""
+    between its devices) gives the undispatched model's v through the trie, under its mask
+    token and under deletion: the trie's attention runs inside each layer's hook, and the
+    output head is read through the head's hook (an offloaded weight is on "meta" outside
+    it)."""
     from accelerate import dispatch_model
 
     whole = load_tiny(tiny_llama_dir)
     ids, owners, n, letters = prompt(whole)
-    expected = plain_v(whole, ids, owners, n, [letters[1]])
     lm = load_tiny(tiny_llama_dir)
     second = "disk" if where == "cpu and disk" else "cpu"
     device_map = {"model.embed_tokens": "cpu", "model.rotary_emb": "cpu", "model.layers.0": "cpu",
                   "model.layers.1": second, "model.norm": "cpu", "lm_head": second}
     model = dispatch_model(lm.model, device_map=device_map, offload_dir=tmp_path, force_hooks=True)
     assert hasattr(model.lm_head, "_hf_hook")
-    with caplog.at_level(logging.WARNING, logger="ips.scoring.trie"):
-        engine = Engine(model, lm.mask_token_id, device=input_device(model), scorer="auto")
+    for mask_id in (lm.mask_token_id, DELETE_ID):
+        expected = plain_v(whole, ids, owners, n, [letters[1]], mask_id)
+        engine = Engine(model, mask_id, device=input_device(model), scorer="trie")
         v = engine.values(ids, owners, n, [letters[1]])
-    np.testing.assert_allclose(v, expected, rtol=0, atol=1e-5)
-    if where == "one device":
+        np.testing.assert_allclose(v, expected, rtol=0, atol=1e-5)
         assert engine.trie.active and engine.trie.stats.prompts == 1
-    else:
-        assert model.lm_head.weight.device.type == "meta"  # on disk outside the forward
-        assert engine.trie.reason == "the model is dispatched across devices (cpu, disk)"
-        assert "dispatched across devices" in caplog.text
-        with pytest.raises(ScoringError, match="dispatched across devices"):
-            Engine(model, lm.mask_token_id, scorer="trie")
+    if where == "cpu and disk":
+        assert model.lm_head.weight.device.type == "meta"  # back on disk after the head
 
 
 def test_bidirectional_gemma_falls_back(tiny_gemma_dir, caplog):

@@ -41,7 +41,9 @@ sinks, a mask it builds itself ...) is detected before use or on its first forwa
 against the plain scorer on two masks (all kept, none kept), which catches, e.g., an output
 head other than `lm_head` (+ Gemma's final soft-capping) that this module reproduces.
 The model's attention setting is switched for the trie's forwards only (under a lock), so
-the same model must not run plain forwards from another thread meanwhile.
+the same model must not run plain forwards from another thread meanwhile. A model dispatched
+over devices by accelerate runs through its hooks: keys/values stay on each layer's device,
+and the output head's weights are taken through the head's hook.
 
 Modules: `plan` (the levels, the token budget), `support` (which models it can evaluate),
 `tree` (the stored keys/values and the attention over them), `attention` (the function

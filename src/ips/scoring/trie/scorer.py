@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ips.models.loading import DELETE_ID
+from ips.models.loading import DELETE_ID, input_device
 from ips.scoring.log_odds import (
     ScoringError,
     finite_values,
@@ -49,11 +49,6 @@ class TrieStats:
 _BLOCK = 1 << 18  # float64 elements of one block of exp terms (2 MB: stays in cache)
 
 
-def _device_of(model) -> torch.device:
-    params = next(model.parameters(), None) if hasattr(model, "parameters") else None
-    return params.device if params is not None else torch.device("cpu")
-
-
 class TrieScorer:
     """v(x_S) for all 2**n masks of a prompt, evaluated as a trie; same values as `Engine`.
 
@@ -78,7 +73,10 @@ class TrieScorer:
         self.logits_budget = max(1, int(logits_budget))
         self.mode = mode
         self.check = check  # compare with the plain scorer on the first prompt
-        self.device = device if device is not None else _device_of(model)
+        if device is None:  # where the input ids go (a dispatched model: its embeddings')
+            device = (input_device(model) if hasattr(model, "get_input_embeddings")
+                      else torch.device("cpu"))
+        self.device = device
         # a forward's fixed cost in tokens' time (see `plan_levels`): measured on a 2-core CPU
         # with SmolLM2 (about 60 ms per forward against 1.4 ms per token); on an accelerator
         # launching the kernels of a forward costs more tokens' time
@@ -312,7 +310,20 @@ class TrieScorer:
         sums differs, ~1e-16 relative).
         """
         head = self.model.lm_head
-        weight, bias = head.weight, head.bias
+        # a dispatched model's head: its weights where its forward has them (an offloaded
+        # weight sits on "meta" outside accelerate's hook), the rows on its device
+        hook = getattr(head, "_hf_hook", None)
+        if hook is not None:
+            (hidden,), _ = hook.pre_forward(head, hidden)
+        try:
+            return self._head_values(head.weight, head.bias, hidden)
+        finally:
+            if hook is not None:
+                hook.post_forward(head, None)
+
+    def _head_values(self, weight: torch.Tensor, bias: torch.Tensor | None,
+                     hidden: torch.Tensor) -> np.ndarray:
+        """`_project` with the head's weight and bias at hand."""
         vocab, dim = weight.shape
         rows, k = hidden.shape[:2]
         device = hidden.device

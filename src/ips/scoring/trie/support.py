@@ -22,12 +22,6 @@ def unsupported_reason(model) -> str | None:
     config = getattr(model, "config", None)
     if config is None or not hasattr(model, "get_decoder"):
         return f"{type(model).__name__} is not a transformers model"
-    # accelerate's map: GPU indices, "cpu", "disk". The trie reads `lm_head.weight` itself
-    # (offloaded weights are on "meta" outside the hooks) and caches masks per level, not
-    # per device, so it runs on one device only
-    devices = {str(d) for d in (getattr(model, "hf_device_map", None) or {}).values()}
-    if len(devices) > 1:
-        return f"the model is dispatched across devices ({', '.join(sorted(devices))})"
     if getattr(config, "is_encoder_decoder", False):
         return "encoder-decoder models are not supported"
     text = config.get_text_config() if hasattr(config, "get_text_config") else config

@@ -46,12 +46,12 @@ class KeyValueTree:
     def _allowed(self, j: int, window: int | None, device) -> torch.Tensor | None | bool:
         """Which keys of level j each query of the current level sees: a `[s, s_j]` mask,
         None (all of them) or False (none)."""
-        key = (self.level, j, window, self.kept_key)
-        if key not in self._masks:
+        key = (self.level, j, window, self.kept_key, str(device))  # per device: layers may sit
+        if key not in self._masks:                                  # on several (device_map)
             q = self.starts[self.level] + torch.arange(self.lengths[self.level], device=device)
             kp = self.starts[j] + torch.arange(self.lengths[j], device=device)
             if self.slots is not None:  # the group's own tokens: only those it keeps
-                q = q[self.slots]
+                q = q[self.slots.to(device)]
                 kp = q if j == self.level else kp
             ok = kp[None, :] <= q[:, None]
             if window is not None:
@@ -92,9 +92,10 @@ class KeyValueTree:
                     a0 = (self.lo >> shift) - self.first[j]
                     K, V = K[:, a0:a0 + groups], V[:, a0:a0 + groups]
                 else:  # the rows are every k-th node: as many of them under each ancestor
-                    at = torch.unique_consecutive((self.nodes >> shift) - self.first[j])
+                    nodes = self.nodes.to(K.device)  # this layer's device (device_map)
+                    at = torch.unique_consecutive((nodes >> shift) - self.first[j])
                     groups = len(at)
-                    K, V, valid = K[:, at], V[:, at], self.valid[j][at]
+                    K, V, valid = K[:, at], V[:, at], self.valid[j].to(K.device)[at]
             else:
                 K, V, groups = k_new, v_new, R
             sj = K.shape[2]
@@ -132,6 +133,7 @@ class KeyValueTree:
         if layer not in level:
             shape = (k_new.shape[0], self.chunk, self.lengths[self.level], k_new.shape[-1])
             level[layer] = (k_new.new_zeros(shape), v_new.new_zeros(shape))
-        rows = (self.nodes - self.lo)[:, None]
+        rows = (self.nodes.to(k_new.device) - self.lo)[:, None]
+        slots = self.slots.to(k_new.device)
         for stored, new in zip(level[layer], (k_new, v_new)):
-            stored[:, rows, self.slots[None, :]] = new
+            stored[:, rows, slots[None, :]] = new
