@@ -22,7 +22,10 @@ bfloat16):
    projection; embedding lookups are no FLOPs, and they are 170M of Gemma 3 270M's 270M
    parameters) over the time — as a share of the rate of a large bf16 matmul measured here
    (the peak used is that measured rate, not a data-sheet figure; on the CPU, float32);
-3. a last line `PASS`, or `FAIL: <reasons>`.
+3. dispatched: the first model over two GPUs (`device_map: balanced`, accelerate's hooks) in
+   float32, both scorers against the reference (the trie runs through the hooks); with
+   fewer than two CUDA devices it says it skipped this;
+4. a last line `PASS`, or `FAIL: <reasons>`.
 
 On CUDA every model runs twice: in float32 (TF32 off), whose v must reproduce the reference
 within `TOLERANCE` with both scorers (|ΔIPS| is printed) — a check of the GPU code path, not
@@ -272,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
             del loaded
             if not cpu:
                 torch.cuda.empty_cache()
+        if not args.write_reference and name == names[0]:
+            failures += dispatched_check(spec, args, sample_set, samples, ref, count, config,
+                                         batch_tokens)
 
     if args.write_reference:
         try:  # the models not computed now keep their entries when the samples are the same
@@ -299,6 +305,30 @@ def main(argv: list[str] | None = None) -> int:
     print(f"total {time.perf_counter() - t_start:.0f} s")
     print("PASS" if not failures else "FAIL: " + "; ".join(failures))
     return 0 if not failures else 1
+
+
+def dispatched_check(spec, args, sample_set, samples, ref, count, config,
+                     batch_tokens) -> list[str]:
+    """The first model dispatched over two GPUs (`device_map: balanced`, accelerate's hooks)
+    in float32, both scorers against the reference: the trie through the hooks. Said and
+    skipped with fewer than two CUDA devices."""
+    have = torch.cuda.device_count() if args.device == "cuda" else 0
+    if have < 2:
+        print(f"\ndispatched over 2 GPUs: skipped ({have} CUDA device(s) here; needs 2)")
+        return []
+    loaded = load(dataclasses.replace(spec, dtype="float32", gpus=2, device_map="balanced"),
+                  args)
+    devices = sorted({str(d) for d in loaded.model.hf_device_map.values()})
+    print(f"  dispatched over {', '.join(devices)}")
+    values = {}
+    for scorer in args.scorers:
+        values[scorer], secs = score_all(loaded, sample_set.conditions, samples, scorer,
+                                         batch_tokens)
+        print(f"  {scorer:<6} scored {values[scorer].size} masked prompts in {secs:.1f} s")
+    digest = prompts_digest(loaded.tokenizer, sample_set, samples)
+    failures = compare(spec.name, values, ref, digest, count, config, judged=True)
+    return [f"dispatched: {f}" for f in failures] + (
+        [] if len(devices) > 1 else ["dispatched: device_map put every layer on one GPU"])
 
 
 def load(spec, args):
