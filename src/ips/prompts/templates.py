@@ -10,6 +10,7 @@ examples rendered with the same template (Appendix E.6). Perturbation conditions
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections import Counter
@@ -378,13 +379,20 @@ def conditions(
     return out, groups
 
 
+@functools.cache
+def _template_kinds(path: str | Path | None) -> dict[str, str]:
+    """{template name: kind} of a template file, read once per process: `dataset_conditions`
+    runs for every job the workflow plans."""
+    return {name: t.kind for name, t in load_templates(path).templates.items()}
+
+
 def dataset_conditions(kind: str, templates: Mapping, few_shot: Mapping,
                        perturbations: Mapping) -> tuple[list[Condition], dict[str, list[str]]]:
     """`conditions` of a dataset of `kind` ("mcq" | "instruction") under the config's
     `templates`, `few_shot` and `perturbations`: the few-shot templates of its own kind
     (Appendix E.6 for MCQ, Fig. 12d for instruction datasets), perturbations an instruction
     setting (Appendix L)."""
-    of_kind = load_templates(templates.get("file")).templates
-    shot_templates = [t for t in few_shot["templates"] if of_kind[t].kind == kind]
+    kinds = _template_kinds(templates.get("file"))
+    shot_templates = [t for t in few_shot["templates"] if kinds[t] == kind]
     return conditions(templates[kind], shot_templates, few_shot["shots"] if shot_templates else (),
                       perturbations.get("names", []) if kind == "instruction" else [])
