@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import argparse
 import gc
-import time
 
 import numpy as np
 import torch
 
-from common import MODELS, finish, load_named, measure, prompt_case, start
+from common import MODELS, finish, load_named, measure, prompt_case, start, warn_if_slowed
 from ips.models.loading import DELETE_ID
 from ips.scoring.engine import Engine
 from ips.scoring.trie import TrieScorer, trie_budget
@@ -104,17 +103,13 @@ def main() -> None:
                         print(f"{label:<14}{len(ids):>7}{scorer:>7}{mask:>8}{r[2]:>12}"
                               f"{r[1]:>8.2f}{(1 << n) / r[1]:>9.1f}{ratio}{100 * r[3]:>6.0f}"
                               f"{float(np.abs(r[0] - ref).max()):>10.1e}")
-                        if r[3] < 0.85:
-                            print(f"{'':<14}warning: other processes took CPU time "
-                                  "(cpu%); this row's time is not comparable")
+                        warn_if_slowed(r[3])
                     if scorer == "trie" and gone is not None:
                         summary.append(f"deletion {name} {label}: trie {gone[1] / own[1]:.2f}x "
                                        f"time, {gone[2] / own[2]:.2f}x tokens")
         del loaded
         gc.collect()
-    finish(run)
-    print("\n" + "\n".join(summary))
-    print(f"({time.strftime('%Y-%m-%d %H:%M')})")
+    finish(run, summary)
 
 
 if __name__ == "__main__":

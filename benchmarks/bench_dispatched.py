@@ -23,12 +23,11 @@ from __future__ import annotations
 import argparse
 import gc
 import tempfile
-import time
 
 import numpy as np
 import torch
 
-from common import finish, load_named, measure, prompt_case, start
+from common import finish, load_named, measure, prompt_case, start, warn_if_slowed
 from ips.models.loading import input_device
 from ips.scoring.engine import Engine
 from ips.scoring.trie import TrieScorer, trie_budget
@@ -100,9 +99,7 @@ def main() -> None:
                     print(f"{label:<14}{len(ids):>7}{scorer:>7}{tokens:>12}{t:>8.2f}"
                           f"{(1 << n) / t:>9.1f}{peak:>9.0f}{100 * cpu:>6.0f}"
                           f"{float(np.abs(v - ref).max()):>10.1e}")
-                    if cpu < 0.85:
-                        print(f"{'':<14}warning: other processes took CPU time (cpu%); this "
-                              "row's time is not comparable")
+                    warn_if_slowed(cpu)
                 tr_, pl = rows["trie"], rows["plain"]
                 summary.append(f"dispatched {name} {label}: trie {tr_[1] / pl[1]:.2f}x time, "
                                f"{tr_[2] / pl[2]:.2f}x tokens, "
@@ -110,9 +107,7 @@ def main() -> None:
             del model
         del whole
         gc.collect()
-    finish(run)
-    print("\n" + "\n".join(summary))
-    print(f"({time.strftime('%Y-%m-%d %H:%M')})")
+    finish(run, summary)
 
 
 if __name__ == "__main__":

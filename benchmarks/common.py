@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -145,13 +146,25 @@ def start(threads: int, setup: str) -> Start:
     return Start(t0, rate, *arc_easy(), load_templates())
 
 
-def finish(run: Start) -> float:
-    """Measure the matmul rate again, print it beside the first and the total time, and return
-    the better of the two (rates are read against it: a loaded machine lowers both)."""
+def finish(run: Start, summary: Sequence[str] = ()) -> float:
+    """Measure the matmul rate again, print it beside the first and the total time, then the
+    run's `summary` lines and the date when there are any; return the better of the two rates
+    (rates are read against it: a loaded machine lowers both)."""
     after = matmul_rate()
     print(f"\nfloat32 matmul rate: {run.rate / 1e9:.0f} GFLOP/s before, {after / 1e9:.0f} "
           f"after; total {time.perf_counter() - run.time:.0f} s")
+    if summary:
+        print("\n" + "\n".join(summary))
+        print(f"({time.strftime('%Y-%m-%d %H:%M')})")
     return max(run.rate, after)
+
+
+def warn_if_slowed(share: float) -> None:
+    """Say under a row that other processes took CPU time while it ran (`measure`'s share
+    below 85 %): its time is not comparable."""
+    if share < 0.85:
+        print(f"{'':<14}warning: other processes took CPU time (cpu%); this row's time is not "
+              "comparable")
 
 
 class Flops:
