@@ -64,10 +64,11 @@ def test_beyond_16_variables_needs_sparse_sampling():
 
 
 def test_scorer_and_target_choices_are_the_schemas():
-    from ips.config import DTYPES, SAMPLINGS, SCORERS, TARGETS, schema
+    from ips.config import DTYPES, MASKINGS, SAMPLINGS, SCORERS, TARGETS, schema
 
     props = schema()["properties"]
     assert list(SCORERS) == props["scorer"]["enum"]
+    assert list(MASKINGS) == props["masking"]["enum"]
     assert list(DTYPES) == schema()["$defs"]["dtype"]["enum"]
     assert list(SAMPLINGS) == props["sampling"]["properties"]["mode"]["enum"]
     targets = schema()["$defs"]["dataset"]["properties"]["target"]["enum"]

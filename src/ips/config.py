@@ -33,6 +33,9 @@ MODEL_CACHE = Path("resources/models")
 MODEL_ATTRIBUTES = ("family", "series", "type", "architecture", "params", "active_params")
 #: how the 2**n masked prompts are evaluated (`ips.scoring.engine.Engine`; schema key `scorer`)
 SCORERS = ("auto", "trie", "plain")
+#: how an absent word is masked (`ips.scoring.engine.Engine`; schema key `masking`): each of
+#: its tokens by the mask token, or the word by one mask token (Appendix A)
+MASKINGS = ("tokens", "word")
 #: which masked prompts are scored (`ips.interactions.sparse`; schema key `sampling.mode`)
 SAMPLINGS = ("exhaustive", "sparse")
 #: the precisions a model computes in (schema key `dtype` of a model entry); float32 first

@@ -142,6 +142,27 @@ def test_another_mask_scores_as_that_mask_token(config, tmp_path, capsys):
     assert not (tmp_path / "x.h5").exists()
 
 
+def test_masking_word_is_recorded_and_changes_only_masked_prompts(config, tmp_path, capsys):
+    """`--masking word` (Appendix A's one mask per word): the file says so, x_N keeps the
+    token masking's value and every masked prompt reads otherwise; with `--mask delete` it
+    is refused in one line before any scoring."""
+    common = ["--model", "tiny", "--dataset", "arc-easy", "--threads", 1, "--conditions", "T1"]
+    for name, extra in (("w", ["--masking", "word"]), ("t", [])):
+        r = run_ips("score", "--config", config, *common, *extra, "--out", tmp_path / f"{name}.h5")
+        assert r.returncode == 0, r.stderr
+    with xr.open_dataset(tmp_path / "w.h5", engine="h5netcdf") as word, \
+            xr.open_dataset(tmp_path / "t.h5", engine="h5netcdf") as tokens:
+        assert (word.attrs["masking"], tokens.attrs["masking"]) == ("word", "tokens")
+        for s, m in enumerate(2 ** word["n_vars"].values - 1):
+            w, t = word["v"].values[s, 0], tokens["v"].values[s, 0]
+            assert w[m] == pytest.approx(t[m], abs=1e-5) and np.abs(w[:m] - t[:m]).min() > 0
+    code = main(["score", "--config", str(config), *map(str, common), "--masking", "word",
+                 "--mask", "delete", "--out", str(tmp_path / "x.h5")])
+    err = capsys.readouterr().err
+    assert code != 0 and "deletion has none" in err and "Traceback" not in err
+    assert not (tmp_path / "x.h5").exists()
+
+
 def test_several_samples_files_share_one_model_load(config, tmp_path, capsys):
     """A re-scored null's run: several samples files, each with its own --conditions and
     --out, scored with one model load, each file the same as its own run."""

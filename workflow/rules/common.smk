@@ -162,7 +162,7 @@ def reference_flags(wildcards):
         return ""
     entry = shlex.quote(as_json(config["models"][REFERENCE_MODEL]))
     return (f"--reference-entry {entry} --cache-dir {MODEL_DIR} "
-            f"--batch-tokens {config['batch_tokens']}")
+            f"--batch-tokens {config['batch_tokens']} --masking {config['masking']}")
 
 
 def mem_mb(model, job):

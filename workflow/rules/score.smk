@@ -8,6 +8,7 @@ SCORE = dict(
         cache=lambda wildcards, input: Path(input.model).parent,
         batch_tokens=config["batch_tokens"],
         scorer=config["scorer"],
+        masking=config["masking"],
         sampling=sampling_flags(config["sampling"]),
     ),
     resources=dict(mem_mb=score_mem_mb, runtime=240, gpu=model_gpus),
@@ -15,6 +16,7 @@ SCORE = dict(
         "python -m ips score --model {wildcards.model} --entry {params.entry:q} --cache-dir {params.cache} "
         "--samples {input.samples} --shard {params.shard} {params.shard_size} "
         "{params.target} --batch-tokens {params.batch_tokens} --scorer {params.scorer} "
+        "--masking {params.masking} "
         "--threads {threads} {params.sampling} {params.rescore} "
         "--out {output} 2> {log}"
     ),

@@ -126,6 +126,7 @@ def explain(
     batch_tokens: int | None = None,
     scorer: str = "auto",
     budget: int | None = None,
+    masking: str = "tokens",
 ) -> CaseStudy:
     """Score, fit and compare one item under two templates with a loaded model.
 
@@ -138,7 +139,7 @@ def explain(
     `templates`: two template names (default `DEFAULT_TEMPLATES[item.kind]`). Variables are selected
     by `select_variables(item, strategy, n_max, merge_phrases, fields)`, rendered by `render`,
     scored by `score_sample` (target: `target`, default the kind's first, `letter` /
-    `response`), fitted by `and_or(solver, noise)` (with `sgd`'s `learning_rate` and `steps`
+    `response`; absent words masked as `masking` says, `ips.scoring.engine.Engine`), fitted by `and_or(solver, noise)` (with `sgd`'s `learning_rate` and `steps`
     for solver "sgd") and normalised by `metrics.normalize`.
     The prediction is the option letter of highest logit (MCQ) or the greedy token (otherwise),
     as in the workflow. Raises `ExplainError` for bad templates or an item without variables.
@@ -146,7 +147,7 @@ def explain(
     from ips.interactions import sparse
     from ips.prompts.samples import Sample
     from ips.prompts.templates import Condition, render
-    from ips.scoring.engine import BATCH_TOKENS, Answers, Engine, score_sample
+    from ips.scoring.engine import BATCH_TOKENS, Answers, Engine, score_sample, space_token
     from ips.scoring.log_odds import naming_model
 
     template_set, names, target = check_comparison(item, templates, template_file, target)
@@ -158,8 +159,9 @@ def explain(
     design = interactions_design.scored_masks(n, budget)
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
+    space = space_token(loaded.tokenizer) if masking == "word" else None
     engine = Engine(loaded.model, loaded.mask_token_id, batch_tokens or BATCH_TOKENS, loaded.device,
-                    scorer=scorer)
+                    scorer=scorer, masking=masking, space_id=space)
     with naming_model(loaded.spec.name):
         scored = score_sample(engine, Answers(loaded.tokenizer), sample, conditions, target,
                               design)

@@ -10,7 +10,7 @@ import json
 import math
 from pathlib import Path
 
-from ips.config import MASK_PATTERN, MODEL_CACHE, SAMPLINGS, default
+from ips.config import MASK_PATTERN, MASKINGS, MODEL_CACHE, SAMPLINGS, default
 from ips.errors import InputError
 
 
@@ -105,7 +105,17 @@ def occlusion(args, settings: dict, config: dict | None):
     return reference_occlusion(
         settings, config, getattr(args, "reference_entry", None), cache_dir=args.cache_dir,
         device=args.device, threads=args.threads,
-        batch_tokens=setting(args.batch_tokens, config, "batch_tokens"))
+        batch_tokens=setting(args.batch_tokens, config, "batch_tokens"),
+        masking=setting(getattr(args, "masking", None), config, "masking"))
+
+
+def add_masking(group) -> None:
+    """--masking: how an absent word is masked (`ips.config.MASKINGS`)."""
+    group.add_argument("--masking", choices=MASKINGS, default=None,
+                       help="tokens: each token of an absent word becomes the mask token; "
+                       "word: the word becomes one mask token after its space (Appendix A; "
+                       "docs/method.md#masking) (default: the config's masking, else "
+                       f"{default('masking')})")
 
 
 def add_compute(group) -> None:

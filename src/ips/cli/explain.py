@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ips.cli.arguments import (
     add_compute,
+    add_masking,
     add_sampling,
     int_between,
     json_arg,
@@ -83,6 +84,7 @@ def add_parser(sub, common) -> None:
                  "default: the config's sampling.budget")
     how.add_argument("--scorer", choices=SCORERS, default=None,
                      help="masked-prompt scorer (default: the config's scorer)")
+    add_masking(how)
     add_compute(how)
     out = p.add_argument_group("output")
     out.add_argument("--top", type=int_between(0, 10**6), default=12, metavar="K",
@@ -134,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         sgd=config["sgd"],
         batch_tokens=setting(args.batch_tokens, config, "batch_tokens"),
         scorer=setting(args.scorer, config, "scorer"),
+        masking=setting(args.masking, config, "masking"),
         budget=budget,
     )
     print(explain.format_case(case, args.top), end="")

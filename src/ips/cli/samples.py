@@ -6,7 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from ips.cli.arguments import add_compute, json_arg, occlusion
+from ips.cli.arguments import add_compute, add_masking, json_arg, occlusion
 from ips.config import MODEL_CACHE
 from ips.errors import InputError
 
@@ -35,6 +35,7 @@ def add_parser(sub, common) -> None:
     g.add_argument("--cache-dir", type=Path, default=MODEL_CACHE,
                    help="where converted models are kept (default: %(default)s)")
     add_compute(g)
+    add_masking(g)
     p.add_argument("--out", type=Path, required=True, metavar="OUT.json")
     p.set_defaults(func=run)
 

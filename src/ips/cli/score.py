@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ips.cli.arguments import (
     add_compute,
+    add_masking,
     add_model,
     add_sampling,
     int_between,
@@ -52,6 +53,7 @@ def add_parser(sub, common) -> None:
                    help="plain batches, shared-prefix trie, or auto (default: config's scorer, "
                    "else auto)")
     add_compute(p)
+    add_masking(p)
     p.add_argument("--dtype", choices=DTYPES,
                    help="compute in this precision instead of the entry's dtype (the precision "
                    "null: docs/method.md#precision)")
@@ -109,6 +111,10 @@ def _score_locked(args: argparse.Namespace, runs: list[tuple[Path | None, list |
         raise InputError("without --config, give the prepared --samples")
     batch_tokens = setting(args.batch_tokens, config, "batch_tokens")
     scorer = setting(args.scorer, config, "scorer")
+    masking = setting(args.masking, config, "masking")
+    if masking == "word" and args.mask == "delete":
+        raise InputError("masking word replaces an absent word by one mask token, and --mask "
+                         "delete has none; use masking tokens with --mask delete")
     budget = sampling_budget(args, setting(None, config, "sampling"))
     # cheap checks of every run before a model load that can take minutes
     checked = []
@@ -140,5 +146,6 @@ def _score_locked(args: argparse.Namespace, runs: list[tuple[Path | None, list |
              loaded.mask_source, time.perf_counter() - t0)
     for sample_set, shard_size, target, out in checked:
         score_shard(loaded, sample_set, out, shard=args.shard, shard_size=shard_size,
-                    target=target, batch_tokens=batch_tokens, scorer=scorer, budget=budget)
+                    target=target, batch_tokens=batch_tokens, scorer=scorer, budget=budget,
+                    masking=masking)
     return 0

@@ -210,9 +210,10 @@ def _decode(a: np.ndarray) -> np.ndarray:
 
 
 def values_dataset(sample_set, samples, results, loaded, target: str, shard: int,
-                   budget: int | None = None, designs=None) -> xr.Dataset:
+                   budget: int | None = None, designs=None, masking: str = "tokens"
+                   ) -> xr.Dataset:
     """The values file of scored `samples`: v (sample, condition, mask) and what explains it
-    (the layout above)."""
+    (the layout above); `masking` as scored (`ips.scoring.engine.Engine`)."""
     coords = {
         "sample": labels(s.item.id for s in samples),
         "condition": labels(c.name for c in sample_set.conditions),
@@ -224,6 +225,7 @@ def values_dataset(sample_set, samples, results, loaded, target: str, shard: int
             **_prediction_arrays(sample_set, samples, results, loaded)}
     attrs = _provenance(sample_set, loaded, target, shard)
     attrs["sampling"] = "exhaustive" if budget is None else "sparse"
+    attrs["masking"] = masking
     if budget is not None:
         attrs["budget"] = int(budget)
     return xr.Dataset(data, coords=coords, attrs=attrs)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ips.config import SCORERS, default
+from ips.config import MASKINGS, SCORERS, default
 from ips.models.loading import DELETE_ID
 from ips.prompts.items import LETTERS, MCQItem
 from ips.scoring.log_odds import (
@@ -30,8 +30,11 @@ from ips.scoring.log_odds import (
     kept_tokens,
     model_dtype,
     model_inputs,
+    shown_inputs,
     token_owners,
     v_from_logits,
+    word_slots,
+    word_spaces,
 )
 from ips.scoring.trie import TrieScorer, trie_budget
 
@@ -69,6 +72,16 @@ def letter_tokens(tokenizer, cue: str, letters: Sequence[str]) -> tuple[list[int
     )
 
 
+def space_token(tokenizer) -> int:
+    """The token a lone space after a word encodes to, which `masking: word` puts before the
+    mask of a word that carried its leading space; `ScoringError` if there is none."""
+    ids = continuation(tokenizer, "a", " ")
+    if ids is None or len(ids) != 1:
+        raise ScoringError("masking word: this tokenizer has no single token for a space "
+                           "after a word; use masking tokens")
+    return ids[0]
+
+
 @dataclass
 class Unmasked:
     """What the unmasked prompt yields besides v."""
@@ -94,12 +107,15 @@ class Engine:
     """Batched forward passes of one model; only the positions that are scored are projected."""
 
     def __init__(self, model, mask_id: int, batch_tokens: int = BATCH_TOKENS, device=None,
-                 scorer: str = "plain"):
+                 scorer: str = "plain", masking: str = "tokens", space_id: int | None = None):
         """`mask_id`: the token absent words are replaced by, or `DELETE_ID` to remove them
         (a `ScoringError` for a model whose forward takes no position ids). `scorer`: "plain"
         (batched rows), "trie" (shared-prefix evaluation, `ips.scoring.trie`; `ScoringError`
         for a model it cannot evaluate) or "auto" (the trie where the model allows it, else
-        plain, with the reason logged once)."""
+        plain, with the reason logged once). `masking`: "tokens" (every token of an absent
+        word becomes the mask token) or "word" (the word becomes one mask token, after its
+        space, `space_id` (`space_token`); `ips.scoring.log_odds.word_slots`), which the
+        plain scorer evaluates."""
         self.model = model
         self.mask_id = int(mask_id)
         self.delete = self.mask_id == DELETE_ID
@@ -110,6 +126,24 @@ class Engine:
         self.device = device if device is not None else next(model.parameters()).device
         if scorer not in SCORERS:
             raise ValueError(f"scorer must be one of {', '.join(SCORERS)}, got {scorer!r}")
+        if masking not in MASKINGS:
+            raise ValueError(f"masking must be one of {', '.join(MASKINGS)}, got {masking!r}")
+        self.word = masking == "word"
+        if self.word and self.delete:
+            raise ScoringError("masking word replaces an absent word by one mask token, and "
+                               "deletion has none; use masking tokens with mask delete")
+        if self.word and space_id is None:
+            raise ValueError("masking word needs the space token's id (space_token)")
+        if self.word and scorer == "trie":
+            raise ScoringError("masking word reads the masked prompts at consecutive "
+                               "positions, so a later word's position depends on the words "
+                               "masked before it, which the trie cannot share; use scorer "
+                               "plain or auto")
+        if self.word and scorer == "auto":
+            log.info("masking word: scoring plainly (the trie shares positions that one mask "
+                     "per word shifts)")
+            scorer = "plain"
+        self.space_id = space_id
         self.scorer = scorer
         from transformers import PreTrainedModel
 
@@ -140,28 +174,29 @@ class Engine:
 
     @_computing
     def values(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int],
-               masks: np.ndarray | None = None) -> np.ndarray:
+               masks: np.ndarray | None = None, spaced: np.ndarray | None = None) -> np.ndarray:
         """v(x_S) for all 2**n masks S of one prompt (`ids` without the target), or for the
         bitmasks `masks` only, in their order (a sparse design, `ips.interactions.sparse`; the trie
-        then shares the tokens before the first variable)."""
+        then shares the tokens before the first variable). `spaced`: under `masking: word`,
+        which words carry their leading space (`ips.scoring.log_odds.word_spaces`)."""
         if self.trie is not None:
             v = self.trie.values(ids, owners, n, target, masks)
             if v is not None:
                 return v
-        seq, own = self._with_target(ids, owners, target)
+        seq, own, absent_form = self._slots(ids, owners, n, target, spaced)
         chosen = np.arange(1 << n) if masks is None else np.asarray(masks, dtype=np.int64)
         absent = 1 - ((chosen[:, None] >> np.arange(n)) & 1)
-        return self._batched(seq, lambda idx: kept_tokens(own, n, chosen[idx]),
-                             self._lengths(seq, own, n, absent), target)
+        return self._batched(seq, absent_form, lambda idx: kept_tokens(own, n, chosen[idx]),
+                             self._lengths(own, n, absent, absent_form), target)
 
     @_computing
-    def occlusion(self, ids: np.ndarray, owners: np.ndarray, n: int,
-                  target: Sequence[int]) -> np.ndarray:
+    def occlusion(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int],
+                  spaced: np.ndarray | None = None) -> np.ndarray:
         """v(x_N), then v(x_{N∖{i}}) for i = 0..n−1: n + 1 rows (plain batches, any n).
 
         Row i + 1 masks variable i alone, as `values` masks it.
         """
-        seq, own = self._with_target(ids, owners, target)
+        seq, own, absent_form = self._slots(ids, owners, n, target, spaced)
 
         def keep(js: np.ndarray) -> np.ndarray:
             # j = 0 is the unmasked prompt, j = i + 1 masks variable i
@@ -169,29 +204,43 @@ class Engine:
             return (own[None, :] != js - 1) | (js == 0)
 
         absent = np.vstack([np.zeros((1, n), np.int64), np.eye(n, dtype=np.int64)])
-        return self._batched(seq, keep, self._lengths(seq, own, n, absent), target)
+        return self._batched(seq, absent_form, keep, self._lengths(own, n, absent, absent_form),
+                             target)
 
-    @staticmethod
-    def _with_target(ids: np.ndarray, owners: np.ndarray, target: Sequence[int]):
-        """The prompt followed by target[:-1] (background), so the last k positions score y*."""
+    def _slots(self, ids: np.ndarray, owners: np.ndarray, n: int, target: Sequence[int],
+               spaced: np.ndarray | None):
+        """The prompt followed by target[:-1] (background), so the last k positions score y*,
+        its tokens' owners, and under `masking: word` its slots (`word_slots`) with their
+        `absent_form` (None otherwise)."""
         seq = np.concatenate([ids, np.asarray(target[:-1], dtype=ids.dtype)])
         own = np.concatenate([owners, np.full(len(target) - 1, -1, dtype=owners.dtype)])
-        return seq, own
+        if not self.word:
+            return seq, own, None
+        if spaced is None:
+            raise ValueError("masking word needs `spaced` (word_spaces) for every prompt")
+        return word_slots(seq, own, n, self.mask_id, self.space_id, spaced)
 
-    def _lengths(self, seq: np.ndarray, own: np.ndarray, n: int, absent: np.ndarray
-                 ) -> np.ndarray:
-        """Each row's length: the whole sequence, less the tokens of the variables it lacks
-        (`absent`, `[rows, n]` of 0/1) under the deletion baseline."""
-        if not self.delete:
-            return np.full(len(absent), len(seq))
-        return len(seq) - absent @ np.bincount(own[own >= 0], minlength=n)[:n]
+    def _lengths(self, own: np.ndarray, n: int, absent: np.ndarray,
+                 absent_form: np.ndarray | None) -> np.ndarray:
+        """Each row's length (`absent`, `[rows, n]` of 0/1: the variables it lacks): the
+        whole sequence under replacement, less the absent variables' tokens under deletion;
+        under `masking: word` the slots shown (an absent word's space and mask, not its
+        tokens)."""
+        if absent_form is None and not self.delete:
+            return np.full(len(absent), len(own))
+        var = own >= 0
+        form = np.zeros(len(own), bool) if absent_form is None else absent_form
+        words = np.bincount(own[var & ~form], minlength=n)[:n]
+        masks = np.bincount(own[var & form], minlength=n)[:n]
+        return len(own) - masks.sum() - absent @ (words - masks)
 
-    def _batched(self, seq: np.ndarray, keep, lengths: np.ndarray,
-                 target: Sequence[int]) -> np.ndarray:
+    def _batched(self, seq: np.ndarray, absent_form: np.ndarray | None, keep,
+                 lengths: np.ndarray, target: Sequence[int]) -> np.ndarray:
         """v of the rows of `seq` that keep(indices) keeps (`kept_tokens`), for indices
         0..len(lengths)−1: rows of one length in batches of at most batch_tokens tokens,
         absent tokens replaced by the mask token or, under deletion, left out (the others
-        keep their position ids)."""
+        keep their position ids), or under `masking: word` the slots each row shows
+        (`shown_inputs`)."""
         out = np.empty(len(lengths), dtype=np.float64)
         order = np.argsort(lengths, kind="stable")
         start = 0
@@ -200,7 +249,9 @@ class Engine:
             stop = min(start + max(1, self.batch_tokens // length), len(order))
             stop = start + int(np.searchsorted(lengths[order[start:stop]], length, "right"))
             idx = order[start:stop]
-            out[idx] = self._log_odds(model_inputs(seq, keep(idx), self.mask_id), target)
+            inputs = (model_inputs(seq, keep(idx), self.mask_id) if absent_form is None
+                      else shown_inputs(seq, absent_form, keep(idx)))
+            out[idx] = self._log_odds(inputs, target)
             start = stop
         return finite_values(out, model_dtype(self.model))
 
@@ -309,14 +360,16 @@ def _target(answers: Answers, item, cond: str, cue: str, target: str, letters, o
 
 
 def _encode(answers: Answers, item, prompt):
-    """Token ids of a prompt, each token's variable, and the answer tokens after its cue."""
+    """Token ids of a prompt, each token's variable, which variables carry their leading
+    space (`word_spaces`), and the answer tokens after its cue."""
     enc = answers.tokenizer(prompt.text, return_offsets_mapping=True)
     ids = np.asarray(enc["input_ids"], dtype=np.int64)
     owners = token_owners(enc["offset_mapping"], prompt.spans)
+    spaced = word_spaces(prompt.text, enc["offset_mapping"], prompt.spans, owners)
     mcq = isinstance(item, MCQItem)
     letters = answers.letters(prompt.cue, len(item.choices)) if mcq else None
     options = answers.options(prompt.cue, item.choices) if mcq else None
-    return ids, owners, letters, options
+    return ids, owners, spaced, letters, options
 
 
 def score_sample(engine: Engine, answers: Answers, sample, conditions, target: str,
@@ -328,11 +381,11 @@ def score_sample(engine: Engine, answers: Answers, sample, conditions, target: s
     rows = []
     for c in conditions:
         prompt = sample.prompts[c.name]
-        ids, owners, letters, options = _encode(answers, item, prompt)
+        ids, owners, spaced, letters, options = _encode(answers, item, prompt)
         un = engine.unmasked(ids, letters[0] if letters else (), options or ())
         y, form = _target(answers, item, c.name, prompt.cue, target, letters, options, un.greedy)
         try:
-            v = engine.values(ids, owners, n, y, masks)
+            v = engine.values(ids, owners, n, y, masks, spaced)
         except NonFiniteError as e:
             raise NonFiniteError(f"item {item.id!r}, condition {c.name}: {e}") from None
         var_tokens = np.bincount(owners[owners >= 0], minlength=n)[:n]

@@ -6,7 +6,9 @@ and replaces every token of the others by the model's mask token (`token_owners`
 tokens to variables, `kept_tokens` says which stay, `masked_inputs` builds the rows), so all
 2**n masked inputs of a prompt have the same length. The deletion baseline
 (`ips.models.loading.DELETE_ID`) removes the others' tokens instead; the tokens kept keep their
-positions in the full prompt. The score is the log-odds of the target y* at the answer position,
+positions in the full prompt. Appendix A's masking (`masking: word`) replaces an absent word
+by one mask token, after the space it carried (`word_slots`), and the rows read at
+consecutive positions. The score is the log-odds of the target y* at the answer position,
 
     v(x_S) = log p − log(1 − p),   p = P(y* | x_S),
 
@@ -81,6 +83,59 @@ def model_inputs(seq: np.ndarray, kept: np.ndarray, mask_id: int) -> dict[str, n
         return {"input_ids": np.where(kept, seq[None, :], mask_id)}
     pos = np.nonzero(kept)[1].reshape(len(kept), -1)
     return {"input_ids": seq[pos], "position_ids": pos, "attention_mask": np.ones_like(pos)}
+
+
+def word_spaces(text: str, offsets: Sequence[tuple[int, int]],
+                spans: Sequence[tuple[int, int]], owners: np.ndarray) -> np.ndarray:
+    """Whether each variable's word takes the space before it with it: a space precedes it
+    in `text` and no background token holds that space (the word's first token carries it,
+    as in BPE and SentencePiece vocabularies, whose offsets may or may not include it).
+    Under `masking: word` such a word masks as a space and one mask token (`word_slots`)."""
+    off = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    background = off[owners < 0]
+    out = np.zeros(len(spans), dtype=bool)
+    for i, (start, _) in enumerate(spans):
+        c = start - 1
+        out[i] = (c >= 0 and text[c] == " " and np.any(owners == i)
+                  and not np.any((background[:, 0] <= c) & (c < background[:, 1])))
+    return out
+
+
+def word_slots(seq: np.ndarray, owners: np.ndarray, n: int, mask_id: int, space_id: int,
+               spaced: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The slots of Appendix A's masking (`masking: word`), where an absent word reads as one
+    mask token, after a space token when the word carries its leading space (`spaced`):
+    before each variable's first token stand its space (if spaced) and its mask slot.
+
+    Returns the slots' token ids, their owners (background −1) and `absent_form`, true for
+    the slots a row shows when their variable is absent (space and mask), false for those it
+    shows when it is present (the word's tokens) or always (background): `shown_inputs`.
+    """
+    ids, own, absent = [], [], []
+    first = set()
+    for t, o in enumerate(owners):
+        o = int(o)
+        if 0 <= o < n and o not in first:
+            first.add(o)
+            extra = ([space_id] if spaced[o] else []) + [mask_id]
+            ids += extra
+            own += [o] * len(extra)
+            absent += [True] * len(extra)
+        ids.append(int(seq[t]))
+        own.append(o)
+        absent.append(False)
+    return (np.asarray(ids, dtype=seq.dtype), np.asarray(own, dtype=np.int64),
+            np.asarray(absent, dtype=bool))
+
+
+def shown_inputs(slots: np.ndarray, absent_form: np.ndarray,
+                 kept: np.ndarray) -> dict[str, np.ndarray]:
+    """A forward's inputs under `masking: word` (`word_slots`): each row the slots it shows,
+    those of its present variables' words, its absent variables' masks and the background
+    (`kept`: `kept_tokens` over the slots' owners), at consecutive positions, as the masked
+    text would read; rows showing equally many slots."""
+    shown = np.where(absent_form[None, :], ~kept, kept)
+    return {"input_ids": slots[np.nonzero(shown)[1].reshape(len(kept), -1)]}
 
 
 def log_odds(logp: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ import numpy as np
 
 from ips.config import TARGETS
 from ips.errors import InputError
-from ips.scoring.engine import BATCH_TOKENS, Answers, Engine, _encode, _target
+from ips.scoring.engine import BATCH_TOKENS, Answers, Engine, _encode, _target, space_token
 from ips.scoring.log_odds import naming_model
 
 log = logging.getLogger(__name__)
@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 def reference_occlusion(settings: dict, config: dict | None, reference_entry: dict | None, *,
                         cache_dir, device: str | None, threads: int | None,
-                        batch_tokens: int) -> Occlusion | None:
+                        batch_tokens: int, masking: str = "tokens") -> Occlusion | None:
     """The reference model's `Occlusion` under `reduce: occlusion`, else None. Its entry is
     the config's (when a config is given, validated), else `reference_entry`.
 
@@ -44,7 +44,7 @@ def reference_occlusion(settings: dict, config: dict | None, reference_entry: di
     def load():
         return load_model(spec, cache_dir=cache_dir, device=device, threads=threads)
 
-    return Occlusion(name, load, batch_tokens)
+    return Occlusion(name, load, batch_tokens, masking)
 
 
 class Occlusion:
@@ -60,10 +60,12 @@ class Occlusion:
     dataset without a sample over n_max never loads it.
     """
 
-    def __init__(self, model: str, load, batch_tokens: int = BATCH_TOKENS):
+    def __init__(self, model: str, load, batch_tokens: int = BATCH_TOKENS,
+                 masking: str = "tokens"):
         self.model = model
         self._load = load
         self.batch_tokens = batch_tokens
+        self.masking = masking
         self._engine: Engine | None = None
         self._answers: Answers | None = None
 
@@ -72,14 +74,15 @@ class Occlusion:
         if self._engine is None:
             loaded = self._load()
             log.info("occlusion ranking with %s (mask token %r)", self.model, loaded.mask_token)
+            space = space_token(loaded.tokenizer) if self.masking == "word" else None
             self._engine = Engine(loaded.model, loaded.mask_token_id, self.batch_tokens,
-                                  loaded.device)
+                                  loaded.device, masking=self.masking, space_id=space)
             self._answers = Answers(loaded.tokenizer)
         engine, answers = self._engine, self._answers
         target = target or TARGETS[item.kind][0]
-        ids, owners, letters, options = _encode(answers, item, prompt)
+        ids, owners, spaced, letters, options = _encode(answers, item, prompt)
         greedy = engine.unmasked(ids).greedy if target == "greedy" else None
         y, _ = _target(answers, item, condition, prompt.cue, target, letters, options, greedy)
         with naming_model(self.model):
-            v = engine.occlusion(ids, owners, len(prompt.spans), y)
+            v = engine.occlusion(ids, owners, len(prompt.spans), y, spaced)
         return np.abs(v[0] - v[1:])

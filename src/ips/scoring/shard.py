@@ -19,7 +19,7 @@ from ips.config import EXHAUSTIVE_MAX_N, TARGETS
 from ips.errors import InputError
 from ips.formats.values import values_dataset, write_values
 from ips.outputs import atomic_path, output_lock
-from ips.scoring.engine import BATCH_TOKENS, Answers, Engine, score_sample
+from ips.scoring.engine import BATCH_TOKENS, Answers, Engine, score_sample, space_token
 from ips.scoring.log_odds import naming_model
 
 log = logging.getLogger(__name__)
@@ -68,13 +68,14 @@ def score_shard(
     progress: bool | None = None,
     scorer: str = "auto",
     budget: int | None = None,
+    masking: str = "tokens",
 ) -> xr.Dataset:
     """Score one shard of a SampleSet with a loaded model and write the values file `out`.
 
     `budget`: None scores all 2**n masks of every prompt (exhaustive sampling); a number
     scores `ips.interactions.design.scored_masks(n, budget, seed)` (the samples' seed), the same
     design for every condition of a sample, and the file holds them in `masks` (see
-    `ips.formats.values`).
+    `ips.formats.values`). `masking`: how an absent word is masked (`Engine`).
 
     Finished samples are kept in `out.partial/` (one file each, written atomically), so a
     killed run resumes from the last completed sample; the partial folder is removed once
@@ -87,23 +88,24 @@ def score_shard(
                                   budget)
     with output_lock(out):
         return _score_locked(loaded, sample_set, out, samples, target, shard, batch_tokens,
-                             progress, scorer, budget)
+                             progress, scorer, budget, masking)
 
 
 def _score_locked(loaded, sample_set, out: Path, samples, target: str, shard: int,
                   batch_tokens: int, progress: bool | None, scorer: str,
-                  budget: int | None) -> xr.Dataset:
+                  budget: int | None, masking: str) -> xr.Dataset:
     """`score_shard` once `out` is locked."""
     from ips.interactions.design import scored_masks
 
+    space = space_token(loaded.tokenizer) if masking == "word" else None
     engine = Engine(loaded.model, loaded.mask_token_id, batch_tokens, loaded.device,
-                    scorer=scorer)
+                    scorer=scorer, masking=masking, space_id=space)
     seed = int(sample_set.settings.get("seed", 0))
     designs = [scored_masks(len(s.variables), budget, seed) for s in samples]
     fingerprint = {
         "ips_version": __version__, "model": loaded.spec.name,
         "source": loaded.spec.source.to_dict(), "dtype": str(loaded.dtype),
-        "mask_token_id": int(loaded.mask_token_id), "dataset": sample_set.dataset,
+        "mask_token_id": int(loaded.mask_token_id), "masking": masking, "dataset": sample_set.dataset,
         "shard": shard, "target": target, "budget": budget,
         "samples": [s.item.id for s in samples],
         "conditions": [c.name for c in sample_set.conditions],
@@ -140,7 +142,8 @@ def _score_locked(loaded, sample_set, out: Path, samples, target: str, shard: in
                          "" if masks is None else f" ({count} of 2**{len(s.variables)} masks)",
                          time.perf_counter() - t1)
             results.append(r)
-    ds = values_dataset(sample_set, samples, results, loaded, target, shard, budget, designs)
+    ds = values_dataset(sample_set, samples, results, loaded, target, shard, budget, designs,
+                        masking)
     write_values(ds, out)
     partial.remove()
     log.info("wrote %s: %d masked evaluations in %.1f s", out,
