@@ -468,9 +468,11 @@ def plan(config, sets, counts, tokenizers, fits, args) -> None:
         a = arch(name)
         attn = 4 * a[0] * a[3] * a[5] if a else 0.0
         # the trie runs a dispatched model too (through accelerate's hooks); a remote-code
-        # model's attention does not go through transformers' AttentionInterface
-        plain = spec.trust_remote_code or config["scorer"] == "plain"
-        why = ("remote code" if spec.trust_remote_code else "config") if plain else (
+        # model's attention does not go through transformers' AttentionInterface, unless a
+        # native class runs it (`native`)
+        remote = spec.trust_remote_code and not spec.native
+        plain = remote or config["scorer"] == "plain"
+        why = ("remote code" if remote else "config") if plain else (
             "trie, dispatched" if spec.device_map else "trie")
         def flops(s):
             tok, pairs = (s[0], s[1]) if plain else (s[2], s[3])

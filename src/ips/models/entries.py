@@ -68,6 +68,8 @@ class ModelSpec:
     mask_token: str | int | None = None
     # run the model code a hub repository ships (InternLM2, LLaMA-MoE): only when asked for
     trust_remote_code: bool = False
+    # the transformers class that runs it instead of that code (`ips.models.native`)
+    native: Literal["llama"] | None = None
 
     @classmethod
     def from_config(cls, name: str, entry: Mapping[str, Any]) -> ModelSpec:
@@ -79,6 +81,9 @@ class ModelSpec:
             raise ModelError(str(err)) from None
         src = e["source"]
         kind = next(k for k in get_args(SourceKind) if k in src)
+        if e.get("native") and kind not in ("hub", "path"):
+            raise ModelError(f"model {name}: native: converts a transformers directory (a hub "
+                             f"or path source), not a {kind} source; remove `native`")
         source = ModelSource(kind=kind, **{k: v for k, v in src.items() if k != "parts"},
                              parts=tuple(src.get("parts", ())))
         return cls(name=name, **{**e, "source": source})

@@ -46,6 +46,7 @@ from ips.config import MASK_PATTERN, MODEL_CACHE
 from ips.errors import ModelError
 from ips.models.entries import ModelSpec
 from ips.models.gguf import prepare_gguf
+from ips.models.native import prepare_native
 from ips.models.random_weights import prepare_random
 from ips.models.twins import built_twin
 
@@ -79,7 +80,8 @@ def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike = MODEL_CACHE) -
     """Return a local directory that `from_pretrained` loads quickly, converting a GGUF once.
 
     `path:` gives the directory itself; `hub:` a snapshot of the Hugging Face cache (downloaded
-    first when it is not there); `gguf_package:` and `random:` `cache_dir/<name>/`, written
+    first when it is not there); either, with `native`, `cache_dir/<name>/`, its weights
+    written once for that transformers class (`ips.models.native.prepare_native`); `gguf_package:` and `random:` `cache_dir/<name>/`, written
     on the first call
     (atomically, so an interrupted or concurrent conversion never leaves a partial directory)
     and returned at once afterwards. `twin:` `cache_dir/<name>/` once built
@@ -87,10 +89,13 @@ def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike = MODEL_CACHE) -
     else a `ModelError` saying so.
     """
     kind = spec.source.kind
-    if kind == "path":
-        return _checked_dir(spec, Path(spec.source.path).expanduser())
-    if kind == "hub":
-        return _checked_dir(spec, _hub_snapshot(spec))
+    if kind in ("path", "hub"):
+        found = Path(spec.source.path).expanduser() if kind == "path" else _hub_snapshot(spec)
+        found = _checked_dir(spec, found)
+        if spec.native is None:
+            return found
+        return prepare_native(spec.name, spec.native, found, spec.source.to_dict(),
+                              Path(cache_dir))
     if kind == "random":
         return prepare_random(spec.name, spec.source.to_dict(), Path(cache_dir))
     if kind == "twin":
@@ -132,7 +137,8 @@ def load_model(
     dispatch = spec.device_map is not None and device.type != "cpu"
     tokenizer = load_tokenizer(spec, path)
     mask_id, mask_token, source = model_mask(spec, tokenizer, mask)
-    remote = {"trust_remote_code": True} if spec.trust_remote_code else {}
+    # a `native` model runs transformers' class; only its tokenizer may be remote code
+    remote = {"trust_remote_code": True} if spec.trust_remote_code and not spec.native else {}
     try:
         if dispatch:
             remote["device_map"] = spec.device_map
