@@ -159,7 +159,7 @@ def test_masking_word_is_recorded_and_changes_only_masked_prompts(config, tmp_pa
     code = main(["score", "--config", str(config), *map(str, common), "--masking", "word",
                  "--mask", "delete", "--out", str(tmp_path / "x.h5")])
     err = capsys.readouterr().err
-    assert code != 0 and "deletion has none" in err and "Traceback" not in err
+    assert code != 0 and "--mask delete has none" in err and "Traceback" not in err
     assert not (tmp_path / "x.h5").exists()
 
 
