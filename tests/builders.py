@@ -279,6 +279,11 @@ def encode(lm, p):
     return np.asarray(enc["input_ids"]), token_owners(enc["offset_mapping"], p.spans)
 
 
+def logp_of(v):
+    """log p from v = log p − log(1 − p)."""
+    return -np.logaddexp(0, -np.asarray(v))
+
+
 def sample_set(items=ITEMS, names=("T1", "T4"), shots=(), n_max=4, kind="mcq"):
     ts = load_templates()
     conds, groups = conditions(list(names), list(names) if shots else [], list(shots))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from builders import _Confident, encode, sample_set
+from builders import _Confident, encode, logp_of, sample_set
 from ips.models.loading import DELETE_ID, load_model
 from ips.models.random_weights import CLASSES, build_random
 from ips.models.testing import load_tiny
@@ -30,11 +30,6 @@ def shortened_logp(model, seq, owners, mask, target):
                        use_cache=False).logits[0].double()
     logp = torch.log_softmax(logits[-len(target):], -1)
     return float(sum(logp[j, y] for j, y in enumerate(target)))
-
-
-def logp_of(v):
-    """log p from v = log p − log(1 − p)."""
-    return -np.logaddexp(0, -np.asarray(v))
 
 
 def a_prompt(lm):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from builders import sample_set
+from builders import logp_of, sample_set
 from ips.models.loading import DELETE_ID, load_model
 from ips.scoring.engine import Answers, Engine, _encode, space_token
 from ips.scoring.log_odds import (
@@ -23,11 +23,6 @@ from ips.scoring.log_odds import (
 )
 
 TOL = 1e-5  # log p, float32
-
-
-def logp_of(v):
-    """log p from v = log p − log(1 − p)."""
-    return -np.logaddexp(0, -np.asarray(v))
 
 
 def test_the_slots_of_a_toy_prompt_read_as_one_mask_per_word():

@@ -147,7 +147,7 @@ def explain(
     from ips.interactions import sparse
     from ips.prompts.samples import Sample
     from ips.prompts.templates import Condition, render
-    from ips.scoring.engine import BATCH_TOKENS, Answers, Engine, score_sample, space_token
+    from ips.scoring.engine import BATCH_TOKENS, Answers, model_engine, score_sample
     from ips.scoring.log_odds import naming_model
 
     template_set, names, target = check_comparison(item, templates, template_file, target)
@@ -159,9 +159,7 @@ def explain(
     design = interactions_design.scored_masks(n, budget)
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    space = space_token(loaded.tokenizer) if masking == "word" else None
-    engine = Engine(loaded.model, loaded.mask_token_id, batch_tokens or BATCH_TOKENS, loaded.device,
-                    scorer=scorer, masking=masking, space_id=space)
+    engine = model_engine(loaded, batch_tokens or BATCH_TOKENS, scorer, masking)
     with naming_model(loaded.spec.name):
         scored = score_sample(engine, Answers(loaded.tokenizer), sample, conditions, target,
                               design)

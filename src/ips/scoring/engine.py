@@ -82,6 +82,15 @@ def space_token(tokenizer) -> int:
     return ids[0]
 
 
+def model_engine(loaded, batch_tokens: int = BATCH_TOKENS, scorer: str = "plain",
+                 masking: str = "tokens") -> Engine:
+    """The `Engine` of a loaded model (`ips.models.loading.LoadedModel`): its mask token and
+    device, and under `masking: word` its tokenizer's space token (`space_token`)."""
+    space = space_token(loaded.tokenizer) if masking == "word" else None
+    return Engine(loaded.model, loaded.mask_token_id, batch_tokens, loaded.device,
+                  scorer=scorer, masking=masking, space_id=space)
+
+
 @dataclass
 class Unmasked:
     """What the unmasked prompt yields besides v."""

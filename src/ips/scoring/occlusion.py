@@ -8,7 +8,7 @@ import numpy as np
 
 from ips.config import TARGETS
 from ips.errors import InputError
-from ips.scoring.engine import BATCH_TOKENS, Answers, Engine, _encode, _target, space_token
+from ips.scoring.engine import BATCH_TOKENS, Answers, Engine, _encode, _target, model_engine
 from ips.scoring.log_odds import naming_model
 
 log = logging.getLogger(__name__)
@@ -74,9 +74,7 @@ class Occlusion:
         if self._engine is None:
             loaded = self._load()
             log.info("occlusion ranking with %s (mask token %r)", self.model, loaded.mask_token)
-            space = space_token(loaded.tokenizer) if self.masking == "word" else None
-            self._engine = Engine(loaded.model, loaded.mask_token_id, self.batch_tokens,
-                                  loaded.device, masking=self.masking, space_id=space)
+            self._engine = model_engine(loaded, self.batch_tokens, masking=self.masking)
             self._answers = Answers(loaded.tokenizer)
         engine, answers = self._engine, self._answers
         target = target or TARGETS[item.kind][0]

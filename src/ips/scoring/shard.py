@@ -19,7 +19,7 @@ from ips.config import EXHAUSTIVE_MAX_N, TARGETS
 from ips.errors import InputError
 from ips.formats.values import values_dataset, write_values
 from ips.outputs import atomic_path, output_lock
-from ips.scoring.engine import BATCH_TOKENS, Answers, Engine, score_sample, space_token
+from ips.scoring.engine import BATCH_TOKENS, Answers, model_engine, score_sample
 from ips.scoring.log_odds import naming_model
 
 log = logging.getLogger(__name__)
@@ -97,9 +97,7 @@ def _score_locked(loaded, sample_set, out: Path, samples, target: str, shard: in
     """`score_shard` once `out` is locked."""
     from ips.interactions.design import scored_masks
 
-    space = space_token(loaded.tokenizer) if masking == "word" else None
-    engine = Engine(loaded.model, loaded.mask_token_id, batch_tokens, loaded.device,
-                    scorer=scorer, masking=masking, space_id=space)
+    engine = model_engine(loaded, batch_tokens, scorer, masking)
     seed = int(sample_set.settings.get("seed", 0))
     designs = [scored_masks(len(s.variables), budget, seed) for s in samples]
     fingerprint = {
