@@ -69,7 +69,7 @@ class ModelSpec:
     # run the model code a hub repository ships (InternLM2, LLaMA-MoE): only when asked for
     trust_remote_code: bool = False
     # the transformers class that runs it instead of that code (`ips.models.native`)
-    native: Literal["llama"] | None = None
+    native: Literal["llama", "mixtral"] | None = None
 
     @classmethod
     def from_config(cls, name: str, entry: Mapping[str, Any]) -> ModelSpec:

@@ -1,15 +1,26 @@
 """Remote-code models run by a transformers class (`native:` of a model entry).
 
-InternLM2 ships its model class as remote code, whose attention does not go through
-transformers' `AttentionInterface`, so the trie cannot evaluate it. Its architecture is
-Llama's with fused projections: `prepare_native` writes its weights once as a Llama
-(`<cache>/<name>/`, `ips.models.cache`), the query/key/value rows of `wqkv` split apart;
-the tokenizer stays the repository's own (its files and code are copied beside).
+InternLM2 and LLaMA-MoE v2 ship their model classes as remote code, whose attention does not
+go through transformers' `AttentionInterface`, so the trie cannot evaluate them.
+`prepare_native` writes their weights once for a transformers class (`<cache>/<name>/`,
+`ips.models.cache`); the tokenizer stays the repository's own (its files and code are
+copied beside).
+
+InternLM2 is Llama with fused projections: the query/key/value rows of `wqkv` split apart.
 
 `wqkv`'s output rows hold, for each key/value head g, its q_per_kv query heads, then its key
 head, then its value head, each head_dim rows (InternLM2's modeling code reads them so):
 
     wqkv.view(kv_heads, q_per_kv + 2, head_dim, hidden) → q = [:, :q_per_kv], k = [:, -2], v = [:, -1]
+
+LLaMA-MoE v2 is Mixtral (its config's `model_type` says so, in Mixtral's weight names),
+except that each token's MoE output is multiplied by the config's `scale_factor` s:
+
+    y = s · Σ_{e ∈ top-k} w_e · W2_e (silu(W1_e x) ⊙ W3_e x) = Σ_{e ∈ top-k} w_e · (s W2_e)(…)
+
+so writing s · W2_e for each expert's `w2` is exact; the config's other additions (attention
+MoE, dense end layers, a residual expert, rescale biases) have no Mixtral counterpart and
+are refused.
 """
 
 from __future__ import annotations
@@ -48,7 +59,10 @@ def prepare_native(name: str, native: str, source: Path, manifest_source: dict,
     def build(out: Path, work: Path) -> dict:
         out.mkdir()
         log.info("%s: writing %s's weights as %s (once)", name, model_type, native)
-        convert(source, config, out)
+        try:
+            convert(source, config, out)
+        except ModelError as e:
+            raise ModelError(f"model {name}: native {native!r}: {e}") from None
         for pattern in _TOKENIZER_FILES:
             for f in source.glob(pattern):
                 shutil.copy2(f, out / f.name)
@@ -98,7 +112,8 @@ def internlm2_to_llama(source: Path, config: dict, out: Path) -> None:
             if m := re.fullmatch(pattern, key):
                 yield m.expand(to), t
                 return
-        raise ModelError(f"InternLM2 weight {key!r} has no Llama counterpart")
+        raise ModelError(f"InternLM2 weight {key!r} has no Llama counterpart; remove `native` "
+                         f"from its entry")
 
     _write_renamed(source, out, rename)
 
@@ -115,9 +130,71 @@ _INTERNLM2_NAMES = [
     (r"output\.weight", r"lm_head.weight"),
 ]
 
+#: LLaMA-MoE v2's config fields beyond Mixtral's, with the value under which its layer is
+#: Mixtral's (module docstring)
+_LLAMA_MOE_V2_PLAIN = {"use_attn_moe": False, "num_moe_contract_layers": 0,
+                       "intermediate_size_residual": None, "add_rescale_bias": False,
+                       "moe_type": "modulelist"}
+
+
+def llama_moe_v2_to_mixtral(source: Path, config: dict, out: Path) -> None:
+    """LLaMA-MoE v2's config and weights as transformers' Mixtral, `scale_factor` folded into
+    each expert's `w2` (see the module docstring)."""
+    import torch
+    from transformers import MixtralConfig
+
+    for field, plain in _LLAMA_MOE_V2_PLAIN.items():
+        if config.get(field, plain) != plain:
+            raise ModelError(f"config.json has {field}: {config[field]!r}, which transformers' "
+                             f"Mixtral has no counterpart for; remove `native` from its entry")
+    scale = float(config.get("scale_factor", 1.0))
+    MixtralConfig(
+        vocab_size=config["vocab_size"], hidden_size=config["hidden_size"],
+        intermediate_size=config["intermediate_size"],
+        num_hidden_layers=config["num_hidden_layers"],
+        num_attention_heads=config["num_attention_heads"],
+        num_key_value_heads=config["num_key_value_heads"],
+        hidden_act=config.get("hidden_act", "silu"),
+        max_position_embeddings=config["max_position_embeddings"],
+        rms_norm_eps=config["rms_norm_eps"],
+        # its rotary embedding reads rope_theta alone, whatever rope_scaling says
+        rope_parameters={"rope_type": "default", "rope_theta": config.get("rope_theta", 1e6)},
+        sliding_window=config.get("sliding_window"),
+        num_experts_per_tok=config["num_experts_per_tok"],
+        num_local_experts=config["num_local_experts"],
+        tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
+        bos_token_id=config.get("bos_token_id"), eos_token_id=config.get("eos_token_id"),
+        pad_token_id=config.get("pad_token_id"), dtype=config.get("torch_dtype"),
+        architectures=["MixtralForCausalLM"],
+    ).save_pretrained(out)
+
+    def rename(key, t) -> Iterator[tuple[str, object]]:
+        if key.endswith("rotary_emb.inv_freq"):
+            return  # a buffer Mixtral computes itself
+        if not any(re.fullmatch(p, key) for p in _MIXTRAL_NAMES):
+            raise ModelError(f"LLaMA-MoE v2 weight {key!r} has no Mixtral counterpart; remove "
+                             f"`native` from its entry")
+        if re.fullmatch(_MIXTRAL_W2, key):
+            t = (t.to(torch.float64) * scale).to(t.dtype)
+        yield key, t
+
+    _write_renamed(source, out, rename)
+
+
+_MIXTRAL_W2 = r"model\.layers\.\d+\.block_sparse_moe\.experts\.\d+\.w2\.weight"
+#: the weight names of a Mixtral checkpoint, which transformers maps onto its fused experts
+_MIXTRAL_NAMES = [
+    r"model\.embed_tokens\.weight", r"model\.norm\.weight", r"lm_head\.weight",
+    r"model\.layers\.\d+\.self_attn\.[qkvo]_proj\.weight",
+    r"model\.layers\.\d+\.(input|post_attention)_layernorm\.weight",
+    r"model\.layers\.\d+\.block_sparse_moe\.gate\.weight",
+    r"model\.layers\.\d+\.block_sparse_moe\.experts\.\d+\.w[123]\.weight",
+]
+
 #: (model_type of the remote code, transformers class) → its conversion
 CONVERSIONS: dict[tuple[str, str], Callable[[Path, dict, Path], None]] = {
     ("internlm2", "llama"): internlm2_to_llama,
+    ("mixtral", "mixtral"): llama_moe_v2_to_mixtral,
 }
 
 
