@@ -6,7 +6,7 @@ Per condition, scoring runs v(x_S) on the 2**n masks (`Engine.values`) and the u
 pass (`Engine.unmasked`: the greedy token, the option letters' logits, log P of each option's
 text, the last hidden state). Side by side in one process, on ARC-Easy T1 prompts with 0 and
 3 solved examples (the first bundled items, in the seeded order of the other benchmarks, with
-exactly n content variables, tokenized as `ips score` does, `ips.scoring.engine._encode`):
+exactly n content variables, tokenized as `ips score` does, `ips.scoring.engine.encode_prompt`):
 
 - old: the unmasked pass as it was, implemented here as the reference: a forward of the
   prompt, then a full forward of prompt + option for each option (5 forwards for 4 options);
@@ -53,7 +53,7 @@ import torch
 from common import Flops, finish, items_with, load_named, measure, start, status_mb
 from ips.config import SCORERS
 from ips.prompts.templates import render
-from ips.scoring.engine import Answers, Engine, _encode
+from ips.scoring.engine import Answers, Engine, encode_prompt
 
 
 def parse_args() -> argparse.Namespace:
@@ -122,7 +122,7 @@ def cases(loaded, items, order, templates, n: int, k: int, count: int):
     for item, variables in items_with(items, order, n, count):
         pool = [items[i] for i in order if items[i].id != item.id]
         p = render(templates["T1"], item, variables, pool[:k], templates)
-        ids, owners, letters, options = _encode(answers, item, p)
+        ids, owners, _, letters, options = encode_prompt(answers, item, p)
         out.append((item.id, ids, owners, letters[0], options, [letters[0][item.gold]]))
     return out
 

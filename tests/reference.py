@@ -10,21 +10,21 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ips.analysis.layout import SetLayout
-from ips.interactions.sgd import _gradient_from_signs, _l1_signs
+from ips.interactions.sgd import gradient_from_signs, l1_signs
 from ips.interactions.sparse import AND, OR, SparseInteractions
-from ips.interactions.transforms import _MOBIUS, _butterfly, complement
+from ips.interactions.transforms import MOBIUS, butterfly, complement
 
 
 def _l1_loss_and_gradient(v: np.ndarray, gamma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """L(γ) = Σ_{S≠∅} |I_AND(S)| + |I_OR(S)| and its (sub)gradient in γ, rows (rows, 2^n)."""
     a = np.ascontiguousarray((0.5 * v + gamma).T)
-    c = np.ascontiguousarray(_butterfly(complement(v).copy(), _MOBIUS).T)
+    c = np.ascontiguousarray(butterfly(complement(v).copy(), MOBIUS).T)
     fwd = np.empty((a.shape[0], 2 * a.shape[1]))
     sgn = np.empty_like(fwd)
-    _l1_signs(a, c, fwd, sgn)
+    l1_signs(a, c, fwd, sgn)
     loss = np.abs(fwd[1:]).sum(0)
     rows = a.shape[1]
-    return loss[:rows] + loss[rows:], _gradient_from_signs(sgn).T
+    return loss[:rows] + loss[rows:], gradient_from_signs(sgn).T
 
 
 def order_bands(n: ArrayLike, n_max: int | None = None) -> NDArray[np.int8]:

@@ -1,6 +1,8 @@
 """The package's shape: its stages import one another without cycles and only down the
-layers docs/api.md lists; no module over 600 lines, no function over 80; the test models
-stay out of the runtime; the workflow's and the commands' start loads no heavy library.
+layers docs/api.md lists; no module over 600 lines, no function over 80; a leading
+underscore means private (a name used in its module only, a module in its package only);
+every package's docstring names its modules; the test models stay out of the runtime; the workflow's and the commands' start loads no
+heavy library.
 
 The graph has an edge A → B for every `import` of B in A, at module level or inside a
 function: a lazy import hides a cycle from the interpreter, not from the design.
@@ -177,6 +179,95 @@ def test_oversized_modules_and_functions_are_found(tmp_path):
 
 def test_no_module_over_600_lines_and_no_function_over_80():
     assert oversized() == []
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_uses(roots=(SRC, SRC.parents[1] / "tests", SRC.parents[1] / "benchmarks"),
+                 src: Path = SRC) -> list[str]:
+    """Each use of a private name outside its module ("file: module.name"), and each import
+    of a private module (`pkg/_m.py`) from outside its package ("file: pkg._m"), in the
+    files under `roots`; names reached as `from ips.x import _n` or as `m._n` for a module
+    `m` imported from ips."""
+    modules = {_module_name(p, src) for p in src.rglob("*.py")}
+    found = []
+    for path in sorted(f for root in roots for f in Path(root).rglob("*.py")):
+        inside = _module_name(path, src) if path.is_relative_to(src) else ""
+        bound: dict[str, str] = {}  # local name → the ips module it names
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [(a.name, a.asname or a.name.partition(".")[0]) for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ips"):
+                for a in node.names:
+                    sub = f"{node.module}.{a.name}"
+                    if sub in modules:
+                        targets.append((sub, a.asname or a.name))
+                    elif _private(a.name):
+                        found.append(f"{path.name}: {node.module}.{a.name}")
+                    targets.append((node.module, None))
+            for module, local in targets:
+                if module not in modules:
+                    continue
+                if local and module.count(".") >= 1:
+                    bound[local] = module
+                package, _, last = module.rpartition(".")
+                if _private(last) and not inside.startswith(package + "."):
+                    found.append(f"{path.name}: {module}")
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and _private(node.attr)
+                    and isinstance(node.value, ast.Name) and node.value.id in bound):
+                found.append(f"{path.name}: {bound[node.value.id]}.{node.attr}")
+    return sorted(set(found))
+
+
+def test_private_uses_are_found(tmp_path):
+    pkg = tmp_path / "ips"
+    (pkg / "stage").mkdir(parents=True)
+    for f in ("__init__.py", "stage/__init__.py", "stage/_shared.py", "stage/a.py", "b.py"):
+        (pkg / f).write_text("")
+    (pkg / "stage" / "a.py").write_text(
+        "from ips.stage._shared import x\nfrom ips.stage import a\na._own = 1\n")
+    (pkg / "b.py").write_text("from ips.stage import _shared\nfrom ips.stage.a import _f\n"
+                              "from ips.stage import a as m\nm._g()\n")
+    assert private_uses([pkg], pkg) == [
+        "a.py: ips.stage.a._own", "b.py: ips.stage._shared", "b.py: ips.stage.a._f",
+        "b.py: ips.stage.a._g"]
+
+
+def test_private_names_stay_in_their_module():
+    assert private_uses() == []
+
+
+def unlisted_modules(src: Path = SRC) -> list[str]:
+    """The modules and sub-packages that their package's docstring does not name as
+    ``name`` (its list of what it holds)."""
+    found = []
+    for init in sorted(src.rglob("__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        members = [p.stem for p in init.parent.glob("*.py")
+                   if p.name not in ("__init__.py", "__main__.py")]
+        members += [d.name for d in init.parent.iterdir() if (d / "__init__.py").is_file()]
+        found += [f"{_module_name(init, src)}.{m}" for m in sorted(members)
+                  if f"``{m}``" not in doc]
+    return found
+
+
+def test_unlisted_modules_are_found(tmp_path):
+    pkg = tmp_path / "ips"
+    (pkg / "stage").mkdir(parents=True)
+    (pkg / "__init__.py").write_text('"""Modules: ``stage``, ``a``."""')
+    (pkg / "stage" / "__init__.py").write_text('"""Modules: `b`."""')
+    for f in ("a.py", "__main__.py", "stage/b.py"):
+        (pkg / f).write_text("")
+    assert unlisted_modules(pkg) == ["ips.stage.b"]
+
+
+def test_every_package_docstring_names_its_modules():
+    assert unlisted_modules() == []
 
 
 def test_the_test_models_are_not_imported_by_the_package():

@@ -15,6 +15,24 @@ The names below are what a user calls, one per step of the workflow (docs/api.md
 
 Each is imported on first use, so `import ips` stays light (no torch until a model is
 loaded).
+
+Modules:
+
+* ``prompts``       step 1: datasets, items, variables, templates, the samples file
+* ``models``        step 2: model entries, sources, the cache, loading
+* ``scoring``       step 3: v(x_S) on every masked prompt, plain and trie scorers
+* ``fit``           step 4: AND-OR interactions of a whole values cube
+* ``interactions``  the AND-OR decomposition of one game (Eq. 12) and its solvers
+* ``analysis``      step 5: IPS, its bands, nulls and intervals of one (model, dataset)
+* ``comparisons``   step 6: factors, τ robustness, baselines and claims across models
+* ``figures``       step 7: figures, tables and the README of the results
+* ``formats``       the files between the steps
+* ``cli``           the `ips` command line, one module per command
+* ``config``        the configuration, validated against its schema
+* ``variants``      re-scored variants (nulls, baselines), one row each
+* ``cluster``       whether every Slurm job fits a node, before submitting
+* ``outputs``       atomic writes and safe reads of the package's files
+* ``errors``        the one-line errors of the command line
 """
 
 from importlib import import_module

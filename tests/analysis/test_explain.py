@@ -21,7 +21,7 @@ from ips.analysis.explain import ExplainError, format_case
 from ips.cli.main import build_parser
 from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
 from ips.errors import InputError
-from ips.figures.case_study import _title, case_study_figure
+from ips.figures.case_study import case_study_figure, case_title
 from ips.interactions import design as interactions_design
 from ips.prompts.items import MCQItem
 
@@ -167,7 +167,7 @@ def test_case_study_figure_escapes_a_control_character_prediction(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         case_study_figure(c, tmp_path / "case.png")
-    assert r"prediction \x02" in _title(c) and r"prediction \x00" in _title(c)
+    assert r"prediction \x02" in case_title(c) and r"prediction \x00" in case_title(c)
 
 
 # ------------------------------------------------------------------ the command on a tiny model

@@ -433,10 +433,10 @@ def test_too_few_samples_for_any_sign_flip_verdict_are_named():
     decided, and its note says so; 6 samples can (2/64)."""
     d = np.full(5, 0.3)
     assert uncertainty.sign_flip_test(d).p_value == pytest.approx(2 / 32)
-    assert "smallest attainable p is 2/2^5 = 0.0625" in verdicts._few(5)
+    assert "smallest attainable p is 2/2^5 = 0.0625" in verdicts.few_samples_note(5)
     assert uncertainty.sign_flip_test(np.full(6, 0.3)).p_value == pytest.approx(2 / 64)
-    assert verdicts._few(6) == "fewer than 10 samples: interval and test are rough"
-    assert verdicts._few(10) == "" and "bootstrap interval" in verdicts._few(5, level=True)
+    assert verdicts.few_samples_note(6) == "fewer than 10 samples: interval and test are rough"
+    assert verdicts.few_samples_note(10) == "" and "bootstrap interval" in verdicts.few_samples_note(5, level=True)
 
 
 def test_binomial_p_is_the_test_clopper_pearson_inverts():

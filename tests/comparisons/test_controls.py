@@ -140,7 +140,7 @@ def test_per_model_rows_beside_the_twins_rows(four_with_twins):
     """with_twins pairs each row of a model with the same row of its twin by sample, and
     marks the twin's rows as controls."""
     entries = [read_metrics(p) for p in four_with_twins(1.6)]
-    rows = {str(e.path): [Claim("x", verdicts._scope(e.model, e.dataset), "p",
+    rows = {str(e.path): [Claim("x", verdicts.join_scope(e.model, e.dataset), "p",
                                 float(np.mean(d)), n=12, p_value=0.001, verdict="supported",
                                 spec=ControlSpec(tuple(e.ds["sample"].values.astype(str)), d))]
             for e, d in zip(entries, (np.full(12, 1.0) + np.arange(12) * 0.01,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import ips.interactions as interactions
 from ips.interactions import and_or, design, harsanyi, reconstruct
 from ips.interactions import exact as exact_solver
-from ips.interactions.certificate import _dual_bound
+from ips.interactions.certificate import dual_bound
 from reference import (
     _l1_loss_and_gradient,
     brute_and_or,
@@ -233,12 +233,12 @@ def test_optimal_face_keeps_the_columns_of_the_lp_solution(monkeypatch):
 
 @pytest.mark.parametrize("n", [3, 5, 7])
 def test_dual_bound_is_a_valid_lower_bound_for_any_lambda(n):
-    """Weak duality: _dual_bound(v, λ) ≤ the LP optimum for arbitrary λ (random, scaled)."""
+    """Weak duality: dual_bound(v, λ) ≤ the LP optimum for arbitrary λ (random, scaled)."""
     rng = np.random.default_rng(200 + n)
     v = rng.normal(size=1 << n) * 3
     f_star = lp_optimum(v)
     lams = rng.normal(size=(50, 1 << n)) * rng.uniform(1e-3, 10, size=(50, 1))
-    bounds = _dual_bound(v, lams)
+    bounds = dual_bound(v, lams)
     assert np.all(bounds <= f_star * (1 + 1e-12) + 1e-12)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ips.interactions import harsanyi, mobius, reconstruct, zeta
-from ips.interactions.transforms import _butterfly
+from ips.interactions.transforms import butterfly
 from reference import brute_harsanyi, brute_matching
 
 
@@ -50,7 +50,7 @@ def test_butterfly_general_factor_matches_dense_kronecker(n):
         dense = np.ones((1, 1))
         for _ in range(n):
             dense = np.kron(mat, dense)
-        assert np.allclose(_butterfly(f.copy(), mat), f @ dense.T, atol=1e-10, rtol=1e-12)
+        assert np.allclose(butterfly(f.copy(), mat), f @ dense.T, atol=1e-10, rtol=1e-12)
 
 
 @pytest.mark.parametrize("n", [13, 14, 15])
@@ -65,8 +65,8 @@ def test_butterfly_general_factor_large_n_matches_levelwise(n):
         lo, hi = g[:, :, 0, :].copy(), g[:, :, 1, :].copy()
         g[:, :, 0, :] = mat[0, 0] * lo + mat[0, 1] * hi
         g[:, :, 1, :] = mat[1, 0] * lo + mat[1, 1] * hi
-    got = _butterfly(f.copy(), mat)
+    got = butterfly(f.copy(), mat)
     assert np.allclose(got, ref, atol=1e-9 * np.abs(ref).max(), rtol=0)
     view = np.asfortranarray(f)  # a non-contiguous input is transformed in place too
-    _butterfly(view, mat)
+    butterfly(view, mat)
     assert np.allclose(view, ref, atol=1e-9 * np.abs(ref).max(), rtol=0)

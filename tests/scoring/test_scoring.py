@@ -523,9 +523,9 @@ def test_a_greedy_nul_token_is_stored_escaped(tmp_path):
     """A byte-level model may predict the token of byte 0x00 (a random OLMo 2 of the
     miniature did); HDF5 strings cannot hold a NUL, so it is stored as the text \\x00."""
     from ips.formats.hdf5 import write_dataset
-    from ips.formats.values import _storable
+    from ips.formats.values import storable_text
 
-    ds = xr.Dataset({"greedy_text": (("s",), np.array([_storable("a\x00b"), "c"], dtype=object))})
+    ds = xr.Dataset({"greedy_text": (("s",), np.array([storable_text("a\x00b"), "c"], dtype=object))})
     write_dataset(ds, tmp_path / "v.h5")
     with xr.open_dataset(tmp_path / "v.h5", engine="h5netcdf") as back:
         assert back["greedy_text"].values.tolist() == ["a\\x00b", "c"]

@@ -12,7 +12,7 @@ import torch
 
 from builders import logp_of, sample_set
 from ips.models.loading import DELETE_ID, load_model
-from ips.scoring.engine import Answers, Engine, _encode, space_token
+from ips.scoring.engine import Answers, Engine, encode_prompt, space_token
 from ips.scoring.log_odds import (
     ScoringError,
     kept_tokens,
@@ -68,7 +68,7 @@ def check_rows_and_values(lm, target, tol=TOL, forwards=None, batch_tokens=64):
     s = sample_set().samples[0]
     p = s.prompts["T4"]
     n = len(s.variables)
-    ids, owners, spaced, _, _ = _encode(Answers(lm.tokenizer), s.item, p)
+    ids, owners, spaced, _, _ = encode_prompt(Answers(lm.tokenizer), s.item, p)
     space = space_token(lm.tokenizer)
     engine = Engine(lm.model, lm.mask_token_id, batch_tokens, masking="word", space_id=space)
     v = engine.values(ids, owners, n, target, spaced=spaced)
@@ -114,7 +114,7 @@ def test_on_smollm2(smollm2_spec, smollm2_dir):
 
 def test_occlusion_masks_one_word_at_a_time(llama):
     s = sample_set().samples[0]
-    ids, owners, spaced, _, _ = _encode(Answers(llama.tokenizer), s.item, s.prompts["T1"])
+    ids, owners, spaced, _, _ = encode_prompt(Answers(llama.tokenizer), s.item, s.prompts["T1"])
     n = len(s.variables)
     engine = Engine(llama.model, llama.mask_token_id, masking="word",
                     space_id=space_token(llama.tokenizer))

@@ -1,2 +1,17 @@
 """What `ips metrics` computes for one (model, dataset) (step 5): IPS and its bands,
-interaction types, diagnostics, nulls, bootstrap intervals and tests, the case study."""
+interaction types, diagnostics, nulls, bootstrap intervals and tests, the case study.
+
+Modules:
+
+* ``layout``             the arrays the metrics take, their checks
+* ``metrics``            IPS, salient sets and order bands (Sections 3.2, 3.3)
+* ``sparse_metrics``     the same definitions on sparse estimates
+* ``interaction_types``  interaction types over U (Fig. 3b)
+* ``diagnostics``        output consistency and the other diagnostics beside IPS
+* ``uncertainty``        bootstrap intervals and sign-flip tests
+* ``nulls``              null IPS: Gaussian, matched-size, precision and mask nulls
+* ``peers``              what other prompt-sensitivity tools report
+* ``summary``            the metrics of one (model, dataset) from its merged shards
+* ``case_study``         one sample under a template pair (Section 3.3)
+* ``explain``            `ips explain`: a case study of one item, end to end
+"""

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ips.analysis.layout import _check_pairs
+from ips.analysis.layout import check_pairs
 from ips.analysis.metrics import all_pairs
 from ips.interactions import reconstruct
 
@@ -59,7 +59,7 @@ def pair_consistency(pred: ArrayLike, pairs: ArrayLike | None = None) -> NDArray
     Returns shape (n_pairs,), aligned with ``pairs`` (default :func:`all_pairs`).
     """
     pr = _check_pred(pred)
-    p = all_pairs(pr.shape[1]) if pairs is None else _check_pairs(pairs, pr.shape[1])
+    p = all_pairs(pr.shape[1]) if pairs is None else check_pairs(pairs, pr.shape[1])
     return np.mean(pr[:, p[:, 0]] == pr[:, p[:, 1]], axis=0).astype(np.float64)
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ips.analysis.layout import SetLayout, _check_pair_inputs, _check_pairs, as_float
-from ips.analysis.metrics import DEFAULT_TAU, _union_grid, all_pairs
+from ips.analysis.layout import SetLayout, as_float, check_pair_inputs, check_pairs
+from ips.analysis.metrics import DEFAULT_TAU, all_pairs, union_grid
 
 INTERACTION_TYPES: tuple[str, str, str] = (
     "opposite_sign",
@@ -51,8 +51,8 @@ def interaction_types(
     int array of shape ``[len(tau),] + norm_a.shape[:-2] + (3,)``, last axis in the order of
     :data:`INTERACTION_TYPES`; it sums to |U| over the last axis.
     """
-    a, b, layout = _check_pair_inputs(norm_a, norm_b, layout)
-    counts, _, scalar = _union_grid(a, b, layout, tau, band, types=True)
+    a, b, layout = check_pair_inputs(norm_a, norm_b, layout)
+    counts, _, scalar = union_grid(a, b, layout, tau, band, types=True)
     return counts[0] if scalar else counts
 
 
@@ -107,7 +107,7 @@ def interaction_type_shares(
         raise ValueError(
             f"pred must have shape (sample, condition) = {x.shape[:2]}; got {pr.shape}"
         )
-    p = all_pairs(x.shape[1]) if pairs is None else _check_pairs(pairs, x.shape[1])
+    p = all_pairs(x.shape[1]) if pairs is None else check_pairs(pairs, x.shape[1])
     counts = interaction_types(x[:, p[:, 0]], x[:, p[:, 1]], tau, band,
                                None if layout is None else layout.rows(1))  # ([T,] S, P, 3)
     changed = pr[:, p[:, 0]] != pr[:, p[:, 1]]  # (S, P)

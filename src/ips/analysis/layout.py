@@ -25,7 +25,7 @@ _NORM_ATOL = 1e-9  # slack when checking that normalised values lie in [-1, 1]
 # --------------------------------------------------------------------------------------------
 # validation helpers
 # --------------------------------------------------------------------------------------------
-def _n_max_of(length: int, name: str) -> int:
+def n_max_of(length: int, name: str) -> int:
     if length < 2 or (length & (length - 1)) != 0:
         raise ValueError(
             f"{name}: the last axis must have length 2**n_max with n_max >= 1 (one entry per "
@@ -67,7 +67,7 @@ def infer_n_vars(norm: ArrayLike, name: str = "norm") -> NDArray[np.int64]:
     both kinds); a row whose NaN pattern is not such a prefix raises ``ValueError``.
     """
     x = as_float(norm, name)
-    _check_norm_shape(x, name)
+    check_norm_shape(x, name)
     n_and = _infer_n(x[..., 0, :], name)
     n_or = _infer_n(x[..., 1, :], name)
     if not np.array_equal(n_and, n_or):
@@ -75,16 +75,16 @@ def infer_n_vars(norm: ArrayLike, name: str = "norm") -> NDArray[np.int64]:
     return n_and
 
 
-def _check_norm_shape(x: NDArray[np.float64], name: str) -> int:
+def check_norm_shape(x: NDArray[np.float64], name: str) -> int:
     if x.ndim < 2 or x.shape[-2] != 2:
         raise ValueError(
             f"{name} must have shape (..., 2, 2**n_max) (kind axis 0 = AND, 1 = OR); "
             f"got shape {x.shape}"
         )
-    return _n_max_of(x.shape[-1], name)
+    return n_max_of(x.shape[-1], name)
 
 
-def _check_tau(tau: ArrayLike) -> tuple[NDArray[np.float64], bool]:
+def check_tau(tau: ArrayLike) -> tuple[NDArray[np.float64], bool]:
     """τ as a 1-D float array and whether it was a scalar."""
     try:
         t = np.asarray(tau, dtype=np.float64)
@@ -97,7 +97,7 @@ def _check_tau(tau: ArrayLike) -> tuple[NDArray[np.float64], bool]:
     return t.reshape(-1), t.ndim == 0
 
 
-def _check_band(band: str | None) -> int:
+def check_band(band: str | None) -> int:
     if band is None:
         return 0
     if band not in _BAND_CODE:
@@ -105,15 +105,15 @@ def _check_band(band: str | None) -> int:
     return _BAND_CODE[band]
 
 
-def _check_pair_inputs(
+def check_pair_inputs(
     norm_a: ArrayLike, norm_b: ArrayLike, layout: SetLayout | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], SetLayout]:
     """(a, b, the layout of their columns: the bitmasks 0..M-1 unless ``layout`` is given)."""
     a = as_float(norm_a, "norm_a")
     b = as_float(norm_b, "norm_b")
     if layout is None:
-        _check_norm_shape(a, "norm_a")
-        _check_norm_shape(b, "norm_b")
+        check_norm_shape(a, "norm_a")
+        check_norm_shape(b, "norm_b")
     elif a.ndim < 2 or a.shape[-2] != 2:
         raise ValueError(f"norm_a must have shape (..., 2, M) (kind axis 0 = AND, 1 = OR); "
                          f"got shape {a.shape}")
@@ -133,7 +133,7 @@ def _check_pair_inputs(
     return a, b, layout
 
 
-def _check_pairs(pairs: ArrayLike, n_conditions: int) -> NDArray[np.int64]:
+def check_pairs(pairs: ArrayLike, n_conditions: int) -> NDArray[np.int64]:
     p = np.asarray(pairs)
     if p.size == 0:
         raise ValueError("pairs must hold at least one (i, j) condition pair")
@@ -151,7 +151,7 @@ def _check_pairs(pairs: ArrayLike, n_conditions: int) -> NDArray[np.int64]:
 # --------------------------------------------------------------------------------------------
 # normalisation, salience, orders
 # --------------------------------------------------------------------------------------------
-def _row_n(a: NDArray[np.float64], o: NDArray[np.float64], n_vars: ArrayLike | None,
+def row_n(a: NDArray[np.float64], o: NDArray[np.float64], n_vars: ArrayLike | None,
            n_max: int) -> NDArray[np.int64]:
     """n of every row of `normalize`: read from the NaN padding of both kinds (which must
     agree), or `n_vars` checked (integers in 0..n_max, broadcastable, finite inside Ω)."""

@@ -52,14 +52,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from ips.analysis.layout import (
     SetLayout,
-    _check_band,
-    _check_norm_shape,
-    _check_pair_inputs,
-    _check_pairs,
-    _check_tau,
-    _n_max_of,
-    _row_n,
     as_float,
+    check_band,
+    check_norm_shape,
+    check_pair_inputs,
+    check_pairs,
+    check_tau,
+    n_max_of,
+    row_n,
 )
 from ips.interactions.result import ZERO_TOL
 
@@ -118,9 +118,9 @@ def normalize(
         raise ValueError("and_ and or_ must be arrays of shape (..., 2**n_max)")
     if a.shape != o.shape:
         raise ValueError(f"and_ and or_ must have the same shape; got {a.shape} and {o.shape}")
-    n_max = _n_max_of(a.shape[-1], "and_")
+    n_max = n_max_of(a.shape[-1], "and_")
     M = a.shape[-1]
-    n = _row_n(a, o, n_vars, n_max)
+    n = row_n(a, o, n_vars, n_max)
     x = np.stack([a, o], axis=-2)  # (..., 2, M)
     masks = np.arange(M)
     in_omega = (masks >= 1) & (masks < (np.int64(1) << n)[..., None, None])  # (..., 1, M)
@@ -146,7 +146,7 @@ def salient(norm: ArrayLike, tau: ArrayLike = DEFAULT_TAU) -> NDArray[np.bool_]:
     τ axis: shape ``(len(tau),) + norm.shape``.  Mask 0 is never salient.
     """
     x = as_float(norm, "norm")
-    t, scalar = _check_tau(tau)
+    t, scalar = check_tau(tau)
     absx = np.abs(x)
     with np.errstate(invalid="ignore"):
         out = absx[None] > t.reshape((-1,) + (1,) * x.ndim)  # NaN > τ is False
@@ -194,13 +194,13 @@ def type_codes(norm_a: ArrayLike, norm_b: ArrayLike) -> NDArray[np.int64]:
         return np.where(prod < 0, 0, np.where(similar, 2, 1)).astype(np.int64)
 
 
-def _union_grid(
+def union_grid(
     a: NDArray[np.float64], b: NDArray[np.float64], layout: SetLayout,
     tau: ArrayLike, band: str | None, types: bool,
 ) -> tuple[NDArray, NDArray, bool]:
     """Shared core: (Σ_U term or per-type counts, |U|) over leading τ axis."""
-    t, scalar = _check_tau(tau)
-    code = _check_band(band)
+    t, scalar = check_tau(tau)
+    code = check_band(band)
     order = np.argsort(t, kind="stable")
     inv = np.argsort(order, kind="stable")
     ts = t[order]
@@ -270,8 +270,8 @@ def pair_sensitivity(
     PairSensitivity(value, n_union), each of shape ``[len(tau),] + norm_a.shape[:-2]``;
     ``value`` is NaN where U is empty.
     """
-    a, b, layout = _check_pair_inputs(norm_a, norm_b, layout)
-    sums, cnt, scalar = _union_grid(a, b, layout, tau, band, types=False)
+    a, b, layout = check_pair_inputs(norm_a, norm_b, layout)
+    sums, cnt, scalar = union_grid(a, b, layout, tau, band, types=False)
     with np.errstate(invalid="ignore", divide="ignore"):
         value = np.where(cnt > 0, sums / np.where(cnt > 0, cnt, 1), np.nan)
     if scalar:
@@ -341,10 +341,10 @@ def ips(
             f"norm must have shape (sample, condition, 2, 2**n_max); got shape {x.shape}"
         )
     if layout is None:
-        _check_norm_shape(x, "norm")
-    p = all_pairs(x.shape[1]) if pairs is None else _check_pairs(pairs, x.shape[1])
+        check_norm_shape(x, "norm")
+    p = all_pairs(x.shape[1]) if pairs is None else check_pairs(pairs, x.shape[1])
     a, b = x[:, p[:, 0]], x[:, p[:, 1]]  # (S, P, 2, M)
-    t, scalar = _check_tau(tau)
+    t, scalar = check_tau(tau)
     # always with τ axis here: (T, S, P)
     res = pair_sensitivity(a, b, t, band, None if layout is None else layout.rows(1))
     per_pair, n_union = res.value, res.n_union

@@ -53,6 +53,12 @@ replacing the sample (`ceiling`).
 v_half). It measures the rounding of the forward pass itself, correlated across masks as
 Gaussian noise is not (`precision_null`).
 
+*Mask null* of a game: the same prompt scored again with another baseline for an absent word
+(`mask_null.masks`: another token, a word such as " the"), fitted alike and scored against
+the game as a template pair, by the same `precision_null`. It measures how much of the
+salient set the choice of baseline alone decides (docs/method.md#nulls); it is no noise
+floor, as it changes what absence means.
+
 What a null cannot show: it is a reference for the size of IPS, not a test that the model
 is insensitive; a game's null depends on its own interactions (a flat game, whose Ĩ are all
 near τ, is disturbed more by the same noise).
@@ -71,7 +77,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ips.analysis import layout, metrics, nulls, uncertainty
+from ips.analysis import layout, metrics, uncertainty
 from ips.errors import InputError
 from ips.formats.hdf5 import labels
 from ips.formats.metrics import BANDS
@@ -333,8 +339,8 @@ def fitter(fit_attrs: dict) -> Fitter:
     return fit
 
 
-def _null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_group: list[dict],
-                    tau: float, sweep: np.ndarray, null: nulls.Settings, order: np.ndarray,
+def null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_group: list[dict],
+                    tau: float, sweep: np.ndarray, null: Settings, order: np.ndarray,
                     counts: np.ndarray, level: float):
     """The null IPS beside IPS (`ips.analysis.nulls`): the Gaussian null per sample, group, level
     and band (with intervals over samples, n and the τ sweep), the matched-size null per sample
@@ -347,27 +353,27 @@ def _null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_gro
                     merged.values_files[0])
         return {}, {}
     t0 = time.perf_counter()
-    fit = nulls.fitter(merged.fit_attrs)
+    fit = fitter(merged.fit_attrs)
     v, n_vars, samples = merged.v, merged.n_vars, merged.samples
     S, C, M = v.shape
-    ranges = nulls.game_range(v, n_vars[:, None])
+    ranges = game_range(v, n_vars[:, None])
     data = {"sample_v_range": (("sample", "condition"), ranges[order])}
     coords = {"null_level": np.asarray(null.levels, np.float64)}
     game, game_sweep = [], []
     for c in null.levels:
-        runs = [nulls.gaussian_null(v, n_vars, norm, fit, c,
-                                    nulls.standard_noise(samples, (C, M), null.seed, 1,
+        runs = [gaussian_null(v, n_vars, norm, fit, c,
+                                    standard_noise(samples, (C, M), null.seed, 1,
                                                          round(c * 1e9), d), tau, sweep)
                 for d in range(null.draws)]
-        game.append(nulls.nan_mean(np.stack([r.bands for r in runs]), 0))  # (S, C, B)
-        game_sweep.append(nulls.nan_mean(np.stack([r.sweep for r in runs]), 0))
+        game.append(nan_mean(np.stack([r.bands for r in runs]), 0))  # (S, C, B)
+        game_sweep.append(nan_mean(np.stack([r.sweep for r in runs]), 0))
     game, game_sweep = np.stack(game, 2), np.stack(game_sweep, 2)  # (S, C, L, B|T)
     members = [merged.group_conditions(g) for g in groups]
-    sample_null = np.stack([nulls.nan_mean(game[:, m], 1) for m in members], 1)[order]
-    sample_sweep = np.stack([nulls.nan_mean(game_sweep[:, m], 1) for m in members], 1)[order]
+    sample_null = np.stack([nan_mean(game[:, m], 1) for m in members], 1)[order]
+    sample_sweep = np.stack([nan_mean(game_sweep[:, m], 1) for m in members], 1)[order]
     data |= _over_samples("null", sample_null, ("group", "null_level", "band"), counts, level)
     data["null_ips_sweep"] = (("tau", "group", "null_level"),
-                              np.moveaxis(nulls.nan_mean(sample_sweep, 0), -1, 0))
+                              np.moveaxis(nan_mean(sample_sweep, 0), -1, 0))
     if null.matched:
         data |= _matched_variables(merged, norm, per_group, tau, sweep, null, fit, order,
                                    counts, level, ranges)
@@ -380,7 +386,7 @@ def _null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_gro
     return data, coords
 
 
-def _rescored_variables(kind: str, merged: Merged, norm: np.ndarray, groups: Sequence[str],
+def rescored_variables(kind: str, merged: Merged, norm: np.ndarray, groups: Sequence[str],
                         runs: Sequence[Merged], tau: float, sweep: np.ndarray,
                         order: np.ndarray, counts: np.ndarray, level: float):
     """A re-scored null (`kind`: `precision`, the same games in another precision, or `mask`,
@@ -402,26 +408,26 @@ def _rescored_variables(kind: str, merged: Merged, norm: np.ndarray, groups: Seq
     by = VARIANTS[kind].by
     for k, p in enumerate(runs):
         si, ci = _rescored_index(kind, merged, p)
-        got = nulls.precision_null(merged.v[si][:, ci], p.v, p.n_vars, norm[si][:, ci],
+        got = precision_null(merged.v[si][:, ci], p.v, p.n_vars, norm[si][:, ci],
                                    metrics.normalize(p.and_, p.or_, p.n_vars[:, None]), tau,
                                    sweep)
         for gi, member in enumerate(members):
             mine = member[ci]
             if mine.any():
-                per_sample[si, k, gi] = nulls.nan_mean(got.game.bands[:, mine], 1)
-                per_sweep[si, k, gi] = nulls.nan_mean(got.game.sweep[:, mine], 1)
+                per_sample[si, k, gi] = nan_mean(got.game.bands[:, mine], 1)
+                per_sweep[si, k, gi] = nan_mean(got.game.sweep[:, mine], 1)
         stats["max_abs_dv"][k] = got.abs_dv.max(initial=0.0)
-        stats["median_abs_dv"][k] = nulls.nan_median(got.abs_dv)
-        stats["dv_rel"][k] = nulls.nan_median(got.dv_rel)
-        stats["jaccard"][k] = nulls.nan_mean(got.jaccard, None)
+        stats["median_abs_dv"][k] = nan_median(got.abs_dv)
+        stats["dv_rel"][k] = nan_median(got.dv_rel)
+        stats["jaccard"][k] = nan_mean(got.jaccard, None)
         stats["games"][k] = got.jaccard.size
         log.info("%s null %s vs %s: %d games, IPS %.3f, max |dv| %.3g", kind, p.attrs.get(by),
                  merged.attrs.get(by, "?"), got.jaccard.size,
-                 float(nulls.nan_mean(got.game.bands[..., 0], None)), stats["max_abs_dv"][k])
+                 float(nan_mean(got.game.bands[..., 0], None)), stats["max_abs_dv"][k])
     data = _over_samples(f"{kind}_null", per_sample[order], (kind, "group", "band"), counts,
                          level)
     data[f"{kind}_null_ips_sweep"] = (("tau", kind, "group"),
-                                      np.moveaxis(nulls.nan_mean(per_sweep, 0), -1, 0))
+                                      np.moveaxis(nan_mean(per_sweep, 0), -1, 0))
     data |= {f"{kind}_{k}": ((kind,), v) for k, v in stats.items()}
     return data, {kind: np.array([str(p.attrs.get(by, "")) for p in runs], dtype=object)}
 
@@ -471,12 +477,12 @@ def _group_means(per_pair: np.ndarray, per_group: list[dict]) -> np.ndarray:
     """(sample, pair, band) → (sample, group, band): the mean over each group's pairs (they
     are concatenated in group order)."""
     bounds = np.cumsum([0] + [len(g["pairs"]) for g in per_group])
-    return np.stack([nulls.nan_mean(per_pair[:, a:b], 1)
+    return np.stack([nan_mean(per_pair[:, a:b], 1)
                      for a, b in zip(bounds[:-1], bounds[1:])], 1)
 
 
 def _matched_variables(merged: Merged, norm: np.ndarray, per_group: list[dict], tau: float,
-                       sweep: np.ndarray, null: nulls.Settings, fit, order: np.ndarray,
+                       sweep: np.ndarray, null: Settings, fit, order: np.ndarray,
                        counts: np.ndarray, level: float, ranges: np.ndarray) -> dict:
     """The matched-size null of every pair (sample, pair, band), per group and sample; the
     noise size of each side (`residual_size`); and the raw size of each pair's change
@@ -485,12 +491,12 @@ def _matched_variables(merged: Merged, norm: np.ndarray, per_group: list[dict], 
     S, _, M = merged.v.shape
     runs, sigma = [], np.zeros((S, len(pairs), 2))
     for d in range(null.draws):
-        eps = nulls.standard_noise(merged.samples, (2, len(pairs), M), null.seed, 2, d)
-        got, sigma = nulls.matched_null(merged.v, merged.n_vars, norm, pairs, fit, eps, tau,
+        eps = standard_noise(merged.samples, (2, len(pairs), M), null.seed, 2, d)
+        got, sigma = matched_null(merged.v, merged.n_vars, norm, pairs, fit, eps, tau,
                                         sweep)
         runs.append(got.bands)
-    pair_null = nulls.nan_mean(np.stack(runs), 0)[order]  # (S, P, B)
-    change = nulls.change_size(merged.v[:, pairs[:, 0]], merged.v[:, pairs[:, 1]],
+    pair_null = nan_mean(np.stack(runs), 0)[order]  # (S, P, B)
+    change = change_size(merged.v[:, pairs[:, 0]], merged.v[:, pairs[:, 1]],
                                merged.n_vars[:, None])
     mean_range = 0.5 * (ranges[:, pairs[:, 0]] + ranges[:, pairs[:, 1]])
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -499,7 +505,7 @@ def _matched_variables(merged: Merged, norm: np.ndarray, per_group: list[dict], 
         **_over_samples("matched_null", _group_means(pair_null, per_group), ("group", "band"),
                         counts, level),
         "sample_pair_matched_null": (("sample", "pair", "band"), pair_null),
-        "pair_matched_null": (("pair", "band"), nulls.nan_mean(pair_null, 0)),
+        "pair_matched_null": (("pair", "band"), nan_mean(pair_null, 0)),
         "sample_pair_residual_change": (("sample", "pair", "pair_side"), sigma[order]),
         "sample_pair_change": (("sample", "pair"), change[order]),
         "sample_pair_change_rel": (("sample", "pair"), relative[order]),
@@ -511,13 +517,13 @@ def _ceiling_variables(merged: Merged, norm: np.ndarray, per_group: list[dict], 
     """The ceiling (`ceiling`) per sample, group and band, with its mean, interval and n; the
     samples are paired in sorted-id order, so the pairing depends on their set only."""
     pairs = np.concatenate([g["pairs"] for g in per_group]).reshape(-1, 2)
-    partners = nulls.ceiling_partners(merged.n_vars[order], seed)
-    pair_ceiling = nulls.ceiling(norm[order], partners, pairs, tau)  # (S, P, B)
+    partners = ceiling_partners(merged.n_vars[order], seed)
+    pair_ceiling = ceiling(norm[order], partners, pairs, tau)  # (S, P, B)
     return _over_samples("ceiling", _group_means(pair_ceiling, per_group), ("group", "band"),
                          counts, level)
 
 
-def _null_attribute(merged: Merged, null: nulls.Settings) -> str:
+def null_attribute(merged: Merged, null: Settings) -> str:
     """How the null IPS was made (JSON): the perturbation models, levels, draws, seed, fit."""
     if null.draws == 0 or merged.games is not None:
         return json.dumps({"computed": False})
@@ -529,7 +535,7 @@ def _null_attribute(merged: Merged, null: nulls.Settings) -> str:
                     "its game minus the least-squares a * (other game) + b with a >= 0; "
                     "fitted and scored against its own fit; mean of the two sides"
                     ) if null.matched else "",
-        "ceiling": (f"mean over the group's pairs (T, T^) and up to {nulls.CEILING_PARTNERS} "
+        "ceiling": (f"mean over the group's pairs (T, T^) and up to {CEILING_PARTNERS} "
                     "other samples s' of the same n (a seeded ring over the sorted ids) of "
                     "ips(x, fit of v_T of the sample, fit of v_T^ of s'), interactions matched "
                     "by bitmask"),

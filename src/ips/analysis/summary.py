@@ -28,7 +28,7 @@ from ips.analysis import (
 )
 from ips.analysis import layout as analysis_layout
 from ips.analysis.case_study import case_study_data
-from ips.analysis.nulls import _null_attribute, _null_variables, _rescored_variables
+from ips.analysis.nulls import null_attribute, null_variables, rescored_variables
 from ips.errors import InputError
 from ips.formats.hdf5 import labels
 from ips.formats.metrics import BAND_PAIRS, BANDS, CHANGED, PERTURBATION_LABEL
@@ -135,9 +135,9 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         _pair_variables(merged, groups, per_group, pred),
         _sample_variables(merged, per_group, order, seed, n_boot, level, draws),
         _fit_variables(merged, norm, layout, tau, order),
-        _null_variables(merged, norm, groups, per_group, tau, sweep, null, order, counts,
+        null_variables(merged, norm, groups, per_group, tau, sweep, null, order, counts,
                         level),
-        *(_rescored_variables(v.kind, merged, norm, groups, rescored.get(v.kind, ()), tau,
+        *(rescored_variables(v.kind, merged, norm, groups, rescored.get(v.kind, ()), tau,
                               sweep, order, counts, level) for v in NULLS),
         _peer_variables(merged, groups, per_group, order, counts, level),
         (case_data, case_coords),
@@ -145,7 +145,7 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         data.update(d)
         coords.update(c)
     attrs = {**_attributes(merged, tau, seed, n_boot, level, draws), **case_attrs,
-             "null": _null_attribute(merged, null),
+             "null": null_attribute(merged, null),
              **{v.kind: _rescored_attribute(v.kind, merged, rescored.get(v.kind, ()))
                 for v in NULLS}}
     ds = xr.Dataset(data, coords=coords, attrs=attrs)

@@ -2,4 +2,19 @@
 (`add_parser`) and its handler (`run`), which parses and calls the library. Commands that
 take settings accept them from a config file (`--config`, for people) or as JSON
 (`--settings` / `--entry`, for workflow rules, which pass exactly the values they depend on
-through `params:`)."""
+through `params:`).
+
+Modules:
+
+* ``main``           the parser and the dispatch to each command
+* ``arguments``      argument types shared by the commands
+* ``samples``        `ips samples`
+* ``prepare_model``  `ips prepare-model`
+* ``score``          `ips score`
+* ``fit``            `ips fit`
+* ``metrics``        `ips metrics`
+* ``factors``        `ips factors`
+* ``baselines``      `ips baselines`
+* ``figures``        `ips figures`
+* ``explain``        `ips explain`
+"""

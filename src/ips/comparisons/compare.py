@@ -62,12 +62,12 @@ from ips.comparisons import low_band
 from ips.comparisons.factors import (
     ABSENT,
     FACTORS,
-    _groups,
-    _pairs_instruct,
-    _pairs_moe,
-    _pairs_scale,
+    entry_groups,
+    instruct_pairs,
+    moe_pairs,
+    scale_pairs,
 )
-from ips.comparisons.robustness import ROBUSTNESS_GROUP, _robustness_variables
+from ips.comparisons.robustness import ROBUSTNESS_GROUP, robustness_variables
 from ips.errors import InputError
 from ips.formats.hdf5 import labels
 from ips.formats.metrics import BANDS, Entry, read_metrics
@@ -153,8 +153,8 @@ def _pair_null(e: Entry, rows: list[int]) -> tuple[np.ndarray, tuple | None]:
 
 def _model_comparisons(factor: str, dataset: str, a: Entry, b: Entry) -> list[Comparison]:
     out = []
-    for g in _groups(a):
-        if g in _groups(b):
+    for g in entry_groups(a):
+        if g in entry_groups(b):
             (na, sa), (nb, sb) = _group_null(a, g), _group_null(b, g)
             out.append(Comparison(factor, dataset, g, a.model, b.model, g, g, "",
                                   _group_ips(a, g), _group_ips(b, g),
@@ -164,7 +164,7 @@ def _model_comparisons(factor: str, dataset: str, a: Entry, b: Entry) -> list[Co
 
 def _few_shot(dataset: str, e: Entry) -> tuple[list[Comparison], list[str]]:
     """k-shot group vs the same template pairs of the 0-shot group of one model."""
-    groups = _groups(e)
+    groups = entry_groups(e)
     notes = []
     if ZERO_SHOT not in groups:
         return [], [f"{e.model}: no {ZERO_SHOT} group"]
@@ -335,7 +335,7 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
                  (_control_variables(comps, controls, {e.model: e.twin_of for e in entries},
                                      draws, seed, level), {}),
                  (presence, {}),
-                 _robustness_variables(datasets, by_dataset)):
+                 robustness_variables(datasets, by_dataset)):
         data.update(d)
         coords.update(c)
     attrs = {
@@ -382,8 +382,8 @@ def _find_comparisons(datasets: list[str], by_dataset: dict[str, list[Entry]]
     and the notes on few-shot groups that could not be compared."""
     comps: list[Comparison] = []
     few_notes: list[str] = []
-    finders = {"instruct_vs_base": _pairs_instruct, "scale": _pairs_scale,
-               "dense_vs_moe": _pairs_moe}
+    finders = {"instruct_vs_base": instruct_pairs, "scale": scale_pairs,
+               "dense_vs_moe": moe_pairs}
     for d in datasets:
         for factor, finder in finders.items():
             for a, b in finder(by_dataset[d]):

@@ -19,11 +19,11 @@ ABSENT = {
 }
 
 
-def _groups(e: Entry) -> list[str]:
+def entry_groups(e: Entry) -> list[str]:
     return [str(g) for g in e.ds["group"].values]
 
 
-def _pairs_instruct(entries: list[Entry]):
+def instruct_pairs(entries: list[Entry]):
     for a, b in product(entries, entries):
         x, y = a.attrs, b.attrs
         if (x["type"] == "instruct" and y["type"] == "base" and x["family"] == y["family"]
@@ -31,7 +31,7 @@ def _pairs_instruct(entries: list[Entry]):
             yield a, b
 
 
-def _pairs_scale(entries: list[Entry]):
+def scale_pairs(entries: list[Entry]):
     by_key = defaultdict(list)
     for e in entries:
         by_key[e.attrs["series"], e.attrs["type"], e.attrs["architecture"]].append(e)
@@ -43,7 +43,7 @@ def _pairs_scale(entries: list[Entry]):
                     yield a, b
 
 
-def _pairs_moe(entries: list[Entry]):
+def moe_pairs(entries: list[Entry]):
     for a, b in product(entries, entries):
         x, y = a.attrs, b.attrs
         if (x["architecture"] == "dense" and y["architecture"] == "moe"

@@ -12,7 +12,7 @@ import scipy.stats
 from numpy.typing import ArrayLike, NDArray
 
 from ips.analysis.layout import as_float
-from ips.comparisons.factors import _groups
+from ips.comparisons.factors import entry_groups
 from ips.errors import InputError
 from ips.formats.factors import TauDifferences
 from ips.formats.hdf5 import labels
@@ -75,7 +75,7 @@ def _robustness(dataset: str, entries: list[Entry]) -> _Robustness:
         elif t.shape != taus.shape or not np.allclose(t, taus):
             raise InputError(f"{e.path}: τ sweep {t.tolist()} differs from {taus.tolist()} of "
                              f"{first}; run `ips metrics` with one --tau-sweep for all models")
-        if ROBUSTNESS_GROUP not in _groups(e):
+        if ROBUSTNESS_GROUP not in entry_groups(e):
             left.append(f"{e.model} (no {ROBUSTNESS_GROUP} group)")
             continue
         row = e.ds["ips_sweep"].sel(group=ROBUSTNESS_GROUP).values.astype(float)
@@ -93,7 +93,7 @@ def _robustness(dataset: str, entries: list[Entry]) -> _Robustness:
                        taus)
 
 
-def _robustness_variables(datasets: list[str], by_dataset: dict[str, list[Entry]]):
+def robustness_variables(datasets: list[str], by_dataset: dict[str, list[Entry]]):
     """τ robustness per dataset (`_robustness`); every dataset must share one τ sweep."""
     rob = [_robustness(d, by_dataset[d]) for d in datasets]
     taus = rob[0].taus

@@ -18,8 +18,7 @@ from ips.analysis import uncertainty
 from ips.analysis.uncertainty import MIN_RELIABLE_N, sign_flip_label
 from ips.comparisons.claims.verdicts import bootstrap_settings
 from ips.config import MODEL_ATTRIBUTES
-from ips.figures.numbers import MAIN_GROUP, ips_value
-from ips.figures.perturbation import label_columns, label_mean
+from ips.figures.numbers import MAIN_GROUP, ips_value, label_columns, label_mean
 from ips.figures.tables import attr_text
 from ips.formats.factors import FactorsFile
 from ips.formats.metrics import Entry, weights
@@ -66,7 +65,7 @@ def _larger(a: float, b: float, smaller_wins: bool = False) -> str:
 
 def perturbation_rows(entries: list[Entry], draws: int, seed: int) -> list[dict]:
     """Per model and dataset: mean IPS over the 0-shot pairs that alter tokens and over those
-    that add tokens (`ips.figures.perturbation.label_mean`), with intervals and samples; which
+    that add tokens (`ips.figures.numbers.label_mean`), with intervals and samples; which
     is larger (`more_sensitive`, the paper's bold; "" for a tie); and the paired sign-flip test
     of d_s = A_s − L_s over the samples valued on both, where A_s (L_s) is the mean of
     sample s's ips over its adding (altering) pairs — whether the model's difference is more

@@ -23,7 +23,7 @@ from ips.figures.style import INTERACTION_TYPE_COLORS, grid, note, save
 _LABEL_CHARS = 38  # longer interaction labels are shortened (see _label)
 
 
-def _title(case) -> str:
+def case_title(case) -> str:
     ta, tb = case.templates
     gold = f", gold {case.gold}" if case.gold is not None else ""
     head = " · ".join(x for x in (case.model, case.sample) if x)
@@ -87,14 +87,14 @@ def case_study_figure(cases, path, top: int = 12, title: str = "") -> list[Path]
     else:
         caption = ""
     height = max(1.6 + 0.42 * max(len(r), 3) for r in shown)
-    fig, axes = grid(len(cases), 1, 9.5, height, _title(cases[0]) if single else title, caption)
+    fig, axes = grid(len(cases), 1, 9.5, height, case_title(cases[0]) if single else title, caption)
     for (ax,), case, rows in zip(axes, cases, shown):
         if isinstance(case, str):
             note(ax, case)
             continue
         if not single:
             ax.set_title(("prediction changed" if case.prediction_changed else
-                          "prediction unchanged") + " · " + _title(case), fontsize=9)
+                          "prediction unchanged") + " · " + case_title(case), fontsize=9)
         _panel(ax, case, rows)
     return save(fig, path)
 

@@ -1,12 +1,17 @@
-"""Helpers shared by the figure modules: reading values off the metrics entries, ordering,
-colours, legends, the interval whiskers of every IPS number, the flag of intervals from few
-samples and the text of p-values."""
+"""Numbers shared by the figure modules: values read off the metrics entries (IPS, its
+interval, its nulls, n; the mean IPS of a label's pairs), the entries by dataset, the flag of intervals from few samples and
+the text of p-values, tests and correlations. Their look (colours, legends, whiskers) is
+`ips.figures.style`'s."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
+from ips.analysis import uncertainty
 from ips.analysis.uncertainty import MIN_RELIABLE_N
+from ips.comparisons.claims.verdicts import bootstrap_settings
 from ips.formats.metrics import BAND_PAIRS, Entry
 from ips.prompts.templates import ZERO_SHOT
 
@@ -125,3 +130,46 @@ def random_note(entries: list[Entry]) -> str:
         return ""
     shown = ", ".join(names) if len(names) <= 4 else f"{len(names)} models: {names[0]}, …"
     return f"random weights ({shown}): these numbers measure nothing"
+
+
+#: the labels of template pairs (Appendix G): altering and adding tokens, reworded prompts
+LABELS = ("altering", "adding", "perturbation")
+
+
+def label_columns(e: Entry, label: str) -> np.ndarray:
+    """The pairs with this label: 0-shot pairs for altering/adding, every pair of the
+    perturbation group for `perturbation`."""
+    ds = e.ds
+    if ds.sizes.get("pair", 0) == 0:
+        return np.zeros(0, dtype=int)
+    lab = ds["pair_label"].values.astype(str)
+    grp = ds["pair_group"].values.astype(str)
+    sel = (lab == label) & ((grp == MAIN_GROUP) if label != "perturbation" else True)
+    return np.flatnonzero(sel)
+
+
+class LabelMean(NamedTuple):
+    mean: float  # mean of pair_ips over the label's pairs (band all)
+    ci: tuple[float, float]  # bootstrap interval over samples; NaN without per-sample values
+    n: int  # samples with a value on any of the pairs (0 without per-sample values)
+    pairs: int  # the label's pairs
+
+
+def label_mean(e: Entry, label: str) -> LabelMean:
+    """Mean pair_ips (band all) over the pairs with this label (`label_columns`) and its
+    bootstrap interval over samples with the metrics file's bootstrap settings (the mean
+    over the pairs of the per-pair means, recomputed in every replicate)."""
+    cols = label_columns(e, label)
+    nan = (float("nan"), float("nan"))
+    if cols.size == 0:
+        return LabelMean(float("nan"), nan, 0, 0)
+    vals = e.ds["pair_ips"].sel(band="all").values[cols]
+    vals = vals[np.isfinite(vals)]
+    mean = float(vals.mean()) if vals.size else float("nan")
+    if "sample_pair_ips" not in e.ds.variables:
+        return LabelMean(mean, nan, 0, int(cols.size))
+    x = e.ds["sample_pair_ips"].sel(band="all").transpose("sample", "pair").values[:, cols]
+    seed, n_boot, level = bootstrap_settings(e)
+    _, ci = uncertainty.bootstrap_ci(x, n_boot=n_boot, level=level, seed=seed)
+    return LabelMean(mean, (float(ci[0]), float(ci[1])),
+                     int(np.isfinite(x).any(axis=1).sum()), int(cols.size))

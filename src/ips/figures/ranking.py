@@ -21,8 +21,8 @@ from ips.figures.numbers import (
     n_valued,
     null_values,
 )
-from ips.figures.sparsity import MAX_LEGEND
 from ips.figures.style import (
+    MAX_LEGEND,
     NULL_MARKS,
     TYPE_COLORS,
     family_colors,

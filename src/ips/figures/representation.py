@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from ips.figures.numbers import MAIN_GROUP, correlation_text, datasets_of
-from ips.figures.sparsity import MAX_LEGEND
 from ips.figures.style import (
+    MAX_LEGEND,
     family_colors,
     family_legend,
     grid,

@@ -10,6 +10,7 @@ import numpy as np
 from ips.figures.numbers import datasets_of
 from ips.figures.style import (
     FAMILY_STYLES,
+    MAX_LEGEND,
     family_colors,
     family_legend,
     grid,
@@ -24,8 +25,6 @@ from ips.figures.style import (
 )
 from ips.formats.metrics import Entry
 
-MAX_LEGEND = 12
-"""Beyond this many models the sparsity curves are coloured by family, not named one by one."""
 KEEP_COLORS = {0.03: "#fdae61", 0.05: "#abd9e9", 1.0: "#2c7bb6"}
 
 

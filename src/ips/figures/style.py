@@ -22,6 +22,9 @@ from ips.outputs import atomic_path
 BAND_COLORS = {"all": "#4d4d4d", "low": "#1b9e77", "mid": "#d95f02", "high": "#7570b3"}
 TYPE_COLORS = {"base": "#d95f02", "instruct": "#1b9e77"}
 LABEL_COLORS = {"altering": "#e7298a", "adding": "#66a61e", "perturbation": "#e6ab02"}
+MAX_LEGEND = 12
+"""Beyond this many models a figure colours its models by family rather than naming each."""
+
 #: colours of the interaction types of `ips.analysis.interaction_types.INTERACTION_TYPES` (paper
 #: Fig. 3)
 INTERACTION_TYPE_COLORS = {

@@ -106,6 +106,6 @@ def require(ds: xr.Dataset, path, variables: tuple[str, ...], command: str = "")
             raise InputError(f"{path}: no variable {name!r} (is this a file of `{command}`?)")
 
 
-def _labels(a) -> np.ndarray:
+def decode_labels(a) -> np.ndarray:
     return np.array([x.decode() if isinstance(x, bytes) else str(x) for x in np.asarray(a)],
                     dtype=object)

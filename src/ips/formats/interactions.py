@@ -26,7 +26,7 @@ import xarray as xr
 from numpy.typing import ArrayLike
 
 from ips.errors import InputError
-from ips.formats.hdf5 import _labels, read_dataset, require, write_dataset
+from ips.formats.hdf5 import decode_labels, read_dataset, require, write_dataset
 from ips.formats.values import DIMS, design_row
 from ips.interactions.sparse import SparseInteractions
 
@@ -67,7 +67,7 @@ def attach_interactions(shard, interactions_path: str | os.PathLike) -> None:
     if sparse_fit != (shard.attrs["sampling"] == "sparse"):
         raise InputError(f"{mismatch}: one is of sparse sampling, the other not")
     for name, ours in (("sample", shard.samples), ("condition", shard.conditions["condition"])):
-        if name in ds.coords and not np.array_equal(_labels(ds[name].values), ours):
+        if name in ds.coords and not np.array_equal(decode_labels(ds[name].values), ours):
             raise InputError(f"{mismatch}: its {name} labels differ")
     if not np.array_equal(np.asarray(ds["n_vars"].values), shard.n_vars):
         raise InputError(f"{mismatch}: 'n_vars' differs")

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ips.errors import InputError
-from ips.formats.hdf5 import _labels, read_dataset
+from ips.formats.hdf5 import decode_labels, read_dataset
 from ips.formats.interactions import attach_interactions
 from ips.variants import VARIANTS
 
@@ -113,17 +113,17 @@ def read_shard(path: str | os.PathLike) -> Shard:
     attrs.setdefault("model_attributes", "{}")
     attrs.setdefault("sampling", "exhaustive")  # files written before sparse sampling
     conditions = {
-        "condition": _labels(ds["condition"].values) if "condition" in ds.coords
+        "condition": decode_labels(ds["condition"].values) if "condition" in ds.coords
         else np.array([f"c{i}" for i in range(C)], dtype=object),
     }
     for name in _CONDITION_COORDS:
         if name in ds.variables:
             conditions[name] = (np.asarray(ds[name].values) if name == "shots"
-                                else _labels(ds[name].values))
+                                else decode_labels(ds[name].values))
     conditions.setdefault("template", conditions["condition"].copy())
     conditions.setdefault("shots", np.zeros(C, dtype=np.int64))
     conditions.setdefault("perturbation", np.array([""] * C, dtype=object))
-    samples = (_labels(ds["sample"].values) if "sample" in ds.coords
+    samples = (decode_labels(ds["sample"].values) if "sample" in ds.coords
                else np.array([f"{path.name}:{i}" for i in range(S)], dtype=object))
     pred = np.asarray(ds["pred"].values)
     if pred.shape != (S, C):
@@ -148,7 +148,7 @@ def read_shard(path: str | os.PathLike) -> Shard:
 
 def _labels_2d(a) -> np.ndarray:
     a = np.asarray(a)
-    return _labels(a.reshape(-1)).reshape(a.shape)
+    return decode_labels(a.reshape(-1)).reshape(a.shape)
 
 
 def merge_shards(shards: Sequence[Shard]) -> Merged:

@@ -278,7 +278,7 @@ def _variable_arrays(sample_set, samples, results, budget: int | None = None, de
     }
 
 
-def _storable(text: str) -> str:
+def storable_text(text: str) -> str:
     """`text` as HDF5 can store it: a NUL (the decoded byte-level token 0x00, which a model
     may predict) written as the four characters \\x00."""
     return text.replace("\x00", "\\x00")
@@ -306,7 +306,7 @@ def _prediction_arrays(sample_set, samples, results, loaded) -> dict:
         "letter_token": (sc + ("option",), stack("letter_token")),
         "option_logp": (sc + ("option",), option_logp),
         "greedy_token": (sc, stack("greedy")),
-        "greedy_text": (sc, np.vectorize(lambda t: _storable(loaded.tokenizer.decode(t)),
+        "greedy_text": (sc, np.vectorize(lambda t: storable_text(loaded.tokenizer.decode(t)),
                                          otypes=[object])(stack("greedy"))),
         "target_ids": (sc + ("target_pos",), target_ids),
         "target_form": (sc, stack("target_form").astype(object)),

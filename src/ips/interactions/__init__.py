@@ -26,6 +26,8 @@ Modules (each imports only those above it):
 * ``first_order``  ADMM on butterflies with μ-continuation
 * ``sgd``          the paper's own optimiser, subgradient descent on γ
 * ``solve``        :func:`and_or`, which validates the games and picks a solver
+* ``design``       the masks a sparse game scores
+* ``sparse``       sparse AND-OR interactions from a budget of masked prompts (App. J)
 """
 
 from ips.interactions.exact import l1_optimum

@@ -1,19 +1,19 @@
 """The certified duality gap that every solver reports.
 
 All solvers report a certified relative duality gap: a dual point λ, scaled into the dual box
-‖Aᵀλ‖_∞ ≤ 1, gives bᵀλ ≤ optimum by weak duality (:func:`_dual_bound`), whatever the solver
+‖Aᵀλ‖_∞ ≤ 1, gives bᵀλ ≤ optimum by weak duality (:func:`dual_bound`), whatever the solver
 did.
 
 Each solver supplies its own λ: HiGHS's dual (exact), or a λ recovered from the AND or OR
-multiplier of the iterates (first_order, sgd; :func:`_lambda_from_multiplier`,
-:func:`_lambda_from_or_multiplier`).
+multiplier of the iterates (first_order, sgd; :func:`lambda_from_multiplier`,
+:func:`lambda_from_or_multiplier`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ips.interactions.transforms import _MOBIUS, _butterfly, complement, zeta
+from ips.interactions.transforms import MOBIUS, butterfly, complement, zeta
 
 
 def _dual_values(lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -26,7 +26,7 @@ def _dual_values(lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return sup[..., 1:], or_part[..., 1:]
 
 
-def _dual_bound(v: np.ndarray, lam: np.ndarray) -> np.ndarray:
+def dual_bound(v: np.ndarray, lam: np.ndarray) -> np.ndarray:
     """Weak-duality lower bound on Eq. 12 from any λ over the non-empty masks T.
 
     Rows T ≠ ∅ read Σ_{∅≠S⊆T} x(S) + Σ_{S∩T≠∅} y(S) = v(T) − v(∅). For column S the dual
@@ -41,14 +41,14 @@ def _dual_bound(v: np.ndarray, lam: np.ndarray) -> np.ndarray:
     return (b * lam).sum(-1) / np.maximum(norm, 1.0)
 
 
-def _lambda_from_multiplier(p: np.ndarray) -> np.ndarray:
+def lambda_from_multiplier(p: np.ndarray) -> np.ndarray:
     """λ over masks T from the AND multiplier p(S) = Σ_{T⊇S} λ(T): superset Möbius inversion."""
-    return complement(_butterfly(complement(p).copy(), _MOBIUS))
+    return complement(butterfly(complement(p).copy(), MOBIUS))
 
 
-def _lambda_from_or_multiplier(s: np.ndarray) -> np.ndarray:
+def lambda_from_or_multiplier(s: np.ndarray) -> np.ndarray:
     """λ over masks T whose OR dual values Σ_{T≠∅} λ(T) − Σ_{T⊆N∖S} λ(T) equal s(S), S ≠ ∅.
 
     With λ(∅) = 0 that is (Zλ)(U) = s(N) − s(N∖U) for every U, so λ = M(s(N) − P s).
     """
-    return _butterfly(s[..., -1:] - complement(s), _MOBIUS)
+    return butterfly(s[..., -1:] - complement(s), MOBIUS)

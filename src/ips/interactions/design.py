@@ -11,17 +11,17 @@ from numpy.typing import NDArray
 MAX_N = 62
 
 
-def _check_n(n, name: str = "n") -> int:
+def check_n(n, name: str = "n") -> int:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_N:
         raise ValueError(f"{name}: must be an integer in 1..{MAX_N}, got {n!r}")
     return int(n)
 
 
-def _popcount(masks: NDArray[np.int64]) -> NDArray[np.int64]:
+def popcount(masks: NDArray[np.int64]) -> NDArray[np.int64]:
     return np.bitwise_count(masks).astype(np.int64)
 
 
-def _level(n: int, size: int) -> NDArray[np.int64]:
+def masks_of_size(n: int, size: int) -> NDArray[np.int64]:
     """All masks with exactly `size` bits of n (combinations in lexicographic order)."""
     from itertools import combinations
 
@@ -38,7 +38,7 @@ def design(n: int, budget: int, seed: int = 0, extremes: float = 0.5) -> NDArray
     drawn without repetition with ``numpy.random.default_rng(seed)``) up to ``budget``.
     A budget ≥ 2^n gives all 2^n masks.
     """
-    n = _check_n(n)
+    n = check_n(n)
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 2:
         raise ValueError(f"budget: must be an integer ≥ 2 (masked prompts), got {budget!r}")
     if not 0.0 <= extremes <= 1.0:
@@ -51,7 +51,7 @@ def design(n: int, budget: int, seed: int = 0, extremes: float = 0.5) -> NDArray
         pair = comb(n, size) * (1 if 2 * size == n else 2)
         if used + pair > extremes * budget:
             break
-        chosen.append(_level(n, size))
+        chosen.append(masks_of_size(n, size))
         if 2 * size != n:
             chosen.append(((1 << n) - 1) ^ chosen[-1])
         used += pair

@@ -12,8 +12,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ips.interactions.certificate import _dual_bound
-from ips.interactions.result import AndOrResult, _finish
+from ips.interactions.certificate import dual_bound
+from ips.interactions.result import AndOrResult, assemble_result
 
 log = logging.getLogger(__name__)
 
@@ -203,10 +203,10 @@ def _regularised_exact(a_eq, b, cost, k: int, nq: int, radius: float, f_star: fl
     raise RuntimeError("exact AND-OR fit: regularised solution did not reach the LP optimum")
 
 
-def _exact(v: np.ndarray, n: int, noise: float) -> AndOrResult:
+def fit_exact(v: np.ndarray, n: int, noise: float) -> AndOrResult:
     """Exact fit of each row of ``v`` (rows, 2**n), one LP/QP pair per game.
 
-    The lower bound is the LP dual's certified bound (:func:`_dual_bound`, recomputed here
+    The lower bound is the LP dual's certified bound (:func:`dual_bound`, recomputed here
     with butterflies) without noise, and HiGHS's optimum with it.
     """
     xs, ys, lows, fitv = [], [], [], []
@@ -214,6 +214,6 @@ def _exact(v: np.ndarray, n: int, noise: float) -> AndOrResult:
         x, y, f_star, q, lam = _solve_exact_one(row, n, noise)
         xs.append(x)
         ys.append(y)
-        lows.append(f_star if noise > 0 else float(_dual_bound(row, lam)))
+        lows.append(f_star if noise > 0 else float(dual_bound(row, lam)))
         fitv.append(row + q)
-    return _finish(v, np.array(xs), np.array(ys), np.array(lows), "exact", np.array(fitv))
+    return assemble_result(v, np.array(xs), np.array(ys), np.array(lows), "exact", np.array(fitv))

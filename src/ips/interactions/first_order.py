@@ -13,9 +13,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from ips.interactions.certificate import _dual_bound, _lambda_from_multiplier
-from ips.interactions.result import AndOrResult, _finish
-from ips.interactions.transforms import _MOBIUS, _blocks, _butterfly, complement
+from ips.interactions.certificate import dual_bound, lambda_from_multiplier
+from ips.interactions.result import AndOrResult, assemble_result
+from ips.interactions.transforms import MOBIUS, and_or_blocks, butterfly, complement
 
 log = logging.getLogger(__name__)
 
@@ -23,14 +23,14 @@ log = logging.getLogger(__name__)
 # H a = r with H = MᵀM + PᵀMᵀMP = ⊗A + ⊗B (A = mᵀm, B = (mJ)ᵀ(mJ) per variable). One 2×2
 # generalised eigenproblem WᵀAW = I, WᵀBW = Λ diagonalises both Kronecker products, so
 # H⁻¹ = (⊗W) (I + ⊗Λ)⁻¹ (⊗W)ᵀ is three butterflies: an exact solve in O(n·2^n).
-_MP = _MOBIUS @ np.array([[0.0, 1.0], [1.0, 0.0]])
+_MP = MOBIUS @ np.array([[0.0, 1.0], [1.0, 0.0]])
 
 
 @lru_cache(maxsize=1)
 def _kron_eig():
     import scipy.linalg as sla
 
-    lam, w = sla.eigh(_MP.T @ _MP, _MOBIUS.T @ _MOBIUS)
+    lam, w = sla.eigh(_MP.T @ _MP, MOBIUS.T @ MOBIUS)
     return lam, w
 
 
@@ -48,9 +48,9 @@ def _h_inverse_parts(n: int):
 
 
 def _h_solve(r: np.ndarray, w: np.ndarray, inv_diag: np.ndarray) -> np.ndarray:
-    t = _butterfly(np.array(r, dtype=np.float64, copy=True), w.T)
+    t = butterfly(np.array(r, dtype=np.float64, copy=True), w.T)
     t *= inv_diag
-    return _butterfly(t, w)
+    return butterfly(t, w)
 
 
 def _shrink(t: np.ndarray, thresh) -> np.ndarray:
@@ -85,7 +85,7 @@ def _admm(v: np.ndarray, n: int, tol: float, max_iter: int):
     data-dependent threshold the regularised solution is the canonical optimum (exact
     regularisation). A stage ends when ADMM has converged on it or after ``_STAGE_ITERS``
     iterations. Every ``_CHECK_EVERY`` iterations the multiplier gives a certified lower bound
-    (:func:`_dual_bound`), and at every change of μ a Richardson-extrapolated multiplier gives
+    (:func:`dual_bound`), and at every change of μ a Richardson-extrapolated multiplier gives
     another (much tighter: the μ-regularised multiplier overshoots the ℓ1 dual box by ≈ μ·|z|);
     the best bound per game is kept. At the end of a stage a game is done, and leaves the
     batch, once its certified relative gap is ≤ ``tol`` and (n ≤ ``_SMALL_N``) this and the
@@ -124,8 +124,8 @@ def _admm_start(v: np.ndarray, a: np.ndarray) -> dict[str, np.ndarray | None]:
     """The per-game state of `_admm` (row `k` is game `idx[k]`; compacted as games finish):
     the game, MP v, the iterate a, u, w and the scaled multipliers, and the
     previous stage's multiplier, interactions and convergence."""
-    c = _butterfly(complement(v).copy(), _MOBIUS)  # MP v
-    u, w = _blocks(a, c)
+    c = butterfly(complement(v).copy(), MOBIUS)  # MP v
+    u, w = and_or_blocks(a, c)
     return {"idx": np.arange(v.shape[0]), "flat": v.copy(), "c": c,
             "a": a.copy(), "u": u, "w": w, "al": np.zeros_like(u), "be": np.zeros_like(w),
             "lam_prev": None, "z_prev": None, "ok_prev": None}
@@ -143,10 +143,10 @@ def _admm_stage(st: dict, kron, mu_rel: float, tol: float, iters: int, final: bo
     for it in range(1, iters + 1):
         flat, c, u, wv, al, be = (st[k] for k in ("flat", "c", "u", "w", "al", "be"))
         rho, mu = _RHO, mu_rel
-        r = _butterfly(u - al, _MOBIUS.T) + complement(_butterfly(wv - be + c, _MOBIUS.T))
+        r = butterfly(u - al, MOBIUS.T) + complement(butterfly(wv - be + c, MOBIUS.T))
         a = _h_solve(r, w_mat, inv_diag)
         a += ((flat[:, 0] - a[:, 0]) / h0[0])[:, None] * h0
-        ma, mpa = _blocks(a, c)
+        ma, mpa = and_or_blocks(a, c)
         ma_r = relax * ma + (1 - relax) * u
         mpa_r = relax * mpa + (1 - relax) * wv
         u_new = _shrink(rho * (ma_r + al), 1.0) / (rho + mu)
@@ -158,7 +158,7 @@ def _admm_stage(st: dict, kron, mu_rel: float, tol: float, iters: int, final: bo
         st["a"], st["u"], st["w"] = a, u_new, w_new
         if it % _CHECK_EVERY == 0 or (final and it == iters):
             idx = st["idx"]
-            bound = _dual_bound(flat, _lambda_from_multiplier(rho * al))
+            bound = dual_bound(flat, lambda_from_multiplier(rho * al))
             lower[idx] = np.maximum(lower[idx], bound)
             primal = np.maximum(np.abs(ma - u_new).max(-1), np.abs(mpa - w_new).max(-1))
             dual = np.maximum(np.abs(u_new - u).max(-1), np.abs(w_new - wv).max(-1))
@@ -173,14 +173,14 @@ def _admm_stage_end(st: dict, lower: np.ndarray, mu_rel: float, mu_prev_rel: flo
     """The end of a stage: tighten the lower bounds with the extrapolated multiplier, remember
     this stage in `st`, and return which running games are done (see `_admm`)."""
     flat, idx = st["flat"], st["idx"]
-    lam = _lambda_from_multiplier(_RHO * st["al"])
+    lam = lambda_from_multiplier(_RHO * st["al"])
     if st["lam_prev"] is not None and mu_prev_rel > mu_rel:
         # Richardson extrapolation to μ = 0: on the support Aᵀλ_μ = sign(z) + μz with
         # the same z at both μ (exact regularisation), so the combination is exact there
         t = mu_prev_rel / (mu_prev_rel - mu_rel)
         extrapolated = t * lam + (1 - t) * st["lam_prev"]
-        lower[idx] = np.maximum(lower[idx], _dual_bound(flat, extrapolated))
-    ma, mpa = _blocks(st["a"], st["c"])
+        lower[idx] = np.maximum(lower[idx], dual_bound(flat, extrapolated))
+    ma, mpa = and_or_blocks(st["a"], st["c"])
     z = np.concatenate([ma[:, 1:], mpa[:, 1:]], -1)
     obj = np.abs(z).sum(-1)
     certified = obj - lower[idx] <= tol * obj  # within tol of the optimum, proven
@@ -204,17 +204,17 @@ def _admm_retire(st: dict, finished: np.ndarray, a_out: np.ndarray) -> None:
             st[key] = val[keep]
 
 
-def _first_order(v: np.ndarray, n: int, tol: float, max_iter: int) -> AndOrResult:
+def fit_first_order(v: np.ndarray, n: int, tol: float, max_iter: int) -> AndOrResult:
     a, lower, done, info = _admm(v, n, tol, max_iter)
-    c = _butterfly(complement(v).copy(), _MOBIUS)
-    x, y = _blocks(a, c)
+    c = butterfly(complement(v).copy(), MOBIUS)
+    x, y = and_or_blocks(a, c)
     # AND{i} and OR{i} are the same column ([i ∈ T]): the canonical optimum splits their sum
     # evenly (least ℓ2; never more ℓ1), and matching is unchanged. Exact for any iterate.
     single = 1 << np.arange(n)
     half = 0.5 * (x[:, single] + y[:, single])
     x[:, single] = half
     y[:, single] = half
-    res = _finish(v, x, y, lower, "first_order", info=info)
+    res = assemble_result(v, x, y, lower, "first_order", info=info)
     info["certified"] = int(np.sum(res.duality_gap <= tol))
     rows = v.shape[0]
     if not done.all():

@@ -1,7 +1,7 @@
 """The result of an AND-OR fit (:class:`AndOrResult`), and the unit scale every fit runs on.
 
 Eq. 12 is positively homogeneous, so each solver fits u with v − v(∅) = s·u, max|u| = 1
-(:func:`unit_scale`), and :func:`_rescale` maps the fit back to v.
+(:func:`unit_scale`), and :func:`rescale_result` maps the fit back to v.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class AndOrResult:
     matching_error : (...) max_T |v(x_T) − φ(x_T)| over all 2^n masks (against the input v).
     duality_gap : (...) relative gap (objective − lower_bound) / objective, clipped at 0, where
         the lower bound on Eq. 12's optimum comes from a dual-feasible point (weak duality,
-        :func:`ips.interactions.certificate._dual_bound`; 0 for a zero objective). A
+        :func:`ips.interactions.certificate.dual_bound`; 0 for a zero objective). A
         certificate: the objective is within ``duality_gap`` (relative) of the optimum
         whatever the solver did.
     lower_bound : (...) that certified lower bound (for ``noise > 0``: HiGHS's LP optimum).
@@ -45,7 +45,7 @@ class AndOrResult:
     lower_bound: np.ndarray | None = None
 
 
-def _finish(v: np.ndarray, x: np.ndarray, y: np.ndarray, lower: np.ndarray, solver: str,
+def assemble_result(v: np.ndarray, x: np.ndarray, y: np.ndarray, lower: np.ndarray, solver: str,
             fit_values: np.ndarray | None = None, info: dict | None = None) -> AndOrResult:
     """Assemble the result from x = I_AND and y = I_OR on non-empty sets (x[...,0] = v(∅))."""
     x = x.copy()
@@ -75,7 +75,7 @@ def unit_scale(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return u, np.where(resolved, s, 0.0)
 
 
-def _rescale(res: AndOrResult, v: np.ndarray, scale: np.ndarray) -> AndOrResult:
+def rescale_result(res: AndOrResult, v: np.ndarray, scale: np.ndarray) -> AndOrResult:
     """The fit of v = v(∅) + s·u from the fit ``res`` of u: interactions, γ − ½v(∅),
     objective and bound times s (relative gap unchanged), matching measured against v."""
     v0 = v[:, :1]

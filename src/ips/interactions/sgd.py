@@ -10,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from ips.interactions.certificate import (
-    _dual_bound,
-    _lambda_from_multiplier,
-    _lambda_from_or_multiplier,
+    dual_bound,
+    lambda_from_multiplier,
+    lambda_from_or_multiplier,
 )
-from ips.interactions.result import AndOrResult, _finish
-from ips.interactions.transforms import _MOBIUS, _blocks, _butterfly, complement
+from ips.interactions.result import AndOrResult, assemble_result
+from ips.interactions.transforms import MOBIUS, and_or_blocks, butterfly, complement
 
 #: Defaults of ``solver="sgd"``. Optimiser, momentum, decay and the step count follow the public
 #: code of the paper's lineage (see :func:`_sgd`); the learning rate, relative to the game's
@@ -31,7 +31,7 @@ def _mobius_masks_first(f: np.ndarray, transpose: bool = False) -> np.ndarray:
     """M f (or Mᵀ f) along axis 0 of a C-contiguous (2^n, cols) array, in place.
 
     Masks-first layout for the many steps of :func:`_sgd`: every level updates blocks of at
-    least ``cols`` contiguous values (measured ≈ 3× faster than :func:`_butterfly` on the last
+    least ``cols`` contiguous values (measured ≈ 3× faster than :func:`butterfly` on the last
     axis at n = 10 with 40 columns, ≈ 2× at n = 6).
     """
     n = f.shape[0].bit_length() - 1
@@ -45,7 +45,7 @@ def _mobius_masks_first(f: np.ndarray, transpose: bool = False) -> np.ndarray:
     return f
 
 
-def _l1_signs(a: np.ndarray, c: np.ndarray, fwd: np.ndarray, sgn: np.ndarray) -> None:
+def l1_signs(a: np.ndarray, c: np.ndarray, fwd: np.ndarray, sgn: np.ndarray) -> None:
     """Fill ``fwd`` with [x, y] = [M a, MP a − c] and ``sgn`` with their signs, 0 at ∅ (not in
     the loss). Masks first: a, c (2^n, rows); buffers (2^n, 2·rows), x and y side by side so
     one butterfly transforms both."""
@@ -58,7 +58,7 @@ def _l1_signs(a: np.ndarray, c: np.ndarray, fwd: np.ndarray, sgn: np.ndarray) ->
     sgn[0] = 0.0
 
 
-def _gradient_from_signs(sgn: np.ndarray) -> np.ndarray:
+def gradient_from_signs(sgn: np.ndarray) -> np.ndarray:
     """∂L/∂a = Mᵀ sgn(x) + P Mᵀ sgn(y), 0 at ∅ (γ_∅ is fixed); overwrites ``sgn``. Masks first."""
     rows = sgn.shape[1] // 2
     _mobius_masks_first(sgn, transpose=True)
@@ -105,14 +105,14 @@ def _sgd(v: np.ndarray, n: int, learning_rate: float, steps: int):
 
     Certificate: averaged over the last ``_SGD_AVERAGE`` of the steps, sgn(x) estimates the AND
     multiplier Σ_{T⊇S} λ(T) and sgn(y) the OR one; each gives a λ (and so does their mean), and
-    the best of their weak-duality bounds (:func:`_dual_bound`, ≥ 0) is kept. Tight where the
+    the best of their weak-duality bounds (:func:`dual_bound`, ≥ 0) is kept. Tight where the
     iterate settles on the optimal face (small n), loose (0.3-0.6 relative) at n ≥ 8, where the
     sign pattern keeps oscillating.
 
     Returns (a, lower, info).
     """
     rows, size = v.shape
-    c = np.ascontiguousarray(_butterfly(complement(v).copy(), _MOBIUS).T)  # MP v, masks first
+    c = np.ascontiguousarray(butterfly(complement(v).copy(), MOBIUS).T)  # MP v, masks first
     a = np.ascontiguousarray(0.5 * v.T)
     a[0] = v[:, 0]
     vel = np.zeros_like(a)
@@ -122,25 +122,25 @@ def _sgd(v: np.ndarray, n: int, learning_rate: float, steps: int):
     rates = np.logspace(np.log10(learning_rate), np.log10(learning_rate) - 1, steps)
     start = steps - max(1, round(_SGD_AVERAGE * steps))
     for t in range(steps):
-        _l1_signs(a, c, fwd, sgn)
+        l1_signs(a, c, fwd, sgn)
         if t >= start:
             avg += sgn
-        grad = _gradient_from_signs(sgn)
+        grad = gradient_from_signs(sgn)
         vel *= _SGD_MOMENTUM
         vel += grad
         a -= rates[t] * vel
     avg = avg.T / (steps - start)
     a = np.ascontiguousarray(a.T)
-    lam_and = _lambda_from_multiplier(avg[:rows])
-    lam_or = _lambda_from_or_multiplier(avg[rows:])
-    bounds = [_dual_bound(v, lam) for lam in (lam_and, lam_or, 0.5 * (lam_and + lam_or))]
+    lam_and = lambda_from_multiplier(avg[:rows])
+    lam_or = lambda_from_or_multiplier(avg[rows:])
+    bounds = [dual_bound(v, lam) for lam in (lam_and, lam_or, 0.5 * (lam_and + lam_or))]
     lower = np.maximum(np.max(bounds, axis=0), 0.0)
     info = {"steps": steps, "learning_rate": learning_rate, "momentum": _SGD_MOMENTUM,
             "rows": rows}
     return a, lower, info
 
 
-def _gradient_descent(v: np.ndarray, n: int, learning_rate: float, steps: int) -> AndOrResult:
+def fit_gradient_descent(v: np.ndarray, n: int, learning_rate: float, steps: int) -> AndOrResult:
     a, lower, info = _sgd(v, n, learning_rate, steps)
-    x, y = _blocks(a, _butterfly(complement(v).copy(), _MOBIUS))
-    return _finish(v, x, y, lower, "sgd", info=info)
+    x, y = and_or_blocks(a, butterfly(complement(v).copy(), MOBIUS))
+    return assemble_result(v, x, y, lower, "sgd", info=info)

@@ -12,11 +12,11 @@ import time
 
 import numpy as np
 
-from ips.interactions.exact import _exact
-from ips.interactions.first_order import _first_order
-from ips.interactions.result import AndOrResult, _rescale, unit_scale
-from ips.interactions.sgd import SGD_LEARNING_RATE, SGD_STEPS, _gradient_descent
-from ips.interactions.transforms import DEFAULT_N_MAX, _as_values
+from ips.interactions.exact import fit_exact
+from ips.interactions.first_order import fit_first_order
+from ips.interactions.result import AndOrResult, rescale_result, unit_scale
+from ips.interactions.sgd import SGD_LEARNING_RATE, SGD_STEPS, fit_gradient_descent
+from ips.interactions.transforms import DEFAULT_N_MAX, as_values
 
 SOLVERS = ("auto", "exact", "first_order", "sgd")
 #: ``solver="auto"`` uses the exact LP/QP up to this n and the first-order solver beyond
@@ -60,7 +60,7 @@ def and_or(values, solver: str = "auto", noise: float = 0.0, *, n_max: int = DEF
         raise ValueError(f"solver: {solver!r} is not one of {', '.join(SOLVERS)}")
     if not np.isfinite(noise) or noise < 0:
         raise ValueError(f"noise: must be a finite number ≥ 0, got {noise!r}")
-    v, n = _as_values(values, n_max)
+    v, n = as_values(values, n_max)
     if solver in ("first_order", "sgd") and noise > 0:
         raise ValueError(f"noise: the {solver} solver has no noise term; use solver='exact' "
                          "(or 'auto') when noise > 0")
@@ -75,12 +75,12 @@ def and_or(values, solver: str = "auto", noise: float = 0.0, *, n_max: int = DEF
     batch = v.reshape((-1, 1 << n))  # a single game runs as a batch of one
     unit, scale = unit_scale(batch - batch[:, :1])
     if solver == "exact":
-        res = _exact(unit, n, noise)
+        res = fit_exact(unit, n, noise)
     elif solver == "sgd":
-        res = _gradient_descent(unit, n, float(learning_rate), int(steps))
+        res = fit_gradient_descent(unit, n, float(learning_rate), int(steps))
     else:
-        res = _first_order(unit, n, tol, max_iter)
-    res = _rescale(res, batch, scale)
+        res = fit_first_order(unit, n, tol, max_iter)
+    res = rescale_result(res, batch, scale)
     lead = v.shape[:-1]
     for name in ("and_", "or_", "gamma"):
         setattr(res, name, getattr(res, name).reshape(v.shape))

@@ -68,7 +68,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ips.interactions import l1_optimum, unit_scale
-from ips.interactions.design import _check_n, _level, _popcount
+from ips.interactions.design import check_n, masks_of_size, popcount
 from ips.interactions.result import ZERO_TOL
 
 log = logging.getLogger(__name__)
@@ -182,7 +182,7 @@ _CHUNK_ROWS = 256
 def candidates(n: int, order: int | None) -> NDArray[np.int64]:
     """Candidate sets S ≠ ∅ (bitmasks) for both kinds: all of them for ``order=None``,
     else those with |S| ≤ order or |S| ≥ n − order."""
-    n = _check_n(n)
+    n = check_n(n)
     if order is None:
         if n > FULL_MAX_N:
             raise ValueError(f"order: every S as a candidate needs n ≤ {FULL_MAX_N} "
@@ -191,7 +191,7 @@ def candidates(n: int, order: int | None) -> NDArray[np.int64]:
     if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
         raise ValueError(f"order: must be None or an integer ≥ 1, got {order!r}")
     sizes = sorted({s for s in range(1, n + 1) if s <= order or s >= n - order})
-    return np.sort(np.concatenate([_level(n, s) for s in sizes]))
+    return np.sort(np.concatenate([masks_of_size(n, s) for s in sizes]))
 
 
 def default_order(n: int, budget: int) -> int | None:
@@ -239,7 +239,7 @@ def _identifiability(a_and, a_out, cand: NDArray[np.int64]) -> tuple[int, int]:
     n_rows = a_and.shape[0]
     cols = {}
     unobserved = aliased = 0
-    singles = _popcount(cand) == 1
+    singles = popcount(cand) == 1
     for kind, mat in ((AND, a_and), (OR, a_out)):
         nnz = np.diff(mat.indptr)
         # AND: all-zero column = never on; OR: S ⊆ N∖T on every row = never on
@@ -281,7 +281,7 @@ def _solve(rows, b, cand, full: int, radius: float, n: int, canonical: bool = Tr
 def _split_singletons(z: np.ndarray, cand: np.ndarray) -> np.ndarray:
     """AND{i} and OR{i} are one column: give each half of their sum, the least-ℓ2 split."""
     k = len(cand)
-    one = np.flatnonzero(_popcount(cand) == 1)
+    one = np.flatnonzero(popcount(cand) == 1)
     total = (z[one] - z[k + one]) + (z[2 * k + one] - z[3 * k + one])
     half = total / 2
     z = z.copy()
@@ -318,7 +318,7 @@ def estimate(masks: ArrayLike, values: ArrayLike, n: int, *, order: int | None |
         interactions then use every mask; the error is that of the held-out fit).
     """
     t0 = time.perf_counter()
-    n = _check_n(n)
+    n = check_n(n)
     t, v = _checked_game(masks, values, n, holdout)
     full = (1 << n) - 1
     if order == "auto":
@@ -329,10 +329,10 @@ def estimate(masks: ArrayLike, values: ArrayLike, n: int, *, order: int | None |
     v0 = float(v[0])
     unit, scale = unit_scale(v - v0)  # the LP runs on unit scale (Eq. 12 is homogeneous)
     scale = float(scale[0])
-    top = int(np.argmax(_popcount(t)))
+    top = int(np.argmax(popcount(t)))
     span_n = abs(float(unit[top]))
     span = float(v.max() - v.min())
-    sizes = _popcount(t)
+    sizes = popcount(t)
     pool = np.flatnonzero((sizes >= 2) & (sizes <= n - 2))
     n_out = int(round(holdout * len(pool)))
     out = np.random.default_rng(seed).choice(pool, size=n_out, replace=False) if n_out else \

@@ -39,7 +39,7 @@ def _n_of(values: np.ndarray, n_max: int = DEFAULT_N_MAX) -> int:
     return n
 
 
-def _as_values(values, n_max: int = DEFAULT_N_MAX) -> tuple[np.ndarray, int]:
+def as_values(values, n_max: int = DEFAULT_N_MAX) -> tuple[np.ndarray, int]:
     arr = np.asarray(values, dtype=np.float64)
     if arr.ndim == 0:
         raise ValueError("values: expected an array of shape (..., 2**n), got a scalar")
@@ -51,7 +51,7 @@ def _as_values(values, n_max: int = DEFAULT_N_MAX) -> tuple[np.ndarray, int]:
     return arr, n
 
 
-def _butterfly(f: np.ndarray, mat: np.ndarray) -> np.ndarray:
+def butterfly(f: np.ndarray, mat: np.ndarray) -> np.ndarray:
     """Apply ⊗_{i<n} ``mat`` (one 2×2 factor per variable) to the last axis of ``f``, in place.
 
     Zeta, Möbius and their transposes (entries 0, ±1) run as n add/subtract passes. A general
@@ -95,7 +95,7 @@ def _butterfly(f: np.ndarray, mat: np.ndarray) -> np.ndarray:
     return f
 
 
-#: variables per dense block in :func:`_butterfly` (a 2^b × 2^b matrix), and the most values
+#: variables per dense block in :func:`butterfly` (a 2^b × 2^b matrix), and the most values
 #: one BLAS call sees: 2^13 values keep m·n·k ≤ 2^17, below OpenBLAS's threading threshold
 #: (2^18), so every call is single-threaded (measured: threaded calls were up to 6× slower on
 #: this busy 2-core machine; einsum without BLAS was 2× slower than these)
@@ -113,21 +113,21 @@ def _kron_power(a: float, b: float, c: float, d: float, bits: int) -> np.ndarray
 
 
 _ZETA = np.array([[1.0, 0.0], [1.0, 1.0]])
-_MOBIUS = np.array([[1.0, 0.0], [-1.0, 1.0]])
+MOBIUS = np.array([[1.0, 0.0], [-1.0, 1.0]])
 
 
 def zeta(f) -> np.ndarray:
     """(Z f)(T) = Σ_{S⊆T} f(S) over the last axis, O(n·2^n)."""
     arr = np.array(f, dtype=np.float64, copy=True)
     _n_of(arr, 64)
-    return _butterfly(arr, _ZETA)
+    return butterfly(arr, _ZETA)
 
 
 def mobius(f) -> np.ndarray:
     """(M f)(S) = Σ_{T⊆S} (-1)^{|S|-|T|} f(T), the inverse of :func:`zeta`, O(n·2^n)."""
     arr = np.array(f, dtype=np.float64, copy=True)
     _n_of(arr, 64)
-    return _butterfly(arr, _MOBIUS)
+    return butterfly(arr, MOBIUS)
 
 
 def complement(f) -> np.ndarray:
@@ -142,8 +142,8 @@ def harsanyi(values, *, n_max: int = DEFAULT_N_MAX) -> np.ndarray:
     O(n·2^n) time and O(2^n) extra memory per vector. Raises ``ValueError`` for a last axis
     that is not a power of two, NaN/inf, or n > ``n_max``.
     """
-    arr, _ = _as_values(values, n_max)
-    return _butterfly(arr.copy(), _MOBIUS)
+    arr, _ = as_values(values, n_max)
+    return butterfly(arr.copy(), MOBIUS)
 
 
 def reconstruct(and_, or_) -> np.ndarray:
@@ -159,6 +159,6 @@ def reconstruct(and_, or_) -> np.ndarray:
     return zeta(x) + zy[..., -1:] - complement(zy)
 
 
-def _blocks(a: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def and_or_blocks(a: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The AND and OR blocks of a = v_and: (M a, MP a − MP v) with c = MP v."""
-    return _butterfly(a.copy(), _MOBIUS), _butterfly(complement(a).copy(), _MOBIUS) - c
+    return butterfly(a.copy(), MOBIUS), butterfly(complement(a).copy(), MOBIUS) - c

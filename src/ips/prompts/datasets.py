@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ips.prompts.items import FORMATS, N_CHOICES, DatasetError, Item, MCQItem
-from ips.prompts.parsers import _PARSERS, _BadRecord, _default_id
+from ips.prompts.parsers import PARSERS, BadRecord, default_id
 
 # ---------------------------------------------------------------------------------------------
 # Loading
@@ -112,14 +112,14 @@ def load_items(name: str, entry: Mapping[str, Any]) -> Loaded:
         per_subject: dict[str, int] = {}
         for row, (pos, record) in enumerate(records):
             try:
-                if isinstance(record, _BadRecord):  # a line that is not a JSON object
+                if isinstance(record, BadRecord):  # a line that is not a JSON object
                     raise record
-                item = _PARSERS[fmt](record)
-            except _BadRecord as e:
+                item = PARSERS[fmt](record)
+            except BadRecord as e:
                 bad.append((where, _record_label(pos, record), str(e)))
                 continue
             if not item.id:
-                item = replace(item, id=_default_id(fmt, name, split, item, row, per_subject))
+                item = replace(item, id=default_id(fmt, name, split, item, row, per_subject))
             if item.id in where_of:
                 bad.append((where, pos, f"id {item.id!r} was already used at "
                                         f"{where_of[item.id]}; ids must be unique"))
@@ -372,9 +372,9 @@ def _rows(records: Iterable[Mapping[str, Any]]) -> Iterable[tuple[str, Mapping[s
     return ((f"row {i}", r) for i, r in enumerate(records))
 
 
-def _jsonl(path: Path) -> list[tuple[str, dict | _BadRecord]]:
+def _jsonl(path: Path) -> list[tuple[str, dict | BadRecord]]:
     """The records of a JSON Lines file with their line numbers; blank lines are skipped and
-    a line that is not a JSON object is a `_BadRecord` in its place."""
+    a line that is not a JSON object is a `BadRecord` in its place."""
     records = []
     with path.open(encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
@@ -383,9 +383,9 @@ def _jsonl(path: Path) -> list[tuple[str, dict | _BadRecord]]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as e:
-                record = _BadRecord(None, f"invalid JSON ({e})")  # reported with the others
-            if not isinstance(record, (dict, _BadRecord)):
-                record = _BadRecord(None, f"expected a JSON object, got {type(record).__name__}")
+                record = BadRecord(None, f"invalid JSON ({e})")  # reported with the others
+            if not isinstance(record, (dict, BadRecord)):
+                record = BadRecord(None, f"expected a JSON object, got {type(record).__name__}")
             records.append((f"line {n}", record))
     return records
 

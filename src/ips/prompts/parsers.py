@@ -1,4 +1,4 @@
-"""One parser per dataset format: a record to an item, or `_BadRecord` saying why not."""
+"""One parser per dataset format: a record to an item, or `BadRecord` saying why not."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from ips.prompts.items import LETTERS, InstructionItem, Item, MCQItem
 
 
-class _BadRecord(Exception):
+class BadRecord(Exception):
     """A malformed record: the field and what is wrong with it (the caller adds where).
 
     Without a field it describes the whole record (a line that is not a JSON object).
@@ -21,16 +21,16 @@ class _BadRecord(Exception):
 def _field(record: Mapping[str, Any], key: str) -> Any:
     if record.get(key) is None:
         have = ", ".join(record) or "no fields"
-        raise _BadRecord(key, f"is missing or null (the record has {have})")
+        raise BadRecord(key, f"is missing or null (the record has {have})")
     return record[key]
 
 
 def _text(record: Mapping[str, Any], key: str, allow_empty: bool = False) -> str:
     value = _field(record, key)
     if not isinstance(value, str):
-        raise _BadRecord(key, f"is {type(value).__name__}, expected text")
+        raise BadRecord(key, f"is {type(value).__name__}, expected text")
     if not allow_empty and not value.strip():
-        raise _BadRecord(key, "is empty")
+        raise BadRecord(key, "is empty")
     return value.strip()
 
 
@@ -40,12 +40,12 @@ def _optional_text(record: Mapping[str, Any], key: str) -> str:
 
 def _choices(value: Any, key: str = "choices") -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, Sequence):
-        raise _BadRecord(key, f"is {type(value).__name__}, expected a list of texts")
+        raise BadRecord(key, f"is {type(value).__name__}, expected a list of texts")
     if not value:
-        raise _BadRecord(key, "is empty")
+        raise BadRecord(key, "is empty")
     for i, c in enumerate(value):
         if not isinstance(c, str) or not c.strip():
-            raise _BadRecord(key, f"has an empty or non-text option at position {i}: {c!r}")
+            raise BadRecord(key, f"has an empty or non-text option at position {i}: {c!r}")
     return tuple(c.strip() for c in value)
 
 
@@ -56,18 +56,18 @@ def _gold(value: Any, n: int, key: str) -> int:
     elif isinstance(value, int) and not isinstance(value, bool):
         gold = value
     else:
-        raise _BadRecord(key, f"is {value!r}, expected a letter A-J or a 0-based index")
+        raise BadRecord(key, f"is {value!r}, expected a letter A-J or a 0-based index")
     if not 0 <= gold < n:
-        raise _BadRecord(key, f"is {value!r}, outside the {n} choices")
+        raise BadRecord(key, f"is {value!r}, outside the {n} choices")
     return gold
 
 
 def _record_id(record: Mapping[str, Any]) -> str:
-    """The record's own id, or "" for `_default_id` to fill in."""
+    """The record's own id, or "" for `default_id` to fill in."""
     return str(record["id"]) if record.get("id") is not None else ""
 
 
-def _default_id(
+def default_id(
     fmt: str, name: str, split: str, item: Item, row: int, per_subject: dict[str, int]
 ) -> str:
     """An id for a record without one: `dolly-<row>`; `mmlu-<subject>-<split>-<k>`, k counting
@@ -85,14 +85,14 @@ def _parse_arc(record: Mapping[str, Any]) -> MCQItem:
     """ARC: `choices` is {text, label}; `answerKey` is one of the labels (`C` or `3`)."""
     raw = _field(record, "choices")
     if not isinstance(raw, Mapping) or "text" not in raw or "label" not in raw:
-        raise _BadRecord("choices", "must have lists 'text' and 'label'")
+        raise BadRecord("choices", "must have lists 'text' and 'label'")
     choices = _choices(raw["text"], "choices.text")
     labels = [str(label).strip() for label in raw["label"]]
     if len(labels) != len(choices):
-        raise _BadRecord("choices", f"has {len(choices)} texts but {len(labels)} labels")
+        raise BadRecord("choices", f"has {len(choices)} texts but {len(labels)} labels")
     key = str(_field(record, "answerKey")).strip()
     if key not in labels:
-        raise _BadRecord("answerKey", f"is {key!r}, not one of the labels {', '.join(labels)}")
+        raise BadRecord("answerKey", f"is {key!r}, not one of the labels {', '.join(labels)}")
     return MCQItem(
         id=_record_id(record),
         question=_text(record, "question"),
@@ -134,4 +134,4 @@ def _parse_dolly(record: Mapping[str, Any]) -> InstructionItem:
     )
 
 
-_PARSERS = {"arc": _parse_arc, "mmlu": _parse_mmlu, "mcq": _parse_mcq, "dolly": _parse_dolly}
+PARSERS = {"arc": _parse_arc, "mmlu": _parse_mmlu, "mcq": _parse_mcq, "dolly": _parse_dolly}

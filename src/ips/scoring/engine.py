@@ -4,8 +4,9 @@
 padding, rows of one length together (all 2**n have the same length under a mask token; the
 deletion baseline shortens a row by its absent tokens), or evaluated as a trie
 (`ips.scoring.trie`); the masking and the log-odds v(x_S) = log p − log(1 − p),
-p = P(y* | x_S), are those of `ips.scoring.log_odds`.
-`score_shard` scores one shard of samples and writes its values file.
+p = P(y* | x_S), are those of `ips.scoring.log_odds`. `score_sample` scores one sample
+under its conditions (its prompts encoded by `encode_prompt`, y* by `resolve_target`);
+`ips.scoring.shard` scores a shard of them into its values file.
 """
 
 from __future__ import annotations
@@ -344,7 +345,7 @@ class Answers:
         return None if any(s is None for s in seqs) else seqs
 
 
-def _target(answers: Answers, item, cond: str, cue: str, target: str, letters, options, greedy):
+def resolve_target(answers: Answers, item, cond: str, cue: str, target: str, letters, options, greedy):
     """y* token ids and how they were resolved (docs/method.md, "Scoring")."""
     where = f"item {item.id!r}, condition {cond}"
     if target == "letter":
@@ -368,7 +369,7 @@ def _target(answers: Answers, item, cond: str, cue: str, target: str, letters, o
     return ids[:1], "detached"
 
 
-def _encode(answers: Answers, item, prompt):
+def encode_prompt(answers: Answers, item, prompt):
     """Token ids of a prompt, each token's variable, which variables carry their leading
     space (`word_spaces`), and the answer tokens after its cue."""
     enc = answers.tokenizer(prompt.text, return_offsets_mapping=True)
@@ -390,9 +391,9 @@ def score_sample(engine: Engine, answers: Answers, sample, conditions, target: s
     rows = []
     for c in conditions:
         prompt = sample.prompts[c.name]
-        ids, owners, spaced, letters, options = _encode(answers, item, prompt)
+        ids, owners, spaced, letters, options = encode_prompt(answers, item, prompt)
         un = engine.unmasked(ids, letters[0] if letters else (), options or ())
-        y, form = _target(answers, item, c.name, prompt.cue, target, letters, options, un.greedy)
+        y, form = resolve_target(answers, item, c.name, prompt.cue, target, letters, options, un.greedy)
         try:
             v = engine.values(ids, owners, n, y, masks, spaced)
         except NonFiniteError as e:

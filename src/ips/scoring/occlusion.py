@@ -8,7 +8,14 @@ import numpy as np
 
 from ips.config import TARGETS
 from ips.errors import InputError
-from ips.scoring.engine import BATCH_TOKENS, Answers, Engine, _encode, _target, model_engine
+from ips.scoring.engine import (
+    BATCH_TOKENS,
+    Answers,
+    Engine,
+    encode_prompt,
+    model_engine,
+    resolve_target,
+)
 from ips.scoring.log_odds import naming_model
 
 log = logging.getLogger(__name__)
@@ -78,9 +85,9 @@ class Occlusion:
             self._answers = Answers(loaded.tokenizer)
         engine, answers = self._engine, self._answers
         target = target or TARGETS[item.kind][0]
-        ids, owners, spaced, letters, options = _encode(answers, item, prompt)
+        ids, owners, spaced, letters, options = encode_prompt(answers, item, prompt)
         greedy = engine.unmasked(ids).greedy if target == "greedy" else None
-        y, _ = _target(answers, item, condition, prompt.cue, target, letters, options, greedy)
+        y, _ = resolve_target(answers, item, condition, prompt.cue, target, letters, options, greedy)
         with naming_model(self.model):
             v = engine.occlusion(ids, owners, len(prompt.spans), y, spaced)
         return np.abs(v[0] - v[1:])

@@ -1,1 +1,11 @@
-"""The paper's claims tested on the configured models (`table.claims`)."""
+"""The paper's claims tested on the configured models (`table.claims`).
+
+Modules:
+
+* ``verdicts``       a claim's row and verdict, thresholds and tests
+* ``per_model``      claims on each model's own IPS
+* ``across_models``  claims across models: consistency, τ, factors, perturbations
+* ``nulls``          claims of IPS against its nulls
+* ``controls``       every row beside what random weights earn
+* ``table``          the claims table (`claims.csv`)
+"""

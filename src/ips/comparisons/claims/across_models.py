@@ -15,15 +15,15 @@ from ips.comparisons.claims.verdicts import (
     MIN_MODELS,
     Claim,
     ControlSpec,
-    _few,
-    _notes,
-    _scope,
-    _unattainable,
     binomial_row,
     directional,
+    few_samples_note,
+    join_notes,
+    join_scope,
     rank_mde,
     spearman_permutation,
     spearman_statistic,
+    unattainable_note,
 )
 from ips.comparisons.factors import FACTORS
 from ips.comparisons.robustness import ROBUSTNESS_GROUP, tau_sweep
@@ -52,8 +52,8 @@ def _rank_claim(entries: list[Entry], dataset: str, claim: str, paper: str, valu
         return Claim(claim, dataset, paper, r, n=len(units),
                      test="Spearman ρ across models, permutation p", p_value=p,
                      verdict=directional(r, p, sign),
-                     note=_notes("n counts models; mde: |ρ|, approximate (Fisher z)",
-                                 _unattainable(len(units), "models")), mde=rank_mde(len(units)),
+                     note=join_notes("n counts models; mde: |ρ|, approximate (Fisher z)",
+                                 unattainable_note(len(units), "models")), mde=rank_mde(len(units)),
                      spec=ControlSpec(tuple(u[0] for u in units), np.stack([x, y], 1),
                                       spearman_statistic))
 
@@ -181,7 +181,7 @@ def factor_claims(factors: xr.Dataset, entries: Sequence[Entry] = ()) -> list[Cl
             c = row.sel(band="all")
             a, b = str(c["model_a"].values), str(c["model_b"].values)
             sa, sb = str(c["setting_a"].values), str(c["setting_b"].values)
-            scope = _scope(str(c["comparison_dataset"].values),
+            scope = join_scope(str(c["comparison_dataset"].values),
                            f"{a} vs {b}" if a != b else a,
                            f"{sa} vs {sb}" if f == "few_shot" else sa)
             n = int(c["n_tested"].values) if "n_tested" in c else 0
@@ -193,7 +193,7 @@ def factor_claims(factors: xr.Dataset, entries: Sequence[Entry] = ()) -> list[Cl
                           n, "paired sign-flip on per-sample IPS_A − IPS_B; interval: the "
                           "ΔIPS that test does not reject", p,
                           directional(est, p, -1),
-                          _notes("estimate: ΔIPS = (IPS_A − IPS_B)/IPS_B", _few(n)), mde=mde),
+                          join_notes("estimate: ΔIPS = (IPS_A − IPS_B)/IPS_B", few_samples_note(n)), mde=mde),
                     _beyond_null(c, f, scope), _low_falls_most(row, f, scope)]
             w = weights(e for e in entries if e.model in (a, b))
             out += [replace(_controlled(r, c), weights=w) for r in rows]
@@ -247,8 +247,8 @@ def _low_falls_most(c: xr.Dataset, factor: str, scope: str) -> Claim:
                  "(ΔIPS_s = (A_s − B_s)/mean B per band), Bonferroni over the two: supported "
                  "when both lie below 0, contradicted when either lies above; interval: the "
                  "larger gap's, each inverted at 1 − α/2", p, directional(est, p, -1),
-                 note=_notes("estimate: max(ΔIPS^low − ΔIPS^mid, ΔIPS^low − ΔIPS^high) on the "
-                             "samples valued in the three bands", _few(n)),
+                 note=join_notes("estimate: max(ΔIPS^low − ΔIPS^mid, ΔIPS^low − ΔIPS^high) on the "
+                             "samples valued in the three bands", few_samples_note(n)),
                  mde=float(c["low_gap_mde"].values))
 
 
@@ -266,8 +266,8 @@ def _beyond_null(c: xr.Dataset, factor: str, scope: str) -> Claim:
     return Claim(claim, scope, paper, est, n=n,
                  test="paired sign-flip on per-sample (IPS_A − IPS_B) − (null_A − null_B)",
                  p_value=p, verdict=directional(est, p, -1),
-                 note=_notes("estimate: mean per-sample (IPS_A − IPS_B) − (null_A − null_B); "
-                             f"ΔIPS of the nulls {float(c['delta_null'].values):+.3f}", _few(n)),
+                 note=join_notes("estimate: mean per-sample (IPS_A − IPS_B) − (null_A − null_B); "
+                             f"ΔIPS of the nulls {float(c['delta_null'].values):+.3f}", few_samples_note(n)),
                  mde=float(c["excess_mde"].values) if "excess_mde" in c else np.nan)
 
 

@@ -27,7 +27,7 @@ from dataclasses import replace
 import numpy as np
 
 from ips.analysis import uncertainty
-from ips.comparisons.claims.verdicts import ALPHA, Claim, _notes, directional
+from ips.comparisons.claims.verdicts import ALPHA, Claim, directional, join_notes
 from ips.formats.metrics import Entry
 
 DECIDED = ("supported", "contradicted")
@@ -55,7 +55,7 @@ def decide(row: Claim, control_estimate: float, control_verdict: str,
         why = ("no control: no untrained twin of its models (controls.twins), so a decided "
                f"raw verdict ({raw}) cannot be told from what random weights earn")
         return replace(row, raw_verdict=raw, verdict="undecided" if raw in DECIDED else raw,
-                       note=_notes(row.note, why if raw in DECIDED else ""))
+                       note=join_notes(row.note, why if raw in DECIDED else ""))
     delta, p = float(test.mean_difference), float(test.p_value)
     side = (level_side(raw, row.estimate, bounds) if bounds is not None
             else np.sign(row.estimate - reference))
@@ -71,7 +71,7 @@ def decide(row: Claim, control_estimate: float, control_verdict: str,
                    control_verdict=control_verdict, control_p=p,
                    control_test=f"paired {'sign-flip' if units == 'samples' else 'swap'} test "
                    f"({test.method}) of trained − control over {test.n} {units}",
-                   note=_notes(row.note, said))
+                   note=join_notes(row.note, said))
 
 
 def decide_stored(row: Claim, control: float, control_p: float, p_difference: float, n: int,
@@ -121,7 +121,7 @@ def with_twins(rows: dict[str, list[Claim]], entries: list[Entry], draws: int,
         mine = rows[str(e.path)]
         if e.twin_of:
             out += [replace(r, raw_verdict=r.verdict, verdict="control",
-                            note=_notes(r.note, f"control: the untrained twin of {e.twin_of}"))
+                            note=join_notes(r.note, f"control: the untrained twin of {e.twin_of}"))
                     for r in mine]
             continue
         t = twin.get((e.model, e.dataset))

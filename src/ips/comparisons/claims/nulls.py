@@ -15,14 +15,14 @@ from ips.comparisons.claims.verdicts import (
     MAIN_GROUP,
     Claim,
     ControlSpec,
-    _few,
-    _notes,
-    _scope,
-    _unattainable,
     directional,
+    few_samples_note,
+    join_notes,
+    join_scope,
     rank_mde,
     spearman_permutation,
     spearman_statistic,
+    unattainable_note,
 )
 from ips.formats.metrics import Entry
 from ips.variants import NULLS
@@ -70,10 +70,10 @@ def _paired_row(e: Entry, claim: str, d: np.ndarray, sign: int, what: str, draws
     p = min(1.0, family * t.p_zero)
     paper = NULL_CLAIMS.get(claim) or RESCORED_CLAIMS[claim]
     adjusted = f"; Bonferroni over the {family} rows" if family > 1 else ""
-    return Claim(claim, _scope(e.model, e.dataset, group, where), paper, est, t.low,
+    return Claim(claim, join_scope(e.model, e.dataset, group, where), paper, est, t.low,
                  t.high, t.n, f"paired sign-flip ({t.method}) on per-sample {what}; interval: "
                  f"inverts the test{adjusted}", p, directional(est, p, sign),
-                 _notes(f"estimate: mean per-sample {what}", _few(t.n)), mde=mde,
+                 join_notes(f"estimate: mean per-sample {what}", few_samples_note(t.n)), mde=mde,
                  spec=ControlSpec(tuple(e.ds["sample"].values.astype(str)), d))
 
 
@@ -82,7 +82,7 @@ def null_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
     matched-size null, above the Gaussian null at every level, and its association with the
     range of v over samples."""
     ds = e.ds
-    scope = _scope(e.model, e.dataset, MAIN_GROUP)
+    scope = join_scope(e.model, e.dataset, MAIN_GROUP)
     if "sample_null_ips" not in ds or MAIN_GROUP not in ds["group"].values:
         return [Claim(c, scope, p, note="metrics file has no null IPS (nulls.draws = 0, a "
                       "sparse fit, or an older file); rerun ips metrics")
@@ -113,8 +113,8 @@ def null_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
                          n=n, test="Spearman ρ over samples of per-sample IPS and the mean "
                          "range of v over the group's conditions, permutation p", p_value=p,
                          verdict=directional(r, p, -1),
-                         note=_notes("n counts samples; mde: |ρ|, approximate (Fisher z)",
-                                     _unattainable(n)), mde=rank_mde(n),
+                         note=join_notes("n counts samples; mde: |ρ|, approximate (Fisher z)",
+                                     unattainable_note(n)), mde=rank_mde(n),
                          spec=ControlSpec(tuple(ds["sample"].values.astype(str)),
                                           np.stack([spread, ips], 1), spearman_statistic)))
     return out
@@ -126,7 +126,7 @@ def _beyond_size(e: Entry, draws: int, seed: int) -> Claim:
     same R² of the pairs' matched-size null; the row tests R²_null − R²_IPS (sign +)."""
     ds, claim = e.ds, "ips_beyond_change_size"
     if "sample_pair_dv_unmasked" not in ds:
-        return Claim(claim, _scope(e.model, e.dataset, MAIN_GROUP), NULL_CLAIMS[claim],
+        return Claim(claim, join_scope(e.model, e.dataset, MAIN_GROUP), NULL_CLAIMS[claim],
                      note="metrics file without |Δv(x_N)| per pair; rerun ips metrics")
     pairs = ds["pair_group"].values == MAIN_GROUP
     sizes = (ds["sample_pair_dv_unmasked"].values[:, pairs],
@@ -134,12 +134,12 @@ def _beyond_size(e: Entry, draws: int, seed: int) -> Claim:
     r2 = {name: peers.size_r2(ds[var].sel(band="all").values[:, pairs], *sizes)
           for name, var in (("ips", "sample_pair_ips"), ("null", "sample_pair_matched_null"))}
     if not np.isfinite(r2["null"] - r2["ips"]).any():
-        return Claim(claim, _scope(e.model, e.dataset, MAIN_GROUP), NULL_CLAIMS[claim],
+        return Claim(claim, join_scope(e.model, e.dataset, MAIN_GROUP), NULL_CLAIMS[claim],
                      note=f"no sample has 4 template pairs valued (the group has "
                      f"{int(pairs.sum())}): a fit of 3 coefficients leaves no residual")
     row = _paired_row(e, claim, r2["null"] - r2["ips"], +1, "R²(matched null) − R²(IPS)",
                       draws, seed)
-    return replace(row, note=_notes(
+    return replace(row, note=join_notes(
         row.note, f"mean R² of IPS {uncertainty.point_mean(r2['ips']):.2f}, of the null "
         f"{uncertainty.point_mean(r2['null']):.2f} (least squares on |Δv(x_N)| and sd(Δv) "
         f"over a sample's {int(pairs.sum())} pairs)"))
@@ -200,7 +200,7 @@ def matched_claims(rows: Sequence[dict], datasets: Sequence[str]) -> list[Claim]
             out.append(Claim("moe_above_dense_matched", d, MATCHED_CLAIM,
                              note="no MoE model on this dataset"))
         for r in mine:
-            scope = _scope(d, f"{r['dense_model'] or '–'} vs {r['moe_model']}")
+            scope = join_scope(d, f"{r['dense_model'] or '–'} vs {r['moe_model']}")
             if not r["matched"]:
                 out.append(Claim("moe_above_dense_matched", scope, MATCHED_CLAIM,
                                  note=r["note"], weights=r["weights"]))
@@ -216,8 +216,8 @@ def matched_claims(rows: Sequence[dict], datasets: Sequence[str]) -> list[Claim]
                 r["delta_ips_ci_high"], n, "paired sign-flip on per-sample IPS_dense − "
                 "IPS_MoE; interval: the ΔIPS that test does not reject", p,
                 directional(est, p, -1),
-                _notes("estimate: ΔIPS = (IPS_dense − IPS_MoE)/IPS_MoE; activated "
-                       f"parameters dense/MoE {r['active_ratio']:.2f}", _few(n)),
+                join_notes("estimate: ΔIPS = (IPS_dense − IPS_MoE)/IPS_MoE; activated "
+                       f"parameters dense/MoE {r['active_ratio']:.2f}", few_samples_note(n)),
                 r["weights"], r.get("delta_ips_mde", np.nan))))
     return out
 

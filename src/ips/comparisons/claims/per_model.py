@@ -13,11 +13,11 @@ from ips.comparisons.claims.verdicts import (
     MAIN_GROUP,
     Claim,
     ControlSpec,
-    _few,
-    _notes,
-    _scope,
     bootstrap_settings,
     directional,
+    few_samples_note,
+    join_notes,
+    join_scope,
     level_mde,
     within,
 )
@@ -47,11 +47,11 @@ def _level_row(e: Entry, claim: str, paper: str, x: np.ndarray, lo: float, hi: f
     x = np.asarray(x, float)
     n = int(np.isfinite(x).sum())
     if n == 0:
-        return Claim(claim, _scope(e.model, e.dataset), paper, note=f"no sample has {what}")
+        return Claim(claim, join_scope(e.model, e.dataset), paper, note=f"no sample has {what}")
     est, ci = uncertainty.bootstrap_ci(x, n_boot=n_boot, level=level, seed=seed)
-    return Claim(claim, _scope(e.model, e.dataset), paper, float(est), float(ci[0]),
+    return Claim(claim, join_scope(e.model, e.dataset), paper, float(est), float(ci[0]),
                  float(ci[1]), n, f"{level:.0%} bootstrap interval vs [{lo:g}, {hi:g}]",
-                 verdict=within(ci, lo, hi, n), note=_few(n, level=True),
+                 verdict=within(ci, lo, hi, n), note=few_samples_note(n, level=True),
                  mde=level_mde(ci, n), spec=ControlSpec(_ids(e), x, bounds=(lo, hi)))
 
 
@@ -74,7 +74,7 @@ def sparsity_claims(e: Entry) -> list[Claim]:
         out.append(_level_row(e, "sparse_salient_share", paper, ds["sample_salient_share"].values,
                               0.0, SPARSE_SHARE, "interactions"))
     else:
-        out.append(Claim("sparse_salient_share", _scope(e.model, e.dataset), paper,
+        out.append(Claim("sparse_salient_share", join_scope(e.model, e.dataset), paper,
                          note="metrics file has no per-sample salient share; rerun ips metrics"))
     paper = (f"the top 5% of interactions reproduce v with minimal error (Fig. 2b); read as: "
              f"normalised RMS error ≤ {MATCHING_NRMSE:g}")
@@ -83,7 +83,7 @@ def sparsity_claims(e: Entry) -> list[Claim]:
         out.append(_level_row(e, "sparse_matching_top5", paper, x, 0.0, MATCHING_NRMSE,
                               "a matching error"))
     else:
-        out.append(Claim("sparse_matching_top5", _scope(e.model, e.dataset), paper,
+        out.append(Claim("sparse_matching_top5", join_scope(e.model, e.dataset), paper,
                          note="metrics file has no per-sample matching error; rerun ips metrics"))
     return out
 
@@ -111,7 +111,7 @@ def _share_ci(counts: np.ndarray, types: Sequence[int], seed: int, n_boot: int,
 def type_claims(e: Entry) -> list[Claim]:
     """Interaction types of the 0-shot template pairs (paper Section 3.3, Fig. 3b)."""
     ds = e.ds
-    scope = _scope(e.model, e.dataset)
+    scope = join_scope(e.model, e.dataset)
     specs = [
         ("types_changed_opposite", "yes", (0,), OPPOSITE_RANGE,
          "prediction changed: about 50% of salient interactions reverse their sign; read as "
@@ -139,8 +139,8 @@ def type_claims(e: Entry) -> list[Claim]:
         out.append(Claim(claim, scope, paper, est, float(ci[0]), float(ci[1]), n,
                          f"{level:.0%} bootstrap interval over samples vs [{lo:g}, {hi:g}]",
                          verdict=within(ci, lo, hi, n),
-                         note=_notes("share of salient interactions pooled over samples",
-                                     _few(n, level=True)), mde=level_mde(ci, n),
+                         note=join_notes("share of salient interactions pooled over samples",
+                                     few_samples_note(n, level=True)), mde=level_mde(ci, n),
                          spec=ControlSpec(_ids(e), records, _pooled_share,
                                           bounds=(lo, hi))))
     return out
@@ -149,7 +149,7 @@ def type_claims(e: Entry) -> list[Claim]:
 def order_claims(e: Entry) -> list[Claim]:
     """IPS^low < IPS^mid < IPS^high (paper Section 4.3, Fig. 9)."""
     ds = e.ds
-    scope = _scope(e.model, e.dataset)
+    scope = join_scope(e.model, e.dataset)
     specs = [("order_low_below_mid", "low-mid", "IPS^low < IPS^mid for every model (Fig. 9)"),
              ("order_mid_below_high", "mid-high", "IPS^mid < IPS^high for every model (Fig. 9)")]
     if "band_p_holm" not in ds or MAIN_GROUP not in ds["group"].values:
@@ -170,8 +170,8 @@ def order_claims(e: Entry) -> list[Claim]:
         out.append(Claim(claim, scope, paper, est, n=n,
                          test="paired sign-flip on per-sample differences, Holm-adjusted over "
                          "the 3 band tests", p_value=p, verdict=directional(est, p, -1),
-                         note=_notes(f"estimate: mean per-sample IPS^{lo} − IPS^{hi}; mde at "
-                                     "α/3", _few(n)), mde=mde, spec=ControlSpec(_ids(e), d)))
+                         note=join_notes(f"estimate: mean per-sample IPS^{lo} − IPS^{hi}; mde at "
+                                     "α/3", few_samples_note(n)), mde=mde, spec=ControlSpec(_ids(e), d)))
     return out
 
 
@@ -211,7 +211,7 @@ def few_shot_curve_claims(e: Entry, permutations_: int, seed: int) -> list[Claim
 
 def few_shot_curve_claim(e: Entry, permutations_: int, seed: int) -> Claim:
     """'The most substantial drop occurs from 0-shot to 1-shot' (paper Section 4.2, Fig. 8)."""
-    scope = _scope(e.model, e.dataset)
+    scope = join_scope(e.model, e.dataset)
     paper = ("the largest drop in IPS is from 0-shot to 1-shot; more examples reduce it more "
              "slowly (Fig. 8)")
     groups = _shot_groups(e)
@@ -233,5 +233,5 @@ def few_shot_curve_claim(e: Entry, permutations_: int, seed: int) -> Claim:
                  test=f"paired sign-flip ({t.method}) on per-sample (IPS0 − IPS1) − "
                  f"(IPS1 − IPS{k}), same template pairs", p_value=float(t.p_value),
                  verdict=directional(float(t.mean_difference), float(t.p_value), +1),
-                 note=_notes("estimate: mean per-sample difference of the two drops",
-                             _few(int(t.n))), mde=mde, spec=ControlSpec(_ids(e), d))
+                 note=join_notes("estimate: mean per-sample difference of the two drops",
+                             few_samples_note(int(t.n))), mde=mde, spec=ControlSpec(_ids(e), d))

@@ -126,7 +126,7 @@ def level_mde(ci, n: int, power: float = uncertainty.POWER) -> float:
     return (z + norm.ppf(power)) * (b - a) / (2 * z) if np.isfinite(b - a) else math.nan
 
 
-def _few(n: int, level: bool = False) -> str:
+def few_samples_note(n: int, level: bool = False) -> str:
     """What n samples allow: a bootstrap interval (``level``) or a sign-flip test."""
     if not 0 < n < uncertainty.MIN_RELIABLE_N:
         return ""
@@ -139,11 +139,11 @@ def _few(n: int, level: bool = False) -> str:
     return f"fewer than {uncertainty.MIN_RELIABLE_N} samples: interval and test are rough"
 
 
-def _notes(*parts: str) -> str:
+def join_notes(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def _scope(*parts: str) -> str:
+def join_scope(*parts: str) -> str:
     return " / ".join(p for p in parts if p)
 
 
@@ -187,7 +187,7 @@ def spearman_statistic(records: np.ndarray) -> float:
         return float(spearmanr(records[:, 0], records[:, 1]).statistic)
 
 
-def _unattainable(n: int, what: str = "samples") -> str:
+def unattainable_note(n: int, what: str = "samples") -> str:
     """Why a two-sided exact Spearman test over `n` models or samples cannot decide: its
     smallest attainable p (both perfect orderings, 2 of n! pairings) is not below ALPHA."""
     if n > 8 or 2 / math.factorial(n) < ALPHA:
@@ -237,7 +237,7 @@ def rank_mde(n: int, power: float = uncertainty.POWER) -> float:
     approximation; inf where the exact permutation test cannot reach p < ALPHA."""
     from scipy.stats import norm
 
-    if n < 4 or _unattainable(n):
+    if n < 4 or unattainable_note(n):
         return math.inf
     z = (norm.ppf(1 - ALPHA / 2) + norm.ppf(power)) * math.sqrt(1.06 / (n - 3))
     return math.tanh(z)

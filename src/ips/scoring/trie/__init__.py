@@ -45,9 +45,13 @@ the same model must not run plain forwards from another thread meanwhile. A mode
 over devices by accelerate runs through its hooks: keys/values stay on each layer's device,
 and the output head's weights are taken through the head's hook.
 
-Modules: `plan` (the levels, the token budget), `support` (which models it can evaluate),
-`tree` (the stored keys/values and the attention over them), `attention` (the function
-registered with transformers), `scorer` (`TrieScorer`: the levels run, v projected).
+Modules:
+
+* ``plan``       the levels, the token budget
+* ``support``    which models it can evaluate
+* ``tree``       the stored keys/values and the attention over them
+* ``attention``  the function registered with transformers
+* ``scorer``     `TrieScorer`: the levels run, v projected
 """
 
 from ips.scoring.trie.attention import ATTENTION
