@@ -353,7 +353,7 @@ def time_metrics(config: dict, ss, games) -> float:
     import xarray as xr
 
     from ips.cli.main import main as ips_main
-    from ips.fit import fit_values
+    from ips.fitting.cube import fit_values
     from ips.formats.hdf5 import write_dataset
     from ips.formats.values import Values
 

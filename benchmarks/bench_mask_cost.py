@@ -62,7 +62,7 @@ def job_seconds(work: Path, rule_dir: str) -> float:
 PEER_FUNCTIONS = {("analysis/summary.py", "_peer_variables"),
                   ("comparisons/claims/across_models.py", "peer_claims"),
                   ("comparisons/claims/nulls.py", "_beyond_size"),
-                  ("figures/tables.py", "peer_rows"), ("figures/readme.py", "peer_section")}
+                  ("figures/tables/results.py", "peer_rows"), ("figures/text/readme.py", "peer_section")}
 
 
 def peers_share(work: Path, config: dict) -> tuple[float, float]:

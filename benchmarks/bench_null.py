@@ -7,7 +7,7 @@ v; this measures how the nulls (docs/method.md#nulls, #precision) grow with n. F
 the first `--samples` ARC-Easy items of the seeded draw (question and options as units, the
 n longest kept: the paper's setting), templates `--templates` 0-shot, are scored by each
 model in float32 and in each half precision (`ips.scoring.shard.score_shard` with the entry's
-dtype set), fitted as the workflow fits (`ips.fit.fit_values`), and summarised by
+dtype set), fitted as the workflow fits (`ips.fitting.cube.fit_values`), and summarised by
 `ips.analysis.summary.summarize` exactly as `ips metrics --precision-values ...` does: the template
 IPS (band all, 0-shot), the Gaussian null at each `--levels` c, and per half precision its
 precision null with the median sd(Δv)/range of v and the mean salient-set Jaccard.
@@ -31,7 +31,7 @@ from common import MODELS
 from ips.analysis.nulls import Settings
 from ips.analysis.summary import summarize
 from ips.config import DEFAULT_MODEL, dataset_settings, load_config
-from ips.fit import fit_values
+from ips.fitting.cube import fit_values
 from ips.formats.hdf5 import write_dataset
 from ips.formats.values import read_values
 from ips.models.entries import ModelSpec

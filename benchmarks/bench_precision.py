@@ -5,7 +5,7 @@ Run:  .venv/bin/python benchmarks/bench_precision.py [--quick] [--threads 2]
 The same ARC-Easy samples (the config's dataset `arc-easy`, the first `--samples` items of
 its seeded draw, at most `--n-max` variables, templates `--templates` 0-shot) are scored by
 each model in float32, bfloat16 and float16 on the CPU, each run exactly as the workflow
-does it: `ips.scoring.shard.score_shard` (a model entry with `dtype` overridden), `ips.fit.
+does it: `ips.scoring.shard.score_shard` (a model entry with `dtype` overridden), `ips.fitting.cube.
 fit_values` (the canonical split) and `ips.analysis.summary.summarize` (what `ips metrics` writes).
 Models: a tiny random Llama (ips.models.testing), SmolLM2-135M-Instruct and Gemma 3 270M
 (both converted once into resources/models/; `--quick`: the tiny model and SmolLM2).
@@ -37,7 +37,7 @@ from common import MODELS
 from ips.analysis.metrics import normalize, salient
 from ips.analysis.summary import summarize
 from ips.config import DEFAULT_MODEL, dataset_settings, load_config
-from ips.fit import fit_values
+from ips.fitting.cube import fit_values
 from ips.formats.hdf5 import write_dataset
 from ips.formats.values import read_values
 from ips.models.entries import ModelSpec

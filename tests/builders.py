@@ -15,7 +15,7 @@ import yaml
 
 from ips.analysis import uncertainty
 from ips.config import DEFAULT_MODEL_ENTRY as SMOLLM2
-from ips.fit import fit_values
+from ips.fitting.cube import fit_values
 from ips.formats.hdf5 import write_dataset
 from ips.formats.metrics import BANDS
 from ips.formats.values import Values

@@ -1,4 +1,4 @@
-"""ips.fit on scored designs: sparse scoring, fitting and metrics end to end."""
+"""ips.fitting.cube on scored designs: sparse scoring, fitting and metrics end to end."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def test_sparse_scoring_scores_the_design_and_fits_it(llama, tmp_path):
     `fit_sparse` of the exhaustive file at the same budget; a sample whose 2**n masks fit in
     the budget is fitted exactly, as `and_or`."""
     from builders import ITEMS, sample_set
-    from ips.fit import fit_sparse
+    from ips.fitting.cube import fit_sparse
     from ips.formats.values import read_values
     from ips.scoring.shard import score_shard
 
@@ -64,7 +64,7 @@ def test_metrics_of_sparse_fits(llama, tmp_path):
     of the stored games, and the file says which estimates are reliable."""
     from builders import sample_set
     from ips.analysis.summary import summarize
-    from ips.fit import fit_sparse, fit_values
+    from ips.fitting.cube import fit_sparse, fit_values
     from ips.formats.hdf5 import write_dataset
     from ips.formats.values import read_values
     from ips.scoring.shard import score_shard

@@ -103,7 +103,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_graph_sees_imports():
     graph = import_graph()
     assert "ips.formats.hdf5" in graph["ips.formats.values"]
-    assert "ips.figures.style" in graph["ips.figures.case_study"]
+    assert "ips.figures.style" in graph["ips.figures.plots.case_study"]
     assert "ips.scoring.shard" in graph["ips.cli.score"]  # a function-level import
 
 
@@ -303,5 +303,5 @@ def test_scoring_and_fitting_import_no_statistics():
     """`ips score` and `ips fit` import the mask design and the sparse estimator; SciPy's
     statistics cost each score job 0.6 s of its 6-11 s in the miniature (docs/miniature.md),
     and only the τ sweep of `ips factors` uses them."""
-    code = "import ips.scoring.shard, ips.interactions.sparse, ips.fit, ips.cli.score"
+    code = "import ips.scoring.shard, ips.interactions.sparse, ips.fitting.cube, ips.cli.score"
     assert _loaded(code, ("scipy.stats",)) == []

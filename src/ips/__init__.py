@@ -21,11 +21,12 @@ Modules:
 * ``prompts``       step 1: datasets, items, variables, templates, the samples file
 * ``models``        step 2: model entries, sources, the cache, loading
 * ``scoring``       step 3: v(x_S) on every masked prompt, plain and trie scorers
-* ``fit``           step 4: AND-OR interactions of a whole values cube
+* ``fitting``       step 4: AND-OR interactions of a whole values cube
 * ``interactions``  the AND-OR decomposition of one game (Eq. 12) and its solvers
 * ``analysis``      step 5: IPS, its bands, nulls and intervals of one (model, dataset)
 * ``comparisons``   step 6: factors, τ robustness, baselines and claims across models
 * ``figures``       step 7: figures, tables and the README of the results
+* ``explain``       `ips explain`: the pipeline end to end for one item
 * ``formats``       the files between the steps
 * ``cli``           the `ips` command line, one module per command
 * ``config``        the configuration, validated against its schema
@@ -54,7 +55,7 @@ _EXPORTS = {
     "score_shard": "ips.scoring.shard",
     "harsanyi": "ips.interactions",
     "and_or": "ips.interactions",
-    "fit_values": "ips.fit",
+    "fit_values": "ips.fitting.cube",
     "normalize": "ips.analysis.metrics",
     "salient": "ips.analysis.metrics",
     "ips": "ips.analysis.metrics",
@@ -63,7 +64,7 @@ _EXPORTS = {
     "read_metrics": "ips.formats.metrics",
     "compare": "ips.comparisons.compare",
     "read_factors": "ips.formats.factors",
-    "make_figures": "ips.figures.draw",
+    "make_figures": "ips.figures.make",
 }
 
 __all__ = ["__version__", *_EXPORTS]

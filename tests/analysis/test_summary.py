@@ -494,7 +494,7 @@ def test_a_rescored_null_is_computed_for_every_group_with_conditions_scored_agai
     """A run re-scoring T1, T2 (0-shot) and T1-1shot (1-shot): each group's per-sample null
     is the mean over its own re-scored conditions only (recomputed here per condition), and
     the null table lists both groups."""
-    from ips.figures.tables import null_rows
+    from ips.figures.tables.results import null_rows
 
     full, paths, _ = shards
     values, fits = [paths[0][0], paths[1][0]], [paths[0][1], paths[1][1]]

@@ -10,7 +10,7 @@ import xarray as xr
 
 from ips.cli.main import main
 from ips.formats import interactions
-from ips.interactions import design as interactions_design
+from ips.interactions.design import design
 
 
 def run_ips(*args):
@@ -210,13 +210,13 @@ def test_fit_sparse_from_an_exhaustive_file_and_from_a_design(tmp_path, capsys):
         assert ds.attrs["sampling"] == "sparse" and ds.attrs["budget"] == 20
         assert list(ds.complete.values[:, 0]) == [0, 1]  # 2**3 masks fit in the budget
         g = interactions.from_arrays({k: ds[k].values for k in ds.data_vars}, ds.n_vars.values, 0, 1)
-    design = interactions_design.design(6, 20, seed=0)
-    np.testing.assert_allclose(g.predict(design), v[0, 1, design], atol=1e-6)
+    chosen = design(6, 20, seed=0)
+    np.testing.assert_allclose(g.predict(chosen), v[0, 1, chosen], atol=1e-6)
 
     masks = np.full((2, 20), -1)
-    masks[0], masks[1, :8] = design, np.arange(8)
+    masks[0], masks[1, :8] = chosen, np.arange(8)
     vd = np.full((2, 2, 20), np.nan)
-    vd[0], vd[1, :, :8] = v[0][:, design], v[1, :, :8]
+    vd[0], vd[1, :, :8] = v[0][:, chosen], v[1, :, :8]
     designed = write_h5(tmp_path / "designed.h5", v=vd, n_vars=np.array([6, 3]), masks=masks)
     again = tmp_path / "again.h5"
     assert main(["fit", str(designed), "--out", str(again)]) == 0

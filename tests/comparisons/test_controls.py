@@ -159,7 +159,7 @@ def test_table7_row_beside_its_twins(tmp_path):
     """A matched MoE/dense pair whose twins show no difference: the trained pair's drop is
     beyond its control; the twins are never matched with trained models."""
     from ips.comparisons.claims.nulls import matched_claims
-    from ips.figures.appendix import matched_rows
+    from ips.figures.tables.appendix import matched_rows
 
     def pair(dense_ips, seed):
         moe = make_metrics("qmoe", attrs("q", "m", architecture="moe", params=14e9,

@@ -20,24 +20,24 @@ from ips.comparisons.claims.across_models import perturbation_claims
 from ips.comparisons.claims.nulls import matched_claims
 from ips.comparisons.claims.verdicts import binomial_row
 from ips.comparisons.robustness import tau_differences
-from ips.figures.appendix import (
+from ips.figures.make import make_figures
+from ips.figures.plots.factors import group_factors_figure
+from ips.figures.plots.scale import scale_figure, series_lines
+from ips.figures.plots.shots import few_shot_band_figure
+from ips.figures.tables.appendix import (
     MATCH_RATIO,
     matched_pairs,
     matched_rows,
     perturbation_rows,
     representation_rows,
 )
-from ips.figures.captions import TABLES
-from ips.figures.draw import make_figures
-from ips.figures.factors import group_factors_figure
-from ips.figures.scale import scale_figure, series_lines
-from ips.figures.shots import few_shot_band_figure
-from ips.figures.tables import (
+from ips.figures.tables.results import (
     tau_pair_rows,
     tau_rows,
     tau_table_columns,
     tau_table_rows,
 )
+from ips.figures.text.captions import TABLES
 from ips.formats.factors import read_factors
 from ips.formats.metrics import Entry, read_metrics
 

@@ -12,18 +12,18 @@ import xarray as xr
 
 from builders import attrs, make_metrics, make_values, write_all, write_pair
 from ips.cli.main import main
-from ips.figures.captions import TABLES, case_study_name
-from ips.figures.draw import FILES, figure_files, make_figures
-from ips.figures.factors import factor_figure, factors_figure
-from ips.figures.interaction_types import types_figure
-from ips.figures.order import order_figure
-from ips.figures.perturbation import perturbation_figure
-from ips.figures.ranking import consistency_figure, ranking_figure
-from ips.figures.representation import representation_figure
-from ips.figures.robustness import tau_figure
-from ips.figures.sparsity import matching_figure, sparsity_figure
+from ips.figures.make import FILES, figure_files, make_figures
+from ips.figures.plots.factors import factor_figure, factors_figure
+from ips.figures.plots.interaction_types import types_figure
+from ips.figures.plots.order import order_figure
+from ips.figures.plots.perturbation import perturbation_figure
+from ips.figures.plots.ranking import consistency_figure, ranking_figure
+from ips.figures.plots.representation import representation_figure
+from ips.figures.plots.robustness import tau_figure
+from ips.figures.plots.sparsity import matching_figure, sparsity_figure
 from ips.figures.style import MIN_WIDTH
-from ips.figures.tables import FACTOR_COLUMNS, TABLE_COLUMNS
+from ips.figures.tables.results import FACTOR_COLUMNS, TABLE_COLUMNS
+from ips.figures.text.captions import TABLES, case_study_name
 from ips.formats.factors import read_factors
 from ips.formats.metrics import read_metrics
 
@@ -355,9 +355,9 @@ def test_the_ceiling_stands_beside_ips_and_its_nulls(computed, tmp_path):
     """The ceiling of `ips metrics` (m1: samples of n 4, 4, 3, 4, so one sample has no other
     of its n and no ceiling) in the IPS table, the null table (with IPS minus it over the
     samples valued in both), the README's null section and the nulls figure."""
-    from ips.figures.nulls import nulls_figure
-    from ips.figures.readme import null_section
-    from ips.figures.tables import null_rows, table_rows
+    from ips.figures.plots.nulls import nulls_figure
+    from ips.figures.tables.results import null_rows, table_rows
+    from ips.figures.text.readme import null_section
 
     paths, _ = computed
     entries = [read_metrics(p) for p in paths]
@@ -393,7 +393,7 @@ def test_docs_cli_names_every_file_the_command_writes():
 
     cli = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
     section = cli[cli.index("## `ips figures`"):cli.index("## `ips explain`")]
-    from ips.figures.captions import FIGURES
+    from ips.figures.text.captions import FIGURES
 
     missing = [name for name in [*FIGURES, *TABLES, "case_study_<model>_<dataset>"]
                if f"`{name}`" not in section]
@@ -405,18 +405,18 @@ def test_the_case_study_shows_a_changed_and_an_unchanged_sample(computed, tmp_pa
     """Fig. 3a: per model and dataset a panel for a sample whose prediction changed and one
     for a sample whose prediction stayed, each the metrics file's; a note where a run has no
     sample of a kind."""
-    import ips.figures.case_study as figure
-    from ips.figures import draw
+    import ips.figures.plots.case_study as figure
+    from ips.figures import make
 
     entries = [read_metrics(p) for p in computed[0]]
     assert all("case_same_norm" in e.ds for e in entries)
-    drawn = draw.case_study_figures(entries, 0.1, tmp_path)
+    drawn = make.case_study_figures(entries, 0.1, tmp_path)
     assert len(drawn) == 2 * len(entries) and all((tmp_path / f).stat().st_size > 5000
                                                   for f in drawn)
     panels = []
     monkeypatch.setattr(figure, "case_study_figure",
                         lambda cases, path, **kw: panels.append(cases) or [])
-    draw.case_study_figures(entries, 0.1, tmp_path)
+    make.case_study_figures(entries, 0.1, tmp_path)
     for e, (first, second) in zip(entries, panels):
         a = e.ds.attrs
         assert a["case_changed"] == 1  # these random games change predictions
@@ -426,13 +426,13 @@ def test_the_case_study_shows_a_changed_and_an_unchanged_sample(computed, tmp_pa
     ds = entries[1].ds.drop_vars([v for v in entries[1].ds.data_vars
                                   if str(v).startswith("case_same_")])
     panels.clear()
-    draw.case_study_figures([dataclasses.replace(entries[1], ds=ds)], 0.1, tmp_path)
-    assert panels[0][1] == draw.NO_UNCHANGED_CASE
+    make.case_study_figures([dataclasses.replace(entries[1], ds=ds)], 0.1, tmp_path)
+    assert panels[0][1] == make.NO_UNCHANGED_CASE
     # a run whose predictions never change: the note first, its unchanged sample second
     ds = entries[0].ds.drop_vars([v for v in entries[0].ds.data_vars
                                   if str(v).startswith("case_same_")])
     ds.attrs = {**ds.attrs, "case_changed": 0, "case_pred_b": ds.attrs["case_pred_a"]}
     panels.clear()
-    draw.case_study_figures([dataclasses.replace(entries[0], ds=ds)], 0.1, tmp_path)
+    make.case_study_figures([dataclasses.replace(entries[0], ds=ds)], 0.1, tmp_path)
     (first, second), = panels
-    assert first == draw.NO_CHANGED_CASE and not second.prediction_changed
+    assert first == make.NO_CHANGED_CASE and not second.prediction_changed

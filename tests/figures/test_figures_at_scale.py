@@ -13,18 +13,18 @@ from matplotlib.figure import Figure
 
 from builders import attrs, make_metrics, write_all
 from ips.cli.main import main
-from ips.figures.factors import draw_factors
-from ips.figures.interaction_types import types_figure
-from ips.figures.nulls import nulls_figure
-from ips.figures.order import order_figure
-from ips.figures.perturbation import perturbation_figure
-from ips.figures.ranking import consistency_figure, ranking_figure
-from ips.figures.readme import readme_text
-from ips.figures.representation import representation_figure
-from ips.figures.robustness import tau_figure
-from ips.figures.scale import scale_figure
-from ips.figures.shots import few_shot_band_figure
-from ips.figures.sparsity import matching_figure, sparsity_figure
+from ips.figures.plots.factors import draw_factors
+from ips.figures.plots.interaction_types import types_figure
+from ips.figures.plots.nulls import nulls_figure
+from ips.figures.plots.order import order_figure
+from ips.figures.plots.perturbation import perturbation_figure
+from ips.figures.plots.ranking import consistency_figure, ranking_figure
+from ips.figures.plots.representation import representation_figure
+from ips.figures.plots.robustness import tau_figure
+from ips.figures.plots.scale import scale_figure
+from ips.figures.plots.shots import few_shot_band_figure
+from ips.figures.plots.sparsity import matching_figure, sparsity_figure
+from ips.figures.text.readme import readme_text
 from ips.formats.factors import read_factors
 from ips.formats.metrics import read_metrics
 
@@ -118,20 +118,20 @@ def test_readme_at_fifty_models_uses_tables(paper_scale):
 def test_readme_leaves_a_long_claims_table_to_the_csv(paper_scale):
     from types import SimpleNamespace
 
-    from ips.figures.readme import MAX_CLAIM_ROWS, claims_section
+    from ips.figures.text.readme import MAX_CLAIM_ROWS, claims_section
 
     row = SimpleNamespace(claim="c", paper="the paper says", verdict="undecided",
                           weights="random")
-    import ips.comparisons.claims.table as claims
+    import ips.figures.text.readme as readme
 
     def fake_summary(rows):
         return {"c": {"undecided": len(rows)}}
 
-    original = claims.summary
-    claims.summary = fake_summary
+    original = readme.claims_summary
+    readme.claims_summary = fake_summary
     try:
         text = "\n".join(claims_section([row] * (MAX_CLAIM_ROWS + 1)))
     finally:
-        claims.summary = original
+        readme.claims_summary = original
     assert f"The {MAX_CLAIM_ROWS + 1} rows are in `claims.csv`" in text
     assert text.count("\n|") == 0

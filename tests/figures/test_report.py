@@ -10,14 +10,14 @@ import pytest
 
 from builders import CONFIG, REPORT
 from ips.config import validate
-from ips.figures.captions import (
+from ips.figures.make import figure_files
+from ips.figures.text.captions import (
     TABLES,
     captions,
     case_study_name,
     report_captions,
     report_section,
 )
-from ips.figures.draw import figure_files
 
 
 def render(template: str, **wildcards) -> str:
@@ -68,6 +68,6 @@ def test_workflow_description_renders_cleanly():
 
 def test_the_factor_captions_are_the_four_factors():
     from ips.comparisons.factors import FACTORS
-    from ips.figures.captions import FACTOR_TITLES
+    from ips.figures.text.captions import FACTOR_TITLES
 
     assert tuple(FACTOR_TITLES) == FACTORS

@@ -8,7 +8,7 @@ import numpy as np
 from builders import attrs, make_fit, make_metrics, make_values
 from ips.analysis import layout
 from ips.comparisons.compare import compare
-from ips.fit import fit_sparse
+from ips.fitting.cube import fit_sparse
 from ips.formats import metrics as metrics_format
 from ips.formats.factors import read_factors, write_factors
 from ips.formats.interactions import attach_interactions, write_interactions

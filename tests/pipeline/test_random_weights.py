@@ -15,9 +15,9 @@ from builders import attrs, make_metrics, make_values, write_all, write_pair
 from ips.analysis.summary import summarize
 from ips.cli.main import main
 from ips.errors import InputError
-from ips.figures.captions import FIGURES, TABLES
-from ips.figures.draw import make_figures
+from ips.figures.make import make_figures
 from ips.figures.style import BANNER_COLOR, TITLE_SIZE, banner, panels, save
+from ips.figures.text.captions import FIGURES, TABLES
 from ips.formats.metrics import WEIGHTS, read_metrics, weights
 
 RANDOM = json.dumps({"random": "mixtral", "seed": 7})

@@ -92,8 +92,8 @@ def test_lint_is_clean():
 
 
 def expected_figures(models=("tiny-a", "tiny-b"), datasets=("arc-easy", "dolly")):
-    from ips.figures.captions import TABLES, case_study_name
-    from ips.figures.draw import figure_files
+    from ips.figures.make import figure_files
+    from ips.figures.text.captions import TABLES, case_study_name
 
     cases = [f"{case_study_name(m, d)}.{ext}" for m in models for d in datasets
              for ext in ("png", "pdf")]

@@ -15,7 +15,7 @@ from ips import cluster
 from ips.config import MODEL_CACHE, rescored_conditions, rescored_settings
 from ips.models.gguf import missing_packages
 from ips.models.entries import ModelSpec, job_mem_mb
-from ips.figures.captions import report_captions, report_section, report_subsections
+from ips.figures.text.captions import report_captions, report_section, report_subsections
 from ips.errors import InputError
 from ips.config import dataset_settings
 from ips.prompts.samples import load_samples
@@ -315,7 +315,7 @@ def all_interactions(wildcards):
 
 
 def report_category(wildcards):
-    """The report section of a results file (`ips.figures.captions`)."""
+    """The report section of a results file (`ips.figures.text.captions`)."""
     return report_section(f"{wildcards.name}.{wildcards.ext}")
 
 
@@ -325,7 +325,7 @@ def _report_subsections():
 
 
 def report_subcategory(wildcards):
-    """A case study's dataset (`ips.figures.captions.report_subsections`); None, the
+    """A case study's dataset (`ips.figures.text.captions.report_subsections`); None, the
     section's default, for every other file."""
     return _report_subsections().get(f"{wildcards.name}.{wildcards.ext}")
 

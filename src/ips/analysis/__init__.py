@@ -1,5 +1,6 @@
 """What `ips metrics` computes for one (model, dataset) (step 5): IPS and its bands,
-interaction types, diagnostics, nulls, bootstrap intervals and tests, the case study.
+interaction types, diagnostics, nulls, bootstrap intervals and tests, the case study: analyses
+of stored games (`ips explain`'s live run is `ips.explain`).
 
 Modules:
 
@@ -13,5 +14,4 @@ Modules:
 * ``peers``              what other prompt-sensitivity tools report
 * ``summary``            the metrics of one (model, dataset) from its merged shards
 * ``case_study``         one sample under a template pair (Section 3.3)
-* ``explain``            `ips explain`: a case study of one item, end to end
 """

@@ -1,7 +1,7 @@
 """The case study of one sample under a template pair T, T̂ (paper Section 3.3, Fig. 1).
 
 From the normalised interactions Ĩ_T, Ĩ_T̂ of one sample (`ips.analysis.metrics.normalize`),
-`case_study` computes what `ips explain` prints and `ips.figures.case_study` draws: the
+`case_study` computes what `ips explain` prints and `ips.figures.plots.case_study` draws: the
 salient set U = {(kind, S): |Ĩ_T(S)| > τ or |Ĩ_T̂(S)| > τ}, each interaction's type
 (`ips.analysis.metrics.type_codes`) and change |Ĩ_T(S) − Ĩ_T̂(S)|, and ips(x, T, T̂) at τ (Eq. 3,
 `ips.analysis.metrics.pair_sensitivity`).
@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ips.analysis import diagnostics, interaction_types, metrics, sparse_metrics
-from ips.analysis import layout as analysis_layout
+from ips.analysis.layout import KINDS, SetLayout, infer_n_vars
 from ips.formats.hdf5 import labels
 from ips.formats.shards import Merged
 from ips.formats.values import design_row
@@ -147,11 +147,11 @@ def case_study(
         raise ValueError(f"norm_a and norm_b must be one sample's normalised interactions of "
                          f"shape (2, 2**n); got shapes {a.shape} and {b.shape}")
     words = [str(w) for w in words]
-    layout = None if sets is None else analysis_layout.SetLayout(np.asarray(sets, np.int64),
+    layout = None if sets is None else SetLayout(np.asarray(sets, np.int64),
                                                          np.int64(len(words)))
     res = metrics.pair_sensitivity(a, b, tau, layout=layout)  # checks shapes, Ω, range and τ
     if layout is None:
-        n = int(analysis_layout.infer_n_vars(a, "norm_a"))
+        n = int(infer_n_vars(a, "norm_a"))
         if len(words) != n:
             raise ValueError(f"words: {len(words)} given, but the interactions have n = {n} "
                              "variables")
@@ -190,11 +190,11 @@ def _case(kinds, masks, va, vb, words, pred_a, pred_b, tau, ips_value, model, sa
                              np.asarray(va, float).tolist(), np.asarray(vb, float).tolist(), types):
         names = [words[i] for i in range(len(words)) if m >> i & 1]
         rows.append(Interaction(
-            kind=analysis_layout.KINDS[k], mask=int(m),
+            kind=KINDS[k], mask=int(m),
             words=(AND_JOIN if k == 0 else OR_JOIN).join(names),
             value_a=x, value_b=y, type=t, change=abs(x - y),
         ))
-    rows.sort(key=lambda r: (-r.change, r.order, analysis_layout.KINDS.index(r.kind), r.mask))
+    rows.sort(key=lambda r: (-r.change, r.order, KINDS.index(r.kind), r.mask))
     return CaseStudy(
         model=str(model), sample=str(sample), templates=(str(templates[0]), str(templates[1])),
         words=words, pred_a=str(pred_a), pred_b=str(pred_b),
@@ -219,7 +219,7 @@ def _pred_text(merged: Merged, pred: np.ndarray, s: int, c: int) -> str:
 SAME = "case_same"
 
 
-def case_study_data(merged: Merged, norm: np.ndarray, layout: analysis_layout.SetLayout | None,
+def case_study_data(merged: Merged, norm: np.ndarray, layout: SetLayout | None,
                     pred: np.ndarray, groups: list[str], tau: float) -> tuple[dict, dict, dict]:
     """The samples and template pairs drawn in the case study (paper Fig. 3a / Fig. 19): one
     whose prediction changed and one whose prediction stayed, where both exist.
@@ -260,7 +260,7 @@ def case_study_data(merged: Merged, norm: np.ndarray, layout: analysis_layout.Se
         same = choose_cell(per_pair, changed, ids, want=False)
         if same is not None:
             cells[SAME] = same
-    data, coords, attrs = {}, {"kind": labels(analysis_layout.KINDS)}, {}
+    data, coords, attrs = {}, {"kind": labels(KINDS)}, {}
     for prefix, (s, p) in cells.items():
         i, j = idx[local[p]].tolist()
         d, c = _cell_data(prefix, merged, norm, layout, s, i, j)
@@ -280,7 +280,7 @@ def case_study_data(merged: Merged, norm: np.ndarray, layout: analysis_layout.Se
 
 
 def _cell_data(prefix: str, merged: Merged, norm: np.ndarray,
-               layout: analysis_layout.SetLayout | None, s: int, i: int,
+               layout: SetLayout | None, s: int, i: int,
                j: int) -> tuple[dict, dict]:
     """`case_study_data`'s variables and coordinates of sample s under conditions i and j."""
     from ips.interactions import reconstruct

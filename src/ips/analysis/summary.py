@@ -26,8 +26,8 @@ from ips.analysis import (
     sparse_metrics,
     uncertainty,
 )
-from ips.analysis import layout as analysis_layout
 from ips.analysis.case_study import case_study_data
+from ips.analysis.layout import SetLayout
 from ips.analysis.nulls import null_attribute, null_variables, rescored_variables
 from ips.errors import InputError
 from ips.formats.hdf5 import labels
@@ -189,7 +189,7 @@ def _predictions(merged: Merged) -> np.ndarray:
 
 
 def _group_metrics(merged: Merged, name: str, norm: np.ndarray,
-                   layout: analysis_layout.SetLayout | None, pred: np.ndarray, tau: float,
+                   layout: SetLayout | None, pred: np.ndarray, tau: float,
                    sweep: np.ndarray) -> dict[str, np.ndarray]:
     """Every quantity of one condition group over its unordered condition pairs: `ips`,
     `n_valued`, `n_empty` (band), `sweep`, `sweep_n` (tau), `sample_ips` (sample, band),
@@ -364,7 +364,7 @@ def _sample_variables(merged: Merged, per_group: list[dict], order: np.ndarray, 
     return data, coords
 
 
-def _fit_variables(merged: Merged, norm: np.ndarray, layout: analysis_layout.SetLayout | None,
+def _fit_variables(merged: Merged, norm: np.ndarray, layout: SetLayout | None,
                    tau: float, order: np.ndarray):
     """How well the interactions explain v: the fit's matching error, sparsity (Fig. 2a) and
     universal matching keeping the largest interactions (Fig. 2b); for sparse fits also the

@@ -98,9 +98,10 @@ def add_parser(sub, common) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the case study's table and write its figure (and --json)."""
-    from ips.analysis import explain
-    from ips.analysis.explain import choose_item, choose_spec, explain_config
-    from ips.figures.case_study import case_study_figure
+    from ips.explain import inputs
+    from ips.explain.inputs import choose_item, choose_spec, explain_config
+    from ips.explain.run import explain, format_case
+    from ips.figures.plots.case_study import case_study_figure
     from ips.models.loading import load_model
     from ips.outputs import check_output, write_bytes
 
@@ -115,19 +116,19 @@ def run(args: argparse.Namespace) -> int:
     var = config.get("variables", {})
     strategy, merge = var.get("strategy", "content"), var.get("merge_phrases", True)
     template_file = config.get("templates", {}).get("file")
-    budget = sampling_budget(args, config["sampling"], explain.ExplainError)
+    budget = sampling_budget(args, config["sampling"], inputs.ExplainError)
     # cheap checks before a model load that can take seconds
-    explain.check_comparison(item, templates, template_file, target)
-    n = len(explain.case_variables(item, strategy, n_max, merge, fields))
+    inputs.check_comparison(item, templates, template_file, target)
+    n = len(inputs.case_variables(item, strategy, n_max, merge, fields))
     if budget is None and n > EXHAUSTIVE_MAX_N:
-        raise explain.ExplainError(
+        raise inputs.ExplainError(
             f"--sampling: the item has n = {n} variables; scoring all 2**{n} masks is beyond "
             f"exhaustive sampling (n <= {EXHAUSTIVE_MAX_N}); use --sampling sparse --budget B")
     t0 = time.perf_counter()
     loaded = load_model(spec, cache_dir=args.cache_dir, device=args.device, threads=args.threads)
     log.info("loaded %s on %s (mask token %r id %d) in %.1f s", spec.name, loaded.device,
              loaded.mask_token, loaded.mask_token_id, time.perf_counter() - t0)
-    case = explain.explain(
+    case = explain(
         loaded, item, templates, tau=tau,
         strategy=strategy, merge_phrases=merge, fields=fields, n_max=n_max,
         template_file=template_file, target=target,
@@ -139,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         masking=setting(args.masking, config, "masking"),
         budget=budget,
     )
-    print(explain.format_case(case, args.top), end="")
+    print(format_case(case, args.top), end="")
     files = case_study_figure(case, args.out, top=args.top or 12)
     if args.json:
         write_bytes(args.json, (json.dumps(case.to_dict(), indent=1, ensure_ascii=False)

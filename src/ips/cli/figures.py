@@ -28,7 +28,7 @@ def add_parser(sub, common) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ips.figures.draw import make_figures
+    from ips.figures.make import make_figures
 
     t0 = time.perf_counter()
     files = make_figures(args.metrics, args.factors, args.out)

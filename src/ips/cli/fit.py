@@ -85,7 +85,7 @@ def add_parser(sub, common) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ips.fit import default_sampling, fit_file
+    from ips.fitting.cube import default_sampling, fit_file
     from ips.formats.interactions import write_interactions
     from ips.formats.values import read_values
 

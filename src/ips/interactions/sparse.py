@@ -127,7 +127,7 @@ class SparseInteractions:
         the data do not separate them; the least-ℓ2 rule splits their sum.
     info : solver details (seconds, LP size).
     complete : the design held all 2^n masks: the interactions are Eq. 12's exact fit
-        (``ips.fit.fit_sparse``), reliable whatever ``heldout_error`` (NaN: nothing held out).
+        (``ips.fitting.cube.fit_sparse``), reliable whatever ``heldout_error`` (NaN: nothing held out).
     """
 
     n: int

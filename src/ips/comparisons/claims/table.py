@@ -85,7 +85,7 @@ from ips.formats.metrics import Entry, weights
 # ------------------------------------------------------------------ claims across models
 
 
-# ------------------------------------------------- appendix tables (ips.figures.appendix)
+# ------------------------------------------------- appendix tables (ips.figures.tables.appendix)
 
 
 # --------------------------------------------------------------------------------- all
@@ -95,7 +95,7 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: i
            perturbation: Sequence[dict] = (), matched: Sequence[dict] = ()) -> list[Claim]:
     """Every claim the configured models can test, and those they cannot (with the reason).
     `perturbation`, `matched`: the rows of the Appendix G and Table 7 tables
-    (`ips.figures.appendix`), whose numbers the count and matched-MoE claims read."""
+    (`ips.figures.tables.appendix`), whose numbers the count and matched-MoE claims read."""
     datasets = list(dict.fromkeys(e.dataset for e in entries))
     trained = [e for e in entries if not e.twin_of]
 
@@ -122,7 +122,7 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: i
     return out
 
 
-def summary(rows: Sequence[Claim]) -> dict[str, dict[str, int]]:
+def claims_summary(rows: Sequence[Claim]) -> dict[str, dict[str, int]]:
     """Verdict counts per claim."""
     out: dict[str, dict[str, int]] = {}
     for r in rows:
@@ -130,7 +130,7 @@ def summary(rows: Sequence[Claim]) -> dict[str, dict[str, int]]:
     return out
 
 
-def markdown(rows: Sequence[Claim]) -> list[str]:
+def claims_markdown(rows: Sequence[Claim]) -> list[str]:
     """The claims as a Markdown table (README of the figures)."""
 
     def num(x: float, digits: int = 3) -> str:
@@ -157,6 +157,6 @@ __all__ = [
     "VERDICTS",
     "Claim",
     "claims",
-    "summary",
-    "markdown",
+    "claims_summary",
+    "claims_markdown",
 ]

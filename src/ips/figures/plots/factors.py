@@ -15,7 +15,6 @@ import numpy as np
 import xarray as xr
 
 from ips.comparisons.factors import FACTORS
-from ips.figures.captions import FACTOR_TITLES
 from ips.figures.numbers import MAIN_GROUP, PERTURBATION_GROUP, few_note, p_text
 from ips.figures.style import (
     band_label,
@@ -32,6 +31,7 @@ from ips.figures.style import (
     save,
     whiskers,
 )
+from ips.figures.text.captions import FACTOR_TITLES
 from ips.formats.factors import FactorsFile
 from ips.formats.metrics import BANDS
 

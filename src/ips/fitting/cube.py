@@ -21,7 +21,7 @@ from ips.config import EXHAUSTIVE_MAX_N, default
 from ips.errors import InputError
 from ips.formats import interactions
 from ips.formats.values import Values
-from ips.interactions import design as interactions_design
+from ips.interactions.design import scored_masks
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ def fit_sparse(
         for s in range(n_samples):
             n = int(values.n_vars[s])
             if values.masks is None:
-                design = interactions_design.scored_masks(n, budget, seed)
+                design = scored_masks(n, budget, seed)
                 design = np.arange(1 << n) if design is None else design
                 rows = values.v[s][:, design]
             else:

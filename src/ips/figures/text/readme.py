@@ -10,9 +10,11 @@ import numpy as np
 
 from ips import __version__
 from ips.analysis.uncertainty import EXACT_MAX, MIN_RELIABLE_N
-from ips.comparisons.claims import table as claims
 from ips.comparisons.claims import verdicts
-from ips.figures.captions import (
+from ips.comparisons.claims.table import claims_markdown, claims_summary
+from ips.figures.numbers import MAIN_GROUP, datasets_of, random_note, robustness_text
+from ips.figures.tables.results import null_rows, peer_rows
+from ips.figures.text.captions import (
     CASE_STUDY,
     CASE_STUDY_CAPTION,
     FACTOR_TITLES,
@@ -20,8 +22,6 @@ from ips.figures.captions import (
     TABLES,
     case_study_name,
 )
-from ips.figures.numbers import MAIN_GROUP, datasets_of, random_note, robustness_text
-from ips.figures.tables import null_rows, peer_rows
 from ips.formats.factors import FactorsFile
 from ips.formats.metrics import WEIGHTS, Entry
 from ips.interactions.sparse import UNRELIABLE_HELDOUT
@@ -264,7 +264,7 @@ def sparse_section(entries: list[Entry]) -> list[str]:
 def claims_section(rows: Sequence[verdicts.Claim], warning: str = "") -> list[str]:
     """The README section of the claims: verdict counts, each claim's statement, the table;
     `warning` (`random_note`) heads it when a model has random weights."""
-    counts = claims.summary(rows)
+    counts = claims_summary(rows)
     random = sum(r.weights == WEIGHTS[1] for r in rows)
     lines = ["", "## The paper's claims on these models", "",
              *([f"**{warning[0].upper()}{warning[1:]}:** {random} of the {len(rows)} rows "
@@ -285,7 +285,7 @@ def claims_section(rows: Sequence[verdicts.Claim], warning: str = "") -> list[st
     if len(rows) > MAX_CLAIM_ROWS:  # the paper's study: thousands of rows, a wall of text
         return [*lines, "", f"The {len(rows)} rows are in `claims.csv` (one per claim, model, "
                 "dataset and band where it applies); the counts above sum them up."]
-    return [*lines, "", *claims.markdown(rows)]
+    return [*lines, "", *claims_markdown(rows)]
 
 
 MAX_CLAIM_ROWS = 200

@@ -1,4 +1,4 @@
-"""`ips explain`: the case study of one item under a template pair (ips.analysis.explain).
+"""`ips explain`: the case study of one item under a template pair (ips.explain).
 
 Ground truth: hand-computed U, types, order and ips on small normalised arrays, and, on a
 tiny random Llama, an independent pipeline (plain Engine → and_or → normalize →
@@ -17,12 +17,13 @@ import yaml
 
 from ips.analysis import interaction_types, layout, metrics
 from ips.analysis.case_study import CaseStudy, case_study
-from ips.analysis.explain import ExplainError, format_case
 from ips.cli.main import build_parser
 from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
 from ips.errors import InputError
-from ips.figures.case_study import case_study_figure, case_title
-from ips.interactions import design as interactions_design
+from ips.explain.inputs import ExplainError
+from ips.explain.run import format_case
+from ips.figures.plots.case_study import case_study_figure, case_title
+from ips.interactions.design import design
 from ips.prompts.items import MCQItem
 
 NAN = np.nan
@@ -296,15 +297,15 @@ def test_explain_sparse_beyond_16_variables(config, tiny_llama_dir, tmp_path, ca
     tok = AutoTokenizer.from_pretrained(tiny_llama_dir)
     engine = Engine(AutoModelForCausalLM.from_pretrained(tiny_llama_dir).eval(),
                     tok.unk_token_id, batch_tokens=1024, scorer="plain")
-    design = interactions_design.design(n, 64, seed=0)
+    chosen = design(n, 64, seed=0)
     ests = []
     for t in ("T1", "T4"):
         prompt = render(load_templates()[t], item, variables)
         enc = tok(prompt.text, return_offsets_mapping=True)
         owners = token_owners(enc["offset_mapping"], prompt.spans)
         letters, _ = letter_tokens(tok, prompt.cue, "ABCD")
-        v = engine.values(np.asarray(enc["input_ids"]), owners, n, [letters[0]], design)
-        ests.append(sparse.estimate(design, v, n))
+        v = engine.values(np.asarray(enc["input_ids"]), owners, n, [letters[0]], chosen)
+        ests.append(sparse.estimate(chosen, v, n))
     expect = sparse_case_study(*ests, case["words"], "A", "A", 0.1)
     assert case["ips"] == pytest.approx(expect.ips, abs=1e-6)
     assert [(r["kind"], r["mask"]) for r in case["rows"]] == [(r.kind, r.mask) for r in expect.rows]

@@ -1,15 +1,15 @@
 """Every figure, table and the README of `ips figures`, drawn into one directory
-(`make_figures`); the tables are written by `ips.figures.tables`, the README by
-`ips.figures.readme`.
+(`make_figures`); the tables are written by `ips.figures.tables.results`, the README by
+`ips.figures.text.readme`.
 
 Reads the metrics files of `ips metrics` (one per model and dataset) and the factors file of
 `ips factors`, and writes a directory: every figure as PNG and PDF (`style.save`), the tables
-and a README. What each file shows is its caption in `ips.figures.captions`; each figure
+and a README. What each file shows is its caption in `ips.figures.text.captions`; each figure
 family is drawn by a module of its own (`sparsity`, `case_study`, `types`, `ranking`,
 `factors`, `order`, `scale`, `shots`, `robustness`, `perturbation`, `representation`,
 `nulls`); the appendix tables are computed by `appendix`.
 
-The case-study figures need `ips.analysis.case_study` and `ips.figures.case_study`; they are drawn
+The case-study figures need `ips.analysis.case_study` and `ips.figures.plots.case_study`; they are drawn
 for every metrics file that holds a case (`case_sample` attribute, see `ips.formats.metrics`). The
 directory is written next to its destination under a temporary name and renamed onto it
 when complete, so a reader sees either the old or the new directory, never half of one.
@@ -28,10 +28,23 @@ from pathlib import Path
 import numpy as np
 
 from ips.analysis.uncertainty import DRAWS
-from ips.comparisons.claims import table as claims
 from ips.comparisons.claims import verdicts
+from ips.comparisons.claims.table import claims
 from ips.errors import InputError
-from ips.figures.appendix import (
+from ips.figures.numbers import MAIN_GROUP, PERTURBATION_GROUP, random_note
+from ips.figures.plots.factors import draw_factors
+from ips.figures.plots.interaction_types import types_figure
+from ips.figures.plots.nulls import nulls_figure
+from ips.figures.plots.order import order_figure
+from ips.figures.plots.perturbation import perturbation_figure
+from ips.figures.plots.ranking import consistency_figure, ranking_figure
+from ips.figures.plots.representation import representation_figure
+from ips.figures.plots.robustness import tau_figure
+from ips.figures.plots.scale import scale_figure
+from ips.figures.plots.shots import few_shot_band_figure
+from ips.figures.plots.sparsity import matching_figure, sparsity_figure
+from ips.figures.style import banner
+from ips.figures.tables.appendix import (
     MATCHED_COLUMNS,
     PERTURBATION_COLUMNS,
     REPRESENTATION_COLUMNS,
@@ -39,22 +52,7 @@ from ips.figures.appendix import (
     perturbation_rows,
     representation_rows,
 )
-from ips.figures.captions import FIGURES, TABLES, case_study_name
-from ips.figures.factors import draw_factors
-from ips.figures.interaction_types import types_figure
-from ips.figures.nulls import nulls_figure
-from ips.figures.numbers import MAIN_GROUP, PERTURBATION_GROUP, random_note
-from ips.figures.order import order_figure
-from ips.figures.perturbation import perturbation_figure
-from ips.figures.ranking import consistency_figure, ranking_figure
-from ips.figures.readme import readme_text
-from ips.figures.representation import representation_figure
-from ips.figures.robustness import tau_figure
-from ips.figures.scale import scale_figure
-from ips.figures.shots import few_shot_band_figure
-from ips.figures.sparsity import matching_figure, sparsity_figure
-from ips.figures.style import banner
-from ips.figures.tables import (
+from ips.figures.tables.results import (
     FACTOR_COLUMNS,
     NULL_COLUMNS,
     PEER_COLUMNS,
@@ -70,6 +68,8 @@ from ips.figures.tables import (
     write_csv,
     write_table,
 )
+from ips.figures.text.captions import FIGURES, TABLES, case_study_name
+from ips.figures.text.readme import readme_text
 from ips.formats.factors import FactorsFile, read_factors
 from ips.formats.metrics import Entry, read_metrics
 from ips.interactions.sparse import UNRELIABLE_HELDOUT
@@ -89,7 +89,7 @@ def figure_files() -> list[str]:
 
 def _case(ds, prefix: str, model: str, tau: float):
     """The `ips.analysis.case_study.CaseStudy` stored under `prefix` in a metrics file."""
-    # local: the submodule ips.figures.case_study would shadow a package-level name
+    # local: the submodule ips.figures.plots.case_study would shadow a package-level name
     from ips.analysis.case_study import case_study
 
     a, norm = ds.attrs, ds[f"{prefix}_norm"]
@@ -113,11 +113,11 @@ def _case(ds, prefix: str, model: str, tau: float):
 
 def case_study_figures(entries: list[Entry], tau: float, out: Path) -> list[str]:
     """One case-study figure per metrics file that holds a case
-    (`ips.analysis.case_study.case_study` drawn by `ips.figures.case_study`): a sample whose
+    (`ips.analysis.case_study.case_study` drawn by `ips.figures.plots.case_study`): a sample whose
     prediction changed and one whose prediction stayed (Fig. 3a), or a note where there is
     none of one kind."""
     from ips.analysis.case_study import SAME
-    from ips.figures.case_study import case_study_figure
+    from ips.figures.plots.case_study import case_study_figure
 
     names = []
     for e in entries:
@@ -165,7 +165,7 @@ def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path) 
     write_csv(representation_rows(entries, factors), REPRESENTATION_COLUMNS,
               out / "representation_pairs.csv")
     write_csv(matched, MATCHED_COLUMNS, out / "moe_matched.csv")
-    rows = claims.claims(entries, factors.ds, draws=draws, seed=seed,
+    rows = claims(entries, factors.ds, draws=draws, seed=seed,
                          perturbation=perturbation, matched=matched)
     write_csv([r.row() for r in rows], verdicts.COLUMNS, out / "claims.csv")
     (out / "README.md").write_text(readme_text(entries, factors, tau, cases, rows),

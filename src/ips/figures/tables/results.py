@@ -2,8 +2,8 @@
 (model, dataset, group, band) (`ips_table.csv`), every null and the ceiling
 (`null_table.csv`), the factor comparisons
 (`factors_table.csv`), τ robustness (`tau_robustness.csv`, `tau_pairs.csv`: Table 2) and IPS
-at every τ (`tau_table.csv`: Table 3); the appendix tables are `ips.figures.appendix`. The
-columns in the order written, what each holds in `ips.figures.captions`. Every table ends in
+at every τ (`tau_table.csv`: Table 3); the appendix tables are `ips.figures.tables.appendix`. The
+columns in the order written, what each holds in `ips.figures.text.captions`. Every table ends in
 `weights` (`ips.formats.metrics.WEIGHTS`): `random` where a model the row rests on has random
 weights."""
 

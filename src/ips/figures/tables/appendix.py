@@ -4,7 +4,7 @@ base/instruct pair (Appendix H, Table 6: `representation_pairs.csv`) and every M
 against the dense model of its family and type with the closest activated parameters
 (Appendix I, Table 7: `moe_matched.csv`). The claims on them are `ips.comparisons.claims`
 (`perturbation_claims`, `matched_claims`); the columns' meaning is in
-`ips.figures.captions`."""
+`ips.figures.text.captions`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ips.analysis.uncertainty import MIN_RELIABLE_N, sign_flip_label
 from ips.comparisons.claims.verdicts import bootstrap_settings
 from ips.config import MODEL_ATTRIBUTES
 from ips.figures.numbers import MAIN_GROUP, ips_value, label_columns, label_mean
-from ips.figures.tables import attr_text
+from ips.figures.tables.results import attr_text
 from ips.formats.factors import FactorsFile
 from ips.formats.metrics import Entry, weights
 

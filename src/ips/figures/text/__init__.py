@@ -1,0 +1,7 @@
+"""The text of `ips figures`: what every file shows and the README that says it.
+
+Modules:
+
+* ``captions``  one caption per figure and table (light: every Snakemake start reads it)
+* ``readme``    the README of a figures directory
+"""
