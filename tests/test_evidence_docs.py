@@ -718,9 +718,7 @@ def readme_evidence() -> list[tuple[str, list]]:
     scale_p = [claim("factor_scale", scale_scope, f"{b} p_value", bs) for b in BASELINES]
     qwen_drops = [claim("factor_few_shot", q, f"{b} estimate", bs) for q in qwen for b in BASELINES]
     qwen_p = [claim("factor_few_shot", q, f"{b} p_value", bs) for q in qwen for b in BASELINES]
-    agree = table("baselines/scale/agreement.csv")
-    # the 7 comparisons whose per-pair IPS agrees: all but SmolLM2 under deletion
-    rest = [r for r in agree if (r["model"], r["baseline"]) != (S, "delete")]
+    agree, _, rest = agreement_split()
     return [
         ("Of the {} rows of the paper's own claims the models' own tests decide {}, and {} stand "
          "beside the twins",
@@ -843,6 +841,15 @@ def baselines_prose() -> list[tuple[str, list]]:
 BASELINES = ("own", "delete", "word:the")
 
 
+def agreement_split():
+    """The deciding run's agreement rows (each model's own baseline against each other one):
+    all of them, SmolLM2 under deletion (whose per-pair IPS does not agree), and the 7
+    others."""
+    agree = table("baselines/scale/agreement.csv")
+    smol_delete = next(r for r in agree if (r["model"], r["baseline"]) == (S, "delete"))
+    return agree, smol_delete, [r for r in agree if r is not smol_delete]
+
+
 def deciding_run_prose() -> list[tuple[str, list]]:
     """The numbers of the deciding run: the four models under three baselines
     (docs/evidence/baselines/scale/)."""
@@ -863,9 +870,7 @@ def deciding_run_prose() -> list[tuple[str, list]]:
         return cell(bs + tree + "/ips_table.csv", column, model=model, dataset="mmlu",
                     group="0shot", band="all")
 
-    agree = table(bs + "agreement.csv")
-    smol_delete = next(r for r in agree if r["model"] == S and r["baseline"] == "delete")
-    rest = [r for r in agree if r is not smol_delete]
+    agree, smol_delete, rest = agreement_split()
     claims_ = table(bs + "claims.csv")
     decided = [r for r in claims_ if r["own raw_verdict"] in DECIDED]
     mask = [r for r in decided if r["claim"] == "template_above_mask_null"]

@@ -27,18 +27,48 @@ HIDDEN, HEADS, KV_HEADS, LAYERS, FFN, THETA, EPS = 64, 8, 2, 2, 96, 1e6, 1e-6
 HEAD_DIM = HIDDEN // HEADS
 
 
-@pytest.fixture(scope="module")
-def internlm2(tmp_path_factory):
-    """A tiny InternLM2 checkpoint (config, weights, tokenizer) and its weights."""
-    root = tmp_path_factory.mktemp("internlm2")
+def checkpoint_start(tmp_path_factory, name: str, seed: int):
+    """A new checkpoint directory holding a byte-level tokenizer; the tokenizer, and a draw of
+    random weights (seeded) of any shape."""
+    root = tmp_path_factory.mktemp(name)
     tokenizer = byte_level_tokenizer(unk=True, pad=True)
     tokenizer.save_pretrained(root)
-    vocab = len(tokenizer)
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator().manual_seed(seed)
 
     def w(*shape):
         return torch.randn(*shape, generator=g) * 0.2
 
+    return root, tokenizer, w
+
+
+def with_config(root, where, **changes):
+    """A copy of the checkpoint `root` in `where` (its files linked) whose config.json has
+    `changes`."""
+    where.mkdir()
+    for f in root.iterdir():
+        if f.name != "config.json":
+            (where / f.name).symlink_to(f)
+    (where / "config.json").write_text(json.dumps(
+        {**json.loads((root / "config.json").read_text()), **changes}))
+    return where
+
+
+def assert_trie_is_plain(lm, ids):
+    """The trie evaluates the model, and gives the plain scorer's v on one prompt."""
+    assert unsupported_reason(lm.model) is None
+    owners = np.full(len(ids), -1)
+    owners[[3, 4, 6, 8]] = [0, 1, 2, 3]
+    plain = Engine(lm.model, lm.mask_token_id).values(np.asarray(ids), owners, 4, [7])
+    trie = Engine(lm.model, lm.mask_token_id, scorer="trie")
+    np.testing.assert_allclose(trie.values(np.asarray(ids), owners, 4, [7]), plain, atol=1e-4)
+    assert trie.trie.stats.prompts == 1
+
+
+@pytest.fixture(scope="module")
+def internlm2(tmp_path_factory):
+    """A tiny InternLM2 checkpoint (config, weights, tokenizer) and its weights."""
+    root, tokenizer, w = checkpoint_start(tmp_path_factory, "internlm2", 0)
+    vocab = len(tokenizer)
     weights = {"model.tok_embeddings.weight": w(vocab, HIDDEN),
                "model.norm.weight": 1 + w(HIDDEN), "output.weight": w(vocab, HIDDEN)}
     for i in range(LAYERS):
@@ -126,14 +156,7 @@ def test_internlm2_runs_as_llama_with_its_own_logits(internlm2, tmp_path):
     with torch.no_grad():
         got = lm.model(torch.tensor([ids])).logits[0].double()
     np.testing.assert_allclose(got, internlm2_logits(weights, ids), rtol=0, atol=1e-4)
-    # the trie evaluates it, as the plain scorer does
-    assert unsupported_reason(lm.model) is None
-    owners = np.full(len(ids), -1)
-    owners[[3, 4, 6, 8]] = [0, 1, 2, 3]
-    plain = Engine(lm.model, lm.mask_token_id).values(np.asarray(ids), owners, 4, [7])
-    trie = Engine(lm.model, lm.mask_token_id, scorer="trie")
-    np.testing.assert_allclose(trie.values(np.asarray(ids), owners, 4, [7]), plain, atol=1e-4)
-    assert trie.trie.stats.prompts == 1
+    assert_trie_is_plain(lm, ids)
     # written once: a second load reads the converted directory
     before = (lm.path / "ips-model.json").stat().st_mtime_ns
     load_model(spec(root, native="llama"), tmp_path)
@@ -141,14 +164,7 @@ def test_internlm2_runs_as_llama_with_its_own_logits(internlm2, tmp_path):
 
 
 def test_what_cannot_be_converted_is_named_in_one_line(internlm2, tmp_path):
-    root, _ = internlm2
-    other = tmp_path / "other"
-    other.mkdir()
-    for f in root.iterdir():
-        (other / f.name).symlink_to(f)
-    (other / "config.json").unlink()
-    (other / "config.json").write_text(json.dumps(
-        {**json.loads((root / "config.json").read_text()), "model_type": "llama_moe"}))
+    other = with_config(internlm2[0], tmp_path / "other", model_type="llama_moe")
     with pytest.raises(ModelError, match=r"^model tiny-internlm2: native 'llama': no "
                        r"conversion for model_type 'llama_moe' \(known: internlm2 → llama, "
                        r"mixtral → mixtral\); remove `native` from its entry$"):
@@ -165,15 +181,8 @@ EXPERTS, TOP_K, SCALE = 4, 2, 4.0
 @pytest.fixture(scope="module")
 def llama_moe_v2(tmp_path_factory):
     """A tiny LLaMA-MoE v2 checkpoint (Mixtral's names, its remote config) and its weights."""
-    root = tmp_path_factory.mktemp("llama_moe_v2")
-    tokenizer = byte_level_tokenizer(unk=True, pad=True)
-    tokenizer.save_pretrained(root)
+    root, tokenizer, w = checkpoint_start(tmp_path_factory, "llama_moe_v2", 1)
     vocab = len(tokenizer)
-    g = torch.Generator().manual_seed(1)
-
-    def w(*shape):
-        return torch.randn(*shape, generator=g) * 0.2
-
     weights = {"model.embed_tokens.weight": w(vocab, HIDDEN),
                "model.norm.weight": 1 + w(HIDDEN), "lm_head.weight": w(vocab, HIDDEN)}
     for i in range(LAYERS):
@@ -251,26 +260,14 @@ def test_llama_moe_v2_runs_as_mixtral_with_its_own_logits(llama_moe_v2, tmp_path
     routes = set()
     np.testing.assert_allclose(got, llama_moe_v2_logits(weights, ids, routes), rtol=0, atol=1e-4)
     assert len(routes) >= 3  # tokens take different experts: the routing itself is checked
-    assert unsupported_reason(lm.model) is None
-    owners = np.full(len(ids), -1)
-    owners[[3, 4, 6, 8]] = [0, 1, 2, 3]
-    plain = Engine(lm.model, lm.mask_token_id).values(np.asarray(ids), owners, 4, [7])
-    trie = Engine(lm.model, lm.mask_token_id, scorer="trie")
-    np.testing.assert_allclose(trie.values(np.asarray(ids), owners, 4, [7]), plain, atol=1e-4)
+    assert_trie_is_plain(lm, ids)
 
 
 @pytest.mark.parametrize("field, value", [("use_attn_moe", True),
                                           ("num_moe_contract_layers", 1),
                                           ("intermediate_size_residual", 32)])
 def test_llama_moe_v2_parts_mixtral_lacks_are_refused(llama_moe_v2, tmp_path, field, value):
-    root, _ = llama_moe_v2
-    other = tmp_path / "other"
-    other.mkdir()
-    for f in root.iterdir():
-        (other / f.name).symlink_to(f)
-    (other / "config.json").unlink()
-    (other / "config.json").write_text(json.dumps(
-        {**json.loads((root / "config.json").read_text()), field: value}))
+    other = with_config(llama_moe_v2[0], tmp_path / "other", **{field: value})
     with pytest.raises(ModelError, match=rf"^model tiny-llama-moe-v2: native 'mixtral': "
                        rf"config.json has {field}: {value!r}, which transformers' Mixtral has no "
                        rf"counterpart for; remove `native` from its entry$"):

@@ -71,6 +71,23 @@ def prepare_native(name: str, native: str, source: Path, manifest_source: dict,
     return build_once(name, cache_dir, {"native": native, "from": manifest_source}, build)
 
 
+def _decoder_config(config: dict) -> dict:
+    """The fields every conversion carries over as they are: a decoder's shape, its norm,
+    its special tokens and its dtype, under transformers' names."""
+    return dict(
+        vocab_size=config["vocab_size"], hidden_size=config["hidden_size"],
+        intermediate_size=config["intermediate_size"],
+        num_hidden_layers=config["num_hidden_layers"],
+        num_attention_heads=config["num_attention_heads"],
+        num_key_value_heads=config["num_key_value_heads"],
+        hidden_act=config.get("hidden_act", "silu"),
+        max_position_embeddings=config["max_position_embeddings"],
+        rms_norm_eps=config["rms_norm_eps"],
+        tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
+        bos_token_id=config.get("bos_token_id"), eos_token_id=config.get("eos_token_id"),
+        pad_token_id=config.get("pad_token_id"), dtype=config.get("torch_dtype"))
+
+
 def internlm2_to_llama(source: Path, config: dict, out: Path) -> None:
     """InternLM2's config and weights as transformers' Llama (see the module docstring)."""
     from transformers import LlamaConfig
@@ -81,19 +98,9 @@ def internlm2_to_llama(source: Path, config: dict, out: Path) -> None:
     scaling = dict(config.get("rope_scaling") or {})
     rope = {"rope_type": scaling.pop("rope_type", scaling.pop("type", "default")),
             "rope_theta": config.get("rope_theta", 10000.0), **scaling}
-    LlamaConfig(
-        vocab_size=config["vocab_size"], hidden_size=hidden,
-        intermediate_size=config["intermediate_size"],
-        num_hidden_layers=config["num_hidden_layers"], num_attention_heads=heads,
-        num_key_value_heads=kv_heads, hidden_act=config.get("hidden_act", "silu"),
-        max_position_embeddings=config["max_position_embeddings"],
-        rms_norm_eps=config["rms_norm_eps"], rope_parameters=rope,
-        attention_bias=bool(config.get("bias", False)),
-        tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
-        bos_token_id=config.get("bos_token_id"), eos_token_id=config.get("eos_token_id"),
-        pad_token_id=config.get("pad_token_id"), dtype=config.get("torch_dtype"),
-        architectures=["LlamaForCausalLM"],
-    ).save_pretrained(out)
+    LlamaConfig(**_decoder_config(config), rope_parameters=rope,
+                attention_bias=bool(config.get("bias", False)),
+                architectures=["LlamaForCausalLM"]).save_pretrained(out)
 
     def split_qkv(t):
         grouped = t.reshape(kv_heads, heads // kv_heads + 2, head_dim, *t.shape[1:])
@@ -149,22 +156,12 @@ def llama_moe_v2_to_mixtral(source: Path, config: dict, out: Path) -> None:
                              f"Mixtral has no counterpart for; remove `native` from its entry")
     scale = float(config.get("scale_factor", 1.0))
     MixtralConfig(
-        vocab_size=config["vocab_size"], hidden_size=config["hidden_size"],
-        intermediate_size=config["intermediate_size"],
-        num_hidden_layers=config["num_hidden_layers"],
-        num_attention_heads=config["num_attention_heads"],
-        num_key_value_heads=config["num_key_value_heads"],
-        hidden_act=config.get("hidden_act", "silu"),
-        max_position_embeddings=config["max_position_embeddings"],
-        rms_norm_eps=config["rms_norm_eps"],
+        **_decoder_config(config),
         # its rotary embedding reads rope_theta alone, whatever rope_scaling says
         rope_parameters={"rope_type": "default", "rope_theta": config.get("rope_theta", 1e6)},
         sliding_window=config.get("sliding_window"),
         num_experts_per_tok=config["num_experts_per_tok"],
         num_local_experts=config["num_local_experts"],
-        tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
-        bos_token_id=config.get("bos_token_id"), eos_token_id=config.get("eos_token_id"),
-        pad_token_id=config.get("pad_token_id"), dtype=config.get("torch_dtype"),
         architectures=["MixtralForCausalLM"],
     ).save_pretrained(out)
 
