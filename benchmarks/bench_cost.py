@@ -300,7 +300,7 @@ def check_trie(sets, counts, tok_name: str, cache_dir: Path, k: int, budget: int
         owners = token_owners(enc["offset_mapping"], p.spans)
         target = [letter_tokens(loaded.tokenizer, p.cue, "ABCD")[0][s.item.gold]]
         n = len(s.variables)
-        trie = TrieScorer(loaded.model, loaded.mask_token_id, budget, check=False,
+        trie = TrieScorer(loaded.model, loaded.baseline, budget, check=False,
                           forward_cost=GPU_FORWARD_COST)
         v, secs, mb, share = measure(lambda: trie.values(ids, owners, n, target))
         st = trie.stats

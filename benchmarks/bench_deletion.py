@@ -5,7 +5,7 @@ Run:  .venv/bin/python benchmarks/bench_deletion.py [--threads 2] [--models M ..
 Side by side in one process, for SmolLM2-135M-Instruct and Gemma 3 270M (converted once to
 resources/models/), the ARC-Easy T1 prompts of benchmarks/bench_trie.py (0 and 3 solved
 examples, n variables): all 2**n masked evaluations by the trie and the plain scorer, each
-with the model's own mask token and with deletion (`ips.models.loading.DELETE_ID`), in the
+with the model's own mask token and with deletion (`ips.baselines.Deletion`), in the
 order trie-own, trie-delete, plain-own, plain-delete, trie-own, trie-delete (a trie's time is
 the lower of its two runs). Printed per case: tokens run, time, evaluations per second, and
 the ratios deletion / own mask of tokens and of time for each scorer, with the CPU share
@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from common import MODELS, finish, load_named, measure, prompt_case, start, warn_if_slowed
-from ips.models.loading import DELETE_ID
+from ips.baselines import Deletion
 from ips.scoring.engine import Engine
 from ips.scoring.trie import TrieScorer, trie_budget
 
@@ -50,7 +50,7 @@ def plain_tokens(owners: np.ndarray, n: int, length: int, delete: bool) -> int:
 
 def case_rows(loaded, ids, owners, target, n: int, args) -> dict:
     """{(scorer, mask): (v, seconds, tokens, cpu share)} for the four ways of scoring."""
-    masks = {"own": loaded.mask_token_id, "delete": DELETE_ID}
+    masks = {"own": loaded.baseline, "delete": Deletion()}
     budget = trie_budget(args.batch_tokens)
     out: dict = {}
     for rep in range(2):

@@ -68,7 +68,7 @@ def main() -> None:
             for k in args.shots:
                 _, ids, owners, target = prompt_case(whole.tokenizer, run.items, run.order,
                                                      run.templates, n, k)
-                ref = Engine(whole.model, whole.mask_token_id, args.batch_tokens).values(
+                ref = Engine(whole.model, whole.baseline, args.batch_tokens).values(
                     ids, owners, n, target)
                 cases[(n, k)] = (ids, owners, target, ref)
         mask_id = whole.mask_token_id

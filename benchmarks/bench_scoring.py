@@ -70,7 +70,7 @@ def main() -> None:
     print(f"\n{'scorer':<16}{'evals/s':>10}{'speed-up':>10}{'peak +MB':>10}{'max|dv|':>12}")
     print(f"{'naive':<16}{(1 << n) / t_naive:>10.1f}{1.0:>10.2f}{mb:>10.0f}{0.0:>12.1e}")
     for b in batches:
-        engine = Engine(loaded.model, loaded.mask_token_id, batch_tokens=b * len(ids))
+        engine = Engine(loaded.model, loaded.baseline, batch_tokens=b * len(ids))
         v, t, mb, _ = measure(lambda: engine.values(ids, owners, n, [target]))
         print(f"{f'batched {b}':<16}{(1 << n) / t:>10.1f}{t_naive / t:>10.2f}{mb:>10.0f}"
               f"{np.abs(v - v_naive).max():>12.1e}")

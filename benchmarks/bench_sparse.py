@@ -128,7 +128,7 @@ def games(args, model: str, dataset: str) -> dict[int, np.ndarray]:
                 torch.set_num_threads(args.threads)
                 loaded = load_model(ModelSpec.from_config(model, MODELS[model]),
                                 cache_dir=args.cache_dir, threads=args.threads)
-                engine = Engine(loaded.model, loaded.mask_token_id, 1024, loaded.device,
+                engine = Engine(loaded.model, loaded.baseline, 1024, loaded.device,
                                 scorer="trie")
                 answers = Answers(loaded.tokenizer)
             conditions = [Condition(t, t) for t in names]

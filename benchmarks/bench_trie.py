@@ -104,8 +104,8 @@ def side_by_side(loaded, flops, case: Case, args, rate: float):
     return (speed-up, max |dv|, trie FLOP/s) and the first trie scorer."""
     ids, owners, target, n, label = case
     masks = design(n, int(args.design * (1 << n))) if args.design else None
-    plain = Engine(loaded.model, loaded.mask_token_id, batch_tokens=args.batch_tokens)
-    tries = [TrieScorer(loaded.model, loaded.mask_token_id, args.budget, check=False)
+    plain = Engine(loaded.model, loaded.baseline, batch_tokens=args.batch_tokens)
+    tries = [TrieScorer(loaded.model, loaded.baseline, args.budget, check=False)
              for _ in range(3)]
     runs = [measure(lambda: tries[0].values(ids, owners, n, target, masks))]
     v_p, t_p, mb_p, cpu_p = measure(lambda: plain.values(ids, owners, n, target, masks))
@@ -134,7 +134,7 @@ def side_by_side(loaded, flops, case: Case, args, rate: float):
 def trie_alone(loaded, name: str, case: Case, args) -> str:
     """The trie's time and memory on one prompt, without the plain scorer (n = 12)."""
     ids, owners, target, n, label = case
-    tr = TrieScorer(loaded.model, loaded.mask_token_id, args.budget)
+    tr = TrieScorer(loaded.model, loaded.baseline, args.budget)
     _, t, mb, _ = measure(lambda: tr.values(ids, owners, n, target))
     st = tr.stats
     return (f"trie only {name} {label} ({len(ids)} tokens): {t:.1f} s, {(1 << n) / t:.0f} "

@@ -188,7 +188,7 @@ def main() -> None:
         print(f"\nmodel {name}: loaded in {time.perf_counter() - t0:.1f} s, {loaded.dtype}, "
               f"{flops.per_token / 2e6:.0f}M linear params per token, "
               f"resident {status_mb('VmRSS'):.0f} MB")
-        engine = Engine(loaded.model, loaded.mask_token_id, args.batch_tokens, loaded.device,
+        engine = Engine(loaded.model, loaded.baseline, args.batch_tokens, loaded.device,
                         scorer=args.scorer)
         if engine.trie is not None:
             engine.trie.check = False  # time the steady state (the check runs once per run)

@@ -114,7 +114,7 @@ def score_all(loaded, conditions, samples, scorer: str,
               batch_tokens: int) -> tuple[np.ndarray, float]:
     """v of every (sample, condition), shape (samples, conditions, 2**N), as `ips score`
     computes it (target: the gold letter), and the seconds it took."""
-    engine = Engine(loaded.model, loaded.mask_token_id, batch_tokens, loaded.device, scorer=scorer)
+    engine = Engine(loaded.model, loaded.baseline, batch_tokens, loaded.device, scorer=scorer)
     answers = Answers(loaded.tokenizer)
     t = time.perf_counter()
     v = np.stack([score_sample(engine, answers, s, conditions, "letter")["v"] for s in samples])
@@ -142,7 +142,7 @@ def speed(loaded, batch_tokens: int, cases, repeats: int) -> list[dict]:
         for scorer in SCORERS:
             best, work = np.inf, 0.0
             for _ in range(repeats):  # the first run on a GPU also pays for kernel choices
-                engine = Engine(loaded.model, loaded.mask_token_id, batch_tokens, loaded.device,
+                engine = Engine(loaded.model, loaded.baseline, batch_tokens, loaded.device,
                                 scorer=scorer)
                 sync()
                 t = time.perf_counter()

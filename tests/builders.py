@@ -331,12 +331,13 @@ def prompt(lm, cond="T1", shots=()):
     return ids, owners, len(s.variables), letters
 
 
-def plain_v(lm, ids, owners, n, target, mask_id=None):
-    """v from the plain scorer, with the model's mask token or `mask_id` (`DELETE_ID`)."""
-    mask_id = lm.mask_token_id if mask_id is None else mask_id
-    return Engine(lm.model, mask_id, batch_tokens=4096).values(ids, owners, n, target)
+def plain_v(lm, ids, owners, n, target, baseline=None):
+    """v from the plain scorer, with the model's own baseline or `baseline` (`ips.baselines`,
+    or a token id)."""
+    baseline = lm.baseline if baseline is None else baseline
+    return Engine(lm.model, baseline, batch_tokens=4096).values(ids, owners, n, target)
 
 
-def trie_v(lm, ids, owners, n, target, mask_id=None, **kw):
-    scorer = TrieScorer(lm.model, lm.mask_token_id if mask_id is None else mask_id, **kw)
+def trie_v(lm, ids, owners, n, target, baseline=None, **kw):
+    scorer = TrieScorer(lm.model, lm.baseline if baseline is None else baseline, **kw)
     return scorer.values(ids, owners, n, target), scorer

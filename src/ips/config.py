@@ -19,11 +19,12 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from ips import baselines, plugins
 from ips.errors import InputError
 from ips.prompts.datasets import LOCAL_SUFFIXES, PAPER_SHOTS, local_source
 from ips.prompts.items import ITEM_TYPES
 from ips.prompts.templates import dataset_conditions, load_templates
-from ips.variants import NULLS, VARIANTS
+from ips.variants import NULLS
 
 #: the embedded default model: the `smollm2-135m-instruct` entry of the repository's config.yaml
 #: where converted models are kept (one directory per model, `ips.models.loading.prepare_model`)
@@ -40,10 +41,6 @@ MASKINGS = ("tokens", "word")
 SAMPLINGS = ("exhaustive", "sparse")
 #: the precisions a model computes in (schema key `dtype` of a model entry); float32 first
 DTYPES = ("float32", "float16", "bfloat16")
-#: another mask token of the mask null (schema key `mask_null.masks`, `ips score --mask`): the
-#: tokenizer's token of a role, the one token of a word, or a token id
-#: (`ips.models.loading.resolve_other_mask`); the schema's `mask` pattern is the same
-MASK_PATTERN = re.compile(VARIANTS["mask"].pattern)
 #: most variables of an exhaustively scored prompt: 2**16 masked prompts per condition
 EXHAUSTIVE_MAX_N = 16
 #: `ips explain` accepts up to max(EXPLAIN_N_MAX, the config's n_max) variables unless --n-max says
@@ -71,9 +68,38 @@ def schema() -> dict:
     return copy.deepcopy(_schema())
 
 
+def _schema() -> dict:
+    """The schema file's, with the settings of every baseline registered now (plug-ins
+    included) as `$defs/baseline`."""
+    full = _schema_file()
+    full["$defs"]["baseline"] = {
+        "type": "string", "pattern": f"^(?:{baselines.pattern()})$", "$comment": _SAYS_WHAT,
+        "description": f"a baseline: {baselines.syntax()} (docs/method.md#baselines), or a "
+                       "plug-in's (plugins)"}
+    return full
+
+
 @functools.cache
-def _schema() -> dict:  # read once: every model entry is validated with it
+def _schema_file() -> dict:  # read once: every model entry is validated with it
     return yaml.safe_load((resources.files("ips") / "data" / "config.schema.yaml").read_text())
+
+
+#: the `$comment` of a definition whose description, not its pattern, says what is allowed
+_SAYS_WHAT = "a pattern error shows the description"
+
+#: config keys that moved: old dotted key -> its place now
+MOVED = {"baselines.masks": "baselines.others"}
+
+
+def _check_moved(config: dict, source: str) -> None:
+    """A key of an older config, named with its new place, before the schema's error."""
+    for old, new in MOVED.items():
+        *parents, key = old.split(".")
+        node = config
+        for p in parents:
+            node = node.get(p) if isinstance(node, dict) else None
+        if isinstance(node, dict) and key in node:
+            raise ConfigError(f"{source}: {old}: renamed {new}; write the same value there")
 
 
 def _with_defaults(cls):
@@ -100,14 +126,24 @@ _Validator = _with_defaults(jsonschema.Draft202012Validator)
 def validate(config: dict, source: str = "config") -> dict:
     """Validate `config` in place (defaults filled in) and return it; raise `ConfigError`.
 
-    The untrained twins of `controls.twins` are added under models first (`_add_twins`), so
-    that every later check, and everything that reads the models, sees them.
+    The plug-ins (`plugins`) are imported first, so that their baselines validate. The
+    run's `baseline` goes into every model entry that sets none, and the untrained twins of
+    `controls.twins` are added under models (`_add_twins`), so that every later check, and
+    everything that reads the models, sees them.
     Besides the schema: the values of the models' parameter counts (as in `validate_model`),
     the reference model of occlusion, the template names of every kind a dataset needs, and
     each dataset's fields and local file, so that a bad value fails before any work rather
     than inside a job.
     """
+    _check_moved(config, source)
+    try:
+        plugins.load(config.get("plugins") or [])
+    except InputError as e:
+        raise ConfigError(f"{source}: {e}") from None
     _check_schema(config, _schema(), source)
+    for entry in config["models"].values():  # the run's baseline, where an entry sets none
+        if config["baseline"] is not None:
+            entry.setdefault("baseline", config["baseline"])
     _add_twins(config, source)
     for name, entry in config["models"].items():
         _param_counts(entry, source, f"models.{name}.")
@@ -268,7 +304,8 @@ def _check_schema(instance, schema: dict, source: str) -> None:
         key = next(k for k in e.validator_value if k not in e.instance)
         props = sub.get("properties", {})  # without one (an if/then), say why it is required
         path, message, sub = [*path, key], "missing", props[key] if key in props else sub
-    if e.validator in ("anyOf", "oneOf"):  # the description below says what is allowed
+    if e.validator in ("anyOf", "oneOf") or sub.get("$comment") == _SAYS_WHAT:
+        # the description below says what is allowed
         message = f"{e.instance!r} is not allowed"
     elif e.validator == "enum" and "propertyNames" in e.schema_path:  # a key, not a value
         message = f"key {e.instance!r} is not allowed here"

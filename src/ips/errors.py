@@ -17,6 +17,11 @@ class ModelError(InputError):
     """A model entry, or the files it points to, cannot be used (the CLI exits with code 2)."""
 
 
+class ScoringError(InputError):
+    """A prompt, target, model or baseline that cannot be scored (the reason is named in the
+    message)."""
+
+
 def reason(e: BaseException) -> str:
     """The cause of `e` in one line (HDF5 messages span lines; OSError has strerror)."""
     if isinstance(e, OSError) and e.strerror:

@@ -6,9 +6,9 @@ what it changes, which shards and conditions it scores again, and how it is read
 | kind | changes | scored again | read as |
 |---|---|---|---|
 | `precision` | the forward pass's dtype (`ips score --dtype`) | `precision_null.conditions` of the first `shards` shards | a null: ips(x, v, v') of each game, against the template IPS |
-| `mask` | the mask token, the baseline of every game (`ips score --mask`) | `mask_null.conditions` of the first `shards` shards | a null, likewise |
+| `mask` | the baseline of every game: another than the model's own (`ips score --baseline`) | `mask_null.conditions` of the first `shards` shards | a null, likewise |
 | `twin` | the weights, re-drawn by the class's initialiser (`controls.twins`) | every shard and condition: a model entry of its own | a control: every claim computed on it too (`ips.comparisons.claims.controls`) |
-| `baseline` | the baseline of every game: another mask token, or the absent words deleted (`baselines.masks`, `ips score --mask`) | every condition of the first `shards` shards (0: all) of every model | an axis: metrics, factors, claims and figures of their own under `results/baselines/{setting}/` |
+| `baseline` | the baseline of every game: another token, or the absent words deleted (`baselines.others`, `ips score --baseline`) | every condition of the first `shards` shards (0: all) of every model | an axis: metrics, factors, claims and figures of their own under `results/baselines/{setting}/` |
 
 A null is scored as one run per (model, setting) that `ips metrics` reads beside the values
 files (`--{kind}-values`, `--{kind}-interactions`, from this table) and checks against them
@@ -54,8 +54,8 @@ class Variant:
     priority: int = 0
     """A null's scoring jobs' workflow priority."""
     pattern: str = ""
-    """A null's settings as the config writes them (a regular expression); in paths ":"
-    becomes "-" (`path_setting`)."""
+    """A setting as its paths write it (`path_setting`; a regular expression, the workflow's
+    wildcard constraint)."""
     recorded: tuple[str, ...] = ()
     """Values-file attributes recorded beside each run in the metrics file."""
     title: str = ""
@@ -69,8 +69,8 @@ class Variant:
     """A null's claims row and its statement."""
 
 
-#: the masks a game can be scored with besides its model's own (`ips score --mask`)
-_MASKS = r"unk|pad|eos|bos|word:[A-Za-z]+|id:[0-9]+|delete"
+#: a baseline's setting in a path: any the registry parses (`ips.baselines`), ":" as "-"
+_BASELINE_PATH = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 
 VARIANTS: dict[str, Variant] = {v.kind: v for v in (
     Variant("precision", "in another precision", "the conditions of precision_null of its "
@@ -86,11 +86,11 @@ VARIANTS: dict[str, Variant] = {v.kind: v for v in (
     Variant("mask", "with another mask token (the baseline of every game)", "the conditions "
             "of mask_null of its first shards", "null", "mask_null", "masks",
             by="mask_source", differs="mask_token_id",
-            same=("model", "dataset", "target", "dtype"), flag="--mask", folder="masks",
-            # `ips score --mask` checks the mask against the tokenizer before the weights
-            # load: first, a mask a tokenizer lacks stops the run before the main scoring
+            same=("model", "dataset", "target", "dtype"), flag="--baseline", folder="masks",
+            # `ips score --baseline` checks it against the tokenizer before the weights
+            # load: first, a baseline a tokenizer lacks stops the run before the main scoring
             priority=50,
-            pattern=_MASKS,
+            pattern=_BASELINE_PATH,
             recorded=("mask_token",), title="Mask null", doc="docs/method.md#mask-null",
             measures="what the choice of baseline alone gives", setting="mask",
             claim="template_above_mask_null",
@@ -101,10 +101,10 @@ VARIANTS: dict[str, Variant] = {v.kind: v for v in (
                   "noise)"),
     Variant("twin", "with the weights re-drawn by the class's own initialiser", "every shard "
             "and condition, as a model entry of its own", "control", "controls"),
-    Variant("baseline", "with another baseline (another mask token, or the absent words "
+    Variant("baseline", "with another baseline (another token, or the absent words "
             "deleted)", "every condition of the first shards of every model", "axis",
-            "baselines", "masks", flag="--mask", folder="baselines", priority=50,
-            pattern=_MASKS, setting="baseline"),
+            "baselines", "others", flag="--baseline", folder="baselines", priority=50,
+            pattern=_BASELINE_PATH, setting="baseline"),
 )}
 
 NULLS: tuple[Variant, ...] = tuple(v for v in VARIANTS.values() if v.reading == "null")
@@ -112,10 +112,6 @@ NULLS: tuple[Variant, ...] = tuple(v for v in VARIANTS.values() if v.reading == 
 
 
 def path_setting(setting: str) -> str:
-    """A null's setting as a path component: "word:the" → "word-the" (`Variant.pattern`)."""
+    """A setting as a path component: "word:the" → "word-the" (`Variant.pattern`); the
+    workflow reads a path's setting back from the configured ones."""
     return setting.replace(":", "-", 1)
-
-
-def config_setting(component: str) -> str:
-    """The inverse of `path_setting`."""
-    return component.replace("-", ":", 1)

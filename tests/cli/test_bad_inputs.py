@@ -285,7 +285,7 @@ def test_the_baselines_study_is_the_scale_study_under_three_baselines():
     """Merged after scale.yaml, as the command in its header gives it to snakemake."""
     extra = yaml.safe_load((ROOT / "workflow/configs/baselines.yaml").read_text())
     config = load_config(ROOT / "workflow/configs/scale.yaml", overrides=extra)
-    assert config["baselines"]["masks"] == ["delete", "word:the"]
+    assert config["baselines"]["others"] == ["delete", "word:the"]
     assert not any(e["source"].get("twin") for e in config["models"].values())
 
 

@@ -45,7 +45,7 @@ def test_samples_then_score_every_shard(config, tmp_path):
         r = run_ips("score", "--config", config, "--model", "tiny", "--dataset", "arc-easy",
                     "--samples", samples, "--shard", shard, "--threads", 1, "--out", out)
         assert r.returncode == 0, r.stderr
-        assert "mask token '<unk>'" in r.stderr
+        assert "baseline unk: '<unk>'" in r.stderr
         outs.append(xr.open_dataset(out, engine="h5netcdf"))
     assert [ds.sizes["sample"] for ds in outs] == [2, 1]
     assert all(ds.sizes["condition"] == 5 for ds in outs)
@@ -98,15 +98,17 @@ def test_chosen_conditions_in_another_precision(config, tmp_path):
         assert 0 < np.nanmax(np.abs(a - b)) < 0.1 * np.nanmax(np.abs(a))
 
 
-def test_another_mask_scores_as_that_mask_token(config, tmp_path, capsys):
-    """The mask null's run (`--mask eos --conditions T1`) gives exactly the values of a model
-    entry whose `mask_token` is that token, and other values than the model's own mask
-    (unk) everywhere but at the unmasked prompt; the file records the mask; so does
-    `--mask delete`. The model's own mask is refused in one line."""
+def test_another_baseline_scores_as_that_mask_token(config, tmp_path, capsys):
+    """The mask null's run (`--baseline eos --conditions T1`) gives exactly the values of a
+    model entry whose `mask_token` is that token, and other values than the model's own mask
+    (unk) everywhere but at the unmasked prompt; the file records the baseline; so does
+    `--baseline delete`, and an entry whose `baseline` is delete. The model's own baseline is
+    refused in one line."""
     common = ["--model", "tiny", "--dataset", "arc-easy", "--threads", 1, "--conditions", "T1"]
-    r = run_ips("score", "--config", config, *common, "--mask", "eos", "--out", tmp_path / "e.h5")
+    r = run_ips("score", "--config", config, *common, "--baseline", "eos", "--out",
+                tmp_path / "e.h5")
     assert r.returncode == 0, r.stderr
-    assert "mask token '</s>'" in r.stderr and "from eos" in r.stderr
+    assert "baseline eos: '</s>'" in r.stderr
     entry = yaml.safe_load(config.read_text())
     entry["models"]["tiny"]["mask_token"] = "</s>"
     (tmp_path / "eos.yaml").write_text(yaml.safe_dump(entry))
@@ -126,26 +128,33 @@ def test_another_mask_scores_as_that_mask_token(config, tmp_path, capsys):
         at_n = [(o["v"].values[s, 0, m]) for o in (other, own) for s, m in enumerate(full)]
         np.testing.assert_allclose(at_n[:len(full)], at_n[len(full):], rtol=1e-6, atol=1e-6)
     # the deletion baseline: no token (id −1); it agrees with the own mask at x_N only
-    r = run_ips("score", "--config", config, *common, "--mask", "delete", "--out",
+    r = run_ips("score", "--config", config, *common, "--baseline", "delete", "--out",
                 tmp_path / "d.h5")
     assert r.returncode == 0, r.stderr
+    entry["models"]["tiny"] = {**entry["models"]["tiny"], "mask_token": None, "baseline": "delete"}
+    (tmp_path / "delete.yaml").write_text(yaml.safe_dump(entry))
+    r = run_ips("score", "--config", tmp_path / "delete.yaml", *common, "--out",
+                tmp_path / "e-d.h5")
+    assert r.returncode == 0, r.stderr
     with xr.open_dataset(tmp_path / "d.h5", engine="h5netcdf") as deleted, \
+            xr.open_dataset(tmp_path / "e-d.h5", engine="h5netcdf") as by_entry, \
             xr.open_dataset(tmp_path / "u.h5", engine="h5netcdf") as own:
+        assert np.array_equal(deleted["v"].values, by_entry["v"].values, equal_nan=True)
         assert (deleted.attrs["mask_source"], deleted.attrs["mask_token_id"]) == ("delete", -1)
         for s, m in enumerate(2 ** deleted["n_vars"].values - 1):
             v, u = deleted["v"].values[s, 0], own["v"].values[s, 0]
             assert v[m] == pytest.approx(u[m], abs=1e-5) and np.abs(v[:m] - u[:m]).min() > 0
-    code = main(["score", "--config", str(config), *map(str, common), "--mask", "unk",
+    code = main(["score", "--config", str(config), *map(str, common), "--baseline", "unk",
                  "--out", str(tmp_path / "x.h5")])
     err = capsys.readouterr().err
-    assert code != 0 and "mask 'unk' is '<unk>'" in err and "Traceback" not in err
+    assert code != 0 and "baseline 'unk' is '<unk>'" in err and "Traceback" not in err
     assert not (tmp_path / "x.h5").exists()
 
 
 def test_masking_word_is_recorded_and_changes_only_masked_prompts(config, tmp_path, capsys):
     """`--masking word` (Appendix A's one mask per word): the file says so, x_N keeps the
-    token masking's value and every masked prompt reads otherwise; with `--mask delete` it
-    is refused in one line before any scoring."""
+    token masking's value and every masked prompt reads otherwise; with `--baseline delete`
+    it is refused in one line before any scoring."""
     common = ["--model", "tiny", "--dataset", "arc-easy", "--threads", 1, "--conditions", "T1"]
     for name, extra in (("w", ["--masking", "word"]), ("t", [])):
         r = run_ips("score", "--config", config, *common, *extra, "--out", tmp_path / f"{name}.h5")
@@ -157,9 +166,10 @@ def test_masking_word_is_recorded_and_changes_only_masked_prompts(config, tmp_pa
             w, t = word["v"].values[s, 0], tokens["v"].values[s, 0]
             assert w[m] == pytest.approx(t[m], abs=1e-5) and np.abs(w[:m] - t[:m]).min() > 0
     code = main(["score", "--config", str(config), *map(str, common), "--masking", "word",
-                 "--mask", "delete", "--out", str(tmp_path / "x.h5")])
+                 "--baseline", "delete", "--out", str(tmp_path / "x.h5")])
     err = capsys.readouterr().err
-    assert code != 0 and "--mask delete has none" in err and "Traceback" not in err
+    assert code != 0 and "the baseline 'delete' has none" in err and "Traceback" not in err
+    assert "loaded" not in err  # before the model loads
     assert not (tmp_path / "x.h5").exists()
 
 
@@ -229,19 +239,21 @@ def test_prepare_model_prints_the_directory(config, tiny_llama_dir, capsys):
     assert capsys.readouterr().out.strip() == str(tiny_llama_dir)
 
 
-def test_prepare_model_checks_another_mask(config, tiny_llama_dir, capsys):
-    """`--mask` prints the other mask's token as the tokenizer has it, and
+def test_prepare_model_checks_another_baseline(config, tiny_llama_dir, capsys):
+    """`--baseline` prints the other baseline's token as the tokenizer has it, and
     refuses one it cannot be in one line."""
     import transformers
 
     args = ["prepare-model", "--config", str(config), "--model", "tiny"]
-    assert main([*args, "--mask", "eos"]) == 0
+    assert main([*args, "--baseline", "eos"]) == 0
     tok = transformers.AutoTokenizer.from_pretrained(tiny_llama_dir)
     assert capsys.readouterr().out == f"eos\t{tok.eos_token_id}\t{tok.eos_token}\n"
-    assert main([*args, "--mask", "word:abcdefghij"]) != 0
+    assert main([*args, "--baseline", "delete"]) == 0
+    assert capsys.readouterr().out == "delete\t-1\t\n"
+    assert main([*args, "--baseline", "word:abcdefghij"]) != 0
     err = capsys.readouterr().err
     last = err.strip().splitlines()[-1]
-    assert "model tiny: mask 'word:abcdefghij'" in last and "not one" in last
+    assert "model tiny: baseline 'word:abcdefghij'" in last and "not one" in last
     assert "Traceback" not in err
 
 

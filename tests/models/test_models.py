@@ -9,12 +9,14 @@ import torch
 import transformers
 
 from builders import GEMMA, spec
+from ips import baselines
+from ips.baselines import Deletion, Token
 from ips.config import DEFAULT_MODEL_ENTRY as SMOLLM2
 from ips.errors import InputError, ModelError
 from ips.models import entries
 from ips.models import loading as models
 from ips.models.entries import ModelSource, ModelSpec
-from ips.models.loading import load_model, prepare_model, resolve_mask_token, resolve_other_mask
+from ips.models.loading import load_model, prepare_model, resolve_mask_token
 from ips.models.testing import make_tiny_llama
 
 
@@ -270,40 +272,57 @@ def test_load_model_mask_override_and_error(tmp_path):
     assert m.mask_token_id == m.tokenizer.eos_token_id
 
 
-def test_other_masks_of_the_mask_null(tmp_path, tiny_llama_dir):
-    """Another mask token: a role's token, the one token of " W", or an id; one-line errors
-    for a missing role, a word of several tokens, an id outside the vocabulary and the
-    model's own mask token."""
+def test_other_baselines_of_the_mask_null(tmp_path, tiny_llama_dir):
+    """Another baseline: a role's token, the one token of " W", an id, or deletion; one-line
+    errors for a missing role, a word of several tokens, an id outside the vocabulary, a
+    setting no kind parses and the model's own baseline."""
     tok = transformers.AutoTokenizer.from_pretrained(tiny_llama_dir)
-    own = tok.unk_token_id
+    own = Token(tok.unk_token_id, tok.unk_token, "unk")
+
+    def other(setting, **kw):
+        return baselines.resolve(setting, tok, own, **kw)
+
     for role in ("pad", "eos", "bos"):
         want = getattr(tok, f"{role}_token_id")
-        assert resolve_other_mask(tok, role, own) == (want, tok.convert_ids_to_tokens(want))
+        got = other(role)
+        assert (got.token_id, got.token, got.source) == (
+            want, tok.convert_ids_to_tokens(want), role)
     word = tok.encode(" a", add_special_tokens=False)
-    assert len(word) == 1 and resolve_other_mask(tok, "word:a", own)[0] == word[0]
-    assert resolve_other_mask(tok, "id:7", own) == (7, tok.convert_ids_to_tokens(7))
+    assert len(word) == 1 and other("word:a").token_id == word[0]
+    assert other("id:7") == Token(7) and other("id:7").token == tok.convert_ids_to_tokens(7)
+    assert other("delete") == Deletion() and other("delete").recorded_id == -1
     several = "abcdefghij"
     assert len(tok.encode(" " + several, add_special_tokens=False)) > 1
-    for other, message in (
-        ("unk", r"model m: mask 'unk' is '<unk>' \(id \d+\), the model's own mask token; choose "
-                r"another under mask_null"),
-        (f"word:{several}", rf"model m: mask 'word:{several}': ' {several}' is \d+ tokens, not one"),
-        ("id:512", r"model m: mask 'id:512' is outside the vocabulary \(0..511\)"),
-        ("<pad>", r"model m: mask '<pad>' is none of unk, pad, eos, bos, word:W, id:N"),
+    for setting, message in (
+        ("unk", r"model m: baseline 'unk' is '<unk>' \(id \d+\), the model's own baseline; "
+                r"choose another"),
+        (f"word:{several}", rf"model m: baseline 'word:{several}': ' {several}' is \d+ tokens, "
+                            "not one"),
+        ("id:512", r"model m: baseline 'id:512' is outside the vocabulary \(0..511\)"),
+        ("<pad>", r"model m: baseline '<pad>' is none of .*unk, pad, eos, bos, word:W"),
     ):
         with pytest.raises(ModelError, match=message):
-            resolve_other_mask(tok, other, own, model="m")
+            other(setting, model="m")
+    with pytest.raises(ModelError, match="model m: baseline 'delete' is delete, the model's own"):
+        baselines.resolve("delete", tok, Deletion(), model="m")
     no_pad = transformers.AutoTokenizer.from_pretrained(make_tiny_llama(tmp_path / "a", pad=False))
-    with pytest.raises(ModelError, match="model m: mask 'pad': the tokenizer has no pad token"):
-        resolve_other_mask(no_pad, "pad", no_pad.unk_token_id, model="m")
+    with pytest.raises(ModelError, match="model m: baseline 'pad': the tokenizer has no pad token"):
+        baselines.resolve("pad", no_pad, Token(no_pad.unk_token_id), model="m")
 
 
-def test_load_model_with_another_mask(tiny_llama_dir):
-    m = load_model(path_spec(tiny_llama_dir), mask="eos")
+def test_load_model_with_another_baseline(tiny_llama_dir):
+    m = load_model(path_spec(tiny_llama_dir), other="eos")
     assert (m.mask_token, m.mask_source) == ("</s>", "eos")
-    assert m.mask_token_id == m.tokenizer.eos_token_id
-    with pytest.raises(ModelError, match="model m: mask 'unk' is '<unk>'"):
-        load_model(path_spec(tiny_llama_dir), mask="unk")
+    assert m.mask_token_id == m.tokenizer.eos_token_id == m.baseline.token_id
+    with pytest.raises(ModelError, match="model m: baseline 'unk' is '<unk>'"):
+        load_model(path_spec(tiny_llama_dir), other="unk")
+    # the entry's own baseline: deletion; another is checked against it
+    deleting = path_spec(tiny_llama_dir, baseline="delete")
+    d = load_model(deleting)
+    assert (d.baseline, d.mask_token_id, d.mask_source) == (Deletion(), -1, "delete")
+    assert load_model(deleting, other="unk").baseline.token == "<unk>"
+    with pytest.raises(ModelError, match="model m: baseline 'delete' is delete, the model's own"):
+        load_model(deleting, other="delete")
 
 
 # --- hub ------------------------------------------------------------------------------------

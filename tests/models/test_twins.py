@@ -19,7 +19,7 @@ from ips.config import twin_name, twin_seed, validate
 from ips.errors import ModelError
 from ips.models.cache import MANIFEST
 from ips.models.entries import ModelSpec, job_mem_mb
-from ips.models.loading import load_tokenizer, model_mask, prepare_model
+from ips.models.loading import load_tokenizer, model_baseline, prepare_model
 from ips.models.testing import TINY_ATTRS
 from ips.models.twins import build_twin, prepare_twin
 
@@ -61,9 +61,9 @@ def test_the_twin_keeps_the_config_tokenizer_and_mask_token(built, tiny_llama_di
                  "tokenizer_config.json"):
         assert (twin_dir / name).read_bytes() == (tiny_llama_dir / name).read_bytes(), name
     original, twin = specs(tiny_llama_dir)
-    masks = [model_mask(s, load_tokenizer(s, d)) for s, d in
-             ((original, tiny_llama_dir), (twin, twin_dir))]
-    assert masks[0] == masks[1] and masks[0][1:] == ("<unk>", "unk")
+    own = [model_baseline(s, load_tokenizer(s, d)) for s, d in
+           ((original, tiny_llama_dir), (twin, twin_dir))]
+    assert own[0] == own[1] and (own[0].token, own[0].source) == ("<unk>", "unk")
 
 
 def test_the_weights_are_the_class_initialisers_draw_from_the_twins_seed(built, tiny_llama_dir):

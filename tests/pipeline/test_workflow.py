@@ -17,6 +17,8 @@ import xarray as xr
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+#: a baseline of a user's own, a plug-in file outside `ips` (tests/baselines/test_plugins.py)
+PLUGIN = str(ROOT / "tests" / "plugins" / "random_token.py")
 SNAKEMAKE = Path(sys.executable).parent / "snakemake"
 
 
@@ -73,7 +75,9 @@ def finished(tmp_path_factory, tiny_llama_dir):
     """A workdir where the whole tiny workflow has run through results/figures."""
     work = tmp_path_factory.mktemp("workflow")
     cfg = tiny_config(tiny_llama_dir, perturbations={"names": ["paraphrase", "reorder"]},
-                      baselines={"masks": ["delete"], "shards": 1},
+                      baselines={"others": ["delete"], "shards": 1},
+                      # the mask null with the plug-in's baseline: named in the config alone
+                      plugins=[PLUGIN], mask_null={"masks": ["random:3"], "shards": 1},
                       few_shot={"templates": ["T1", "T4", "A1", "A4"], "shots": [1]},
                       figure_taus=[0.2, 0.1])
     cfg["datasets"] |= DOLLY
@@ -126,16 +130,20 @@ def test_whole_dag_produces_tables_and_figures(finished):
         assert int(m["precision_null_n_valued"].sel(precision="bfloat16", group="0shot",
                                                     band="all")) <= 2
         assert json.loads(m.attrs["precision"])["runs"]["bfloat16"]["conditions"] == ["T1"]
-        # the mask null of config `mask_null`: T1 of the first shard with the eos token
-        assert list(m["mask"].values) == ["eos"] and int(m["mask_games"].sel(mask="eos")) == 2
-        assert json.loads(m.attrs["mask"])["runs"]["eos"]["mask_token"] == "</s>"
+        # the mask null of config `mask_null`: T1 of the first shard with the plug-in's
+        # baseline (random tokens, no single one)
+        assert list(m["mask"].values) == ["random:3"]
+        assert int(m["mask_games"].sel(mask="random:3")) == 2
+        assert json.loads(m.attrs["mask"])["runs"]["random:3"]["mask_token"] == ""
     # one score_mask job a model scores the first shard of both datasets, one file each
     for dataset, condition in (("arc-easy", "T1"), ("dolly", "A1")):
-        with xr.open_dataset(finished / f"results/masks/eos/values/tiny-a/{dataset}.h5",
+        with xr.open_dataset(finished / f"results/masks/random-3/values/tiny-a/{dataset}.h5",
                              engine="h5netcdf") as v:
-            assert v.attrs["mask_source"] == "eos" and v.attrs["dataset"] == dataset
+            assert (v.attrs["mask_source"], v.attrs["mask_token_id"]) == ("random:3", -1)
+            assert v.attrs["dataset"] == dataset
             assert list(v["condition"].values) == [condition] and v.sizes["sample"] == 2
-    assert "loaded tiny-a" in (finished / "logs/masks/eos/score/tiny-a.log").read_text()
+    log = (finished / "logs/masks/random-3/score/tiny-a.log").read_text()
+    assert "loaded tiny-a" in log and "baseline random:3" in log
     with xr.open_dataset(finished / "results/factors/factors.nc", engine="h5netcdf") as f:
         assert "p_value" in f and "delta_ips_ci" in f
         assert json.loads(f.attrs["test"])["draws"] == 199
@@ -217,7 +225,7 @@ def test_nothing_to_do_after_a_run(finished):
     assert r.returncode == 0 and "Nothing to be done" in r.stdout + r.stderr
 
 
-#: the analysis of both baselines' trees (the main one and `baselines.masks`' deletion) and of
+#: the analysis of both baselines' trees (the main one and `baselines.others`' deletion) and of
 #: the figure set at τ = 0.2 (`figure_taus`)
 ANALYSIS = {"metrics": 4, "factors": 1, "figures": 1, "metrics_baseline": 4,
             "factors_baseline": 1, "figures_baseline": 1, "baselines": 1, "all": 1,
@@ -247,8 +255,8 @@ def test_another_baseline_gets_its_own_analysis(finished):
                 assert not np.allclose(v["v"].values, own["v"].values, equal_nan=True)
             with xr.open_dataset(tree / f"metrics/{model}/{dataset}.nc", engine="h5netcdf") as m:
                 assert m.sizes["sample"] == 2 and "mask" not in m.dims  # no nulls re-scored
-    assert "mask token ''" in (finished / "logs/baselines/delete/score/tiny-a/arc-easy/0.log"
-                               ).read_text()
+    assert "baseline delete: ''" in (
+        finished / "logs/baselines/delete/score/tiny-a/arc-easy/0.log").read_text()
     assert (tree / "factors/factors.nc").exists()
     # what holds under both baselines: the main claims rows, each with both verdicts
     summary = finished / "results/baselines/summary"
@@ -331,7 +339,7 @@ def test_a_mask_the_tokenizer_lacks_stops_the_run_in_one_line(finished):
     assert r.returncode != 0
     log = (finished / "logs/masks/word-abcdefghij/score/tiny-a.log").read_text()
     last = log.strip().splitlines()[-1]
-    assert last.startswith("ips score: error: model tiny-a: mask 'word:abcdefghij'"), last
+    assert last.startswith("ips score: error: model tiny-a: baseline 'word:abcdefghij'"), last
     assert "not one" in last and "Traceback" not in log
 
 

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from builders import _Confident, encode, logp_of, sample_set
-from ips.models.loading import DELETE_ID, load_model
+from ips.baselines import Deletion
+from ips.models.loading import load_model
 from ips.models.random_weights import CLASSES, build_random
 from ips.models.testing import load_tiny
 from ips.scoring.engine import Engine
@@ -41,7 +42,7 @@ def a_prompt(lm):
 def check_against_shortened(lm, target, masks=None, batch_tokens=64):
     ids, owners, n = a_prompt(lm)
     # a small batch: rows of several lengths, several batches per length
-    v = Engine(lm.model, DELETE_ID, batch_tokens=batch_tokens).values(ids, owners, n, target,
+    v = Engine(lm.model, Deletion(), batch_tokens=batch_tokens).values(ids, owners, n, target,
                                                                        masks)
     chosen = range(1 << n) if masks is None else masks
     expect = [shortened_logp(lm.model, ids, owners, m, target) for m in chosen]
@@ -78,14 +79,14 @@ def test_deletion_on_smollm2(smollm2_spec, smollm2_dir):
         contiguous = lm.model(torch.tensor([kept])).logits[0, -1].double()
     y = lm.tokenizer.encode(" B")[0]
     assert abs(float(torch.log_softmax(contiguous, -1)[y]) - logp_of(v[m])) > 1e-3
-    trie = Engine(lm.model, DELETE_ID, scorer="trie")
+    trie = Engine(lm.model, Deletion(), scorer="trie")
     np.testing.assert_allclose(trie.values(ids, owners, n, [y]), v, rtol=0, atol=1e-4)
     assert trie.trie.stats.prompts == 1
 
 
 def test_occlusion_deletes_one_variable_at_a_time(llama):
     ids, owners, n = a_prompt(llama)
-    engine = Engine(llama.model, DELETE_ID, batch_tokens=64)
+    engine = Engine(llama.model, Deletion(), batch_tokens=64)
     full = (1 << n) - 1
     rows = engine.occlusion(ids, owners, n, [7])
     v = engine.values(ids, owners, n, [7], [full] + [full ^ (1 << i) for i in range(n)])
@@ -94,7 +95,7 @@ def test_occlusion_deletes_one_variable_at_a_time(llama):
 
 def test_deletion_differs_from_replacement_only_where_a_word_is_absent(llama):
     ids, owners, n = a_prompt(llama)
-    deleted = Engine(llama.model, DELETE_ID).values(ids, owners, n, [7])
+    deleted = Engine(llama.model, Deletion()).values(ids, owners, n, [7])
     replaced = Engine(llama.model, llama.mask_token_id).values(ids, owners, n, [7])
     assert deleted[-1] == pytest.approx(replaced[-1], abs=1e-6)  # x_N: nothing absent
     assert np.abs(deleted[:-1] - replaced[:-1]).min() > 1e-4
@@ -102,15 +103,15 @@ def test_deletion_differs_from_replacement_only_where_a_word_is_absent(llama):
 
 def test_a_model_without_position_ids_is_refused_in_one_line():
     with pytest.raises(ScoringError, match=r"^_Confident takes no position ids.*mask token"):
-        Engine(_Confident(1.0), DELETE_ID)
+        Engine(_Confident(1.0), Deletion())
     assert Engine(_Confident(1.0), 0).values(np.arange(5), np.array([-1, 0, 0, 1, -1]), 2,
                                              [3]).shape == (4,)
 
 
 def test_the_trie_scores_deletion_as_the_plain_scorer(llama):
     ids, owners, n = a_prompt(llama)
-    plain = Engine(llama.model, DELETE_ID).values(ids, owners, n, [7])
-    engine = Engine(llama.model, DELETE_ID, scorer="trie")
+    plain = Engine(llama.model, Deletion()).values(ids, owners, n, [7])
+    engine = Engine(llama.model, Deletion(), scorer="trie")
     np.testing.assert_allclose(engine.values(ids, owners, n, [7]), plain, rtol=0, atol=1e-4)
     st = engine.trie.stats
     assert st.prompts == 1 and st.tokens < st.plain_tokens
@@ -139,7 +140,7 @@ def test_a_model_that_reads_only_which_words_are_present_has_one_game_under_ever
     mask, so the same interactions; v still moves with the words (the test is not vacuous)."""
     ids = np.array([5, 10, 6, 11, 11, 7, 12, 13, 8, 14, 15, 9])
     owners = np.array([-1, 0, -1, 1, 1, -1, 2, 2, -1, 3, 4, -1])
-    games = [Engine(_Planted(), mask).values(ids, owners, 5, [3]) for mask in (0, 2, DELETE_ID)]
+    games = [Engine(_Planted(), mask).values(ids, owners, 5, [3]) for mask in (0, 2, Deletion())]
     np.testing.assert_array_equal(games[0], games[1])
     np.testing.assert_array_equal(games[0], games[2])
     assert np.ptp(games[0]) > 1

@@ -431,7 +431,7 @@ def test_overflow_in_float16_names_the_model_and_the_dtype_to_use(tiny_llama_dir
 
 
 def test_single_token_log_odds_stay_finite_when_p_rounds_to_one():
-    engine = Engine(_Confident(margin=100.0), mask_id=0)
+    engine = Engine(_Confident(margin=100.0), 0)
     ids, owners = np.arange(5, 10), np.array([-1, 0, -1, 1, -1])
     v = engine.values(ids, owners, 2, [3])
     # v = l_y − logsumexp of the 49 others = 100 − log 49, although 1 − p is below 1e-43

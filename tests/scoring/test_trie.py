@@ -9,7 +9,8 @@ import torch
 import ips.scoring.trie as trie
 import ips.scoring.trie.scorer as trie_scorer
 from builders import _Confident, plain_v, prompt, sample_set, trie_v
-from ips.models.loading import DELETE_ID, input_device
+from ips.baselines import Deletion
+from ips.models.loading import input_device
 from ips.models.testing import load_tiny
 from ips.scoring.engine import Engine
 from ips.scoring.log_odds import ScoringError
@@ -86,7 +87,7 @@ def left_to_plain(lm, ids, owners, target) -> bool:
 @pytest.mark.parametrize("which", ["llama", "gemma"])
 def test_trie_equals_plain_on_every_layout(which, mask, request):
     lm = request.getfixturevalue(which)
-    mask_id = DELETE_ID if mask == "delete" else None
+    baseline = Deletion() if mask == "delete" else None
     ids, _, _, letters = prompt(lm)
     bos = int(ids[0] == lm.tokenizer.bos_token_id)
     assert bos == (which == "gemma")  # Gemma adds a BOS, the llama (as SmolLM2) does not
@@ -94,7 +95,7 @@ def test_trie_equals_plain_on_every_layout(which, mask, request):
     cases["at_position_0"] = layouts(len(ids), 0)["first_tokens"]
     for name, (owners, n) in cases.items():
         for target in ([letters[1]], [letters[2], letters[0], letters[3]]):
-            expect = plain_v(lm, ids, owners, n, target, mask_id)
+            expect = plain_v(lm, ids, owners, n, target, baseline)
             assert np.ptp(expect) > 1e-3, name  # masking moves v: the comparison is not vacuous
             # budgets 1 and 12 force depth-first over tiny subtrees (1: one node per forward);
             # forward cost 0 gives one variable per level, 48 merges the first levels;
@@ -103,7 +104,7 @@ def test_trie_equals_plain_on_every_layout(which, mask, request):
                                          (4096, 48, 100)):
                 if budget == 1 and len(target) > 1:
                     continue
-                got, _ = trie_v(lm, ids, owners, n, target, mask_id, budget=budget,
+                got, _ = trie_v(lm, ids, owners, n, target, baseline, budget=budget,
                                 forward_cost=cost, logits_budget=logits)
                 if got is None:  # left to the plain scorer (`TrieScorer.values`)
                     assert mask == "delete" and left_to_plain(lm, ids, owners, target), name
@@ -116,15 +117,15 @@ def test_trie_equals_plain_on_every_layout(which, mask, request):
 @pytest.mark.parametrize("which", ["llama", "gemma"])
 def test_trie_equals_plain_on_rendered_prompts_past_the_sliding_window(which, mask, request):
     lm = request.getfixturevalue(which)
-    mask_id = DELETE_ID if mask == "delete" else None
+    baseline = Deletion() if mask == "delete" else None
     window = getattr(lm.model.config, "sliding_window", None)
     for cond, shots in (("T1", ()), ("T4", ()), ("T1-1shot", (1,))):
         ids, owners, n, letters = prompt(lm, cond, shots)
         first = int(np.flatnonzero(owners >= 0)[0])
         if window:  # Gemma 3's sliding layers: the answer no longer sees the first variable
             assert len(ids) - 1 - first >= window
-        expect = plain_v(lm, ids, owners, n, [letters[0]], mask_id)
-        got, scorer = trie_v(lm, ids, owners, n, [letters[0]], mask_id, budget=64)
+        expect = plain_v(lm, ids, owners, n, [letters[0]], baseline)
+        got, scorer = trie_v(lm, ids, owners, n, [letters[0]], baseline, budget=64)
         if got is None:  # past Gemma's window, deletion is left to the plain scorer
             assert (mask, which) == ("delete", "gemma")
             continue
@@ -141,7 +142,7 @@ def test_a_design_shares_the_prefix_and_equals_plain(which, mask, request):
     """A design's masks (any order, with or without the empty and the full mask) get the
     plain scorer's v, in design order; the tokens before the first variable run once."""
     lm = request.getfixturevalue(which)
-    mask_id = lm.mask_token_id if mask == "own" else DELETE_ID
+    baseline = lm.baseline if mask == "own" else Deletion()
     rng = np.random.default_rng(3)
     cases = [(lm_prompt, None) for lm_prompt in (prompt(lm, c, s) for c, s in
                                                  (("T1", ()), ("T1-1shot", (1,))))]
@@ -155,9 +156,9 @@ def test_a_design_shares_the_prefix_and_equals_plain(which, mask, request):
                                                       min(5, (1 << n) - 2), replace=False)]]
         for design in designs:
             for target in ([letters[1]], [letters[2], letters[0]]):
-                expect = plain_v(lm, ids, owners, n, target, mask_id)[design]
+                expect = plain_v(lm, ids, owners, n, target, baseline)[design]
                 for budget in (16, 4096):
-                    scorer = TrieScorer(lm.model, mask_id, budget=budget)
+                    scorer = TrieScorer(lm.model, baseline, budget=budget)
                     got = scorer.values(ids, owners, n, target, design)
                     if got is None:  # left to the plain scorer (`TrieScorer.values`)
                         assert mask == "delete" and left_to_plain(lm, ids, owners, target)
@@ -222,14 +223,14 @@ def test_engine_uses_the_trie_and_score_shard_writes_the_same_values(llama, scor
 
 def test_a_model_that_cannot_branch_falls_back_with_a_logged_reason(caplog):
     ids, owners = np.arange(5, 10), np.array([-1, 0, -1, 1, -1])
-    plain = Engine(_Confident(margin=3.0), mask_id=0).values(ids, owners, 2, [3])
+    plain = Engine(_Confident(margin=3.0), 0).values(ids, owners, 2, [3])
     with caplog.at_level(logging.WARNING, logger="ips.scoring.trie"):
-        engine = Engine(_Confident(margin=3.0), mask_id=0, scorer="auto")
+        engine = Engine(_Confident(margin=3.0), 0, scorer="auto")
     assert not engine.trie.active and "not a transformers model" in engine.trie.reason
     assert "using the plain scorer" in caplog.text and "_Confident" in caplog.text
     np.testing.assert_array_equal(engine.values(ids, owners, 2, [3]), plain)
     with pytest.raises(ScoringError, match="cannot be evaluated as a trie"):
-        Engine(_Confident(margin=3.0), mask_id=0, scorer="trie")
+        Engine(_Confident(margin=3.0), 0, scorer="trie")
 
 
 @pytest.mark.parametrize("where", ["one device", "cpu and disk"])
@@ -249,9 +250,9 @@ def test_a_dispatched_model_scores_the_undispatched_v(tiny_llama_dir, tmp_path, 
                   "model.layers.1": second, "model.norm": "cpu", "lm_head": second}
     model = dispatch_model(lm.model, device_map=device_map, offload_dir=tmp_path, force_hooks=True)
     assert hasattr(model.lm_head, "_hf_hook")
-    for mask_id in (lm.mask_token_id, DELETE_ID):
-        expected = plain_v(whole, ids, owners, n, [letters[1]], mask_id)
-        engine = Engine(model, mask_id, device=input_device(model), scorer="trie")
+    for baseline in (lm.baseline, Deletion()):
+        expected = plain_v(whole, ids, owners, n, [letters[1]], baseline)
+        engine = Engine(model, baseline, device=input_device(model), scorer="trie")
         v = engine.values(ids, owners, n, [letters[1]])
         np.testing.assert_allclose(v, expected, rtol=0, atol=1e-5)
         assert engine.trie.active and engine.trie.stats.prompts == 1
@@ -323,12 +324,12 @@ def test_deletion_trie_on_gemma_within_its_window(gemma):
         owners[positions] = var
     for target in ([letters[1]], [letters[2], letters[0], letters[3]]):
         assert not left_to_plain(gemma, ids, owners, target)
-        expect = plain_v(gemma, ids, owners, 4, target, DELETE_ID)
+        expect = plain_v(gemma, ids, owners, 4, target, Deletion())
         assert np.ptp(expect) > 1e-3
         for budget, cost in ((1, 0), (4096, 0), (4096, 48)):
             if budget == 1 and len(target) > 1:
                 continue
-            got, scorer = trie_v(gemma, ids, owners, 4, target, DELETE_ID, budget=budget,
+            got, scorer = trie_v(gemma, ids, owners, 4, target, Deletion(), budget=budget,
                                  forward_cost=cost)
             np.testing.assert_allclose(got, expect, rtol=0, atol=1e-4, err_msg=f"{budget}")
             assert scorer.stats.tokens < scorer.stats.plain_tokens

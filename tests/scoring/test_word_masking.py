@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from builders import logp_of, sample_set
-from ips.models.loading import DELETE_ID, load_model
+from ips.baselines import Deletion
+from ips.models.loading import load_model
 from ips.scoring.engine import Answers, Engine, encode_prompt, space_token
 from ips.scoring.log_odds import (
     ScoringError,
@@ -130,5 +131,5 @@ def test_word_masking_is_scored_plainly_and_refused_with_deletion(llama):
                   space_id=space).trie is None
     with pytest.raises(ScoringError, match=r"^masking word reads .* use scorer plain or auto$"):
         Engine(llama.model, llama.mask_token_id, scorer="trie", masking="word", space_id=space)
-    with pytest.raises(ScoringError, match=r"^masking word .* deletion has none"):
-        Engine(llama.model, DELETE_ID, masking="word", space_id=space)
+    with pytest.raises(ScoringError, match=r"^masking word .* the baseline .delete. has none"):
+        Engine(llama.model, Deletion(), masking="word", space_id=space)

@@ -102,7 +102,7 @@ if BASELINES:
         output:
             directory(f"results/{BASELINE.folder}/summary"),
         params:
-            names=" ".join(["own", *map(config_setting, BASELINES)]),
+            names=" ".join(["own", *config["baselines"]["others"]]),
             claims=lambda wildcards, input: " ".join(f"{d}/claims.csv" for d in input.figures),
             files=tree_flags,
             tau=config["tau"],

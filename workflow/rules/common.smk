@@ -19,7 +19,8 @@ from ips.figures.text.captions import report_captions, report_section, report_su
 from ips.errors import InputError
 from ips.config import dataset_settings
 from ips.prompts.samples import load_samples
-from ips.variants import NULLS, VARIANTS, config_setting, path_setting
+from ips import baselines
+from ips.variants import NULLS, VARIANTS, path_setting
 
 # Rules run `python -m ips ...`. Snakemake runs in the project's environment (make's .venv),
 # and its jobs use the same python; with `--sdm conda` the job's environment has the
@@ -36,7 +37,7 @@ wildcard_constraints:
     shard=r"\d+",
     tau=r"0?\.\d+",
     # a re-scored null's setting in its paths ({dtype}, {mask}: ips.variants), a baseline's
-    **{v.setting: path_setting(v.pattern) for v in (*NULLS, VARIANTS["baseline"])},
+    **{v.setting: v.pattern for v in (*NULLS, VARIANTS["baseline"])},
 
 
 MODELS = list(config["models"])
@@ -65,7 +66,7 @@ DATASETS = list(config["datasets"])
 
 class Tree(NamedTuple):
     """Where one run of the analysis lives, and whose games it reads: `results/` for each
-    model's own mask token; `results/baselines/{baseline}/` for each other of `baselines.masks`
+    model's own baseline; `results/baselines/{baseline}/` for each other of `baselines.others`
     (scored and fitted again, its rules named with the suffix `_baseline`);
     `results/tau/{tau}/` for each other τ of `figure_taus` (the main games read at that τ,
     suffix `_tau`)."""
@@ -92,7 +93,7 @@ class Tree(NamedTuple):
 
 
 BASELINE = VARIANTS["baseline"]
-BASELINES = [path_setting(m) for m in config["baselines"]["masks"]]
+BASELINES = [path_setting(m) for m in config["baselines"]["others"]]
 _AXIS = f"{BASELINE.folder}/{{{BASELINE.setting}}}"
 MAIN = Tree("results", "logs", "")
 BASELINE_TREE = Tree(f"results/{_AXIS}", f"logs/{_AXIS}", "_baseline",
@@ -251,9 +252,34 @@ def tree_flags(wildcards):
                     for group in tree_files(kind)(wildcards))
 
 
+# every configured setting of a re-scored variant by its path component (`path_setting`)
+SETTINGS = {path_setting(s): s for s in (
+    *config["baselines"]["others"],
+    *(s for v in NULLS for m in MODELS for s in rescored_settings(config, v.section, m)))}
+
+
+def plugin_flag(setting):
+    """`--plugin P` where a plug-in defines the baseline `setting` (`ips.plugins`), else ""."""
+    kind = baselines.kind_of(setting) if setting else None
+    return f"--plugin {shlex.quote(kind.origin)} " if kind and kind.origin else ""
+
+
+def setting_flag(v, component):
+    """`ips score` flags of a variant's setting, from its path component: `--baseline S`
+    (with its plug-in) or `--dtype D`."""
+    setting = SETTINGS[component]
+    return f"{plugin_flag(setting) if v.flag == '--baseline' else ''}{v.flag} {shlex.quote(setting)}"
+
+
+def entry_plugin_flag(wildcards):
+    """Params function: the main scoring's `--plugin` for a model whose own baseline a
+    plug-in defines (nothing otherwise)."""
+    return plugin_flag(config["models"][wildcards.model].get("baseline"))
+
+
 def baseline_flag(wildcards):
-    """Params function: `ips score --mask M` of a baseline's tree."""
-    return f"{BASELINE.flag} {shlex.quote(config_setting(wildcards.baseline))}"
+    """Params function: `ips score --baseline S` of a baseline's tree."""
+    return setting_flag(BASELINE, wildcards.baseline)
 
 
 def rescored_datasets(v):
@@ -276,12 +302,11 @@ def rescored_shard_size(v):
 
 def rescored_flags(v):
     """Params function: `ips score` flags of a re-scored null's run: its setting (`--dtype D`,
-    `--mask M`) and each dataset's conditions scored again, in the order of
+    `--baseline S`) and each dataset's conditions scored again, in the order of
     `rescored_datasets`."""
     conditions = " ".join(f"--conditions {' '.join(rescored_conditions(config, v.section, d))}"
                           for d in rescored_datasets(v))
-    return lambda wildcards: (f"{v.flag} {shlex.quote(config_setting(wildcards[v.setting]))} "
-                              f"{conditions}")
+    return lambda wildcards: f"{setting_flag(v, wildcards[v.setting])} {conditions}"
 
 
 def rescored_files(v, kind):

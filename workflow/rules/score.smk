@@ -40,8 +40,9 @@ FIT = dict(
 )
 
 
-# Each baseline's tree (`Tree`: results/ with each model's own mask token, and
-# results/baselines/{baseline}/ for each other of `baselines.masks`, scored with `--mask`).
+# Each baseline's tree (`Tree`: results/ with each model's own baseline, and
+# results/baselines/{baseline}/ for each other of `baselines.others`, scored with
+# `--baseline`).
 for tree in TREES:
 
     rule:
@@ -57,7 +58,7 @@ for tree in TREES:
             shard=lambda wildcards: wildcards.shard,
             shard_size=f"--shard-size {config['shard_size']}",
             target=target_flag,
-            rescore=baseline_flag if tree.suffix else "",
+            rescore=baseline_flag if tree.suffix else entry_plugin_flag,
         log:
             tree.log("score/{model}/{dataset}/{shard}.log"),
         benchmark:

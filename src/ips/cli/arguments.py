@@ -10,7 +10,8 @@ import json
 import math
 from pathlib import Path
 
-from ips.config import MASK_PATTERN, MASKINGS, MODEL_CACHE, SAMPLINGS, default
+from ips import baselines
+from ips.config import MASKINGS, MODEL_CACHE, SAMPLINGS, default
 from ips.errors import InputError
 
 
@@ -52,12 +53,26 @@ def int_between(lo: int, hi: int):
     return parse
 
 
-def mask_name(text: str) -> str:
-    """Another mask token (`ips.config.MASK_PATTERN`), as the argument of `--mask`."""
-    if not MASK_PATTERN.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is none of unk, pad, eos, bos, word:W "
-                                         "(W letters only), id:N, delete")
+def baseline_setting(text: str) -> str:
+    """A baseline's setting (`ips.baselines`: every registered kind, plug-ins included), as
+    the argument of `--baseline`."""
+    if baselines.kind_of(text) is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is none of {baselines.syntax()}")
     return text
+
+
+def add_baseline(parser, what: str) -> None:
+    """--baseline: another baseline than the model's own; `what` it is used for."""
+    parser.add_argument("--baseline", type=baseline_setting, metavar="SETTING",
+                        help=f"{what} (docs/method.md#baselines): {baselines.describe()}")
+
+
+def add_plugins(parser) -> None:
+    """--plugin: a user's baseline (`ips.plugins`), imported before the arguments are read
+    (`ips.cli.main`), so that its settings are valid and listed in every help text."""
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE",
+                        help="import this plug-in first (a module name or a .py file; "
+                        "repeatable): its baselines join the built-in ones")
 
 
 def unit(text: str) -> float:

@@ -12,7 +12,7 @@ import argparse
 import logging
 import sys
 
-from ips import __version__
+from ips import __version__, plugins
 from ips.cli import (
     baselines,
     explain,
@@ -24,6 +24,7 @@ from ips.cli import (
     samples,
     score,
 )
+from ips.cli.arguments import add_plugins
 from ips.errors import InputError
 from ips.outputs import check_output
 
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"ips {__version__}")
     common = argparse.ArgumentParser(add_help=False)
+    add_plugins(common)
     common.add_argument(
         "--log-level",
         default="INFO",
@@ -60,6 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # the plug-ins first: their settings are valid arguments, and listed in the help texts
+    first = argparse.ArgumentParser(add_help=False)
+    add_plugins(first)
+    try:
+        plugins.load(first.parse_known_args(argv)[0].plugin, "--plugin")
+    except InputError as e:
+        print(f"ips: error: {e}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

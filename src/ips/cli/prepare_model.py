@@ -6,7 +6,7 @@ import argparse
 import logging
 import time
 
-from ips.cli.arguments import add_model, json_arg, mask_name, model_spec
+from ips.cli.arguments import add_baseline, add_model, json_arg, model_spec
 from ips.errors import InputError
 
 log = logging.getLogger("ips")
@@ -19,22 +19,21 @@ def add_parser(sub, common) -> None:
         help="resolve a configured model to a fast-loading directory (GGUF converted once)",
         description="Print the directory the model loads from; a GGUF is dequantised and saved "
         "as safetensors under the cache directory on the first call, and an untrained twin "
-        "(controls.twins) is built from its original's directory. With --mask, check another "
-        "mask token of the mask null against the tokenizer instead and print it.",
+        "(controls.twins) is built from its original's directory. With --baseline, check "
+        "another baseline against the tokenizer instead and print it.",
     )
     add_model(p)
     p.add_argument("--original-entry", type=json_arg, metavar="JSON",
                    help="with --entry of a twin: the config entry of the model it re-draws "
                    "(with --config it is taken from the config)")
-    p.add_argument("--mask", type=mask_name, metavar="OTHER",
-                   help="check this other mask token (unk, pad, eos, bos, word:W, id:N) for the "
-                   "model and print 'OTHER<TAB>ID<TAB>TOKEN' (docs/method.md#mask-null)")
+    add_baseline(p, "check this other baseline for the model and print "
+                 "'SETTING<TAB>ID<TAB>TOKEN' (ID -1: no single token)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ips.config import load_config
-    from ips.models.loading import load_tokenizer, model_mask, prepare_model
+    from ips.models.loading import load_tokenizer, model_baseline, prepare_model
 
     config = load_config(args.config) if args.config else None
     spec = model_spec(args, config)
@@ -47,12 +46,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         path = prepare_model(spec, cache_dir=args.cache_dir)
     log.info("model %s ready at %s (%.1f s)", args.model, path, time.perf_counter() - t0)
-    if args.mask is None:
+    if args.baseline is None:
         print(path)
         return 0
-    token_id, token, _ = model_mask(spec, load_tokenizer(spec, path), args.mask)
-    log.info("model %s: mask %s is %r (id %d)", args.model, args.mask, token, token_id)
-    print(f"{args.mask}\t{token_id}\t{token}")
+    other = model_baseline(spec, load_tokenizer(spec, path), args.baseline)
+    log.info("model %s: baseline %s is %r (id %d)", args.model, args.baseline, other.token,
+             other.recorded_id)
+    print(f"{args.baseline}\t{other.recorded_id}\t{other.token}")
     return 0
 
 

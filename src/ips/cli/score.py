@@ -9,13 +9,14 @@ import logging
 import time
 from pathlib import Path
 
+from ips import baselines
 from ips.cli.arguments import (
+    add_baseline,
     add_compute,
     add_masking,
     add_model,
     add_sampling,
     int_between,
-    mask_name,
     model_spec,
     occlusion,
     sampling_budget,
@@ -33,8 +34,8 @@ def add_parser(sub, common) -> None:
         parents=[common],
         help="v(x_S) of one model on every mask of every sample of one shard (HDF5 out)",
         description="Score every (sample, condition, mask S) of one shard: v(x_S) = log-odds of "
-        "the target at the answer position with the variables outside S replaced by the "
-        "model's mask token (paper Appendix E.4). Resumes an interrupted run of the same inputs. "
+        "the target at the answer position with the variables outside S absent, as the "
+        "baseline says (the model's mask token: paper Appendix E.4). Resumes an interrupted run of the same inputs. "
         "Settings come from --config (and --dataset), or from the flags (workflow rules).",
     )
     add_model(p)
@@ -57,9 +58,8 @@ def add_parser(sub, common) -> None:
     p.add_argument("--dtype", choices=DTYPES,
                    help="compute in this precision instead of the entry's dtype (the precision "
                    "null: docs/method.md#precision)")
-    p.add_argument("--mask", type=mask_name, metavar="OTHER",
-                   help="mask with another token than the model's own: unk, pad, eos, bos, "
-                   "word:W or id:N (the mask null: docs/method.md#mask-null)")
+    add_baseline(p, "score with another baseline than the model's own (the mask null, the "
+                 "baselines axis)")
     p.add_argument("--conditions", nargs="+", action="append", metavar="NAME",
                    help="score only these conditions (default: every condition of the samples); "
                    "given once per --samples file, in order, for each its own")
@@ -112,9 +112,8 @@ def _score_locked(args: argparse.Namespace, runs: list[tuple[Path | None, list |
     batch_tokens = setting(args.batch_tokens, config, "batch_tokens")
     scorer = setting(args.scorer, config, "scorer")
     masking = setting(args.masking, config, "masking")
-    if masking == "word" and args.mask == "delete":
-        raise InputError("masking word replaces an absent word by one mask token, and --mask "
-                         "delete has none; use masking tokens with --mask delete")
+    if other := args.baseline or spec.baseline:  # cheap: before any sample or weight
+        baselines.kind_of(other).check_masking(masking, other)
     budget = sampling_budget(args, setting(None, config, "sampling"))
     # cheap checks of every run before a model load that can take minutes
     checked = []
@@ -140,10 +139,10 @@ def _score_locked(args: argparse.Namespace, runs: list[tuple[Path | None, list |
         spec = dataclasses.replace(spec, dtype=args.dtype)
     t0 = time.perf_counter()
     loaded = load_model(spec, cache_dir=args.cache_dir, device=args.device, threads=args.threads,
-                        mask=args.mask)
-    log.info("loaded %s on %s (%s, mask token %r id %d from %s) in %.1f s", args.model,
-             loaded.device, loaded.dtype, loaded.mask_token, loaded.mask_token_id,
-             loaded.mask_source, time.perf_counter() - t0)
+                        other=args.baseline)
+    log.info("loaded %s on %s (%s, baseline %s: %r, id %d) in %.1f s", args.model,
+             loaded.device, loaded.dtype, loaded.mask_source, loaded.mask_token,
+             loaded.mask_token_id, time.perf_counter() - t0)
     for sample_set, shard_size, target, out in checked:
         score_shard(loaded, sample_set, out, shard=args.shard, shard_size=shard_size,
                     target=target, batch_tokens=batch_tokens, scorer=scorer, budget=budget,

@@ -1,4 +1,4 @@
-"""Across baselines (`baselines.masks`, docs/method.md#baselines): does a verdict survive the
+"""Across baselines (`baselines.others`, docs/method.md#baselines): does a verdict survive the
 choice of baseline, and do the baselines agree on what a template changes?
 
 *Robust verdicts* (`robust_claims`). Every claims row (claim, scope, weights) of the first

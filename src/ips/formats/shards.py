@@ -247,7 +247,7 @@ def load(values: Sequence[str | os.PathLike], interactions: Sequence[str | os.Pa
 def load_rescored(kind: str, values: Sequence[str | os.PathLike],
                   interactions: Sequence[str | os.PathLike]) -> list[Merged]:
     """The runs of a re-scored null (`ips.variants.VARIANTS[kind]`: `precision`, scored with
-    `ips score --dtype`, `mask`, with `ips score --mask`), one Merged per setting (the values
+    `ips score --dtype`, `mask`, with `ips score --baseline`), one Merged per setting (the values
     files' attribute `by` of its row), in the order first given."""
     by = VARIANTS[kind].by
     by_setting: dict[str, list[Shard]] = {}

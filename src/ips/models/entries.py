@@ -66,6 +66,8 @@ class ModelSpec:
     gpus: int = 1
     device_map: Literal["auto", "balanced", "balanced_low_0", "sequential"] | None = None
     mask_token: str | int | None = None
+    # another baseline than the mask token (`ips.baselines`); None: the mask token
+    baseline: str | None = None
     # run the model code a hub repository ships (InternLM2, LLaMA-MoE): only when asked for
     trust_remote_code: bool = False
     # the transformers class that runs it instead of that code (`ips.models.native`)

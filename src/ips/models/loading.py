@@ -1,4 +1,4 @@
-"""Model entries of the configuration, and loading them as (model, tokenizer, mask token).
+"""Model entries of the configuration, and loading them as (model, tokenizer, baseline).
 
 A model entry (one per model under `models:` in the configuration)::
 
@@ -14,6 +14,7 @@ A model entry (one per model under `models:` in the configuration)::
       gpus: 1                   # GPUs of the scoring job; > 1 needs a device_map
       device_map: null          # auto | balanced | balanced_low_0 | sequential: dispatched
       mask_token: null          # optional: a token string or id that overrides `resolve_mask_token`
+      baseline: delete          # optional: another baseline than the mask token (`ips.baselines`)
 
 `source` names exactly one of:
 
@@ -42,7 +43,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
-from ips.config import MASK_PATTERN, MODEL_CACHE
+from ips import baselines
+from ips.baselines import Baseline, Token
+from ips.config import MODEL_CACHE
 from ips.errors import ModelError
 from ips.models.entries import ModelSpec
 from ips.models.gguf import prepare_gguf
@@ -62,18 +65,29 @@ _HUB_FILES = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tikto
 
 @dataclass
 class LoadedModel:
-    """A model ready for scoring: eval mode, on `device`, in `dtype`, with its mask token."""
+    """A model ready for scoring: eval mode, on `device`, in `dtype`, with its baseline."""
 
     spec: ModelSpec
     model: torch.nn.Module
     tokenizer: Any  # a fast (Rust-backed) transformers tokenizer
-    mask_token_id: int
-    mask_token: str
-    mask_source: str  # unk, pad or config (`resolve_mask_token`); the other mask's name
-
+    baseline: Baseline  # what absent tokens become (`model_baseline`)
     device: torch.device
     dtype: torch.dtype
     path: Path  # the directory the model was loaded from
+
+    # what the values file records of the baseline (`ips.formats.values`)
+    @property
+    def mask_token_id(self) -> int:
+        return self.baseline.recorded_id
+
+    @property
+    def mask_token(self) -> str:
+        return self.baseline.token
+
+    @property
+    def mask_source(self) -> str:
+        """unk, pad or config (`resolve_mask_token`), else the baseline's setting."""
+        return self.baseline.source
 
 
 def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike = MODEL_CACHE) -> Path:
@@ -108,12 +122,12 @@ def load_model(
     cache_dir: str | os.PathLike = MODEL_CACHE,
     device: str | torch.device | None = None,
     threads: int | None = None,
-    mask: str | None = None,
+    other: str | None = None,
 ) -> LoadedModel:
-    """Prepare (see `prepare_model`) and load a model with its tokenizer and mask token.
+    """Prepare (see `prepare_model`) and load a model with its tokenizer and baseline.
 
-    `mask` (`MASK_PATTERN`) replaces the model's own mask token with another, for the mask
-    null (`resolve_other_mask`); it is checked against the tokenizer before the weights load.
+    `other` (a setting of `ips.baselines`) replaces the model's own baseline with another
+    (`model_baseline`); it is checked against the tokenizer before the weights load.
 
     `device` defaults to CUDA when visible, else CPU; the model computes in the entry's
     `dtype` on every device (float32 unless half precision is asked for: `half_precision_note`).
@@ -136,7 +150,7 @@ def load_model(
     # one CPU is one device: there is nothing to spread a model over
     dispatch = spec.device_map is not None and device.type != "cpu"
     tokenizer = load_tokenizer(spec, path)
-    mask_id, mask_token, source = model_mask(spec, tokenizer, mask)
+    baseline = model_baseline(spec, tokenizer, other)
     # a `native` model runs transformers' class; only its tokenizer may be remote code
     remote = {"trust_remote_code": True} if spec.trust_remote_code and not spec.native else {}
     try:
@@ -154,7 +168,7 @@ def load_model(
     else:
         model.to(device)
     model.eval()
-    return LoadedModel(spec, model, tokenizer, mask_id, mask_token, source, device, dtype, path)
+    return LoadedModel(spec, model, tokenizer, baseline, device, dtype, path)
 
 
 def input_device(model: torch.nn.Module) -> torch.device:
@@ -244,63 +258,17 @@ def load_tokenizer(spec: ModelSpec, path: Path) -> Any:
     return tokenizer
 
 
-def model_mask(spec: ModelSpec, tokenizer: Any, mask: str | None = None
-               ) -> tuple[int, str, str]:
-    """`(id, token, source)` of the token a model masks with: its own (`resolve_mask_token`),
-    or with `mask` another for the mask null (`resolve_other_mask`; source: `mask`)."""
-    own_id, own, source = resolve_mask_token(tokenizer, spec.mask_token, model=spec.name)
-    if mask is None:
-        return own_id, own, source
-    return (*resolve_other_mask(tokenizer, mask, own_id, model=spec.name), mask)
-
-
-DELETE = "delete"
-"""The mask of the deletion baseline: absent words are removed from the input, not replaced
-(attention-mask removal, Hase et al., NeurIPS 2021); the tokens kept keep their positions in
-the full prompt (`ips.scoring.engine.Engine`)."""
-DELETE_ID = -1
-"""Its mask id, which no token has."""
-
-
-def resolve_other_mask(tokenizer: Any, other: str, own_id: int, *,
-                       model: str = "model") -> tuple[int, str]:
-    """The token of another mask `other` (`MASK_PATTERN`): `(id, token)`.
-
-    `unk`, `pad`, `eos`, `bos`: the tokenizer's token of that role; `word:W`: the one token
-    that " W" encodes to (a word as it reads after a space, where masked words stand);
-    `id:N`: token N; `delete`: no token (`DELETE_ID`, ""). A `ModelError` names the model
-    and what to choose instead when the tokenizer has no such token, the word is more than
-    one token, the id is outside the vocabulary, or the token is the model's own mask token
-    `own_id` (no null at all).
-    """
-    hint = "choose another under mask_null (docs/method.md#mask-null)"
-    if not MASK_PATTERN.fullmatch(other):
-        raise ModelError(f"model {model}: mask {other!r} is none of unk, pad, eos, bos, "
-                         f"word:W, id:N, delete; {hint}")
-    if other == DELETE:
-        return DELETE_ID, ""
-    kind, _, arg = other.partition(":")
-    if kind == "word":
-        ids = tokenizer.encode(" " + arg, add_special_tokens=False)
-        if len(ids) != 1:
-            raise ModelError(f"model {model}: mask {other!r}: ' {arg}' is {len(ids)} tokens, "
-                             f"not one; {hint}")
-        token_id = ids[0]
-    elif kind == "id":
-        token_id = int(arg)
-        if token_id >= len(tokenizer):
-            raise ModelError(f"model {model}: mask {other!r} is outside the vocabulary "
-                             f"(0..{len(tokenizer) - 1}); {hint}")
-    else:
-        token_id = getattr(tokenizer, f"{kind}_token_id", None)
-        if token_id is None:
-            raise ModelError(f"model {model}: mask {other!r}: the tokenizer has no {kind} "
-                             f"token; {hint}")
-    token = tokenizer.convert_ids_to_tokens(token_id)
-    if token_id == own_id:
-        raise ModelError(f"model {model}: mask {other!r} is {token!r} (id {token_id}), the "
-                         f"model's own mask token; {hint}")
-    return int(token_id), token
+def model_baseline(spec: ModelSpec, tokenizer: Any, other: str | None = None) -> Baseline:
+    """The baseline a model is scored with: its own (the entry's `baseline` setting, else its
+    mask token, `resolve_mask_token`), or with `other` another setting (`ips.baselines`:
+    checked against the tokenizer, and to differ from its own)."""
+    own_id, token, source = resolve_mask_token(tokenizer, spec.mask_token, model=spec.name)
+    own: Baseline = Token(own_id, token, source)
+    if spec.baseline is not None:
+        own = baselines.parse(spec.baseline, tokenizer, model=spec.name)
+    if other is None:
+        return own
+    return baselines.resolve(other, tokenizer, own, model=spec.name)
 
 
 # --- sources --------------------------------------------------------------------------------

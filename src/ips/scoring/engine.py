@@ -1,8 +1,9 @@
 """The output score v(x_S) of a causal LM on masked prompts (paper Section 3.1), sample by sample.
 
-`Engine` runs the forward passes: the masked inputs x_S of a prompt are batched without
-padding, rows of one length together (all 2**n have the same length under a mask token; the
-deletion baseline shortens a row by its absent tokens), or evaluated as a trie
+`Engine` runs the forward passes: the masked inputs x_S of a prompt, as its baseline builds
+them (`ips.baselines`), are batched without padding, rows of one length together (all 2**n
+have the same length under a mask token; the deletion baseline shortens a row by its absent
+tokens), or evaluated as a trie
 (`ips.scoring.trie`); the masking and the log-odds v(x_S) = log p − log(1 − p),
 p = P(y* | x_S), are those of `ips.scoring.log_odds`. `score_sample` scores one sample
 under its conditions (its prompts encoded by `encode_prompt`, y* by `resolve_target`);
@@ -12,7 +13,6 @@ under its conditions (its prompts encoded by `encode_prompt`, y* by `resolve_tar
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ips.baselines import Baseline, as_baseline
 from ips.config import MASKINGS, SCORERS, default
-from ips.models.loading import DELETE_ID
 from ips.prompts.items import LETTERS, MCQItem
 from ips.scoring.log_odds import (
     NonFiniteError,
@@ -30,7 +30,6 @@ from ips.scoring.log_odds import (
     half_products,
     kept_tokens,
     model_dtype,
-    model_inputs,
     shown_inputs,
     token_owners,
     v_from_logits,
@@ -85,10 +84,10 @@ def space_token(tokenizer) -> int:
 
 def model_engine(loaded, batch_tokens: int = BATCH_TOKENS, scorer: str = "plain",
                  masking: str = "tokens") -> Engine:
-    """The `Engine` of a loaded model (`ips.models.loading.LoadedModel`): its mask token and
+    """The `Engine` of a loaded model (`ips.models.loading.LoadedModel`): its baseline and
     device, and under `masking: word` its tokenizer's space token (`space_token`)."""
     space = space_token(loaded.tokenizer) if masking == "word" else None
-    return Engine(loaded.model, loaded.mask_token_id, batch_tokens, loaded.device,
+    return Engine(loaded.model, loaded.baseline, batch_tokens, loaded.device,
                   scorer=scorer, masking=masking, space_id=space)
 
 
@@ -116,10 +115,11 @@ def _computing(method):
 class Engine:
     """Batched forward passes of one model; only the positions that are scored are projected."""
 
-    def __init__(self, model, mask_id: int, batch_tokens: int = BATCH_TOKENS, device=None,
-                 scorer: str = "plain", masking: str = "tokens", space_id: int | None = None):
-        """`mask_id`: the token absent words are replaced by, or `DELETE_ID` to remove them
-        (a `ScoringError` for a model whose forward takes no position ids). `scorer`: "plain"
+    def __init__(self, model, baseline: Baseline | int, batch_tokens: int = BATCH_TOKENS,
+                 device=None, scorer: str = "plain", masking: str = "tokens",
+                 space_id: int | None = None):
+        """`baseline`: what absent tokens become (`ips.baselines`; a token id: that token,
+        `Token`), checked against the model (`Baseline.check_model`). `scorer`: "plain"
         (batched rows), "trie" (shared-prefix evaluation, `ips.scoring.trie`; `ScoringError`
         for a model it cannot evaluate) or "auto" (the trie where the model allows it, else
         plain, with the reason logged once). `masking`: "tokens" (every token of an absent
@@ -127,11 +127,8 @@ class Engine:
         space, `space_id` (`space_token`); `ips.scoring.log_odds.word_slots`), which the
         plain scorer evaluates."""
         self.model = model
-        self.mask_id = int(mask_id)
-        self.delete = self.mask_id == DELETE_ID
-        if self.delete and "position_ids" not in inspect.signature(model.forward).parameters:
-            raise ScoringError(f"{type(model).__name__} takes no position ids, which the "
-                               "deletion baseline needs; give it a mask token instead")
+        self.baseline = as_baseline(baseline)
+        self.baseline.check_model(model)
         self.batch_tokens = int(batch_tokens)
         self.device = device if device is not None else next(model.parameters()).device
         if scorer not in SCORERS:
@@ -139,9 +136,7 @@ class Engine:
         if masking not in MASKINGS:
             raise ValueError(f"masking must be one of {', '.join(MASKINGS)}, got {masking!r}")
         self.word = masking == "word"
-        if self.word and self.delete:
-            raise ScoringError("masking word replaces an absent word by one mask token, and "
-                               "deletion has none; use masking tokens with mask delete")
+        self.baseline.check_masking(masking, self.baseline.source)
         if self.word and space_id is None:
             raise ValueError("masking word needs the space token's id (space_token)")
         if self.word and scorer == "trie":
@@ -163,7 +158,7 @@ class Engine:
             model.config, "is_encoder_decoder", False)
         self.trie = None
         if scorer != "plain":
-            self.trie = TrieScorer(model, self.mask_id, trie_budget(self.batch_tokens),
+            self.trie = TrieScorer(model, self.baseline, trie_budget(self.batch_tokens),
                                    self.device, mode=scorer)
 
     def _logits(self, rows: np.ndarray, k: int, cache=None, **kwargs):
@@ -228,18 +223,17 @@ class Engine:
             return seq, own, None
         if spaced is None:
             raise ValueError("masking word needs `spaced` (word_spaces) for every prompt")
-        return word_slots(seq, own, n, self.mask_id, self.space_id, spaced)
+        return word_slots(seq, own, n, self.baseline.token_id, self.space_id, spaced)
 
     def _lengths(self, own: np.ndarray, n: int, absent: np.ndarray,
                  absent_form: np.ndarray | None) -> np.ndarray:
         """Each row's length (`absent`, `[rows, n]` of 0/1: the variables it lacks): the
-        whole sequence under replacement, less the absent variables' tokens under deletion;
-        under `masking: word` the slots shown (an absent word's space and mask, not its
-        tokens)."""
-        if absent_form is None and not self.delete:
-            return np.full(len(absent), len(own))
+        baseline's (`Baseline.lengths`); under `masking: word` the slots shown (an absent
+        word's space and mask, not its tokens)."""
+        if absent_form is None:
+            return self.baseline.lengths(own, n, absent)
         var = own >= 0
-        form = np.zeros(len(own), bool) if absent_form is None else absent_form
+        form = absent_form
         words = np.bincount(own[var & ~form], minlength=n)[:n]
         masks = np.bincount(own[var & form], minlength=n)[:n]
         return len(own) - masks.sum() - absent @ (words - masks)
@@ -247,10 +241,9 @@ class Engine:
     def _batched(self, seq: np.ndarray, absent_form: np.ndarray | None, keep,
                  lengths: np.ndarray, target: Sequence[int]) -> np.ndarray:
         """v of the rows of `seq` that keep(indices) keeps (`kept_tokens`), for indices
-        0..len(lengths)−1: rows of one length in batches of at most batch_tokens tokens,
-        absent tokens replaced by the mask token or, under deletion, left out (the others
-        keep their position ids), or under `masking: word` the slots each row shows
-        (`shown_inputs`)."""
+        0..len(lengths)−1: rows of one length in batches of at most batch_tokens tokens, as
+        the baseline builds them (`Baseline.rows`), or under `masking: word` the slots each
+        row shows (`shown_inputs`)."""
         out = np.empty(len(lengths), dtype=np.float64)
         order = np.argsort(lengths, kind="stable")
         start = 0
@@ -259,7 +252,7 @@ class Engine:
             stop = min(start + max(1, self.batch_tokens // length), len(order))
             stop = start + int(np.searchsorted(lengths[order[start:stop]], length, "right"))
             idx = order[start:stop]
-            inputs = (model_inputs(seq, keep(idx), self.mask_id) if absent_form is None
+            inputs = (self.baseline.rows(seq, keep(idx)) if absent_form is None
                       else shown_inputs(seq, absent_form, keep(idx)))
             out[idx] = self._log_odds(inputs, target)
             start = stop
@@ -308,8 +301,7 @@ class Engine:
             width = max(len(options[i]) for i in longer) - 1
             head = ids[:0] if cache is not None else ids
             # any token pads: causal attention never reads it
-            rows = np.full((len(longer), len(head) + width), max(self.mask_id, 0),
-                           dtype=ids.dtype)
+            rows = np.zeros((len(longer), len(head) + width), dtype=ids.dtype)
             rows[:, :len(head)] = head
             for r, i in enumerate(longer):
                 rows[r, len(head):len(head) + len(options[i]) - 1] = options[i][:-1]

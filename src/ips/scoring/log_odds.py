@@ -2,12 +2,11 @@
 (`ips.scoring.trie`) scorers.
 
 For a prompt with variables N, the masked input x_S keeps the tokens of the variables in S
-and replaces every token of the others by the model's mask token (`token_owners` assigns
-tokens to variables, `kept_tokens` says which stay, `masked_inputs` builds the rows), so all
-2**n masked inputs of a prompt have the same length. The deletion baseline
-(`ips.models.loading.DELETE_ID`) removes the others' tokens instead; the tokens kept keep their
-positions in the full prompt. Appendix A's masking (`masking: word`) replaces an absent word
-by one mask token, after the space it carried (`word_slots`), and the rows read at
+(`token_owners` assigns tokens to variables, `kept_tokens` says which stay); what the others
+become is the baseline's choice (`ips.baselines`: the model's mask token, as the paper does,
+so that all 2**n masked inputs of a prompt have the same length; or another token; or
+nothing, the deletion baseline). Appendix A's masking (`masking: word`) replaces an absent
+word by one mask token, after the space it carried (`word_slots`), and the rows read at
 consecutive positions. The score is the log-odds of the target y* at the answer position,
 
     v(x_S) = log p − log(1 − p),   p = P(y* | x_S),
@@ -27,12 +26,7 @@ import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ips.errors import InputError
-from ips.models.loading import DELETE_ID
-
-
-class ScoringError(InputError):
-    """A prompt or target that cannot be scored (the reason is named in the message)."""
+from ips.errors import ScoringError
 
 
 class NonFiniteError(ScoringError):
@@ -71,18 +65,6 @@ def masked_inputs(ids: np.ndarray, owners: np.ndarray, n: int, mask_id: int,
                   masks=None) -> np.ndarray:
     """Rows x_S for the given masks (default all 2**n), absent tokens replaced by `mask_id`."""
     return np.where(kept_tokens(owners, n, masks), ids[None, :], mask_id)
-
-
-def model_inputs(seq: np.ndarray, kept: np.ndarray, mask_id: int) -> dict[str, np.ndarray]:
-    """A forward's inputs for the rows of `seq` that keep `kept` (`kept_tokens`): the absent
-    tokens replaced by `mask_id`, or under deletion (`DELETE_ID`; rows keeping equally many
-    tokens) left out, the others at their positions in `seq`, with an explicit all-ones
-    attention mask: without it transformers reads position ids that skip as the starts of
-    packed sequences (`masking_utils.find_packed_sequence_indices`)."""
-    if mask_id != DELETE_ID:
-        return {"input_ids": np.where(kept, seq[None, :], mask_id)}
-    pos = np.nonzero(kept)[1].reshape(len(kept), -1)
-    return {"input_ids": seq[pos], "position_ids": pos, "attention_mask": np.ones_like(pos)}
 
 
 def word_spaces(text: str, offsets: Sequence[tuple[int, int]],

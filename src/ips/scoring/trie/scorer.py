@@ -11,14 +11,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ips.models.loading import DELETE_ID, input_device
+from ips.baselines import Baseline, as_baseline
+from ips.models.loading import input_device
 from ips.scoring.log_odds import (
     ScoringError,
     finite_values,
     kept_tokens,
     log_odds,
     model_dtype,
-    model_inputs,
     v_from_logits,
 )
 from ips.scoring.trie.attention import ATTENTION, register
@@ -61,14 +61,13 @@ class TrieScorer:
     `stats` sums what was computed (tokens, forwards, stored keys/values ...).
     """
 
-    def __init__(self, model, mask_id: int, budget: int = 4096, device=None, *,
+    def __init__(self, model, baseline: Baseline | int, budget: int = 4096, device=None, *,
                  mode: str = "trie", logits_budget: int = 1 << 22, check: bool = True,
                  forward_cost: int | None = None):
         if mode not in ("trie", "auto"):
             raise ValueError(f"mode must be 'trie' or 'auto', got {mode!r}")
         self.model = model
-        self.mask_id = int(mask_id)
-        self.delete = self.mask_id == DELETE_ID
+        self.baseline = as_baseline(baseline)
         self.budget = max(1, int(budget))
         self.logits_budget = max(1, int(logits_budget))
         self.mode = mode
@@ -116,18 +115,20 @@ class TrieScorer:
                masks: np.ndarray | None = None) -> np.ndarray | None:
         """v(x_S) for all 2**n masks S, or for the bitmasks `masks` (a design, in its order),
         as `Engine.values`; None where `mode` is "auto" and the model cannot be evaluated as
-        a trie (the reason is logged once). Under deletion also None (the caller scores it
-        plainly) for a prompt whose last token belongs to a variable (deleting it moves the
-        answer position; rendered prompts end with their cue) or that is longer than the
-        model's sliding window (a shortened prompt's window counts the tokens kept, not
-        positions, so a key's place in it depends on every level above).
+        a trie (the reason is logged once). Under a baseline that shortens rows (deletion)
+        also None (the caller scores it plainly) for a prompt whose last token belongs to a
+        variable (leaving it out moves the answer position; rendered prompts end with their
+        cue) or that is longer than the model's sliding window (a shortened prompt's window
+        counts the tokens kept, not positions, so a key's place in it depends on every level
+        above).
 
         A design is a two-level trie: the tokens before the first variable run once, and
         every design mask runs the rest attending to them (the masks of a design share no
         longer prefix in general)."""
         if not self.active:
             return None
-        if self.delete and (owners[-1] >= 0 or len(ids) + len(target) - 1 > self.window):
+        if self.baseline.shortens and (owners[-1] >= 0
+                                       or len(ids) + len(target) - 1 > self.window):
             return None
         try:
             # before the self-check: an overflow is the precision's fault, not the trie's
@@ -193,14 +194,9 @@ class TrieScorer:
         return self._leaf[leaf]
 
     def _plain_tokens(self, masks: np.ndarray) -> int:
-        """The tokens the plain scorer runs for `masks`: whole rows, or under deletion each
-        row less the tokens of the variables it lacks."""
-        length = len(self._seq) * len(masks)
-        if not self.delete:
-            return length
-        counts = np.bincount(self._own[self._own >= 0], minlength=self._n)[:self._n]
+        """The tokens the plain scorer runs for `masks` (`Baseline.lengths`)."""
         absent = 1 - ((np.asarray(masks)[:, None] >> np.arange(self._n)) & 1)
-        return int(length - (absent @ counts).sum())
+        return int(self.baseline.lengths(self._own, self._n, absent).sum())
 
     def _find_configs(self) -> list:
         """Every distinct config object the model's modules read `_attn_implementation` from."""
@@ -241,8 +237,9 @@ class TrieScorer:
 
     def _forward(self, level: int, lo: int, hi: int, last: int, masks=None) -> None:
         """Run nodes lo..hi−1 of `level`; their masks follow from the node index (bit
-        (fixed−1−j) keeps the j-th variable in order) unless given (a design's leaves).
-        Under deletion the nodes run in groups keeping the same tokens of the segment."""
+        (fixed−1−j) keeps the j-th variable in order) unless given (a design's leaves), with
+        the inputs the baseline gives (`Baseline.segments`). Under a baseline that shortens
+        rows the nodes run in groups keeping the same tokens of the segment."""
         tree = self._tree
         a, s = tree.starts[level], tree.lengths[level]
         if masks is None:
@@ -255,24 +252,26 @@ class TrieScorer:
         tree.first[level] = lo
         if tree.store:
             tree.kv[level] = {}
-        seg = self._seq[a:a + s]
+        positions = np.arange(a, a + s)
         kept = kept_tokens(self._own[a:a + s], self._n, masks)
-        if not self.delete:
-            self._decode(level, last, np.where(kept, seg, self.mask_id), np.arange(a, a + s),
-                         slice(lo, hi))
+        segments = self.baseline.segments(self._seq[a:a + s], positions, kept)
+        if not self.baseline.shortens:  # one segment: every row, every slot
+            (part,) = segments
+            self._decode(level, last, part.ids, positions, slice(lo, hi))
             return
+        # the slots each node holds (rows without a segment hold none: the children attend
+        # past it), read by the levels below
         tree.chunk = hi - lo
-        tree.valid[level] = torch.as_tensor(kept, device=self.device)
-        patterns, group = np.unique(kept, axis=0, return_inverse=True)
-        for g, pattern in enumerate(patterns):
-            rows = np.flatnonzero(group.ravel() == g)
-            if not pattern.any():  # nothing of the segment kept: the children attend past it
-                continue
-            tree.nodes = torch.as_tensor(lo + rows, device=self.device)
-            tree.slots = torch.as_tensor(np.flatnonzero(pattern), device=self.device)
+        valid = np.zeros_like(kept)
+        for part in segments:
+            pattern = np.zeros(s, dtype=bool)
+            pattern[part.slots] = True
+            valid[part.rows] = pattern
+            tree.nodes = torch.as_tensor(lo + part.rows, device=self.device)
+            tree.slots = torch.as_tensor(part.slots, device=self.device)
             tree.kept_key = pattern.tobytes()
-            self._decode(level, last, np.tile(seg[pattern], (len(rows), 1)),
-                         a + np.flatnonzero(pattern), lo + rows)
+            self._decode(level, last, part.ids, positions[part.slots], lo + part.rows)
+        tree.valid[level] = torch.as_tensor(valid, device=self.device)
         tree.nodes, tree.slots, tree.kept_key = None, None, b""
 
     def _decode(self, level: int, last: int, rows: np.ndarray, positions: np.ndarray,
@@ -386,7 +385,7 @@ class TrieScorer:
                 return
         plain = np.empty(len(masks))
         for i, m in enumerate(masks):  # one row each: under deletion their lengths differ
-            inputs = model_inputs(seq, kept_tokens(own, n, [m]), self.mask_id)
+            inputs = self.baseline.rows(seq, kept_tokens(own, n, [m]))
             logits = self.model(**{k: torch.as_tensor(x, device=self.device)
                                    for k, x in inputs.items()},
                                 logits_to_keep=len(target), use_cache=False).logits

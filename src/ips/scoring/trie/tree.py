@@ -1,8 +1,9 @@
 """The keys and values of the trie's stored levels, and the attention of one level's rows
 over them (`KeyValueTree`): the kernel behind the "ips_trie" attention function.
 
-Under the deletion baseline a level's nodes run in groups that keep the same tokens of its
-segment (`slots`), each group's segment without the absent tokens. Their keys/values are
+Under a baseline that shortens rows (deletion, `ips.baselines.Baseline.shortens`) a level's
+nodes run in groups that keep the same tokens of its segment (`slots`), each group's segment
+without the absent tokens. Their keys/values are
 stored in the slots of the whole segment, with `valid` marking the slots a node holds; a
 later row attends only to the valid slots of its ancestors.
 """
@@ -27,7 +28,7 @@ class KeyValueTree:
         self.first: list[int] = [0] * len(starts)  # node index of the first stored node
         self.level = 0
         self.lo = 0  # first node of the rows being run
-        # under deletion, set by the scorer for each group: the rows' node indices, the slots
+        # under a shortening baseline, set by the scorer for each group: the rows' node indices, the slots
         # of the segment they keep (indices) and a key of them; the level's chunk size; per
         # level the slots each stored node holds (`[nodes, segment]`, bool)
         self.nodes: torch.Tensor | None = None

@@ -1,0 +1,93 @@
+"""Plug-ins: a user's own baselines (`ips.baselines`), as one Python file or module each.
+
+A plug-in is imported once; importing it defines its classes, and a subclass of a plug-in
+interface registers itself by being defined (`ips.baselines.Baseline`), so a plug-in needs no
+edit of `ips`. Where a plug-in comes from:
+
+- the config's `plugins:` list (`ips.config.validate` imports them before it checks the rest,
+  so a plug-in's settings validate like the built-in ones), and `ips --plugin` for a command
+  (the workflow passes it to the jobs whose setting a plug-in defines);
+- the entry point group `ips.plugins` of any installed distribution, imported on first use.
+
+Each item is a module name (`my_lab.baselines`) or the path of a `.py` file, relative to the
+working directory. Standard library only.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import importlib.util
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
+
+from ips.errors import InputError
+
+#: the entry point group whose modules are imported as plug-ins
+ENTRY_POINTS = "ips.plugins"
+
+#: what was loaded under which name (a path as given); the registries record the origin
+_LOADED: dict[str, ModuleType] = {}
+#: the plug-ins being imported now, innermost last: the origin of the classes defined
+_LOADING: list[str] = []
+
+
+def load(items: list[str] | tuple[str, ...] = (), field: str = "plugins") -> list[ModuleType]:
+    """Import each plug-in of `items` (module names or `.py` paths) and the entry points'
+    once; an `InputError` naming `field` and the item when one cannot be imported."""
+    _entry_points()
+    return [_load(item, f"{field}.{i}") for i, item in enumerate(items)]
+
+
+def _load(item: str, field: str) -> ModuleType:
+    if item in _LOADED:
+        return _LOADED[item]
+    _LOADING.append(item)
+    try:
+        module = _import_file(item, field) if item.endswith(".py") else _import_module(item, field)
+    finally:
+        _LOADING.pop()
+    _LOADED[item] = module
+    return module
+
+
+def _import_module(name: str, field: str) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        raise InputError(f"{field}: cannot import plug-in {name!r} ({e}); give a module on "
+                         "the Python path or the path of a .py file") from None
+
+
+def _import_file(path: str, field: str) -> ModuleType:
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"{field}: plug-in file {path} does not exist; give the path of a .py "
+                         "file (relative to the working directory) or a module name")
+    # a name of its own per file: two plug-ins named alike in two folders do not collide
+    digest = hashlib.sha1(str(file.resolve()).encode()).hexdigest()[:12]
+    name = f"ips_plugin_{file.stem}_{digest}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception:
+        del sys.modules[name]
+        raise
+    return module
+
+
+@functools.cache
+def _entry_points() -> None:
+    for point in entry_points(group=ENTRY_POINTS):
+        _load(point.module, f"entry point {point.name}")
+
+
+def origin() -> str | None:
+    """The plug-in whose import is running (None: `ips` itself): a class defined now comes
+    from it."""
+    return _LOADING[-1] if _LOADING else None
