@@ -18,7 +18,8 @@ import csv
 from collections import defaultdict
 from pathlib import Path
 
-from ips.config import load_config, twin_name
+from ips.config import load_config
+from ips.controls.twins import twin_name
 
 
 def job_seconds(run: Path, names: set[str]) -> tuple[dict[str, float], float]:

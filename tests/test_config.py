@@ -136,8 +136,8 @@ def test_each_listed_model_gets_a_twin_entry_equal_to_its_own_but_the_source():
     after the configured models; validating again changes nothing."""
     import copy
 
-    from ips.config import twin_name
     from ips.config import validate as ips_validate
+    from ips.controls.twins import twin_name
 
     config = ips_validate(twin_config(twins=["b", "a"], seed=5))
     assert list(config["models"]) == ["a", "b", "b-twin", "a-twin"]
@@ -153,6 +153,45 @@ def test_each_listed_model_gets_a_twin_entry_equal_to_its_own_but_the_source():
     assert again == config and list(again["models"]) == list(config["models"])
     assert ips_validate(twin_config())["controls"] == {"twins": [], "seed": 0}
     assert list(ips_validate(twin_config())["models"]) == ["a", "b"]
+
+
+def test_the_controls_section_is_the_registered_kinds_keys():
+    """`controls` holds every registered kind's keys (`ips.controls`): the twins' `twins`
+    and `seed` with their defaults; an added entry names its model and kind; a second kind
+    reading a key of the first is refused in one line, and a kind of another's name too."""
+    from ips import controls
+    from ips.config import schema
+    from ips.controls import REGISTRY, Control, UntrainedTwins
+    from ips.errors import InputError
+
+    section = schema()["properties"]["controls"]
+    assert set(section["properties"]) == {"twins", "seed"}
+    assert section["additionalProperties"] is False
+    twin = {"source": {"twin": "a", "seed": 1}}
+    assert (controls.controlled(twin), controls.kind_of(twin)) == ("a", UntrainedTwins)
+    assert controls.controlled({"source": {"random": "llama", "seed": 3}}) is None
+
+    class Seeds(Control):  # defined here, and taken out of the registry again below
+        kind = "seeds"
+        noun = "another draw"
+        settings = {"seed": {"type": "integer"}}
+
+        @classmethod
+        def expand(cls, section, models, source):
+            return None
+
+        @classmethod
+        def controls_of(cls, entry):
+            return None
+
+    try:
+        with pytest.raises(InputError, match=r"controls\.seed is read by two control kinds, "
+                                             r"'twins' and 'seeds'"):
+            controls.settings()
+    finally:
+        del REGISTRY["seeds"]
+    with pytest.raises(InputError, match="control kind 'twins' is defined twice"):
+        type("Twins", (UntrainedTwins,), {"kind": "twins"})
 
 
 def test_a_twin_is_rescored_as_its_original():

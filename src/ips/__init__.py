@@ -32,7 +32,8 @@ Modules:
 * ``config``        the configuration, validated against its schema
 * ``variants``      re-scored variants (nulls, baselines), one row each
 * ``baselines``     what an absent word becomes: one module per kind, plug-ins too
-* ``plugins``       a user's own baselines, imported from a module or a file
+* ``controls``      controls scored beside the models: untrained twins, plug-ins too
+* ``plugins``       a user's own baselines and controls, from a module or a file
 * ``cluster``       whether every Slurm job fits a node, before submitting
 * ``outputs``       atomic writes and safe reads of the package's files
 * ``errors``        the one-line errors of the command line

@@ -12,15 +12,14 @@ import difflib
 import functools
 import math
 import re
-import zlib
 from importlib import resources
 from pathlib import Path
 
 import jsonschema
 import yaml
 
-from ips import baselines, plugins
-from ips.errors import InputError
+from ips import baselines, controls, plugins
+from ips.errors import ConfigError, InputError
 from ips.prompts.datasets import LOCAL_SUFFIXES, PAPER_SHOTS, local_source
 from ips.prompts.items import ITEM_TYPES
 from ips.prompts.templates import dataset_conditions, load_templates
@@ -60,18 +59,16 @@ DEFAULT_MODEL_ENTRY = {
 }
 
 
-class ConfigError(InputError):
-    """A config value the schema rejects; the message names the field and what is allowed."""
-
-
 def schema() -> dict:
     return copy.deepcopy(_schema())
 
 
 def _schema() -> dict:
-    """The schema file's, with the settings of every baseline registered now (plug-ins
-    included) as `$defs/baseline`."""
+    """The schema file's, with what the registries hold now (plug-ins included): every
+    baseline's settings as `$defs/baseline`, every control's keys under `controls`."""
     full = _schema_file()
+    full["properties"]["controls"].update(properties=controls.settings(),
+                                          additionalProperties=False)
     full["$defs"]["baseline"] = {
         "type": "string", "pattern": f"^(?:{baselines.pattern()})$", "$comment": _SAYS_WHAT,
         "description": f"a baseline: {baselines.syntax()} (docs/method.md#baselines), or a "
@@ -127,24 +124,26 @@ def validate(config: dict, source: str = "config") -> dict:
     """Validate `config` in place (defaults filled in) and return it; raise `ConfigError`.
 
     The plug-ins (`plugins`) are imported first, so that their baselines validate. The
-    run's `baseline` goes into every model entry that sets none, and the untrained twins of
-    `controls.twins` are added under models (`_add_twins`), so that every later check, and
-    everything that reads the models, sees them.
+    run's `baseline` goes into every model entry that sets none, and every control adds its
+    model entries (`ips.controls.expand`: the untrained twins of `controls.twins`), so that
+    every later check, and everything that reads the models, sees them.
     Besides the schema: the values of the models' parameter counts (as in `validate_model`),
     the reference model of occlusion, the template names of every kind a dataset needs, and
     each dataset's fields and local file, so that a bad value fails before any work rather
     than inside a job.
     """
     _check_moved(config, source)
-    try:
-        plugins.load(config.get("plugins") or [])
-    except InputError as e:
-        raise ConfigError(f"{source}: {e}") from None
+    items = config.get("plugins") or []
+    if isinstance(items, list) and all(isinstance(i, str) for i in items):  # else: the schema
+        try:
+            plugins.load(items)
+        except InputError as e:
+            raise ConfigError(f"{source}: {e}") from None
     _check_schema(config, _schema(), source)
     for entry in config["models"].values():  # the run's baseline, where an entry sets none
         if config["baseline"] is not None:
             entry.setdefault("baseline", config["baseline"])
-    _add_twins(config, source)
+    controls.expand(config["controls"], config["models"], source)
     for name, entry in config["models"].items():
         _param_counts(entry, source, f"models.{name}.")
     _check_reference_model(config, source)
@@ -160,52 +159,6 @@ def validate(config: dict, source: str = "config") -> dict:
         _check_dataset(name, entry, f"datasets.{name}", source)
     _check_rescored(config, source)
     return config
-
-
-def twin_name(model: str) -> str:
-    """The name of the untrained twin of `model` (`controls.twins`) under models."""
-    return f"{model}-twin"
-
-
-def twin_seed(seed: int, model: str) -> int:
-    """The seed of the weights of `model`'s twin: `controls.seed` plus the CRC-32 of the
-    model's name in UTF-8, fixed across runs and machines (unlike `hash`) and different for
-    each model, so that the twins of two models with one config (a base model and its chat
-    version) are two draws, not one."""
-    return seed + zlib.crc32(model.encode("utf-8"))
-
-
-def _add_twins(config: dict, source: str) -> None:
-    """Add the entry `twin_name(M)` of each model M of `controls.twins`: M's entry with
-    `source: {twin: M, seed: twin_seed(controls.seed, M)}`. Idempotent: a twin added before
-    is replaced by the same entry. A listed name that is no configured model or is a twin,
-    a model of the twin's name that is not M's twin, and a twin source not added here are
-    errors."""
-    controls, models = config["controls"], config["models"]
-    names = {twin_name(m): m for m in controls["twins"]}  # twin -> original
-    for i, name in enumerate(controls["twins"]):
-        field = f"{source}: controls.twins.{i}"
-        entry = models.get(name)
-        original = names.get(name) if entry is None else entry["source"].get("twin")
-        if original is not None:
-            raise ConfigError(f"{field}: {name!r} is the twin of {original!r}; a twin of a "
-                              f"twin is not drawn, list {original!r} alone")
-        if entry is None:
-            known = ", ".join(m for m, e in models.items() if "twin" not in e["source"])
-            raise ConfigError(f"{field}: {name!r} is not under models (configured: "
-                              f"{known or 'none'})")
-        twin = twin_name(name)
-        if twin in models and models[twin]["source"].get("twin") != name:
-            raise ConfigError(f"{source}: models.{twin}: a model of this name is configured, "
-                              f"and controls.twins.{i} adds the twin of {name!r} under it; "
-                              "rename the model")
-        models[twin] = {**copy.deepcopy(entry),
-                        "source": {"twin": name, "seed": twin_seed(controls["seed"], name)}}
-    for name, entry in models.items():
-        if "twin" in entry["source"] and name not in names:
-            raise ConfigError(f"{source}: models.{name}.source.twin: added by controls.twins, "
-                              f"not written by hand; list {entry['source']['twin']!r} under "
-                              "controls.twins instead")
 
 
 #: the top-level config keys that decide a dataset's samples (`ips.config.dataset_settings`)
@@ -404,10 +357,10 @@ RESCORED = {v.section: v.settings for v in NULLS}
 
 def rescored_settings(config: dict, null: str, model: str) -> list[str]:
     """What `model` is scored again with for a re-scored null (`RESCORED`): the section's
-    `per_model` list, else (for a twin) its original's, else its list for every model; a
+    `per_model` list, else (for a control's entry) its model's, else its list for every model; a
     precision null leaves out the model's own dtype."""
     section, per_model = config[null], config[null]["per_model"]
-    original = config["models"][model]["source"].get("twin", model)  # a twin as its original
+    original = controls.controlled(config["models"][model]) or model  # a control as its model
     chosen = per_model.get(model, per_model.get(original, section[RESCORED[null]]))
     if null == "precision_null":
         return [d for d in chosen if d != config["models"][model]["dtype"]]

@@ -13,6 +13,11 @@ class OutputError(InputError):
     """A destination that cannot be written (the CLI exits with code 2)."""
 
 
+class ConfigError(InputError):
+    """A config value the schema or a check rejects; the message names the field and what is
+    allowed (`ips.config`)."""
+
+
 class ModelError(InputError):
     """A model entry, or the files it points to, cannot be used (the CLI exits with code 2)."""
 

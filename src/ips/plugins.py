@@ -1,8 +1,9 @@
-"""Plug-ins: a user's own baselines (`ips.baselines`), as one Python file or module each.
+"""Plug-ins: a user's own baselines (`ips.baselines`) and controls (`ips.controls`), as one
+Python file or module each.
 
 A plug-in is imported once; importing it defines its classes, and a subclass of a plug-in
-interface registers itself by being defined (`ips.baselines.Baseline`), so a plug-in needs no
-edit of `ips`. Where a plug-in comes from:
+interface registers itself by being defined (`register`: `ips.baselines.Baseline`,
+`ips.controls.Control`), so a plug-in needs no edit of `ips`. Where a plug-in comes from:
 
 - the config's `plugins:` list (`ips.config.validate` imports them before it checks the rest,
   so a plug-in's settings validate like the built-in ones), and `ips --plugin` for a command
@@ -87,7 +88,17 @@ def _entry_points() -> None:
         _load(point.module, f"entry point {point.name}")
 
 
-def origin() -> str | None:
-    """The plug-in whose import is running (None: `ips` itself): a class defined now comes
-    from it."""
-    return _LOADING[-1] if _LOADING else None
+def register(registry: dict[str, type], cls: type, what: str) -> None:
+    """Put `cls` into `registry` under its `kind` and record its `origin`: the plug-in whose
+    import is running (None: `ips` itself). Another class of the same kind is an
+    `InputError` naming both (`what`: "baseline", "control")."""
+    other = registry.get(cls.kind)
+    if other is not None and other.__qualname__ != cls.__qualname__:
+        raise InputError(f"{what} kind {cls.kind!r} is defined twice: by {_where(other)} and "
+                         f"by {_where(cls)}; rename one")
+    cls.origin = _LOADING[-1] if _LOADING else None
+    registry[cls.kind] = cls
+
+
+def _where(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"

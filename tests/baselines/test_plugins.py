@@ -72,6 +72,7 @@ def test_the_config_names_its_plugins(random_token):
         ({"plugins": ["no/such/file.py"]}, r"plugins\.0: plug-in file no/such/file\.py does not "
                                            r"exist"),
         ({"plugins": ["no_such_module"]}, r"plugins\.0: cannot import plug-in 'no_such_module'"),
+        ({"plugins": "random_token.py"}, r"plugins: 'random_token.py' is not of type 'array'"),
         ({"baselines": {"masks": ["delete"]}}, r"baselines\.masks: renamed baselines\.others"),
         ({"models": {"m": {**MODEL, "baseline": "nothing"}}},
          r"models\.m\.baseline: 'nothing' is not allowed"),

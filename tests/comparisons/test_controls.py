@@ -137,7 +137,7 @@ def test_factor_row_beside_the_twins_comparison(four_with_twins, twin_inst, fina
 
 
 def test_per_model_rows_beside_the_twins_rows(four_with_twins):
-    """with_twins pairs each row of a model with the same row of its twin by sample, and
+    """with_controls pairs each row of a model with the same row of its twin by sample, and
     marks the twin's rows as controls."""
     entries = [read_metrics(p) for p in four_with_twins(1.6)]
     rows = {str(e.path): [Claim("x", verdicts.join_scope(e.model, e.dataset), "p",
@@ -146,7 +146,7 @@ def test_per_model_rows_beside_the_twins_rows(four_with_twins):
             for e, d in zip(entries, (np.full(12, 1.0) + np.arange(12) * 0.01,
                                       np.full(12, 1.0), np.full(12, 0.1) - np.arange(12) * 0.01,
                                       np.full(12, 1.0)))}
-    out = controls.with_twins(rows, entries, 999, 0)
+    out = controls.with_controls(rows, entries, 999, 0)
     by_scope = {r.scope: r for r in out}
     assert by_scope["base-1b / arc"].verdict == "supported"  # far above its twin's 0.1
     assert by_scope["base-1b / arc"].control_p == pytest.approx(2 / 2**12)

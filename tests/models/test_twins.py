@@ -15,7 +15,8 @@ from safetensors.torch import load_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from ips.cli.main import main
-from ips.config import twin_name, twin_seed, validate
+from ips.config import validate
+from ips.controls.twins import twin_name, twin_seed
 from ips.errors import ModelError
 from ips.models.cache import MANIFEST
 from ips.models.entries import ModelSpec, job_mem_mb

@@ -58,13 +58,15 @@ def test_the_subset_covers_every_class():
 @pytest.fixture(scope="module")
 def subset_run(tmp_path_factory):
     """The subset through results/figures on ARC-Challenge (few-shot included), with as few
-    conditions and items as keep every comparison (Dolly's perturbation group is paired in
+    conditions, items and figure sets as keep every comparison (Dolly's perturbation group is paired in
     tests/pipeline/test_workflow.py)."""
     work = tmp_path_factory.mktemp("miniature")
     cfg = {**MINIATURE,
            "templates": {"mcq": ["T1", "T2", "T4"], "file": None},
            "few_shot": {"templates": ["T1", "T4"], "shots": [1]},
            "permutation": {"draws": 199}, "bootstrap": {"resamples": 200, "level": 0.95},
+           # one figure set: the sets at other τ are drawn by test_workflow.py's tiny run
+           "figure_taus": [],
            "nulls": {"levels": [0.01], "draws": 1, "matched": True},
            "models": {m: MINIATURE["models"][m] for m in SUBSET},
            # one twin runs the controls end to end (the others would double the run)

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ips import plugins
-from ips.errors import InputError, ScoringError
+from ips.errors import ScoringError
 
 #: every registered baseline class by kind, in the order registered (`ips.baselines`)
 REGISTRY: dict[str, type[Baseline]] = {}
@@ -76,14 +76,8 @@ class Baseline(ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "kind" not in cls.__dict__:  # an intermediate base (Replacement)
-            return
-        other = REGISTRY.get(cls.kind)
-        if other is not None and other.__qualname__ != cls.__qualname__:
-            raise InputError(f"baseline kind {cls.kind!r} is defined twice: by "
-                             f"{_where(other)} and by {_where(cls)}; rename one")
-        cls.origin = plugins.origin()
-        REGISTRY[cls.kind] = cls
+        if "kind" in cls.__dict__:  # else an intermediate base (Replacement)
+            plugins.register(REGISTRY, cls, "baseline")
 
     @classmethod
     @abstractmethod
@@ -148,7 +142,3 @@ class Replacement(Baseline):
                  kept: np.ndarray) -> Iterator[Segment]:
         yield Segment(np.arange(len(kept)),
                       np.where(kept, seg[None, :], self.absent_ids(seg, positions)[None, :]))
-
-
-def _where(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"

@@ -317,12 +317,12 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
     (`_paired`); ``seed``, ``draws``: its sign-flip tests (`_sign_flip`)."""
     entries, tau = _read_entries(paths)
     datasets = list(dict.fromkeys(e.dataset for e in entries))
-    # untrained twins are compared among themselves, as the controls of the trained pairs
-    by_dataset = {d: [e for e in entries if e.dataset == d and not e.twin_of]
+    # controls (untrained twins) are compared among themselves, beside the trained pairs
+    by_dataset = {d: [e for e in entries if e.dataset == d and not e.control_of]
                   for d in datasets}
     comps, few_notes = _find_comparisons(datasets, by_dataset)
-    twins = {d: [e for e in entries if e.dataset == d and e.twin_of] for d in datasets}
-    controls = _find_comparisons(datasets, twins)[0] if any(twins.values()) else []
+    added = {d: [e for e in entries if e.dataset == d and e.control_of] for d in datasets}
+    controls = _find_comparisons(datasets, added)[0] if any(added.values()) else []
     tests = _paired(comps, datasets, seed, n_boot, level)
     diffs = [_sides(c.samples_a, c.samples_b) for c in comps]
     ips_a, ips_b = (np.array([getattr(c, k) for c in comps], float).reshape(-1, len(BANDS))
@@ -332,7 +332,7 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
                         "band": labels(BANDS), "bound": labels(uncertainty.BOUNDS)}
     for d, c in (_comparison_variables(comps, ips_a, ips_b, tests, diffs, level, draws, seed),
                  _summary_variables(comps, _delta(ips_a, ips_b), diffs, level, draws, seed),
-                 (_control_variables(comps, controls, {e.model: e.twin_of for e in entries},
+                 (_control_variables(comps, controls, {e.model: e.control_of for e in entries},
                                      draws, seed, level), {}),
                  (presence, {}),
                  robustness_variables(datasets, by_dataset)):
@@ -462,7 +462,7 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
 
 
 def _control_variables(comps: list[Comparison], controls: list[Comparison],
-                       twin_of: dict[str, str | None], draws: int, seed: int,
+                       control_of: dict[str, str | None], draws: int, seed: int,
                        level: float) -> dict:
     """Each comparison beside the same comparison of the two models' untrained twins (same
     factor, dataset, groups and templates): its ΔIPS and sign-flip p, and the two-sided
@@ -485,7 +485,7 @@ def _control_variables(comps: list[Comparison], controls: list[Comparison],
                                            "control_p_low_gap_difference",
                                            "control_low_gap_difference")}
     n_gap = np.zeros(C, np.int64)
-    key = {(c.factor, c.dataset, c.group, twin_of.get(c.model_a), twin_of.get(c.model_b),
+    key = {(c.factor, c.dataset, c.group, control_of.get(c.model_a), control_of.get(c.model_b),
             c.setting_a, c.setting_b, c.templates): c for c in controls}
     for i, c in enumerate(comps):
         t = key.get((c.factor, c.dataset, c.group, c.model_a, c.model_b, c.setting_a,

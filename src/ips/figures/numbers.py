@@ -125,7 +125,7 @@ def random_note(entries: list[Entry]) -> str:
     """What every output of `ips figures` says when a model of the run has random weights
     (the banner above every figure's title, the README's first line); "" when none has."""
     # an untrained twin is a control the run asked for: its figures name it
-    names = sorted({e.model for e in entries if e.random_weights and not e.twin_of})
+    names = sorted({e.model for e in entries if e.random_weights and not e.control_of})
     if not names:
         return ""
     shown = ", ".join(names) if len(names) <= 4 else f"{len(names)} models: {names[0]}, …"

@@ -95,7 +95,9 @@ from pathlib import Path
 
 import xarray as xr
 
+from ips import controls
 from ips.config import MODEL_ATTRIBUTES
+from ips.controls import Control
 from ips.errors import InputError
 from ips.formats.hdf5 import read_dataset, write_dataset
 
@@ -134,16 +136,21 @@ class Entry:
 
     @cached_property
     def random_weights(self) -> bool:
-        """Whether the model's weights were drawn at random: a `random` source, or an
-        untrained twin (`twin_of`)."""
-        source = model_source(self.ds, self.path)
-        return "random" in source or "twin" in source
+        """Whether the model's weights were drawn at random: a `random` source, or a
+        control whose kind draws them (`ips.controls.Control.random_weights`)."""
+        kind = self.control
+        return "random" in model_source(self.ds, self.path) or bool(kind and kind.random_weights)
 
     @cached_property
-    def twin_of(self) -> str | None:
-        """The configured model this one is the untrained twin of (`controls.twins`: its
-        source `{twin: M, seed: s}`), else None."""
-        return model_source(self.ds, self.path).get("twin")
+    def control(self) -> type[Control] | None:
+        """The control kind that added this model (`ips.controls`), else None."""
+        return controls.kind_of({"source": model_source(self.ds, self.path)})
+
+    @cached_property
+    def control_of(self) -> str | None:
+        """The configured model this one is a control of (its source, as its kind reads it:
+        an untrained twin's `{twin: M, seed: s}`), else None."""
+        return controls.controlled({"source": model_source(self.ds, self.path)})
 
 
 def model_source(ds: xr.Dataset, path: str | os.PathLike) -> dict:

@@ -1,7 +1,7 @@
 """Untrained twins (`controls.twins` of the config): a configured model with its weights re-drawn.
 
-The twin of model M is the entry `M-twin` (`ips.config.twin_name`) with `source: {twin: M,
-seed: s}` (`ips.config.twin_seed`). It is M's architecture class with M's config, tokenizer
+The twin of model M is the entry `M-twin` (`ips.controls.twins.twin_name`) with `source: {twin: M,
+seed: s}` (`ips.controls.twins.twin_seed`). It is M's architecture class with M's config, tokenizer
 and mask token, scored on M's prompts (the same samples and conditions), with the weights
 its class's own initialiser draws (`AutoModelForCausalLM.from_config` after
 `torch.manual_seed(s)`). It is not trained at all, nor M with noise added, nor a smaller

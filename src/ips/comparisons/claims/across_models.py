@@ -39,7 +39,7 @@ def _rank_claim(entries: list[Entry], dataset: str, claim: str, paper: str, valu
     and `value(entry)`, with its permutation p; raw verdict: ρ has sign `sign`; beside the
     same ρ across their untrained twins (`controls.against`, a swap test over models)."""
     def row(mine: list[Entry]) -> Claim:
-        units = [(e.twin_of or e.model, (float(e.ds["ips"].sel(group=MAIN_GROUP, band="all")),
+        units = [(e.control_of or e.model, (float(e.ds["ips"].sel(group=MAIN_GROUP, band="all")),
                                          value(e)))
                  for e in mine if e.dataset == dataset and MAIN_GROUP in e.ds["group"].values]
         units = [u for u in units if all(np.isfinite(u[1]))]
@@ -57,9 +57,9 @@ def _rank_claim(entries: list[Entry], dataset: str, claim: str, paper: str, valu
                      spec=ControlSpec(tuple(u[0] for u in units), np.stack([x, y], 1),
                                       spearman_statistic))
 
-    trained = row([e for e in entries if not e.twin_of])
-    twins = [e for e in entries if e.twin_of]
-    return against(trained, row(twins) if twins else None, "models", draws, seed)
+    trained = row([e for e in entries if not e.control_of])
+    controls = [e for e in entries if e.control_of]
+    return against(trained, row(controls) if controls else None, "models", draws, seed)
 
 
 def consistency_claims(entries: list[Entry], datasets: list[str], draws: int,
@@ -111,7 +111,7 @@ def _tau_statistic(x: np.ndarray) -> float:
 
 def _tau_sweeps(entries: list[Entry], dataset: str) -> ControlSpec | None:
     """Each model's (or twin's, under its model's name) IPS over the τ sweep on `dataset`."""
-    units = [(e.twin_of or e.model, e.ds["ips_sweep"].sel(group=ROBUSTNESS_GROUP).values)
+    units = [(e.control_of or e.model, e.ds["ips_sweep"].sel(group=ROBUSTNESS_GROUP).values)
              for e in entries if e.dataset == dataset and "ips_sweep" in e.ds
              and ROBUSTNESS_GROUP in e.ds["group"].values]
     units = [(m, np.asarray(x, float)) for m, x in units if np.isfinite(x).all()]
@@ -143,8 +143,8 @@ def tau_claims(factors: xr.Dataset, datasets: list[str], entries: Sequence[Entry
                     test=f"descriptive: mean Spearman vs {TAU_SPEARMAN:g} (no test)",
                     verdict="supported" if r >= TAU_SPEARMAN else "contradicted",
                     note="n counts models; with few models a rank correlation is coarse",
-                    spec=_tau_sweeps([e for e in entries if not e.twin_of], d))
-        spec = _tau_sweeps([e for e in entries if e.twin_of], d)
+                    spec=_tau_sweeps([e for e in entries if not e.control_of], d))
+        spec = _tau_sweeps([e for e in entries if e.control_of], d)
         control = None
         if spec is not None and len(spec.units) >= MIN_MODELS:
             c = _tau_statistic(spec.records)
@@ -283,28 +283,29 @@ PERTURBATION_CLAIMS = {
 
 
 def perturbation_claims(rows: Sequence[dict], datasets: Sequence[str],
-                        twin_of: dict[str, str | None] | None = None, draws: int = 9999,
+                        control_of: dict[str, str | None] | None = None, draws: int = 9999,
                         seed: int = 0) -> list[Claim]:
     """Appendix G: per dataset, how many dense (MoE) models have a higher mean IPS over the
     0-shot pairs that add tokens (alter tokens) than over those that alter (add) them, among
     the models valued on both kinds (`more_sensitive` of `perturbation_types.csv`; a tie
     counts for neither side and leaves n); beside the same share among their untrained twins
-    (`twin_of`: model → the model it is the twin of, or None), a swap test over models."""
-    twin_of = twin_of or {}
+    (`control_of`: model → the model it is a control of, or None), a swap test over models."""
+    control_of = control_of or {}
     out = []
     for d in datasets:
         for arch in PERTURBATION_CLAIMS:
             mine = [r for r in rows if r["dataset"] == d and r["architecture"] == arch]
-            trained = [r for r in mine if not twin_of.get(r["model"])]
-            twins = [r for r in mine if twin_of.get(r["model"])]
-            row = _count_row(trained, d, arch, twin_of,
+            trained = [r for r in mine if not control_of.get(r["model"])]
+            controls = [r for r in mine if control_of.get(r["model"])]
+            row = _count_row(trained, d, arch, control_of,
                              WEIGHTS[any(r["weights"] == WEIGHTS[1] for r in trained)])
-            control = _count_row(twins, d, arch, twin_of, WEIGHTS[1]) if twins else None
+            control = (_count_row(controls, d, arch, control_of, WEIGHTS[1]) if controls
+                       else None)
             out.append(against(row, control, "models", draws, seed))
     return out
 
 
-def _count_row(rows: list[dict], dataset: str, arch: str, twin_of: dict[str, str | None],
+def _count_row(rows: list[dict], dataset: str, arch: str, control_of: dict[str, str | None],
                weights_: str) -> Claim:
     """The count row of `perturbation_claims` over `rows` (one architecture), its records
     per model (1: more sensitive to the claim's side) under the trained model's name."""
@@ -315,6 +316,6 @@ def _count_row(rows: list[dict], dataset: str, arch: str, twin_of: dict[str, str
                        f"more sensitive to {side} tokens",
                        f"no {ARCHITECTURE_NAMES[arch]} model with IPS on both altering and "
                        "adding 0-shot pairs", weights_)
-    units = tuple(twin_of.get(r["model"]) or r["model"] for r in told)
+    units = tuple(control_of.get(r["model"]) or r["model"] for r in told)
     records = np.array([float(r["more_sensitive"] == side) for r in told])
     return replace(row, spec=ControlSpec(units, records, reference=0.5))

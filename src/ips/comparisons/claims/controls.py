@@ -110,21 +110,22 @@ def against(row: Claim, control: Claim | None, units: str, draws: int, seed: int
                   row.spec.bounds)
 
 
-def with_twins(rows: dict[str, list[Claim]], entries: list[Entry], draws: int,
-               seed: int) -> list[Claim]:
+def with_controls(rows: dict[str, list[Claim]], entries: list[Entry], draws: int,
+                  seed: int) -> list[Claim]:
     """Per-model rows (by entry path, in `entries` order) with their controls: each row of a
-    model beside the row of the same claim and scope of its untrained twin on the same
-    dataset; a twin's own rows are controls."""
-    twin = {(e.twin_of, e.dataset): e for e in entries if e.twin_of}
+    model beside the row of the same claim and scope of its control (`Entry.control_of`,
+    `ips.controls`: its untrained twin) on the same dataset; a control's own rows are
+    controls."""
+    control = {(e.control_of, e.dataset): e for e in entries if e.control_of}
     out = []
     for e in entries:
         mine = rows[str(e.path)]
-        if e.twin_of:
+        if e.control_of:
+            note = f"control: {e.control.noun} of {e.control_of}"
             out += [replace(r, raw_verdict=r.verdict, verdict="control",
-                            note=join_notes(r.note, f"control: the untrained twin of {e.twin_of}"))
-                    for r in mine]
+                            note=join_notes(r.note, note)) for r in mine]
             continue
-        t = twin.get((e.model, e.dataset))
+        t = control.get((e.model, e.dataset))
         theirs = {(r.claim, r.scope[len(t.model):]): r for r in rows[str(t.path)]} if t else {}
         out += [against(r, theirs.get((r.claim, r.scope[len(e.model):])), "samples", draws,
                         seed) for r in mine]

@@ -61,7 +61,7 @@ from ips.comparisons.claims.across_models import (
     perturbation_claims,
     tau_claims,
 )
-from ips.comparisons.claims.controls import with_twins
+from ips.comparisons.claims.controls import with_controls
 from ips.comparisons.claims.nulls import matched_claims, null_claims, rescored_claims
 from ips.comparisons.claims.per_model import (
     few_shot_curve_claims,
@@ -97,7 +97,7 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: i
     `perturbation`, `matched`: the rows of the Appendix G and Table 7 tables
     (`ips.figures.tables.appendix`), whose numbers the count and matched-MoE claims read."""
     datasets = list(dict.fromkeys(e.dataset for e in entries))
-    trained = [e for e in entries if not e.twin_of]
+    trained = [e for e in entries if not e.control_of]
 
     def marked(rows: list[Claim], mine) -> list[Claim]:
         w = weights(mine)
@@ -109,14 +109,14 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: i
             [*sparsity_claims(e), *type_claims(e), *order_claims(e),
              *few_shot_curve_claims(e, draws, seed),
              *null_claims(e, draws, seed), *rescored_claims(e, draws, seed)], [e])
-    out = with_twins(per_entry, entries, draws, seed)
+    out = with_controls(per_entry, entries, draws, seed)
     out += factor_claims(factors, trained)
     for d in datasets:
         mine = [e for e in trained if e.dataset == d]
         out += marked([*consistency_claims(entries, [d], draws, seed),
                        *peer_claims(entries, [d], draws, seed),
                        *tau_claims(factors, [d], entries, draws, seed)], mine)
-    out += perturbation_claims(perturbation, datasets, {e.model: e.twin_of for e in entries},
+    out += perturbation_claims(perturbation, datasets, {e.model: e.control_of for e in entries},
                                draws, seed)
     out += matched_claims(matched, datasets)
     return out

@@ -200,24 +200,24 @@ def _paired(dense: Entry, moe: Entry, draws: int, seed: int) -> dict:
             "test": sign_flip_label(flip.n), "n_tested": flip.n}
 
 
-def _control(dense: Entry, moe: Entry, twin_dense: Entry | None, twin_moe: Entry | None,
+def _control(dense: Entry, moe: Entry, control_dense: Entry | None, control_moe: Entry | None,
              draws: int, seed: int) -> dict:
     """The matched pair beside its untrained twins: their ΔIPS and its p, and the two-sided
     sign-flip test of the per-sample (IPS_dense − IPS_MoE) − (twin's) (`control_p`,
     `n_control`, `control_difference` its mean); NaN / 0 without both twins."""
     out = {"control_delta_ips": np.nan, "control_p_value": np.nan, "control_p": np.nan,
            "n_control": 0, "control_difference": np.nan}
-    if twin_dense is None or twin_moe is None:
+    if control_dense is None or control_moe is None:
         return out
     mine, theirs = ({s: x[s] - y[s] for s in x if s in y}
                     for x, y in ((_sample_ips(dense), _sample_ips(moe)),
-                                 (_sample_ips(twin_dense), _sample_ips(twin_moe))))
+                                 (_sample_ips(control_dense), _sample_ips(control_moe))))
     ids = sorted(set(mine) & set(theirs))
     d = np.array([mine[s] - theirs[s] for s in ids])
     own = uncertainty.sign_flip_test([theirs[s] for s in sorted(theirs)], draws, seed)
     both = uncertainty.sign_flip_test(d, draws, seed)
-    ips_t = ips_value(twin_moe)
-    return {"control_delta_ips": (ips_value(twin_dense) - ips_t) / ips_t if ips_t else np.nan,
+    ips_t = ips_value(control_moe)
+    return {"control_delta_ips": (ips_value(control_dense) - ips_t) / ips_t if ips_t else np.nan,
             "control_p_value": own.p_value, "control_p": both.p_value, "n_control": both.n,
             "control_difference": both.mean_difference}
 
@@ -230,10 +230,10 @@ def matched_rows(entries: list[Entry], draws: int, seed: int) -> list[dict]:
     from `_paired`; beside it, the same pair of untrained twins (`_control`). Twins are
     matched only as the twins of a matched pair."""
     rows = []
-    twins = {(e.twin_of, e.dataset): e for e in entries if e.twin_of}
+    controls = {(e.control_of, e.dataset): e for e in entries if e.control_of}
     for d in dict.fromkeys(e.dataset for e in entries):
         for moe, dense in matched_pairs([e for e in entries
-                                         if e.dataset == d and not e.twin_of]):
+                                         if e.dataset == d and not e.control_of]):
             a = moe.attrs
             base = {"dataset": d, "family": a["family"], "type": a["type"],
                     "moe_model": moe.model, "moe_active_params": attr_text(a["active_params"]),
@@ -253,7 +253,7 @@ def matched_rows(entries: list[Entry], draws: int, seed: int) -> list[dict]:
                 "dense_active_params": attr_text(dense.attrs["active_params"]),
                 "active_ratio": ratio,
                 "matched": matched, "ips_dense": ips_d, "delta_ips": delta, **test,
-                **_control(dense, moe, twins.get((dense.model, d)), twins.get((moe.model, d)),
+                **_control(dense, moe, controls.get((dense.model, d)), controls.get((moe.model, d)),
                            draws, seed),
                 "few_samples": test["n_tested"] < MIN_RELIABLE_N,
                 "note": "" if matched else (
