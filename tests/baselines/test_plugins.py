@@ -113,7 +113,8 @@ def test_a_plugin_baseline_is_scored_as_its_rows_read(random_token, llama):
 
 
 def test_the_command_line_lists_and_checks_every_baseline(random_token, tmp_path, capsys):
-    r = subprocess.run([sys.executable, "-m", "ips", "score", "--plugin", PLUGIN, "--help"],
+    # before the command (the help) or after it (the run below): read first either way
+    r = subprocess.run([sys.executable, "-m", "ips", "--plugin", PLUGIN, "score", "--help"],
                        capture_output=True, text=True, timeout=120)
     help_text = " ".join(r.stdout.split())
     for kind in baselines.REGISTRY.values():

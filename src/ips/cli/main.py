@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Interaction-based prompt sensitivity (IPS) of LLMs.",
     )
     parser.add_argument("--version", action="version", version=f"ips {__version__}")
+    add_plugins(parser)  # before or after the command: read first either way (`main`)
     common = argparse.ArgumentParser(add_help=False)
     add_plugins(common)
     common.add_argument(
