@@ -266,9 +266,9 @@ def plugin_flag(setting):
 
 def setting_flag(v, component):
     """`ips score` flags of a variant's setting, from its path component: `--baseline S`
-    (with its plug-in) or `--dtype D`."""
+    (after its plug-in's `--plugin`) or `--dtype D`."""
     setting = SETTINGS[component]
-    return f"{plugin_flag(setting) if v.flag == '--baseline' else ''}{v.flag} {shlex.quote(setting)}"
+    return f"{plugin_flag(setting)}{v.flag} {shlex.quote(setting)}"
 
 
 def entry_plugin_flag(wildcards):

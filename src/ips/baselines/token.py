@@ -1,7 +1,8 @@
 """Replacement by one token: every absent token becomes the same token (paper Appendix E.4).
 
 The paper's baseline is a model's own mask token (`ips.models.loading.resolve_mask_token`:
-the entry's `mask_token`, else the tokenizer's unk, else its pad token: `Token.own`).
+the entry's `mask_token`, else the tokenizer's unk, else its pad token), a `Token` that
+`ips.models.loading.model_baseline` builds.
 Another token is named by a setting: `unk`, `pad`, `eos`, `bos` (the tokenizer's token of
 that role), `word:W` (the one token that " W" encodes to: a word as it reads after a space,
 where masked words stand) or `id:N` (token N).

@@ -2,9 +2,10 @@
 against what the same analysis gives without training (docs/method.md#controls).
 
 Each kind is one module behind the interface of ``base``, and registers itself by being
-defined; a user's control is a file of its own named under `plugins` (`ips.plugins`). The
-config schema's `controls` section is the union of their settings, and `ips.config` lets
-every kind add its entries (`expand`).
+defined (a plug-in's class too, `ips.plugins`). The config schema's `controls` section is the
+union of their settings, and `ips.config` lets every kind add its entries (`expand`). The
+analysis finds an entry's control from its recorded model source (`controls_of`), so a kind
+must give its entries a source of their own: the twins' `{twin: M, seed: s}`.
 
 Modules:
 

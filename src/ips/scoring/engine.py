@@ -233,9 +233,8 @@ class Engine:
         if absent_form is None:
             return self.baseline.lengths(own, n, absent)
         var = own >= 0
-        form = absent_form
-        words = np.bincount(own[var & ~form], minlength=n)[:n]
-        masks = np.bincount(own[var & form], minlength=n)[:n]
+        words = np.bincount(own[var & ~absent_form], minlength=n)[:n]
+        masks = np.bincount(own[var & absent_form], minlength=n)[:n]
         return len(own) - masks.sum() - absent @ (words - masks)
 
     def _batched(self, seq: np.ndarray, absent_form: np.ndarray | None, keep,

@@ -28,9 +28,10 @@ class KeyValueTree:
         self.first: list[int] = [0] * len(starts)  # node index of the first stored node
         self.level = 0
         self.lo = 0  # first node of the rows being run
-        # under a shortening baseline, set by the scorer for each group: the rows' node indices, the slots
-        # of the segment they keep (indices) and a key of them; the level's chunk size; per
-        # level the slots each stored node holds (`[nodes, segment]`, bool)
+        # under a shortening baseline, set by the scorer for each group: the rows' node
+        # indices, the slots of the segment they keep (indices) and a key of them; the
+        # level's chunk size; per level the slots each stored node holds (`[nodes, segment]`,
+        # bool)
         self.nodes: torch.Tensor | None = None
         self.slots: torch.Tensor | None = None
         self.kept_key: bytes = b""
