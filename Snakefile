@@ -38,9 +38,9 @@ rule all:
     default_target: True
     input:
         "results/figures",
-        # each other baseline's (`baselines.masks`), and what holds under all of them
+        # each other baseline's (`baselines.others`), and what holds under all of them
         expand(BASELINE_TREE.path("figures"), baseline=BASELINES),
-        f"results/{BASELINE.folder}/summary" if BASELINES else [],
+        f"results/{BASELINE_FOLDER}/summary" if BASELINES else [],
 
 
 # The samples of every dataset (`snakemake samples`): drawn before a run that groups jobs.

@@ -42,15 +42,10 @@ import numpy as np
 import torch
 
 from common import MODELS, measure
-from ips.config import (
-    RESCORED,
-    dataset_settings,
-    load_config,
-    rescored_conditions,
-    rescored_settings,
-)
+from ips.config import dataset_settings, load_config, variant_conditions, variant_settings
 from ips.models.entries import ModelSpec, job_mem_mb
 from ips.models.loading import load_model, prepare_model
+from ips.nulls import variants
 from ips.prompts.samples import prepare_samples
 from ips.scoring.log_odds import token_owners
 from ips.scoring.trie import TrieScorer, plan_levels, trie_budget
@@ -407,8 +402,8 @@ def time_metrics(config: dict, ss, games) -> float:
 # ---------------------------------------------------------------- the plan
 
 
-#: the kinds of job of the re-scored nulls (`ips.config.RESCORED`): precision, mask
-NULL_KINDS = tuple(null.removesuffix("_null") for null in RESCORED)
+#: the kinds of job of the variants (`ips.nulls.variants`): precision, baseline
+NULL_KINDS = tuple(v.kind for v in variants())
 
 
 class Job(NamedTuple):
@@ -443,9 +438,9 @@ def plan(config, sets, counts, tokenizers, fits, args) -> None:
         return out
 
     shards = {d: shard_sums(d, [c.name for c in ss.conditions]) for d, ss in sets.items()}
-    rescored = {null: {d: shard_sums(d, rescored_conditions(config, null, d),
-                                     config[null]["shards"] or None) for d in sets}
-                for null in RESCORED}
+    scored_again = {null: {d: shard_sums(d, variant_conditions(config, null, d),
+                                         config["nulls"][null]["shards"] or None) for d in sets}
+                    for null in NULL_KINDS}
     # the trie's largest stored keys/values and attention scores over all prompts, per
     # batch_tokens (its budget): counted again at each
     ref_tok = next(t for t in tokenizers if t.name == ref)
@@ -479,13 +474,13 @@ def plan(config, sets, counts, tokenizers, fits, args) -> None:
             return 2 * spec.active_params * (tok + s[4]) + attn * pairs
 
         main = [flops(s) for d in shards for s in shards[d]]
-        # the re-scored nulls: their conditions of the first shards again, one job a model and
-        # setting for every dataset (rules score_precision, score_mask): in a second dtype, or
-        # with another mask in the model's own dtype
-        extra = [(null.removesuffix("_null"), setting if null == "precision_null" else spec.dtype,
+        # the variants: their conditions of the first shards again, one job a model and
+        # setting for every dataset (rules score_precision_null, score_baseline_null): in a
+        # second dtype, or under another baseline in the model's own dtype
+        extra = [(null, setting if null == "precision" else spec.dtype,
                   sum(flops(s) for d in sums for s in sums[d]))
-                 for null, sums in rescored.items()
-                 for setting in rescored_settings(config, null, name)]
+                 for null, sums in scored_again.items()
+                 for setting in variant_settings(config, null, name)]
         tokens = sum(s[0] if plain else s[2] for d in shards for s in shards[d])
         row = {"model": name, "scorer": why, "gpus": spec.gpus, "tokens": tokens,
                "pflop": sum(main) / 1e15, "attn": sum(attn * (s[1] if plain else s[3])
@@ -617,30 +612,31 @@ def print_memory(rows, batch_tokens: int, peaks: dict) -> None:
 
 
 def print_cpu(config, sets, fits, args) -> None:
-    """CPU-hours of fit, fit_precision, fit_mask and metrics (their AND-OR fits, timed
+    """CPU-hours of fit, fit_precision_null, fit_baseline_null and metrics (their AND-OR fits, timed
     above)."""
     if not fits:
         return
-    size, levels, draws = config["shard_size"], config["nulls"]["levels"], config["nulls"]["draws"]
+    noise = config["nulls"]["noise"]
+    size, levels, draws = config["shard_size"], noise["levels"], noise["draws"]
     models = len(config["models"])
     games = sum(len(ss.samples) * len(ss.conditions) for ss in sets.values())
-    prec = 0.0  # the re-scored nulls' games per model
-    for null in RESCORED:
-        first = config[null]["shards"] or None
+    prec = 0.0  # the variants' games per model
+    for null in NULL_KINDS:
+        first = config["nulls"][null]["shards"] or None
         prec += (sum(len(ss.samples[: first * size if first else None])
-                     * len(rescored_conditions(config, null, d)) for d, ss in sets.items())
-                 * np.mean([len(rescored_settings(config, null, m)) for m in config["models"]]))
+                     * len(variant_conditions(config, null, d)) for d, ss in sets.items())
+                 * np.mean([len(variant_settings(config, null, m)) for m in config["models"]]))
     fit_s = fits["scored"]
     null_s = float(np.mean([fits[f"null {x:g}"] for x in levels])) if levels else 0.0
     pairs = {d: sum(math.comb(len(g), 2) for g in ss.groups.values()) for d, ss in sets.items()}
-    matched = 2 if config["nulls"]["matched"] else 0  # both sides of every pair
+    matched = 2 if noise["matched"] else 0  # both sides of every pair
     null_fits = {d: len(ss.samples) * draws * (len(ss.conditions) * len(levels)
                                                + matched * pairs[d]) for d, ss in sets.items()}
     jobs = models * sum(ss.n_shards(size) for ss in sets.values())
     fit_h = models * (games + prec) * fit_s / 3600
     metrics_h = models * sum(null_fits.values()) * null_s / 3600
     print(f"\nCPU jobs (1 core each; the fits timed above, on this machine): fit, "
-          f"fit_precision and fit_mask {models * (games + prec):,.0f} games x {fit_s:.2f} s = {fit_h:,.1f} "
+          f"fit_precision_null and fit_baseline_null {models * (games + prec):,.0f} games x {fit_s:.2f} s = {fit_h:,.1f} "
           f"CPU-hours ({jobs:,} fit jobs of "
           f"{size * max(len(ss.conditions) for ss in sets.values()) * fit_s / 60:.1f} min); "
           f"metrics refits its nulls: per (model, dataset) "
@@ -684,7 +680,7 @@ def main() -> None:
     print_counts(counts, tokenizers, sets)
     games = [] if args.quick else check_trie(sets, counts, tokenizers[0].name, args.cache_dir,
                                              args.check, budget, args.threads)
-    fits = time_fits(games, config["nulls"]["levels"]) if games else {}
+    fits = time_fits(games, config["nulls"]["noise"]["levels"]) if games else {}
     if games:
         fits["metrics"] = time_metrics(config, next(iter(sets.values())), games)
     plan(config, sets, counts, tokenizers, fits, args)

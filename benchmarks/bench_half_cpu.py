@@ -3,7 +3,7 @@
 Run:  .venv/bin/python benchmarks/bench_half_cpu.py [--threads 1] [--repeats 20]
 
 CPUs without native half-precision instructions emulate bfloat16 and float16 in PyTorch, so
-the precision null (`precision_null` in the config: rescoring in a half precision) may cost a
+the precision null (`nulls.precision` in the config: scoring again in a half precision) may cost a
 little or a lot more than the float32 run. This prints the CPU's relevant flags and, for the
 MLP up-projection of SmolLM2-135M (576 -> 1536) and Gemma 3 270M (640 -> 2048) on a batch of
 256 token rows, the median time per matmul in each precision and its ratio to float32.

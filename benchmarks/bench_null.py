@@ -111,8 +111,8 @@ def main() -> None:
                         cells[d] = f"{'v not finite':>29}{'':>6}"
                 m = summarize([ref_v], [ref_f], tau=args.tau, n_boot=100, draws=99,
                               null=Settings(tuple(args.levels), 1, matched=False),
-                              precision_values=[r[0] for r in runs.values()],
-                              precision_interactions=[r[1] for r in runs.values()])
+                              variant_runs={"precision": ([r[0] for r in runs.values()],
+                                                          [r[1] for r in runs.values()])})
                 line = (f"{name:<24}{n:>3}{sizes:>12}"
                         f"{float(m['ips'].sel(group='0shot', band='all')):>7.3f}"
                         + "".join(f"{float(m['null_ips'].sel(group='0shot', null_level=c, band='all')):>8.3f}"

@@ -47,7 +47,7 @@ def test_sinfo_lines_become_partitions_with_their_nodes():
 def test_the_plugin_sends_gpu_jobs_to_the_gpu_partition_and_no_other(gpus, partition):
     """The shipped partitions.yaml through the plugin's own selection: every job that asks
     for a GPU lands on the GPU partition, every other one on the CPU partition."""
-    for rule in ("score", "score_precision", "fit", "any_new_rule"):
+    for rule in ("score", "score_precision_null", "fit", "any_new_rule"):
         request = Request(rule=rule, model=None, threads=4, mem_mb=8000, gpus=gpus)
         assert chosen_partition(request, SHIPPED, read_sinfo("")) == partition, rule
 

@@ -75,48 +75,67 @@ def test_scorer_and_target_choices_are_the_schemas():
     assert [t for ts in TARGETS.values() for t in ts] == targets
 
 
-def test_rescored_nulls_name_configured_models_and_conditions():
-    """`precision_null` and `mask_null`: per_model names a model, a listed condition exists in
-    a dataset; each dataset re-scores the listed conditions it has ([]: its first template);
-    a model's own dtype is never its second precision; a mask is a role, word:W or id:N."""
-    from ips.config import ConfigError, rescored_conditions, rescored_settings
+def test_variants_name_configured_models_and_conditions():
+    """`nulls.precision` and `nulls.baseline`: per_model names a model, a listed condition
+    exists in a dataset; each dataset scores the listed conditions it has again ([]: its
+    first template); a model's own dtype is never its second precision; a baseline is a
+    role, word:W or id:N."""
+    from ips.config import ConfigError, variant_conditions, variant_settings
     from ips.config import validate as ips_validate
 
     model = {"source": {"hub": "org/m"}, "family": "f", "series": "s", "type": "base",
              "architecture": "dense", "params": 10}
     base = {"models": {"m": model, "h": {**model, "dtype": "bfloat16"}},
             "datasets": {"arc": {"format": "arc"}, "dolly": {"format": "dolly"}},
-            "precision_null": {"dtypes": ["bfloat16"]}, "mask_null": {"masks": ["eos"]}}
+            "nulls": {"precision": {"dtypes": ["bfloat16"]}, "baseline": {"others": ["eos"]}}}
     config = ips_validate(yaml.safe_load(yaml.safe_dump(base)))
-    for null in ("precision_null", "mask_null"):
-        assert [rescored_conditions(config, null, d) for d in ("arc", "dolly")] == [["T1"], ["A1"]]
-    assert rescored_settings(config, "precision_null", "m") == ["bfloat16"]
-    assert rescored_settings(config, "precision_null", "h") == []
-    assert rescored_settings(config, "mask_null", "h") == ["eos"]
-    config = ips_validate({**yaml.safe_load(yaml.safe_dump(base)), "precision_null": {
+    for null in ("precision", "baseline"):
+        assert [variant_conditions(config, null, d) for d in ("arc", "dolly")] == [["T1"], ["A1"]]
+    assert variant_settings(config, "precision", "m") == ["bfloat16"]
+    assert variant_settings(config, "precision", "h") == []
+    assert variant_settings(config, "baseline", "h") == ["eos"]
+    config = ips_validate({**yaml.safe_load(yaml.safe_dump(base)), "nulls": {"precision": {
         "dtypes": ["bfloat16"], "per_model": {"h": ["float32", "bfloat16"]},
-        "conditions": ["T2", "T1-1shot"]}, "mask_null": {
-        "masks": ["pad", "word:the"], "per_model": {"m": ["id:7"]}, "conditions": ["A2"]}})
-    assert rescored_conditions(config, "precision_null", "arc") == ["T2", "T1-1shot"]
-    assert rescored_conditions(config, "precision_null", "dolly") == []
-    assert rescored_settings(config, "precision_null", "h") == ["float32"]
-    assert rescored_conditions(config, "mask_null", "dolly") == ["A2"]
-    assert rescored_settings(config, "mask_null", "m") == ["id:7"]
-    assert rescored_settings(config, "mask_null", "h") == ["pad", "word:the"]
+        "conditions": ["T2", "T1-1shot"]}, "baseline": {
+        "others": ["pad", "word:the"], "per_model": {"m": ["id:7"]}, "conditions": ["A2"]}}})
+    assert variant_conditions(config, "precision", "arc") == ["T2", "T1-1shot"]
+    assert variant_conditions(config, "precision", "dolly") == []
+    assert variant_settings(config, "precision", "h") == ["float32"]
+    assert variant_conditions(config, "baseline", "dolly") == ["A2"]
+    assert variant_settings(config, "baseline", "m") == ["id:7"]
+    assert variant_settings(config, "baseline", "h") == ["pad", "word:the"]
     for null, section, message in (
-        ("precision_null", {"per_model": {"x": ["float16"]}},
-         r"precision_null\.per_model\.x: not under models \(configured: h, m\)"),
-        ("precision_null", {"dtypes": ["float16"], "conditions": ["T1", "T9"]},
-         r"precision_null\.conditions\.1: 'T9' is a condition of no configured dataset"),
-        ("precision_null", {"dtypes": ["half"]}, r"precision_null\.dtypes\.0: 'half' is not one of"),
-        ("mask_null", {"per_model": {"x": ["eos"]}}, r"mask_null\.per_model\.x: not under models"),
-        ("mask_null", {"masks": ["eos"], "conditions": ["A9"]},
-         r"mask_null\.conditions\.0: 'A9' is a condition of no configured dataset"),
-        ("mask_null", {"masks": ["word:two words"]}, r"mask_null\.masks\.0: 'word:two words'"),
-        ("mask_null", {"masks": ["<unk>"]}, r"mask_null\.masks\.0: '<unk>'"),
+        ("precision", {"per_model": {"x": ["float16"]}},
+         r"nulls\.precision\.per_model\.x: not under models \(configured: h, m\)"),
+        ("precision", {"dtypes": ["float16"], "conditions": ["T1", "T9"]},
+         r"nulls\.precision\.conditions\.1: 'T9' is a condition of no configured dataset"),
+        ("precision", {"dtypes": ["half"]}, r"nulls\.precision\.dtypes\.0: 'half' is not one of"),
+        ("baseline", {"per_model": {"x": ["eos"]}}, r"nulls\.baseline\.per_model\.x: not under"),
+        ("baseline", {"others": ["eos"], "conditions": ["A9"]},
+         r"nulls\.baseline\.conditions\.0: 'A9' is a condition of no configured dataset"),
+        ("baseline", {"others": ["word:two words"]}, r"nulls\.baseline\.others\.0: 'word:two"),
+        ("baseline", {"others": ["<unk>"]}, r"nulls\.baseline\.others\.0: '<unk>'"),
     ):
         with pytest.raises(ConfigError, match=message):
-            ips_validate({**yaml.safe_load(yaml.safe_dump(base)), null: section})
+            ips_validate({**yaml.safe_load(yaml.safe_dump(base)), "nulls": {null: section}})
+
+
+def test_the_old_null_sections_name_their_new_place():
+    """A config of before `nulls: {kind: ...}` is one line naming where each key went."""
+    from ips.config import ConfigError
+    from ips.config import validate as ips_validate
+
+    for old, message in (
+        ({"nulls": {"levels": [0.01]}}, r"^c\.yaml: nulls\.levels: renamed nulls\.noise\.levels"),
+        ({"nulls": {"matched": False}}, r"nulls\.matched: renamed nulls\.noise\.matched"),
+        ({"precision_null": {"dtypes": []}}, r"precision_null: renamed nulls\.precision;"),
+        ({"mask_null": {"masks": ["pad"]}},
+         r"mask_null: renamed nulls\.baseline \(its masks: others\);"),
+        ({"nulls": {"gaussian": {}}}, r"nulls\.gaussian: unknown key; known: noise, precision"),
+    ):
+        with pytest.raises(ConfigError, match=message) as e:
+            ips_validate(old, "c.yaml")
+        assert "\n" not in str(e.value)
 
 
 TWIN_MODEL = {"source": {"gguf_package": "llm-x"}, "family": "f", "series": "s",
@@ -194,20 +213,19 @@ def test_the_controls_section_is_the_registered_kinds_keys():
         type("Twins", (UntrainedTwins,), {"kind": "twins"})
 
 
-def test_a_twin_is_rescored_as_its_original():
-    """The precision and mask nulls score a twin again with its original's per_model list
-    (it is scored on the same conditions as its model), unless it has its own."""
-    from ips.config import rescored_settings
+def test_a_twin_takes_the_variants_of_its_original():
+    """The precision and baseline nulls score a twin again with its original's per_model
+    list (it is scored on the same conditions as its model), unless it has its own."""
     from ips.config import validate as ips_validate
+    from ips.config import variant_settings
 
-    config = ips_validate({**twin_config(twins=["a", "b"]),
-                           "precision_null": {"dtypes": ["float16"],
-                                              "per_model": {"a": ["float32"]}},
-                           "mask_null": {"masks": ["eos"], "per_model": {"b-twin": ["pad"]}}})
-    assert rescored_settings(config, "precision_null", "a-twin") == ["float32"]
-    assert rescored_settings(config, "precision_null", "b-twin") == ["float16"]
-    assert rescored_settings(config, "mask_null", "a-twin") == ["eos"]
-    assert rescored_settings(config, "mask_null", "b-twin") == ["pad"]
+    config = ips_validate({**twin_config(twins=["a", "b"]), "nulls": {
+        "precision": {"dtypes": ["float16"], "per_model": {"a": ["float32"]}},
+        "baseline": {"others": ["eos"], "per_model": {"b-twin": ["pad"]}}}})
+    assert variant_settings(config, "precision", "a-twin") == ["float32"]
+    assert variant_settings(config, "precision", "b-twin") == ["float16"]
+    assert variant_settings(config, "baseline", "a-twin") == ["eos"]
+    assert variant_settings(config, "baseline", "b-twin") == ["pad"]
 
 
 @pytest.mark.parametrize("edit, message", [

@@ -171,15 +171,15 @@ def keyed(kind: str, **where) -> Cell:
 
 
 def mask_rows(column: str, **where) -> list[Cell]:
-    """`column` of the mask null's band-all rows (null_table.csv)."""
-    return cells("null_table.csv", column, null="mask", group="0shot", band="all", **where)
+    """`column` of the baseline null's band-all rows (null_table.csv)."""
+    return cells("null_table.csv", column, null="baseline", group="0shot", band="all", **where)
 
 
 def differing_masks() -> list[Cell]:
-    """Salient-set Jaccard of every mask null of both studies whose two baselines differ:
+    """Salient-set Jaccard of every baseline null of both studies whose two baselines differ:
     all but Gemma 3's pad, which acts as its unk does."""
     return (mask_rows("jaccard", model=S) + mask_rows("jaccard", level="word:the")
-            + cells("scale/null_table.csv", "jaccard", null="mask", band="all"))
+            + cells("scale/null_table.csv", "jaccard", null="baseline", band="all"))
 
 
 def r_squared(model: str, dataset: str, name: str = "claims.csv") -> tuple[Cell, Cell]:
@@ -233,7 +233,7 @@ def evidence_tables() -> list[tuple[str, list]]:
             (N, [ips(m, d)]),
             (f"{N} / {N} / {N}", [null(m, d, "gaussian", lv) for lv in ("0.003", "0.01", "0.03")]),
             (N, [null(m, d, "matched")]), (N, [null(m, d, "precision", "bfloat16")]), *f16,
-            (N, [null(m, d, "mask", "pad")]), (N, [null(m, d, "mask", "word:the")])]))
+            (N, [null(m, d, "baseline", "pad")]), (N, [null(m, d, "baseline", "word:the")])]))
     for c in PAPER:
         out.append(table_row(c, [claim_cell(c, scope(m, d)) for m, d in CELLS]))
     for k in ("1", "3"):
@@ -279,19 +279,19 @@ def evidence_prose() -> list[tuple[str, list]]:
          [cells("ips_table.csv", "n_valued_samples", group="0shot", band="all", dataset=MCQ),
           cells("ips_table.csv", "n_valued_samples", group="0shot", band="all", dataset="dolly")]),
         ("beside every IPS of `ips_table.csv` (all {} rows: the 0-shot, few-shot and perturbed "
-         "groups, every band); the precision and mask nulls, which re-score samples, beside the "
+         "groups, every band); the precision and baseline nulls, which re-score samples, beside the "
          "groups some of whose conditions were scored again: the precision null in {} rows (the "
-         "0-shot, 1-shot and perturbation groups; not 3-shot), the mask null in {} (the 0-shot "
+         "0-shot, 1-shot and perturbation groups; not 3-shot), the baseline null in {} (the 0-shot "
          "and perturbation groups)",
          [[count("ips_table.csv"), keyed("gaussian"), keyed("matched")],
           [keyed("precision"), count("ips_table.csv", group=("0shot", "1shot", "perturbation"))],
-          [keyed("mask"), count("ips_table.csv", group=("0shot", "perturbation"))]]),
+          [keyed("baseline"), count("ips_table.csv", group=("0shot", "perturbation"))]]),
         ("gives {}–{} % (SmolLM2) and {}–{} % (Gemma) of the template IPS on the MCQ datasets",
          [*span(100 * x for x in share("gaussian", "0.01", (S,), MCQ)),
           *span(100 * x for x in share("gaussian", "0.01", (G,), MCQ))]),
-        ("the precision null is over the {} re-scored samples, the mask null over the {} re-scored",
+        ("the precision null is over the {} re-scored samples, the baseline null over the {} re-scored",
          [cells("null_table.csv", "n_paired", null="precision", band="all"),
-          cells("null_table.csv", "n_paired", null="mask", band="all")]),
+          cells("null_table.csv", "n_paired", null="baseline", band="all")]),
         (f"and the template IPS lies above it in {N} of {N} cells (per-sample sign-flip; Gemma on "
          f"Dolly: {N} against {N}, {verdict('template_above_gaussian_null', gauss['0.01'][5])}, "
          f"p = {N}). **Noise of 3 %** gives {N}–{N}: SmolLM2's MCQ IPS still lies above it (by {N} "
@@ -321,31 +321,31 @@ def evidence_prose() -> list[tuple[str, list]]:
          span(null(S, d, "precision", "float16") for d in DATASETS)),
         (f"For SmolLM2 the IPS between its unk baseline and its pad token is {N}–{N}, and with "
          f'" the" {N}–{N}, beside template IPS of {N}–{N} on MCQ and {N} on Dolly: larger in all '
-         f"{N} rows (IPS − mask null {N} to {N}, p ≤ {N}, contradicted); the salient sets of the "
+         f"{N} rows (IPS − baseline null {N} to {N}, p ≤ {N}, contradicted); the salient sets of the "
          f"two baselines share {N}–{N} % of their union (Jaccard {N}–{N}), and v moves by {N}–{N} "
          f"% of its range (median sd(Δv)/range). For Gemma 3 the pad token acts as its unk does "
-         f"(mask null {N}–{N}, Jaccard {N}–{N}, sd(Δv)/range {N}–{N} %: the template IPS lies "
+         f"(baseline null {N}–{N}, Jaccard {N}–{N}, sd(Δv)/range {N}–{N} %: the template IPS lies "
          f"above it, supported in all {N} cells, p = {N}), but the word \" the\" gives {N}–{N}, "
          f"above its template IPS on all three datasets (contradicted, p = {N}; Jaccard {N}–{N})",
          [*span(mask_rows("null_ips", model=S, level="pad")),
           *span(mask_rows("null_ips", model=S, level="word:the")),
           *span(ips(S, d) for d in MCQ), ips(S, "dolly"),
-          count("claims.csv", claim="template_above_mask_null", verdict="contradicted",
+          count("claims.csv", claim="template_above_baseline_null", verdict="contradicted",
                 scope=tuple(mask_scope(S, d, k) for d in DATASETS for k in ("pad", "word:the"))),
           *reversed(span(mask_rows("ips_minus_null", model=S))),
-          max(claim("template_above_mask_null", mask_scope(S, d, k), "p_value")
+          max(claim("template_above_baseline_null", mask_scope(S, d, k), "p_value")
               for d in DATASETS for k in ("pad", "word:the")),
           *span(pct(*mask_rows("jaccard", model=S))), *span(mask_rows("jaccard", model=S)),
           *span(pct(*mask_rows("dv_rel", model=S))),
           *span(mask_rows("null_ips", model=G, level="pad")),
           *span(mask_rows("jaccard", model=G, level="pad")),
           *span(pct(*mask_rows("dv_rel", model=G, level="pad"))),
-          count("claims.csv", claim="template_above_mask_null", verdict="supported",
+          count("claims.csv", claim="template_above_baseline_null", verdict="supported",
                 scope=tuple(mask_scope(G, d, "pad") for d in DATASETS)),
-          [claim("template_above_mask_null", mask_scope(G, d, "pad"), "p_value")
+          [claim("template_above_baseline_null", mask_scope(G, d, "pad"), "p_value")
            for d in DATASETS],
           *span(mask_rows("null_ips", model=G, level="word:the")),
-          [claim("template_above_mask_null", mask_scope(G, d, "word:the"), "p_value")
+          [claim("template_above_baseline_null", mask_scope(G, d, "word:the"), "p_value")
            for d in DATASETS],
           *span(mask_rows("jaccard", model=G, level="word:the"))]),
         ("(Gemma's pad aside) the salient sets share {}–{} % of their union (Jaccard {}–{}, both "
@@ -412,14 +412,14 @@ def evidence_prose() -> list[tuple[str, list]]:
         ("The {} rows of these two tables are testable",
          [count("claims.csv", claim=(*PAPER, "factor_few_shot"))]),
         ("(`claims.csv` also holds {} rows tested against the nulls or the range of v, {} against "
-         "the mask null, the {} low-band rows of the next section, the {} within-model rows of "
+         "the baseline null, the {} low-band rows of the next section, the {} within-model rows of "
          "`ips_beyond_change_size` and {} untestable ones, {} of them the across-model rows of "
          "the output-level metrics.)",
          [count("claims.csv", claim=("template_below_matched_null", *BEYOND,
                                      "template_above_gaussian_null", "ips_falls_with_range",
                                      "template_above_precision_null",
                                      "factor_few_shot_beyond_null")),
-          count("claims.csv", claim="template_above_mask_null"),
+          count("claims.csv", claim="template_above_baseline_null"),
           count("claims.csv", claim="factor_few_shot_low_falls_most"),
           count("claims.csv", claim="ips_beyond_change_size"),
           count("claims.csv", verdict="untestable"),
@@ -586,20 +586,20 @@ def scale_prose() -> list[tuple[str, list]]:
          span(1 / x for x in share("gaussian", "0.01", FOUR, ("mmlu",), "scale/null_table.csv"))),
         ("gives an IPS between the two baselines of {} (SmolLM2), {} (Gemma 3), {} (Qwen 0.5B) "
          "and {} (Qwen 1.5B), beside template IPS of {}, {}, {} and {}: "
-         "`template_above_mask_null` is contradicted for every model (band all: {} [{}, {}], "
+         "`template_above_baseline_null` is contradicted for every model (band all: {} [{}, {}], "
          "p = {}; {}, {}, {}, p = {} each; n = {}), with salient-set Jaccard {} / {} / {} / {}. "
-         "The mask null is about as large as the matched-size null ({}–{})",
-         [*(null(m, "mmlu", "mask", "word:the", name="scale/null_table.csv") for m in FOUR),
+         "The baseline null is about as large as the matched-size null ({}–{})",
+         [*(null(m, "mmlu", "baseline", "word:the", name="scale/null_table.csv") for m in FOUR),
           *(ips(m, "mmlu", name="scale/ips_table.csv") for m in FOUR),
-          *(claim("template_above_mask_null", mask_scope(S, "mmlu", "word:the"), k, sc)
+          *(claim("template_above_baseline_null", mask_scope(S, "mmlu", "word:the"), k, sc)
             for k in ("estimate", "ci_low", "ci_high", "p_value")),
-          *(claim("template_above_mask_null", mask_scope(m, "mmlu", "word:the"), name=sc)
+          *(claim("template_above_baseline_null", mask_scope(m, "mmlu", "word:the"), name=sc)
             for m in (G, Q05, Q15)),
-          [claim("template_above_mask_null", mask_scope(m, "mmlu", "word:the"), "p_value", sc)
+          [claim("template_above_baseline_null", mask_scope(m, "mmlu", "word:the"), "p_value", sc)
            for m in (G, Q05, Q15)],
-          [claim("template_above_mask_null", mask_scope(m, "mmlu", "word:the"), "n", sc)
+          [claim("template_above_baseline_null", mask_scope(m, "mmlu", "word:the"), "n", sc)
            for m in FOUR],
-          *(null(m, "mmlu", "mask", "word:the", "jaccard", "scale/null_table.csv") for m in FOUR),
+          *(null(m, "mmlu", "baseline", "word:the", "jaccard", "scale/null_table.csv") for m in FOUR),
           *span(ips(m, "mmlu", name="scale/ips_table.csv", column="matched_null_ips")
                 for m in FOUR)]),
         ("0-shot on MMLU (`peer_table.csv`, n = {}): accuracy spread {} / {} / {} / {}, PSS {} / "
@@ -689,13 +689,13 @@ def twins_prose() -> list[tuple[str, list]]:
          "difference)",
          [claim("template_below_matched_null", scope(m, "mmlu", "0shot"), "control_p", sc)
           for m in (G, Q05)]),
-        ("SmolLM2's twin lies further below its mask null than SmolLM2 (band all {} against "
+        ("SmolLM2's twin lies further below its baseline null than SmolLM2 (band all {} against "
          "{}), Gemma 3's about as far ({} against {}, p = {}).",
-         [claim("template_above_mask_null", mask_all[S], "control_estimate", sc),
-          claim("template_above_mask_null", mask_all[S], name=sc),
-          claim("template_above_mask_null", mask_all[G], "control_estimate", sc),
-          claim("template_above_mask_null", mask_all[G], name=sc),
-          claim("template_above_mask_null", mask_all[G], "control_p", sc)]),
+         [claim("template_above_baseline_null", mask_all[S], "control_estimate", sc),
+          claim("template_above_baseline_null", mask_all[S], name=sc),
+          claim("template_above_baseline_null", mask_all[G], "control_estimate", sc),
+          claim("template_above_baseline_null", mask_all[G], name=sc),
+          claim("template_above_baseline_null", mask_all[G], "control_p", sc)]),
     ]
 
 
@@ -765,19 +765,19 @@ def readme_evidence() -> list[tuple[str, list]]:
          "of {}–{} (p ≤ {}, n = {}). Under two baselines that differ (Gemma's pad aside) the "
          "salient sets share {}–{} % of their union (Jaccard {}–{})",
          [*span(mask_rows("null_ips", model=S)), *span(ips(S, d) for d in MCQ), ips(S, "dolly"),
-          count("claims.csv", claim="template_above_mask_null", verdict="contradicted",
+          count("claims.csv", claim="template_above_baseline_null", verdict="contradicted",
                 scope=tuple(mask_scope(S, d, k) for d in DATASETS for k in ("pad", "word:the"))),
-          max(claim("template_above_mask_null", mask_scope(S, d, k), "p_value")
+          max(claim("template_above_baseline_null", mask_scope(S, d, k), "p_value")
               for d in DATASETS for k in ("pad", "word:the")),
           mask_rows("n_paired"),
           *span(mask_rows("null_ips", model=G, level="pad")),
           *span(mask_rows("null_ips", model=G, level="word:the")),
           *span(ips(G, d) for d in DATASETS),
-          *span(cells("scale/null_table.csv", "null_ips", null="mask", band="all")),
+          *span(cells("scale/null_table.csv", "null_ips", null="baseline", band="all")),
           *span(ips(m, "mmlu", name="scale/ips_table.csv") for m in FOUR),
-          max(claim("template_above_mask_null", mask_scope(m, "mmlu", "word:the"), "p_value", sc)
+          max(claim("template_above_baseline_null", mask_scope(m, "mmlu", "word:the"), "p_value", sc)
               for m in FOUR),
-          cells("scale/null_table.csv", "n_paired", null="mask", band="all"),
+          cells("scale/null_table.csv", "n_paired", null="baseline", band="all"),
           *span(pct(*differing_masks())), *span(differing_masks())]),
         ("({} cells contradicted, {} undecided)",
          [count("claims.csv", claim="ips_beyond_change_size", verdict=v)
@@ -812,15 +812,15 @@ def baselines_prose() -> list[tuple[str, list]]:
     few = {s: {b: claim("factor_few_shot", f"arc-easy / {G} / {s} vs 0shot", f"{b} p_value",
                         gp + "claims.csv") for b in ("own", "pad")} for s in ("1shot", "3shot")}
     return [
-        ("mask null of only {} on ARC-Easy (T1, {} items",
+        ("baseline null of only {} on ARC-Easy (T1, {} items",
          [cell("null_table.csv", "null_ips", model=G, dataset="arc-easy", group="0shot",
-               band="all", null="mask", level="pad"),
+               band="all", null="baseline", level="pad"),
           cell("null_table.csv", "n_paired", model=G, dataset="arc-easy", group="0shot",
-               band="all", null="mask", level="pad")]),
-        ("The mask null's {} is reproduced (the same games), and over all 9 conditions the IPS "
+               band="all", null="baseline", level="pad")]),
+        ("The baseline null's {} is reproduced (the same games), and over all 9 conditions the IPS "
          "between the two baselines' games of a prompt is {} (n = {} items).",
          [cell("null_table.csv", "null_ips", model=G, dataset="arc-easy", group="0shot",
-               band="all", null="mask", level="pad"), agree["baseline_ips"],
+               band="all", null="baseline", level="pad"), agree["baseline_ips"],
           agree["n_valued"]]),
         ("(Spearman ρ = {}, permutation p = {}, n = {}), and so does per-pair IPS (ρ = {}, "
          "p = {}, n = {} pairs); the changed interactions (salient under one template of a pair "
@@ -873,7 +873,7 @@ def deciding_run_prose() -> list[tuple[str, list]]:
     agree, smol_delete, rest = agreement_split()
     claims_ = table(bs + "claims.csv")
     decided = [r for r in claims_ if r["own raw_verdict"] in DECIDED]
-    mask = [r for r in decided if r["claim"] == "template_above_mask_null"]
+    mask = [r for r in decided if r["claim"] == "template_above_baseline_null"]
     robust = [r for r in decided if r["robust_raw_verdict"] in DECIDED]
     newly = [r for r in claims_ if r["own raw_verdict"] not in DECIDED
              and any(r[f"{b} raw_verdict"] in DECIDED for b in BASELINES[1:])]

@@ -30,7 +30,6 @@ Modules:
 * ``formats``       the files between the steps
 * ``cli``           the `ips` command line, one module per command
 * ``config``        the configuration, validated against its schema
-* ``variants``      re-scored variants (nulls, baselines), one row each
 * ``baselines``     what an absent word becomes: one module per kind, plug-ins too
 * ``controls``      controls scored beside the models: untrained twins, plug-ins too
 * ``plugins``       a user's own baselines and controls, from a module or a file

@@ -18,12 +18,11 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from ips import baselines, controls, plugins
+from ips import baselines, controls, nulls, plugins
 from ips.errors import ConfigError, InputError
 from ips.prompts.datasets import LOCAL_SUFFIXES, PAPER_SHOTS, local_source
 from ips.prompts.items import ITEM_TYPES
 from ips.prompts.templates import dataset_conditions, load_templates
-from ips.variants import NULLS
 
 #: the embedded default model: the `smollm2-135m-instruct` entry of the repository's config.yaml
 #: where converted models are kept (one directory per model, `ips.models.loading.prepare_model`)
@@ -69,6 +68,7 @@ def _schema() -> dict:
     full = _schema_file()
     full["properties"]["controls"].update(properties=controls.settings(),
                                           additionalProperties=False)
+    full["properties"]["nulls"].update(properties=nulls.schema(), additionalProperties=False)
     full["$defs"]["baseline"] = {
         "type": "string", "pattern": f"^(?:{baselines.pattern()})$", "$comment": _SAYS_WHAT,
         "description": f"a baseline: {baselines.syntax()} (docs/method.md#baselines), or a "
@@ -85,7 +85,10 @@ def _schema_file() -> dict:  # read once: every model entry is validated with it
 _SAYS_WHAT = "a pattern error shows the description"
 
 #: config keys that moved: old dotted key -> its place now
-MOVED = {"baselines.masks": "baselines.others"}
+MOVED = {"baselines.masks": "baselines.others",
+         **{f"nulls.{key}": f"nulls.noise.{key}" for key in ("levels", "draws", "matched")},
+         "precision_null": "nulls.precision",
+         "mask_null": "nulls.baseline (its masks: others)"}
 
 
 def _check_moved(config: dict, source: str) -> None:
@@ -157,7 +160,7 @@ def validate(config: dict, source: str = "config") -> dict:
     _check_paper_shots(config["few_shot"], source)
     for name, entry in datasets.items():
         _check_dataset(name, entry, f"datasets.{name}", source)
-    _check_rescored(config, source)
+    _check_variants(config, source)
     return config
 
 
@@ -350,52 +353,46 @@ def _check_dataset(name: str, entry: dict, field: str, source: str) -> None:
                           "folder, a hub id, or 'bundled'")
 
 
-#: the nulls that score some games again with one setting changed (`ips.variants.NULLS`: config
-#: section -> the key of its list of settings for every model)
-RESCORED = {v.section: v.settings for v in NULLS}
-
-
-def rescored_settings(config: dict, null: str, model: str) -> list[str]:
-    """What `model` is scored again with for a re-scored null (`RESCORED`): the section's
-    `per_model` list, else (for a control's entry) its model's, else its list for every model; a
-    precision null leaves out the model's own dtype."""
-    section, per_model = config[null], config[null]["per_model"]
+def variant_settings(config: dict, kind: str, model: str) -> list[str]:
+    """What `model` is scored again with for the variant `kind` (`ips.nulls.Variant`): its
+    section's `per_model` list, else (for a control's entry) its model's, else its list for
+    every model, as the variant chooses for the entry (`Variant.chosen`)."""
+    variant, section = nulls.variant(kind), config["nulls"][kind]
     original = controls.controlled(config["models"][model]) or model  # a control as its model
-    chosen = per_model.get(model, per_model.get(original, section[RESCORED[null]]))
-    if null == "precision_null":
-        return [d for d in chosen if d != config["models"][model]["dtype"]]
-    return list(chosen)
+    per_model = section["per_model"]
+    listed = per_model.get(model, per_model.get(original, section[variant.listed]))
+    return variant.chosen(listed, config["models"][model])
 
 
-def rescored_conditions(config: dict, null: str, dataset: str) -> list[str]:
-    """The conditions of `dataset` scored again for a re-scored null: those of its
+def variant_conditions(config: dict, kind: str, dataset: str) -> list[str]:
+    """The conditions of `dataset` scored again for the variant `kind`: those of its
     `conditions` that the dataset has ([]: its first template, 0-shot)."""
 
-    kind = ITEM_TYPES[config["datasets"][dataset]["format"]].kind
-    made, _ = dataset_conditions(kind, config["templates"], config["few_shot"],
+    format_kind = ITEM_TYPES[config["datasets"][dataset]["format"]].kind
+    made, _ = dataset_conditions(format_kind, config["templates"], config["few_shot"],
                                  config["perturbations"])
-    chosen = config[null]["conditions"]
+    chosen = config["nulls"][kind]["conditions"]
     return [c.name for c in made if c.name in chosen] if chosen else [made[0].name]
 
 
-def _check_rescored(config: dict, source: str) -> None:
-    """Each re-scored null's `per_model` names configured models, and every condition it
-    re-scores is a condition of some dataset."""
+def _check_variants(config: dict, source: str) -> None:
+    """Each variant's `per_model` names configured models, and every condition it scores
+    again is a condition of some dataset."""
     models = config["models"]
-    for null, every in RESCORED.items():
-        section = config[null]
+    for v in nulls.variants():
+        section, field = config["nulls"][v.kind], f"{source}: nulls.{v.kind}"
         for name in section["per_model"]:
             if name not in models:
-                raise ConfigError(f"{source}: {null}.per_model.{name}: not under models "
+                raise ConfigError(f"{field}.per_model.{name}: not under models "
                                   f"(configured: {', '.join(models) or 'none'})")
-        if (not any(section["per_model"].get(m, section[every]) for m in models)
+        if (not any(section["per_model"].get(m, section[v.listed]) for m in models)
                 or not config["datasets"]):
             continue
-        found = {c for d in config["datasets"] for c in rescored_conditions(config, null, d)}
+        found = {c for d in config["datasets"] for c in variant_conditions(config, v.kind, d)}
         for i, c in enumerate(section["conditions"]):
             if c not in found:
-                raise ConfigError(f"{source}: {null}.conditions.{i}: {c!r} is a condition of "
-                                  "no configured dataset; name a template (its 0-shot "
+                raise ConfigError(f"{field}.conditions.{i}: {c!r} is a condition of no "
+                                  "configured dataset; name a template (its 0-shot "
                                   "condition) or a few-shot condition such as T1-1shot")
 
 

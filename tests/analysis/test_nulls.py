@@ -304,20 +304,20 @@ def test_fitter_follows_the_fit_file():
         assert np.allclose(and_, ref.and_) and np.allclose(or_, ref.or_)
 
 
-def test_precision_null_of_the_planted_game_by_hand():
+def test_variant_null_of_the_planted_game_by_hand():
     """v = AND{1,2} in one precision, v({1}) moved by 0.4 in the other (the planted game
     above): ips 4/3; salient sets {AND{1,2}} and {AND{1,2}, AND{1}, OR{1}}: Jaccard 1/3;
     |Δv| = (0, 0.4, 0, 0); sd(Δv) = sqrt(0.03) over a range of 1."""
     v = np.array([[[0.0, 0.0, 0.0, 1.0]]])
     half = np.array([[[0.0, 0.4, 0.0, 1.0]]])
     n_vars = np.array([2])
-    got = nulls.precision_null(v, half, n_vars, fitted_norm(v, n_vars[:, None]),
+    got = nulls.variant_null(v, half, n_vars, fitted_norm(v, n_vars[:, None]),
                                fitted_norm(half, n_vars[:, None]), 0.1, SWEEP)
     assert got.game.bands[0, 0, 0] == pytest.approx(4 / 3, abs=1e-12)
     assert got.jaccard[0, 0] == pytest.approx(1 / 3)
     assert np.allclose(np.sort(got.abs_dv), [0, 0, 0, 0.4])
     assert got.dv_rel[0, 0] == pytest.approx(np.sqrt(0.03))
-    same = nulls.precision_null(v, v, n_vars, fitted_norm(v, n_vars[:, None]),
+    same = nulls.variant_null(v, v, n_vars, fitted_norm(v, n_vars[:, None]),
                                 fitted_norm(v, n_vars[:, None]), 0.1, SWEEP)
     assert same.game.bands[0, 0, 0] == 0.0 and same.jaccard[0, 0] == 1.0
     assert nulls.nan_median(np.array([np.nan, 1.0, 3.0])) == 2.0

@@ -483,13 +483,13 @@ def test_precision_null_against_the_pair_ips_of_each_game(shards, tmp_path):
         assert json.loads(ds.attrs["precision"])["runs"]["bfloat16"] == {
             "conditions": ["T1", "T2"], "samples": 2}
     same_v, same_f = precision_run(full, tmp_path, "same", 0.0, dtype="float16")
-    ds = summarize(values, fits, rescored={"precision": ([same_v], [same_f])})
+    ds = summarize(values, fits, variant_runs={"precision": ([same_v], [same_f])})
     assert np.nanmax(np.abs(ds["sample_precision_null_ips"].values)) == 0.0
     assert ds["precision_jaccard"].values.tolist() == [1.0]
     assert ds["precision_max_abs_dv"].values.tolist() == [0.0]
 
 
-def test_a_rescored_null_is_computed_for_every_group_with_conditions_scored_again(
+def test_a_variant_is_computed_for_every_group_with_conditions_scored_again(
         shards, tmp_path):
     """A run re-scoring T1, T2 (0-shot) and T1-1shot (1-shot): each group's per-sample null
     is the mean over its own re-scored conditions only (recomputed here per condition), and
@@ -501,7 +501,7 @@ def test_a_rescored_null_is_computed_for_every_group_with_conditions_scored_agai
     noise = 0.3 * np.random.default_rng(7).normal(size=(2, 3, full.sizes["mask"]))
     pv, pf = precision_run(full, tmp_path, "groups", noise, conditions=(0, 1, 5),
                            dtype="bfloat16")
-    ds = summarize(values, fits, tau=0.1, rescored={"precision": ([pv], [pf])})
+    ds = summarize(values, fits, tau=0.1, variant_runs={"precision": ([pv], [pf])})
     main_fit = make_fit(full.isel(sample=[1, 2], condition=[0, 1, 5]))
     run_fit = xr.open_dataset(pf, engine="h5netcdf").load()
     n = full["n_vars"].values[[1, 2]]
@@ -524,20 +524,20 @@ def test_a_precision_run_of_other_games_names_its_file(shards, tmp_path):
     values, fits = [paths[0][0]], [paths[0][1]]
     own_v, own_f = precision_run(full, tmp_path, "own", 0.0)  # no dtype attribute: the same
     with pytest.raises(InputError, match=f"{own_v}: dtype None is the values files' own"):
-        summarize(values, fits, rescored={"precision": ([own_v], [own_f])})
+        summarize(values, fits, variant_runs={"precision": ([own_v], [own_f])})
     other_v, other_f = precision_run(full.assign_coords(sample=[f"x{i}" for i in range(7)]),
                                      tmp_path, "other", 0.0, dtype="bfloat16")
     with pytest.raises(InputError, match=f"{other_v}: sample or condition 'x1' is not in"):
-        summarize(values, fits, rescored={"precision": ([other_v], [other_f])})
+        summarize(values, fits, variant_runs={"precision": ([other_v], [other_f])})
     with pytest.raises(InputError, match="1 precision values files but 0 precision interactions"):
-        summarize(values, fits, rescored={"precision": ([other_v], [])})
+        summarize(values, fits, variant_runs={"precision": ([other_v], [])})
 
 
-def test_the_mask_null_is_scored_as_the_precision_null(shards, tmp_path):
-    """A run with another mask token (`ips score --mask`) is read against the same games as a
-    precision run: the same per-sample null, Jaccard and |Δv| for the same change of v, on
-    its own coordinate `mask` named by the run's mask source. A run with the values files'
-    own mask token, or in another dtype, is not a mask run of these games."""
+def test_the_baseline_null_is_scored_as_the_precision_null(shards, tmp_path):
+    """A run under another baseline (`ips score --baseline`) is read against the same games as
+    a precision run: the same per-sample null, Jaccard and |Δv| for the same change of v, on
+    its own coordinate `baseline` named by the run's mask source. A run with the values
+    files' own mask token, or in another dtype, is not a baseline run of these games."""
     full, _, _ = shards
     full = full.assign_attrs(mask_token_id=0, mask_source="unk", mask_token="<unk>")
     noise = 0.3 * np.random.default_rng(6).normal(size=(2, 2, full.sizes["mask"]))
@@ -545,23 +545,23 @@ def test_the_mask_null_is_scored_as_the_precision_null(shards, tmp_path):
                            mask_token="</s>")
     pv, pf = precision_run(full, tmp_path, "bf16", noise, dtype="bfloat16")
     v0, f0 = write_pair(tmp_path, "main", full.isel(sample=[0, 1, 2, 3]))
-    ds = summarize([v0], [f0], rescored={"precision": ([pv], [pf]), "mask": ([mv], [mf])})
-    assert list(ds["mask"].values) == ["eos"]
+    ds = summarize([v0], [f0], variant_runs={"precision": ([pv], [pf]), "baseline": ([mv], [mf])})
+    assert list(ds["baseline"].values) == ["eos"]
     for stat in ("null_ips", "jaccard", "max_abs_dv", "dv_rel", "games"):
         name = f"sample_{{}}_{stat}" if stat == "null_ips" else f"{{}}_{stat}"
-        np.testing.assert_array_equal(ds[name.format("mask")].values,
+        np.testing.assert_array_equal(ds[name.format("baseline")].values,
                                       ds[name.format("precision")].values)
-    assert np.isfinite(ds["sample_mask_null_ips"].sel(sample=["item1", "item2"], group="0shot",
-                                                      band="all")).all()
-    assert json.loads(ds.attrs["mask"]) == {"mask_source": "unk", "mask_token": "<unk>", "runs": {
+    assert np.isfinite(ds["sample_baseline_null_ips"].sel(sample=["item1", "item2"],
+                                                          group="0shot", band="all")).all()
+    assert json.loads(ds.attrs["baseline"]) == {"mask_source": "unk", "mask_token": "<unk>", "runs": {
         "eos": {"conditions": ["T1", "T2"], "samples": 2, "mask_token": "</s>"}}}
     own_v, own_f = precision_run(full, tmp_path, "own", 0.0, mask_source="pad")
     with pytest.raises(InputError, match=f"{own_v}: mask_token_id 0 is the values files' own"):
-        summarize([v0], [f0], rescored={"mask": ([own_v], [own_f])})
+        summarize([v0], [f0], variant_runs={"baseline": ([own_v], [own_f])})
     half_v, half_f = precision_run(full, tmp_path, "half", 0.0, mask_token_id=2,
                                    mask_source="eos", dtype="bfloat16")
     with pytest.raises(InputError, match=f"{half_v}: dtype 'bfloat16', but the values files"):
-        summarize([v0], [f0], rescored={"mask": ([half_v], [half_f])})
+        summarize([v0], [f0], variant_runs={"baseline": ([half_v], [half_f])})
 
 
 def test_peer_metrics_equal_loops_over_the_values_file(shards):

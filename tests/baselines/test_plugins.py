@@ -62,7 +62,7 @@ def test_the_plugin_registers_by_being_defined(random_token):
 
 def test_the_config_names_its_plugins(random_token):
     c = validate(config(plugins=[PLUGIN], baselines={"others": ["random:3", "delete"]},
-                        mask_null={"masks": ["random:4"]}))
+                        nulls={"baseline": {"others": ["random:4"]}}))
     assert c["baselines"]["others"] == ["random:3", "delete"]
     # the run's baseline goes into every entry that sets none
     c = validate(config(baseline="random:5", models={"m": dict(MODEL),

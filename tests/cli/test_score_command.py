@@ -99,7 +99,7 @@ def test_chosen_conditions_in_another_precision(config, tmp_path):
 
 
 def test_another_baseline_scores_as_that_mask_token(config, tmp_path, capsys):
-    """The mask null's run (`--baseline eos --conditions T1`) gives exactly the values of a
+    """The baseline null's run (`--baseline eos --conditions T1`) gives exactly the values of a
     model entry whose `mask_token` is that token, and other values than the model's own mask
     (unk) everywhere but at the unmasked prompt; the file records the baseline; so does
     `--baseline delete`, and an entry whose `baseline` is delete. The model's own baseline is

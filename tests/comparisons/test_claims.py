@@ -393,8 +393,8 @@ def test_ips_beyond_the_size_of_the_change(null_entry):
     assert row.verdict == "untestable" and "no sample has 4 template pairs" in row.note
 
 
-def test_template_above_each_rescored_null(null_entry):
-    """One row per other mask (and second dtype), group with samples scored again, and band:
+def test_template_above_each_variant(null_entry):
+    """One row per other baseline (and second dtype), group with samples scored again, and band:
     per sample the group's IPS − that null over the samples scored again (NaN elsewhere),
     paired sign-flip; the scope names the group and both settings. A group with no sample
     scored again has no row."""
@@ -404,28 +404,29 @@ def test_template_above_each_rescored_null(null_entry):
     null = np.full((S, 1, 2, 4), np.nan)
     null[:7, 0] = np.random.default_rng(4).uniform(0, 0.5, size=(7, 2, 4))
     n_valued = np.isfinite(null).sum(0)
-    for name, value, dims in (("sample_mask_null_ips", null, ("sample", "mask", "group", "band")),
-                              ("mask_null_n_valued", n_valued, ("mask", "group", "band"))):
+    for name, value, dims in (("sample_baseline_null_ips", null,
+                               ("sample", "baseline", "group", "band")),
+                              ("baseline_null_n_valued", n_valued, ("baseline", "group", "band"))):
         ds = ds.assign({name: (dims, value)})
-    with_mask = ds.assign_coords(mask=["eos"])
-    with_mask.attrs["mask"] = json.dumps({"mask_source": "unk", "runs": {}})
-    e = Entry(null_entry.path, null_entry.model, null_entry.dataset, null_entry.attrs, with_mask)
-    rows = nulls.rescored_claims(e, 999, 0)
+    with_other = ds.assign_coords(baseline=["eos"])
+    with_other.attrs["baseline"] = json.dumps({"mask_source": "unk", "runs": {}})
+    e = Entry(null_entry.path, null_entry.model, null_entry.dataset, null_entry.attrs, with_other)
+    rows = nulls.variant_claims(e, 999, 0)
     bands = ("all", "low", "mid", "high")
     assert [r.scope.split(" / ", 2)[2] for r in rows] == [
         f"{g} / unk vs eos, band {b}" for g in groups for b in bands]
     for (g, b), r in zip([(g, b) for g in groups for b in bands], rows):
         d = (ds["sample_ips"].sel(group=g, band=b).values
              - null[:, 0, groups.index(g), list(ds["band"].values).index(b)])
-        assert r.claim == "template_above_mask_null" and r.n == np.isfinite(d).sum() > 3
+        assert r.claim == "template_above_baseline_null" and r.n == np.isfinite(d).sum() > 3
         assert r.estimate == pytest.approx(np.nanmean(d))
         assert r.p_value == pytest.approx(uncertainty.sign_flip_test(d, draws=999).p_value)
         assert r.verdict == verdicts.directional(r.estimate, r.p_value, +1)
-    assert nulls.rescored_claims(null_entry, 999, 0) == []  # no precision or mask run
-    only_main = with_mask.assign(mask_null_n_valued=with_mask["mask_null_n_valued"].where(
-        with_mask["group"] == "0shot", 0))
+    assert nulls.variant_claims(null_entry, 999, 0) == []  # no precision or baseline run
+    only_main = with_other.assign(baseline_null_n_valued=with_other["baseline_null_n_valued"].where(
+        with_other["group"] == "0shot", 0))
     e = Entry(null_entry.path, null_entry.model, null_entry.dataset, null_entry.attrs, only_main)
-    assert len(nulls.rescored_claims(e, 999, 0)) == 4  # the 1-shot group has none
+    assert len(nulls.variant_claims(e, 999, 0)) == 4  # the 1-shot group has none
 
 
 def test_too_few_samples_for_any_sign_flip_verdict_are_named():

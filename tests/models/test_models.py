@@ -272,7 +272,7 @@ def test_load_model_mask_override_and_error(tmp_path):
     assert m.mask_token_id == m.tokenizer.eos_token_id
 
 
-def test_other_baselines_of_the_mask_null(tmp_path, tiny_llama_dir):
+def test_other_baselines_of_the_baseline_null(tmp_path, tiny_llama_dir):
     """Another baseline: a role's token, the one token of " W", an id, or deletion; one-line
     errors for a missing role, a word of several tokens, an id outside the vocabulary, a
     setting no kind parses and the model's own baseline."""

@@ -67,7 +67,7 @@ def subset_run(tmp_path_factory):
            "permutation": {"draws": 199}, "bootstrap": {"resamples": 200, "level": 0.95},
            # one figure set: the sets at other τ are drawn by test_workflow.py's tiny run
            "figure_taus": [],
-           "nulls": {"levels": [0.01], "draws": 1, "matched": True},
+           "nulls": {"noise": {"levels": [0.01], "draws": 1, "matched": True}},
            "models": {m: MINIATURE["models"][m] for m in SUBSET},
            # one twin runs the controls end to end (the others would double the run)
            "controls": {"twins": [TWINNED]},

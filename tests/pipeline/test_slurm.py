@@ -76,7 +76,7 @@ def site_profile(path: Path) -> Path:
 
 def embedded_study() -> dict:
     """The embedded models on 2 ARC-Easy items, n = 3, T1/T2 and 1-shot, the precision and
-    mask nulls; Gemma 3 asks for 2 GPUs (on the CPU, its device_map is ignored)."""
+    baseline nulls; Gemma 3 asks for 2 GPUs (on the CPU, its device_map is ignored)."""
     default = yaml.safe_load((ROOT / "config.yaml").read_text())["models"]
     models = dict(default)
     gemma = next(name for name in models if name.startswith("gemma"))
@@ -85,9 +85,10 @@ def embedded_study() -> dict:
         "n_max": 3, "n_items": 2, "shard_size": 1,
         "templates": {"mcq": ["T1", "T2"]},
         "few_shot": {"templates": ["T1", "T2"], "shots": [1]},
-        "precision_null": {"dtypes": ["bfloat16"], "shards": 1},
-        "mask_null": {"masks": ["pad"], "shards": 1},
-        "permutation": {"draws": 199}, "nulls": {"levels": [0.01], "draws": 1},
+        "nulls": {"noise": {"levels": [0.01], "draws": 1},
+                  "precision": {"dtypes": ["bfloat16"], "shards": 1},
+                  "baseline": {"others": ["pad"], "shards": 1}},
+        "permutation": {"draws": 199},
         "models": models,
         "datasets": {"arc-easy": {"format": "arc", "subset": "ARC-Easy", "fields": ["question"]}},
     }
@@ -229,11 +230,11 @@ def test_the_embedded_study_runs_through_faults_as_a_local_run_does(cluster, tmp
     entries = embedded_study()["models"]
     completed = [j for j in jobs if j["state"] == "COMPLETED"]
     assert {j["rule"] for j in completed} >= {
-        "prepare_model", "score", "score_precision", "score_mask", "fit", "fit_precision",
-        "fit_mask", "metrics", "factors", "figures"}
+        "prepare_model", "score", "score_precision_null", "score_baseline_null", "fit",
+        "fit_precision_null", "fit_baseline_null", "metrics", "factors", "figures"}
     for j in completed:
         assert j["account"] == ACCOUNT and j["cpus"] == 1, j  # score: site set-threads 1
-        if j["rule"] in ("score", "score_precision", "score_mask"):
+        if j["rule"] in ("score", "score_precision_null", "score_baseline_null"):
             # the comment's wildcard values, "_"-joined (no model name holds "_")
             model = next(m for m in entries
                          if m in j["comment"].split("_wildcards_")[1].split("_"))
@@ -331,7 +332,8 @@ def test_grouped_models_run_as_one_slurm_job_each(cluster, tmp_path):
     mini = yaml.safe_load((ROOT / "workflow/configs/miniature.yaml").read_text())
     models = {m: mini["models"][m] for m in ("llama-2-7b", "mixtral-8x7b")}
     study = {**tiny_study(), "n_items": 2, "shard_size": 2, "models": models,
-             "permutation": {"draws": 199}, "nulls": {"levels": [0.01], "draws": 1}}
+             "permutation": {"draws": 199},
+             "nulls": {"noise": {"levels": [0.01], "draws": 1}}}
     work = workdir(tmp_path / "work", study)
     profile = site_profile(tmp_path / "profile")
     grouped = ("--workflow-profile", ROOT / "profiles/miniature", "--profile")

@@ -51,9 +51,9 @@ def tiny_config(model_dir, **overrides):
         "templates": {"mcq": ["T1", "T2", "T4"]},
         "few_shot": {"templates": ["T1", "T4"], "shots": [1]},
         "permutation": {"draws": 199},
-        "nulls": {"levels": [0.01, 0.05], "draws": 1},
-        "precision_null": {"dtypes": ["bfloat16"], "shards": 1},
-        "mask_null": {"masks": ["eos"], "shards": 1},
+        "nulls": {"noise": {"levels": [0.01, 0.05], "draws": 1},
+                  "precision": {"dtypes": ["bfloat16"], "shards": 1},
+                  "baseline": {"others": ["eos"], "shards": 1}},
         "models": {
             "tiny-a": {"source": {"path": str(model_dir)}, "family": "tiny", "series": "tiny",
                        "type": "base", "architecture": "dense", "params": 1000},
@@ -76,8 +76,11 @@ def finished(tmp_path_factory, tiny_llama_dir):
     work = tmp_path_factory.mktemp("workflow")
     cfg = tiny_config(tiny_llama_dir, perturbations={"names": ["paraphrase", "reorder"]},
                       baselines={"others": ["delete"], "shards": 1},
-                      # the mask null with the plug-in's baseline: named in the config alone
-                      plugins=[PLUGIN], mask_null={"masks": ["random:3"], "shards": 1},
+                      # the baseline null with the plug-in's baseline: named in the config alone
+                      plugins=[PLUGIN],
+                      nulls={"noise": {"levels": [0.01, 0.05], "draws": 1},
+                             "precision": {"dtypes": ["bfloat16"], "shards": 1},
+                             "baseline": {"others": ["random:3"], "shards": 1}},
                       few_shot={"templates": ["T1", "T4", "A1", "A4"], "shots": [1]},
                       figure_taus=[0.2, 0.1])
     cfg["datasets"] |= DOLLY
@@ -119,30 +122,30 @@ def test_whole_dag_produces_tables_and_figures(finished):
         assert lo <= float(m["ips"].sel(group="0shot", band="all")) <= hi
         assert m["band_p_holm"].dims == ("group", "band_pair")
         assert json.loads(m.attrs["test"])["draws"] == 199  # permutation.draws via params
-        # the nulls of config `nulls` (via params): per sample, group, level and band
+        # the noise null of config `nulls.noise` (via params): per sample, group, level, band
         assert list(m["null_level"].values) == [0.01, 0.05]
         assert m["sample_null_ips"].dims == ("sample", "group", "null_level", "band")
         assert m["sample_pair_matched_null"].sizes["pair"] == m.sizes["pair"]
         assert json.loads(m.attrs["null"])["levels"] == [0.01, 0.05]
-        # the precision null of config `precision_null`: T1 of the first shard (2 samples)
+        # the precision null of config `nulls.precision`: T1 of the first shard (2 samples)
         assert list(m["precision"].values) == ["bfloat16"]
         assert int(m["precision_games"].sel(precision="bfloat16")) == 2
         assert int(m["precision_null_n_valued"].sel(precision="bfloat16", group="0shot",
                                                     band="all")) <= 2
         assert json.loads(m.attrs["precision"])["runs"]["bfloat16"]["conditions"] == ["T1"]
-        # the mask null of config `mask_null`: T1 of the first shard with the plug-in's
-        # baseline (random tokens, no single one)
-        assert list(m["mask"].values) == ["random:3"]
-        assert int(m["mask_games"].sel(mask="random:3")) == 2
-        assert json.loads(m.attrs["mask"])["runs"]["random:3"]["mask_token"] == ""
-    # one score_mask job a model scores the first shard of both datasets, one file each
+        # the baseline null of config `nulls.baseline`: T1 of the first shard with the
+        # plug-in's baseline (random tokens, no single one)
+        assert list(m["baseline"].values) == ["random:3"]
+        assert int(m["baseline_games"].sel(baseline="random:3")) == 2
+        assert json.loads(m.attrs["baseline"])["runs"]["random:3"]["mask_token"] == ""
+    # one score_baseline_null job a model scores the first shard of both datasets, one file each
     for dataset, condition in (("arc-easy", "T1"), ("dolly", "A1")):
-        with xr.open_dataset(finished / f"results/masks/random-3/values/tiny-a/{dataset}.h5",
+        with xr.open_dataset(finished / f"results/nulls/baseline/random-3/values/tiny-a/{dataset}.h5",
                              engine="h5netcdf") as v:
             assert (v.attrs["mask_source"], v.attrs["mask_token_id"]) == ("random:3", -1)
             assert v.attrs["dataset"] == dataset
             assert list(v["condition"].values) == [condition] and v.sizes["sample"] == 2
-    log = (finished / "logs/masks/random-3/score/tiny-a.log").read_text()
+    log = (finished / "logs/nulls/baseline/random-3/score/tiny-a.log").read_text()
     assert "loaded tiny-a" in log and "baseline random:3" in log
     with xr.open_dataset(finished / "results/factors/factors.nc", engine="h5netcdf") as f:
         assert "p_value" in f and "delta_ips_ci" in f
@@ -254,7 +257,7 @@ def test_another_baseline_gets_its_own_analysis(finished):
                                            atol=1e-5)
                 assert not np.allclose(v["v"].values, own["v"].values, equal_nan=True)
             with xr.open_dataset(tree / f"metrics/{model}/{dataset}.nc", engine="h5netcdf") as m:
-                assert m.sizes["sample"] == 2 and "mask" not in m.dims  # no nulls re-scored
+                assert m.sizes["sample"] == 2 and "baseline" not in m.dims  # no variants
     assert "baseline delete: ''" in (
         finished / "logs/baselines/delete/score/tiny-a/arc-easy/0.log").read_text()
     assert (tree / "factors/factors.nc").exists()
@@ -312,32 +315,32 @@ def test_figure_sets_at_other_taus_from_the_same_fits(finished):
 
 def test_changing_a_null_reruns_only_what_it_needs(finished):
     alt = finished / "config-null.yaml"
-    alt.write_text(yaml.safe_dump({"nulls": {"levels": [0.02]}}))
+    alt.write_text(yaml.safe_dump({"nulls": {"noise": {"levels": [0.02]}}}))
     base = finished / "config.yaml"  # a config file on the command line replaces config.yaml
     r = snakemake(finished, "-n", "--configfile", base, alt)
     assert r.returncode == 0, r.stderr
     assert jobs(r.stdout + r.stderr) == ANALYSIS
-    alt.write_text(yaml.safe_dump({"precision_null": {"dtypes": ["float16"]}}))
+    alt.write_text(yaml.safe_dump({"nulls": {"precision": {"dtypes": ["float16"]}}}))
     r = snakemake(finished, "-n", "--configfile", base, alt)
     assert r.returncode == 0, r.stderr
     # one scoring job a model for both datasets, one fit a dataset
-    assert jobs(r.stdout + r.stderr) == {"score_precision": 2, "fit_precision": 4, "metrics": 4,
-                                         "factors": 1, "figures": 1, "baselines": 1, "all": 1,
+    assert jobs(r.stdout + r.stderr) == {"score_precision_null": 2, "fit_precision_null": 4,
+                                         "metrics": 4, "factors": 1, "figures": 1, "baselines": 1, "all": 1,
                                          "metrics_tau": 4, "factors_tau": 1, "figures_tau": 1}
-    alt.write_text(yaml.safe_dump({"nulls": {"levels": [0.0]}}))
+    alt.write_text(yaml.safe_dump({"nulls": {"noise": {"levels": [0.0]}}}))
     r = snakemake(finished, "-n", "--configfile", base, alt)
     assert r.returncode != 0
-    assert "nulls.levels.0: 0.0 is less than or equal to the minimum of 0" in r.stdout + r.stderr
+    assert "nulls.noise.levels.0: 0.0 is less than or equal to the minimum of 0" in r.stdout + r.stderr
 
 
-def test_a_mask_the_tokenizer_lacks_stops_the_run_in_one_line(finished):
-    """The mask null's scoring checks its mask against the tokenizer before the weights
-    load: a word of several tokens fails the job with one line naming the model."""
-    alt = finished / "config-mask.yaml"
-    alt.write_text(yaml.safe_dump({"mask_null": {"masks": ["word:abcdefghij"]}}))
+def test_a_baseline_the_tokenizer_lacks_stops_the_run_in_one_line(finished):
+    """The baseline null's scoring checks its baseline against the tokenizer before the
+    weights load: a word of several tokens fails the job with one line naming the model."""
+    alt = finished / "config-baseline.yaml"
+    alt.write_text(yaml.safe_dump({"nulls": {"baseline": {"others": ["word:abcdefghij"]}}}))
     r = snakemake(finished, "--configfile", finished / "config.yaml", alt)
     assert r.returncode != 0
-    log = (finished / "logs/masks/word-abcdefghij/score/tiny-a.log").read_text()
+    log = (finished / "logs/nulls/baseline/word-abcdefghij/score/tiny-a.log").read_text()
     last = log.strip().splitlines()[-1]
     assert last.startswith("ips score: error: model tiny-a: baseline 'word:abcdefghij'"), last
     assert "not one" in last and "Traceback" not in log
@@ -545,7 +548,7 @@ def test_a_twin_is_prepared_from_its_originals_directory_after_it(tmp_path, tiny
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-3000:]
     ran = jobs(out)  # the scores wait on the samples: each model's metrics for now
-    assert ran["prepare_model"] == ran["score_mask"] == ran["metrics"] == 3
+    assert ran["prepare_model"] == ran["score_baseline_null"] == ran["metrics"] == 3
     blocks = {re.search(r"output: (\S+)", b)[1]: b.split("\n\n")[0]  # one job's lines
               for b in out.split("rule prepare_model:")[1:]}
     twin = blocks["resources/models/tiny-a-twin.path"]

@@ -2,7 +2,7 @@
 each absent token replaced by a token drawn for its position, seeded (`random:SEED`).
 
 Named in a config's `plugins:` (or `ips --plugin`), it is a setting like the built-in ones:
-`baselines.others: ["random:3"]`, `mask_null.masks`, `ips score --baseline random:3`.
+`baselines.others: ["random:3"]`, `nulls.baseline.others`, `ips score --baseline random:3`.
 """
 
 from dataclasses import dataclass, field

@@ -7,7 +7,7 @@ report: "../report/workflow.rst"
 
 
 # Each tree (`Tree`: each baseline's, each other τ's) gets its metrics, factors and figures;
-# the re-scored nulls are read beside the main games only.
+# the variants are read beside the main games only.
 for tree in ANALYSES:
 
     rule:
@@ -17,8 +17,8 @@ for tree in ANALYSES:
             values=shard_files(tree.game("values/{model}/{dataset}/{shard}.h5"), tree.first),
             interactions=shard_files(tree.game("interactions/{model}/{dataset}/{shard}.h5"),
                                      tree.first),
-            # each re-scored null's runs (ips.variants.NULLS): precision_values, … mask_interactions
-            **{f"{null.kind}_{kind}": rescored_files(null, kind) for null in NULLS
+            # each variant's runs (ips.nulls.variants): precision_values, … mask_interactions
+            **{f"{null.kind}_{kind}": variant_files(null, kind) for null in variants()
                for kind in ("values", "interactions") if tree.main_games},
         output:
             tree.path("metrics/{model}/{dataset}.nc"),
@@ -29,10 +29,10 @@ for tree in ANALYSES:
             resamples=config["bootstrap"]["resamples"],
             level=config["bootstrap"]["level"],
             permutations=config["permutation"]["draws"],
-            null_levels=" ".join(map(str, config["nulls"]["levels"])),
-            null_draws=config["nulls"]["draws"],
-            matched_null="" if config["nulls"]["matched"] else "--no-matched-null",
-            rescored=rescored_metrics_flags if tree.main_games else "",
+            null_levels=" ".join(map(str, config["nulls"]["noise"]["levels"])),
+            null_draws=config["nulls"]["noise"]["draws"],
+            matched_null="" if config["nulls"]["noise"]["matched"] else "--no-matched-null",
+            variants=variant_metrics_flags if tree.main_games else "",
         log:
             tree.log("metrics/{model}/{dataset}.log"),
         benchmark:
@@ -44,7 +44,7 @@ for tree in ANALYSES:
             "--tau {params.tau} --tau-sweep {params.tau_sweep} --seed {params.seed} "
             "--resamples {params.resamples} --level {params.level} --permutations {params.permutations} "
             "--null-levels {params.null_levels} --null-draws {params.null_draws} "
-            "{params.matched_null} {params.rescored} --out {output} 2> {log}"
+            "{params.matched_null} {params.variants} --out {output} 2> {log}"
 
     rule:
         name:
@@ -100,7 +100,7 @@ if BASELINES:
             values=lambda wildcards: sum(tree_files("values")(wildcards), []),
             interactions=lambda wildcards: sum(tree_files("interactions")(wildcards), []),
         output:
-            directory(f"results/{BASELINE.folder}/summary"),
+            directory(f"results/{BASELINE_FOLDER}/summary"),
         params:
             names=" ".join(["own", *config["baselines"]["others"]]),
             claims=lambda wildcards, input: " ".join(f"{d}/claims.csv" for d in input.figures),
@@ -109,7 +109,7 @@ if BASELINES:
             seed=config["seed"],
             permutations=config["permutation"]["draws"],
         log:
-            f"logs/{BASELINE.folder}/summary.log",
+            f"logs/{BASELINE_FOLDER}/summary.log",
         conda:
             "../../envs/ips.yaml"
         shell:

@@ -12,7 +12,7 @@ from snakemake.iocontainers import InputFiles, Wildcards
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from ips import cluster
-from ips.config import MODEL_CACHE, rescored_conditions, rescored_settings
+from ips.config import MODEL_CACHE, variant_conditions, variant_settings
 from ips.models.gguf import missing_packages
 from ips.models.entries import ModelSpec, job_mem_mb
 from ips.figures.text.captions import report_captions, report_section, report_subsections
@@ -20,7 +20,8 @@ from ips.errors import InputError
 from ips.config import dataset_settings
 from ips.prompts.samples import load_samples
 from ips import baselines
-from ips.variants import NULLS, VARIANTS, path_setting
+from ips.baselines import path_setting
+from ips.nulls import variant, variants
 
 # Rules run `python -m ips ...`. Snakemake runs in the project's environment (make's .venv),
 # and its jobs use the same python; with `--sdm conda` the job's environment has the
@@ -36,8 +37,8 @@ wildcard_constraints:
     dataset=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     shard=r"\d+",
     tau=r"0?\.\d+",
-    # a re-scored null's setting in its paths ({dtype}, {mask}: ips.variants), a baseline's
-    **{v.setting: v.pattern for v in (*NULLS, VARIANTS["baseline"])},
+    # a variant's setting in its paths ({dtype}, {baseline}: ips.nulls), the baselines' axis's
+    **({v.setting: v.pattern for v in variants()} | {"baseline": baselines.PATH_PATTERN}),
 
 
 MODELS = list(config["models"])
@@ -88,13 +89,16 @@ class Tree(NamedTuple):
 
     @property
     def main_games(self):
-        """Whether it reads the main games, beside which the re-scored nulls were scored."""
+        """Whether it reads the main games, beside which the variants were scored."""
         return (self.games or self.root) == "results"
 
 
-BASELINE = VARIANTS["baseline"]
+# the axis of other baselines (`baselines.others`): its folder under results/, and the
+# priority of its scoring jobs: each setting is checked against each tokenizer first, as the
+# baseline null's is (ips.nulls.BaselineNull.priority)
+BASELINE_FOLDER, BASELINE_PRIORITY = "baselines", variant("baseline").priority
 BASELINES = [path_setting(m) for m in config["baselines"]["others"]]
-_AXIS = f"{BASELINE.folder}/{{{BASELINE.setting}}}"
+_AXIS = f"{BASELINE_FOLDER}/{{baseline}}"
 MAIN = Tree("results", "logs", "")
 BASELINE_TREE = Tree(f"results/{_AXIS}", f"logs/{_AXIS}", "_baseline",
                      config["baselines"]["shards"])
@@ -237,7 +241,7 @@ def tree_files(kind):
 
     def files(wildcards):
         first = config["baselines"]["shards"]
-        roots = ["results", *(f"results/{BASELINE.folder}/{b}" for b in BASELINES)]
+        roots = ["results", *(f"results/{BASELINE_FOLDER}/{b}" for b in BASELINES)]
         return [[f for d in DATASETS for f in expand(
                      f"{root}/{kind}/{{model}}/{d}/{{shard}}.h5", model=MODELS,
                      shard=shards(d)[:first] if first else shards(d))] for root in roots]
@@ -252,10 +256,10 @@ def tree_flags(wildcards):
                     for group in tree_files(kind)(wildcards))
 
 
-# every configured setting of a re-scored variant by its path component (`path_setting`)
+# every configured setting of a variant by its path component (`path_setting`)
 SETTINGS = {path_setting(s): s for s in (
     *config["baselines"]["others"],
-    *(s for v in NULLS for m in MODELS for s in rescored_settings(config, v.section, m)))}
+    *(s for v in variants() for m in MODELS for s in variant_settings(config, v.kind, m)))}
 
 
 def plugin_flag(setting):
@@ -264,11 +268,11 @@ def plugin_flag(setting):
     return f"--plugin {shlex.quote(kind.origin)} " if kind and kind.origin else ""
 
 
-def setting_flag(v, component):
-    """`ips score` flags of a variant's setting, from its path component: `--baseline S`
-    (after its plug-in's `--plugin`) or `--dtype D`."""
+def setting_flag(flag, component):
+    """`ips score` flags of a setting, from its path component: `--baseline S` (after its
+    plug-in's `--plugin`) or `--dtype D`."""
     setting = SETTINGS[component]
-    return f"{plugin_flag(setting)}{v.flag} {shlex.quote(setting)}"
+    return f"{plugin_flag(setting)}{flag} {shlex.quote(setting)}"
 
 
 def entry_plugin_flag(wildcards):
@@ -279,57 +283,57 @@ def entry_plugin_flag(wildcards):
 
 def baseline_flag(wildcards):
     """Params function: `ips score --baseline S` of a baseline's tree."""
-    return setting_flag(BASELINE, wildcards.baseline)
+    return setting_flag("--baseline", wildcards.baseline)
 
 
-def rescored_datasets(v):
-    """The datasets a re-scored null (an `ips.variants.NULLS` row) scores again: those with a
+def variant_datasets(v):
+    """The datasets a variant (an `ips.nulls.variants` row) scores again: those with a
     condition to score again, in the config's order."""
-    return [d for d in DATASETS if rescored_conditions(config, v.section, d)]
+    return [d for d in DATASETS if variant_conditions(config, v.kind, d)]
 
 
-def rescored_path(v, kind, dataset="{dataset}"):
-    """A re-scored null's file of `kind` (values, interactions) of one run and dataset."""
-    return f"results/{v.folder}/{{{v.setting}}}/{kind}/{{model}}/{dataset}.h5"
+def variant_path(v, kind, dataset="{dataset}"):
+    """A variant's file of `kind` (values, interactions) of one run and dataset."""
+    return f"results/{v.folder()}/{{{v.setting}}}/{kind}/{{model}}/{dataset}.h5"
 
 
-def rescored_shard_size(v):
-    """`ips score --shard-size` of a re-scored null's run: its first `shards` shards as one
+def variant_shard_size(v):
+    """`ips score --shard-size` of a variant's run: its first `shards` shards as one
     (samples [0, shards·shard_size)); every sample (no flag) for `shards: 0`."""
-    first = config[v.section]["shards"]
+    first = config["nulls"][v.kind]["shards"]
     return f"--shard-size {first * config['shard_size']}" if first else ""
 
 
-def rescored_flags(v):
-    """Params function: `ips score` flags of a re-scored null's run: its setting (`--dtype D`,
+def variant_flags(v):
+    """Params function: `ips score` flags of a variant's run: its setting (`--dtype D`,
     `--baseline S`) and each dataset's conditions scored again, in the order of
-    `rescored_datasets`."""
-    conditions = " ".join(f"--conditions {' '.join(rescored_conditions(config, v.section, d))}"
-                          for d in rescored_datasets(v))
-    return lambda wildcards: f"{setting_flag(v, wildcards[v.setting])} {conditions}"
+    `variant_datasets`."""
+    conditions = " ".join(f"--conditions {' '.join(variant_conditions(config, v.kind, d))}"
+                          for d in variant_datasets(v))
+    return lambda wildcards: f"{setting_flag(v.flag, wildcards[v.setting])} {conditions}"
 
 
-def rescored_files(v, kind):
-    """Input function: the files of `kind` of a re-scored null of {model}/{dataset}: one per
+def variant_files(v, kind):
+    """Input function: the files of `kind` of a variant of {model}/{dataset}: one per
     setting of the model; none without a setting, without a condition to score again, or for
     sparse sampling (only exhaustive fits have these nulls)."""
 
     def files(wildcards):
         if (config["sampling"]["mode"] != "exhaustive"
-                or wildcards.dataset not in rescored_datasets(v)):
+                or wildcards.dataset not in variant_datasets(v)):
             return []
-        settings = rescored_settings(config, v.section, wildcards.model)
-        return expand(rescored_path(v, kind), **{v.setting: map(path_setting, settings)},
+        settings = variant_settings(config, v.kind, wildcards.model)
+        return expand(variant_path(v, kind), **{v.setting: map(path_setting, settings)},
                       model=wildcards.model, dataset=wildcards.dataset)
 
     return files
 
 
-def rescored_metrics_flags(wildcards, input):
-    """Params function: `ips metrics` options of every re-scored null with files
+def variant_metrics_flags(wildcards, input):
+    """Params function: `ips metrics` options of every variant with files
     (`--{kind}-values …`, `--{kind}-interactions …`; inputs of the same names)."""
     return " ".join(f"--{v.kind}-{kind} {' '.join(getattr(input, f'{v.kind}_{kind}'))}"
-                    for v in NULLS for kind in ("values", "interactions")
+                    for v in variants() for kind in ("values", "interactions")
                     if getattr(input, f"{v.kind}_{kind}"))
 
 
@@ -367,7 +371,7 @@ def slurm_requests():
         asked = {}
         for model in MODELS:
             wildcards = Wildcards(fromdict={"model": model, "dataset": DATASETS[0], "shard": "0",
-                                            **{v.setting: "" for v in (*NULLS, BASELINE)}})
+                                            **{v.setting: "" for v in variants()}, baseline=""})
             res = declared.expand_resources(wildcards, input=InputFiles(), attempt=1)
             asked[model] = dict(threads=res["_cores"], mem_mb=res.get("mem_mb"),
                                 gpus=int(res.get("gpu", 0)), partition=res.get("slurm_partition"))

@@ -1,6 +1,6 @@
 # v(x_S) for every mask of every sample, per shard, and its AND-OR interactions. What a scoring
 # and a fitting job run and ask for is written once (SCORE, FIT) for the main rules, the other
-# baselines' and the re-scored nulls' rules below.
+# baselines' and the variants' rules below.
 
 SCORE = dict(
     params=dict(
@@ -17,7 +17,7 @@ SCORE = dict(
         "--samples {input.samples} --shard {params.shard} {params.shard_size} "
         "{params.target} --batch-tokens {params.batch_tokens} --scorer {params.scorer} "
         "--masking {params.masking} "
-        "--threads {threads} {params.sampling} {params.rescore} "
+        "--threads {threads} {params.sampling} {params.setting} "
         "--out {output} 2> {log}"
     ),
 )
@@ -58,7 +58,7 @@ for tree in TREES:
             shard=lambda wildcards: wildcards.shard,
             shard_size=f"--shard-size {config['shard_size']}",
             target=target_flag,
-            rescore=baseline_flag if tree.suffix else entry_plugin_flag,
+            setting=baseline_flag if tree.suffix else entry_plugin_flag,
         log:
             tree.log("score/{model}/{dataset}/{shard}.log"),
         benchmark:
@@ -66,8 +66,7 @@ for tree in TREES:
         threads: 1
         resources:
             **SCORE["resources"],
-        # another baseline is checked against each tokenizer first (as the mask null's)
-        priority: BASELINE.priority if tree.suffix else 0
+        priority: BASELINE_PRIORITY if tree.suffix else 0
         conda:
             "../../envs/ips.yaml"
         shell:
@@ -94,29 +93,29 @@ for tree in TREES:
             FIT["shell"]
 
 
-# The re-scored nulls (ips.variants.NULLS; docs/method.md#precision, #mask-null): the chosen
-# conditions of the first shards scored again with one setting changed (rules score_{kind},
-# fit_{kind}), one job per model and setting for all datasets (one model load; `ips score`
+# The variants (ips.nulls.variants; docs/method.md#precision, #baseline-null): the chosen
+# conditions of the first shards scored again with one setting changed (rules score_{kind}_null,
+# fit_{kind}_null), one job per model and setting for all datasets (one model load; `ips score`
 # with several samples files), each dataset's file fitted alike. Their first shards are
 # scored as one shard 0 of shards·shard_size samples, the same samples as the main run's.
 
-for null in NULLS:
-    run_dir = f"{null.folder}/{{{null.setting}}}"
+for null in variants():
+    run_dir = f"{null.folder()}/{{{null.setting}}}"
 
     rule:
         name:
-            f"score_{null.kind}"
+            f"score_{null.kind}_null"
         input:
-            samples=expand("results/samples/{dataset}.json", dataset=rescored_datasets(null)),
+            samples=expand("results/samples/{dataset}.json", dataset=variant_datasets(null)),
             model=f"{MODEL_DIR}/{{model}}.path",
         output:
-            [rescored_path(null, "values", d) for d in rescored_datasets(null)],
+            [variant_path(null, "values", d) for d in variant_datasets(null)],
         params:
             **SCORE["params"],
             shard=0,
-            shard_size=rescored_shard_size(null),
+            shard_size=variant_shard_size(null),
             target="",  # each samples file's own
-            rescore=rescored_flags(null),
+            setting=variant_flags(null),
         log:
             f"logs/{run_dir}/score/{{model}}.log",
         benchmark:
@@ -132,11 +131,11 @@ for null in NULLS:
 
     rule:
         name:
-            f"fit_{null.kind}"
+            f"fit_{null.kind}_null"
         input:
-            rescored_path(null, "values"),
+            variant_path(null, "values"),
         output:
-            rescored_path(null, "interactions"),
+            variant_path(null, "interactions"),
         params:
             **FIT["params"],
         log:

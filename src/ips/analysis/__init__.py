@@ -10,7 +10,7 @@ Modules:
 * ``interaction_types``  interaction types over U (Fig. 3b)
 * ``diagnostics``        output consistency and the other diagnostics beside IPS
 * ``uncertainty``        bootstrap intervals and sign-flip tests
-* ``nulls``              null IPS: Gaussian, matched-size, precision and mask nulls
+* ``nulls``              null IPS: Gaussian, matched-size, precision and baseline nulls
 * ``peers``              what other prompt-sensitivity tools report
 * ``summary``            the metrics of one (model, dataset) from its merged shards
 * ``case_study``         one sample under a template pair (Section 3.3)

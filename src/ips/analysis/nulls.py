@@ -51,11 +51,11 @@ replacing the sample (`ceiling`).
 *Precision null* of a game: the same prompt scored again in half precision (`ips score
 --dtype`), fitted alike, and the two fits scored as a template pair, ips(x, v_float32,
 v_half). It measures the rounding of the forward pass itself, correlated across masks as
-Gaussian noise is not (`precision_null`).
+Gaussian noise is not (`variant_null`).
 
-*Mask null* of a game: the same prompt scored again with another baseline for an absent word
-(`mask_null.masks`: another token, a word such as " the"), fitted alike and scored against
-the game as a template pair, by the same `precision_null`. It measures how much of the
+*Baseline null* of a game: the same prompt scored again with another baseline for an absent
+word (`nulls.baseline.others`: another token, a word such as " the"), fitted alike and scored
+against the game as a template pair, by the same `variant_null`. It measures how much of the
 salient set the choice of baseline alone decides (docs/method.md#nulls); it is no noise
 floor, as it changes what absence means.
 
@@ -82,7 +82,7 @@ from ips.errors import InputError
 from ips.formats.hdf5 import labels
 from ips.formats.metrics import BANDS
 from ips.formats.shards import Merged
-from ips.variants import VARIANTS
+from ips.nulls import variant
 
 log = logging.getLogger(__name__)
 
@@ -273,8 +273,8 @@ def ceiling(norm: NDArray[np.float64], partners: NDArray[np.int64],
 
 
 @dataclass(frozen=True)
-class PrecisionNull:
-    """Two precisions of the same games (sample, condition): ``game`` their ips(x, v, v'),
+class VariantNull:
+    """A variant of the same games (sample, condition): ``game`` their ips(x, v, v'),
     ``jaccard`` |U ∩ U'| / |U ∪ U'| of their salient sets at τ (NaN where both are empty),
     ``abs_dv`` |v' − v| on every mask of every game, ``dv_rel`` sd_T(v' − v) / range of v per
     game."""
@@ -285,20 +285,21 @@ class PrecisionNull:
     dv_rel: NDArray[np.float64]
 
 
-def precision_null(v: NDArray[np.float64], v_half: NDArray[np.float64],
-                   n_vars: NDArray[np.int64], norm: NDArray[np.float64],
-                   norm_half: NDArray[np.float64], tau: float,
-                   sweep: NDArray[np.float64]) -> PrecisionNull:
-    """The precision null of games (sample, condition, 2**n_max) scored in two precisions,
-    from their values and normalised fits (sample, condition, 2, 2**n_max)."""
+def variant_null(v: NDArray[np.float64], v_other: NDArray[np.float64],
+                 n_vars: NDArray[np.int64], norm: NDArray[np.float64],
+                 norm_other: NDArray[np.float64], tau: float,
+                 sweep: NDArray[np.float64]) -> VariantNull:
+    """The null of games (sample, condition, 2**n_max) scored twice, the second time with one
+    setting changed (a variant: another precision, another baseline), from their values and
+    normalised fits (sample, condition, 2, 2**n_max)."""
     nv = np.broadcast_to(n_vars[:, None], v.shape[:-1])
-    a, b = metrics.salient(norm, tau), metrics.salient(norm_half, tau)
+    a, b = metrics.salient(norm, tau), metrics.salient(norm_other, tau)
     union = (a | b).sum((-2, -1))
     with np.errstate(invalid="ignore", divide="ignore"):
         jaccard = np.where(union > 0, (a & b).sum((-2, -1)) / union, np.nan)
-        dv_rel = change_size(v, v_half, nv) / game_range(v, nv)
-    return PrecisionNull(score_against(norm, norm_half, tau, sweep), jaccard,
-                         np.abs(v_half - v)[_masked(v, nv)], dv_rel)
+        dv_rel = change_size(v, v_other, nv) / game_range(v, nv)
+    return VariantNull(score_against(norm, norm_other, tau, sweep), jaccard,
+                       np.abs(v_other - v)[_masked(v, nv)], dv_rel)
 
 
 def nan_mean(x: NDArray[np.float64], axis) -> NDArray[np.float64]:
@@ -386,13 +387,12 @@ def null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_grou
     return data, coords
 
 
-def rescored_variables(kind: str, merged: Merged, norm: np.ndarray, groups: Sequence[str],
+def variant_variables(kind: str, merged: Merged, norm: np.ndarray, groups: Sequence[str],
                         runs: Sequence[Merged], tau: float, sweep: np.ndarray,
                         order: np.ndarray, counts: np.ndarray, level: float):
-    """A re-scored null (`kind`: `precision`, the same games in another precision, or `mask`,
-    with another mask token; `ips.analysis.nulls.precision_null` scores either pair of fits)
-    of every run: per sample and condition group (the mean over the group's re-scored
-    conditions; NaN for a sample or group with none), setting and band with intervals, n and
+    """A variant (`kind`: `precision`, the same games in another precision, or `baseline`,
+    under another baseline; `variant_null` scores either pair of fits) of every run: per
+    sample and condition group (the mean over the group's conditions scored again; NaN for a sample or group with none), setting and band with intervals, n and
     the τ sweep, and how far v moved (max and median |Δv|, median sd(Δv)/range of v, mean
     salient-set Jaccard, games compared; over all of a run's games). Variables
     `{kind}_null_ips` …, `{kind}_jaccard` …, on the coordinate `kind`."""
@@ -405,12 +405,11 @@ def rescored_variables(kind: str, merged: Merged, norm: np.ndarray, groups: Sequ
                for g in groups]
     stats = {k: np.full(len(runs), np.nan)
              for k in ("max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")}
-    by = VARIANTS[kind].by
+    by = variant(kind).by
     for k, p in enumerate(runs):
-        si, ci = _rescored_index(kind, merged, p)
-        got = precision_null(merged.v[si][:, ci], p.v, p.n_vars, norm[si][:, ci],
-                                   metrics.normalize(p.and_, p.or_, p.n_vars[:, None]), tau,
-                                   sweep)
+        si, ci = _variant_index(kind, merged, p)
+        got = variant_null(merged.v[si][:, ci], p.v, p.n_vars, norm[si][:, ci],
+                           metrics.normalize(p.and_, p.or_, p.n_vars[:, None]), tau, sweep)
         for gi, member in enumerate(members):
             mine = member[ci]
             if mine.any():
@@ -432,20 +431,20 @@ def rescored_variables(kind: str, merged: Merged, norm: np.ndarray, groups: Sequ
     return data, {kind: np.array([str(p.attrs.get(by, "")) for p in runs], dtype=object)}
 
 
-def _rescored_index(kind: str, merged: Merged, p: Merged) -> tuple[np.ndarray, np.ndarray]:
-    """Where the samples and conditions of a re-scored run `p` are in `merged`; `InputError`
+def _variant_index(kind: str, merged: Merged, p: Merged) -> tuple[np.ndarray, np.ndarray]:
+    """Where the samples and conditions of a variant's run `p` are in `merged`; `InputError`
     naming its file if it is not a run of the same games with the one setting changed."""
-    where, variant = p.values_files[0], VARIANTS[kind]
-    for name in variant.same:
+    where, chosen = p.values_files[0], variant(kind)
+    for name in chosen.same:
         if p.attrs.get(name) != merged.attrs.get(name):
             raise InputError(f"{where}: {name} {p.attrs.get(name)!r}, but the values files "
-                             f"have {merged.attrs.get(name)!r}; a {kind} run re-scores the "
-                             "same games")
-    setting = p.attrs.get(variant.differs)
+                             f"have {merged.attrs.get(name)!r}; a {kind} run scores the "
+                             "same games again")
+    setting = p.attrs.get(chosen.differs)
     setting = setting.item() if isinstance(setting, np.generic) else setting
-    if str(setting) == str(merged.attrs.get(variant.differs)):
-        raise InputError(f"{where}: {variant.differs} {setting!r} is the values files' own; a "
-                         f"{kind} run is scored with another (ips score {variant.flag})")
+    if str(setting) == str(merged.attrs.get(chosen.differs)):
+        raise InputError(f"{where}: {chosen.differs} {setting!r} is the values files' own; a "
+                         f"{kind} run is scored with another (ips score {chosen.flag})")
     if p.games is not None or merged.games is not None:
         raise InputError(f"{where}: the {kind} null needs exhaustive fits on both sides")
     samples = {s: i for i, s in enumerate(merged.samples)}
@@ -454,7 +453,7 @@ def _rescored_index(kind: str, merged: Merged, p: Merged) -> tuple[np.ndarray, n
                + [c for c in p.conditions["condition"] if c not in position])
     if missing:
         raise InputError(f"{where}: sample or condition {missing[0]!r} is not in the values "
-                         f"files; a {kind} run re-scores some of their games")
+                         f"files; a {kind} run scores some of their games again")
     si = np.array([samples[s] for s in p.samples], dtype=np.int64)
     ci = np.array([position[c] for c in p.conditions["condition"]], dtype=np.int64)
     if not np.array_equal(merged.n_vars[si], p.n_vars) or p.v.shape[2] != merged.v.shape[2]:

@@ -28,13 +28,13 @@ from ips.analysis import (
 )
 from ips.analysis.case_study import case_study_data
 from ips.analysis.layout import SetLayout
-from ips.analysis.nulls import null_attribute, null_variables, rescored_variables
+from ips.analysis.nulls import null_attribute, null_variables, variant_variables
 from ips.errors import InputError
 from ips.formats.hdf5 import labels
 from ips.formats.metrics import BAND_PAIRS, BANDS, CHANGED, PERTURBATION_LABEL
-from ips.formats.shards import Merged, load, load_rescored
+from ips.formats.shards import Merged, load, load_variant
 from ips.formats.values import design_row
-from ips.variants import NULLS, VARIANTS
+from ips.nulls import variant, variants
 
 log = logging.getLogger(__name__)
 
@@ -103,18 +103,18 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
             tau_sweep: Sequence[float] | None = None, seed: int = 0,
             n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
             draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None,
-            rescored: Mapping[str, Sequence[Merged]] | None = None) -> xr.Dataset:
+            variant_runs: Mapping[str, Sequence[Merged]] | None = None) -> xr.Dataset:
     """The metrics of one (model, dataset); see the module docstring for the layout.
 
     ``seed``, ``n_boot`` and ``level`` set the bootstrap of the confidence intervals,
     ``seed`` and ``draws`` the sign-flip tests of the order bands (`ips.analysis.uncertainty`;
     samples are resampled and tested in the order of their sorted ids, so neither depends
     on how the samples were sharded). ``null``: the null IPS to compute (`ips.analysis.nulls`;
-    None: none). ``rescored``: per null of `ips.variants.NULLS` (its kind), runs of some of the
-    same games with its one setting changed (`load_rescored`: other precisions, other mask
-    tokens), each scored against this run as that null.
+    None: none). ``variant_runs``: per variant (`ips.nulls.variants`, by kind), runs of some of
+    the same games with its one setting changed (`load_variant`: other precisions, other
+    baselines), each scored against this run as that null.
     """
-    rescored = rescored or {}
+    variant_runs = variant_runs or {}
     null = nulls.Settings((), 0) if null is None else null
     tau, sweep = _checked_taus(tau, tau_sweep)
     if merged.games is None:
@@ -137,8 +137,8 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         _fit_variables(merged, norm, layout, tau, order),
         null_variables(merged, norm, groups, per_group, tau, sweep, null, order, counts,
                         level),
-        *(rescored_variables(v.kind, merged, norm, groups, rescored.get(v.kind, ()), tau,
-                              sweep, order, counts, level) for v in NULLS),
+        *(variant_variables(v.kind, merged, norm, groups, variant_runs.get(v.kind, ()), tau,
+                              sweep, order, counts, level) for v in variants()),
         _peer_variables(merged, groups, per_group, order, counts, level),
         (case_data, case_coords),
     ):
@@ -146,8 +146,8 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         coords.update(c)
     attrs = {**_attributes(merged, tau, seed, n_boot, level, draws), **case_attrs,
              "null": null_attribute(merged, null),
-             **{v.kind: _rescored_attribute(v.kind, merged, rescored.get(v.kind, ()))
-                for v in NULLS}}
+             **{v.kind: _variant_attribute(v.kind, merged, variant_runs.get(v.kind, ()))
+                for v in variants()}}
     ds = xr.Dataset(data, coords=coords, attrs=attrs)
     ds["ips"].attrs["description"] = "IPS (band all) and IPS^low/mid/high at tau"
     ds["pair_ips"].attrs["description"] = (
@@ -155,10 +155,10 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
     return ds
 
 
-def _rescored_attribute(kind: str, merged: Merged, runs: Sequence[Merged]) -> str:
-    """JSON: this run's setting of a re-scored null (its dtype, or its mask's source and
-    token), and each run's conditions and samples."""
-    by, recorded = VARIANTS[kind].by, VARIANTS[kind].recorded
+def _variant_attribute(kind: str, merged: Merged, runs: Sequence[Merged]) -> str:
+    """JSON: this run's setting of a variant (its dtype, or its baseline's source
+    and token), and each run's conditions and samples."""
+    by, recorded = variant(kind).by, variant(kind).recorded
     own = {by: merged.attrs.get(by, ""), **{k: merged.attrs.get(k, "") for k in recorded}}
     return json.dumps({**own, "runs": {
         p.attrs.get(by, ""): {"conditions": list(p.conditions["condition"]),
@@ -449,12 +449,13 @@ def summarize(values: Sequence[str | os.PathLike],
               tau_sweep: Sequence[float] | None = None, seed: int = 0,
               n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
               draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None,
-              rescored: Mapping[str, tuple[Sequence[str | os.PathLike],
-                                           Sequence[str | os.PathLike]]] | None = None
+              variant_runs: Mapping[str, tuple[Sequence[str | os.PathLike],
+                                               Sequence[str | os.PathLike]]] | None = None
               ) -> xr.Dataset:
-    """Read, check and merge the shards (and the runs of each re-scored null: ``rescored``,
+    """Read, check and merge the shards (and the runs of each variant: ``variant_runs``,
     kind → (values files, interactions files)), then compute the metrics (what `ips
     metrics` does)."""
     return compute(load(values, interactions), tau, tau_sweep, seed=seed, n_boot=n_boot,
                    level=level, draws=draws, null=null,
-                   rescored={k: load_rescored(k, *files) for k, files in (rescored or {}).items()})
+                   variant_runs={k: load_variant(k, *files)
+                                 for k, files in (variant_runs or {}).items()})

@@ -29,8 +29,20 @@ from ips.baselines.deletion import Deletion
 from ips.baselines.token import Token
 from ips.errors import ModelError
 
-__all__ = ["NO_TOKEN_ID", "Baseline", "Deletion", "Replacement", "Segment", "Token",
-           "as_baseline", "describe", "kind_of", "parse", "pattern", "resolve", "syntax"]
+__all__ = ["NO_TOKEN_ID", "PATH_PATTERN", "Baseline", "Deletion", "Replacement", "Segment", "Token",
+           "as_baseline", "describe", "kind_of", "parse", "path_setting", "pattern", "resolve",
+           "syntax"]
+
+
+#: a setting as a path component (`path_setting`): a regular expression, the workflow's
+#: wildcard constraint of every setting that names a baseline
+PATH_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+
+
+def path_setting(setting: str) -> str:
+    """A setting as a path component: "word:the" → "word-the"; the workflow reads a path's
+    setting back from the configured ones."""
+    return setting.replace(":", "-", 1)
 
 
 def as_baseline(baseline: Baseline | int) -> Baseline:

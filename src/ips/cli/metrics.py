@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ips.cli.arguments import add_uncertainty, int_between, unit
 from ips.config import default
-from ips.variants import NULLS
+from ips.nulls import variants
 
 log = logging.getLogger("ips")
 
@@ -36,7 +36,7 @@ def add_parser(sub, common) -> None:
     p.add_argument("--tau-sweep", type=unit, nargs="+", default=None, metavar="TAU",
                    help="thresholds of the τ sweep (default: 0.05 0.06 ... 0.20)")
     add_uncertainty(p)
-    nulls = default("nulls")
+    nulls = default("nulls")["noise"]
     p.add_argument("--null-levels", type=unit, nargs="+", default=nulls["levels"], metavar="C",
                    help="Gaussian null levels: noise of C times the range of v on every value "
                    "of a game, refitted and scored against its fit (default: %(default)s)")
@@ -46,7 +46,7 @@ def add_parser(sub, common) -> None:
     p.add_argument("--no-matched-null", dest="matched_null", action="store_false",
                    default=nulls["matched"],
                    help="skip the matched-size null of every template pair")
-    for v in NULLS:  # one pair of options per re-scored null (ips.variants)
+    for v in variants():  # one pair of options Per variant (ips.nulls)
         p.add_argument(f"--{v.kind}-values", type=Path, nargs="*", default=[], metavar="V.h5",
                        help=f"values files of some of the same games scored {v.changes} "
                        f"(ips score {v.flag} --conditions): the {v.kind} null, per {v.setting}")
@@ -66,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
     ds = summarize(args.values, args.interactions, tau=args.tau, tau_sweep=args.tau_sweep,
                    seed=args.seed, n_boot=args.resamples, level=args.level,
                    draws=args.permutations, null=null,
-                   rescored={v.kind: (getattr(args, f"{v.kind}_values"),
-                                      getattr(args, f"{v.kind}_interactions")) for v in NULLS})
+                   variant_runs={v.kind: (getattr(args, f"{v.kind}_values"),
+                                      getattr(args, f"{v.kind}_interactions")) for v in variants()})
     write_metrics(ds, args.out)
     ips0 = ds["ips"].sel(band="all").values
     a = ds.attrs

@@ -43,7 +43,7 @@ def add_parser(sub, common) -> None:
     p.add_argument("--samples", type=Path, nargs="+", metavar="SAMPLES.json",
                    help="samples written by `ips samples` (default: prepare them from the config); "
                    "several files, each with its own --out in order, are scored with one model "
-                   "load (the re-scored nulls' runs)")
+                   "load (the variants' runs)")
     p.add_argument("--shard", type=int_between(0, 10**9), default=0, metavar="K",
                    help="score samples [K*shard_size, (K+1)*shard_size) (default: %(default)s)")
     p.add_argument("--shard-size", type=int_between(1, 10**9), metavar="S",
@@ -58,7 +58,7 @@ def add_parser(sub, common) -> None:
     p.add_argument("--dtype", choices=DTYPES,
                    help="compute in this precision instead of the entry's dtype (the precision "
                    "null: docs/method.md#precision)")
-    add_baseline(p, "score with another baseline than the model's own (the mask null, the "
+    add_baseline(p, "score with another baseline than the model's own (the baseline null, the "
                  "baselines axis)")
     p.add_argument("--conditions", nargs="+", action="append", metavar="NAME",
                    help="score only these conditions (default: every condition of the samples); "

@@ -13,7 +13,7 @@ scope absent there) is undecided.
 scored, every condition pair of every group:
 
 - the IPS between the baselines: per sample the mean over its conditions of ips(x, v, v')
-  between the two baselines' games of one prompt (the mask null on every condition), its
+  between the two baselines' games of one prompt (the baseline null on every condition), its
   mean over samples and n;
 - the Spearman ρ of per-sample IPS (the main group's, band all) and of per-pair IPS
   (ips(x, T, T̂) averaged over the common samples), each with its permutation p and n

@@ -6,8 +6,8 @@ same order, their interactions files (`ips fit`). Each shard is read with its la
 same samples, conditions and mask axis; a sparse fit's entries), and the shards are checked against
 each other (same model, dataset, conditions, groups, mask axis; a sample in two shards is an
 error) and concatenated along `sample` (`merge_shards`), so sharding cannot change a number.
-`load` does all three for the main run, `load_rescored` for the runs of a precision or mask
-null.
+`load` does all three for the main run, `load_variant` for the runs of a variant (a precision or
+baseline null).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 from ips.errors import InputError
 from ips.formats.hdf5 import decode_labels, read_dataset
 from ips.formats.interactions import attach_interactions
-from ips.variants import VARIANTS
+from ips.nulls import variant
 
 _CONDITION_COORDS = ("template", "shots", "perturbation")
 # the attributes every shard of one (model, dataset) must agree on
@@ -244,12 +244,12 @@ def load(values: Sequence[str | os.PathLike], interactions: Sequence[str | os.Pa
     return merge_shards(_read_shards(values, interactions))
 
 
-def load_rescored(kind: str, values: Sequence[str | os.PathLike],
+def load_variant(kind: str, values: Sequence[str | os.PathLike],
                   interactions: Sequence[str | os.PathLike]) -> list[Merged]:
-    """The runs of a re-scored null (`ips.variants.VARIANTS[kind]`: `precision`, scored with
-    `ips score --dtype`, `mask`, with `ips score --baseline`), one Merged per setting (the values
+    """The runs of a variant (`ips.nulls.variant(kind)`: `precision`, scored with
+    `ips score --dtype`, `baseline`, with `ips score --baseline`), one Merged per setting (the values
     files' attribute `by` of its row), in the order first given."""
-    by = VARIANTS[kind].by
+    by = variant(kind).by
     by_setting: dict[str, list[Shard]] = {}
     for sh in _read_shards(values, interactions, f"{kind} "):
         by_setting.setdefault(str(sh.attrs.get(by, "")), []).append(sh)

@@ -195,7 +195,7 @@ def half_precision_note(spec: ModelSpec) -> str:
     head = (f"{spec.name} in {spec.dtype}: half precision alone moves IPS (the IPS of one "
             "template between float32 and half precision, the precision null")
     if measured is None:
-        return (f"{head}, is not measured for this model; `precision_null` in the config "
+        return (f"{head}, is not measured for this model; `nulls.precision` in the config "
                 "measures it, docs/method.md#precision); set `dtype: float32` for IPS "
                 "comparable with float32 runs")
     return (f"{head}, measured {measured['null_ips']:.2f} against a template IPS of "

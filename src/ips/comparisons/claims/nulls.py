@@ -25,7 +25,7 @@ from ips.comparisons.claims.verdicts import (
     unattainable_note,
 )
 from ips.formats.metrics import Entry
-from ips.variants import NULLS
+from ips.nulls import variants
 
 NULL_CLAIMS = {
     "template_below_matched_null": (
@@ -51,8 +51,8 @@ NULL_CLAIMS = {
 }
 
 
-#: the rows of `rescored_claims` (metrics files with a re-scored null only: `ips.variants`)
-RESCORED_CLAIMS = {v.claim: v.paper for v in NULLS}
+#: the rows of `variant_claims` (metrics files with a variant only: `ips.variants`)
+VARIANT_CLAIMS = {v.claim: v.paper for v in variants()}
 
 
 def _paired_row(e: Entry, claim: str, d: np.ndarray, sign: int, what: str, draws: int,
@@ -68,7 +68,7 @@ def _paired_row(e: Entry, claim: str, d: np.ndarray, sign: int, what: str, draws
     est = float(finite.mean()) if t.n else np.nan
     mde = uncertainty.sign_flip_mde_of(d, level=level)
     p = min(1.0, family * t.p_zero)
-    paper = NULL_CLAIMS.get(claim) or RESCORED_CLAIMS[claim]
+    paper = NULL_CLAIMS.get(claim) or VARIANT_CLAIMS[claim]
     adjusted = f"; Bonferroni over the {family} rows" if family > 1 else ""
     return Claim(claim, join_scope(e.model, e.dataset, group, where), paper, est, t.low,
                  t.high, t.n, f"paired sign-flip ({t.method}) on per-sample {what}; interval: "
@@ -157,14 +157,14 @@ def _order_beyond_null(e: Entry, draws: int, seed: int) -> list[Claim]:
             for lo, hi in (("low", "mid"), ("mid", "high"))]
 
 
-def rescored_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
-    """Per re-scored null (`ips.variants.NULLS`: a second precision, another mask token),
+def variant_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
+    """Per variant (`ips.nulls.variants`: a second precision, another mask token),
     setting, condition group with conditions scored again, and band: is the group's template
     IPS above that null, on the samples that were scored again (paired over samples)? The
     scope names the group."""
     ds = e.ds
     out = []
-    for v in NULLS:
+    for v in variants():
         kind = v.kind
         if f"sample_{kind}_null_ips" not in ds:
             continue

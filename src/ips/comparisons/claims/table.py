@@ -62,7 +62,7 @@ from ips.comparisons.claims.across_models import (
     tau_claims,
 )
 from ips.comparisons.claims.controls import with_controls
-from ips.comparisons.claims.nulls import matched_claims, null_claims, rescored_claims
+from ips.comparisons.claims.nulls import matched_claims, null_claims, variant_claims
 from ips.comparisons.claims.per_model import (
     few_shot_curve_claims,
     order_claims,
@@ -108,7 +108,7 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: i
         per_entry[str(e.path)] = marked(
             [*sparsity_claims(e), *type_claims(e), *order_claims(e),
              *few_shot_curve_claims(e, draws, seed),
-             *null_claims(e, draws, seed), *rescored_claims(e, draws, seed)], [e])
+             *null_claims(e, draws, seed), *variant_claims(e, draws, seed)], [e])
     out = with_controls(per_entry, entries, draws, seed)
     out += factor_claims(factors, trained)
     for d in datasets:

@@ -1,6 +1,6 @@
 """IPS beside its nulls (`ips.analysis.nulls`, beyond the paper): one panel per dataset, one row per
 model (ranked by IPS, as in the ranking figure), the template IPS with its interval beside
-its matched-size null, its Gaussian null at every noise level, its precision and mask nulls,
+its matched-size null, its Gaussian null at every noise level, its precision and baseline nulls,
 and its ceiling, the IPS of unrelated samples; the right margin says in how many (sample,
 0-shot pair) the IPS lies above its matched null. The per-level numbers are in
 `null_table.csv` and the README."""
@@ -31,14 +31,9 @@ from ips.figures.style import (
     whiskers,
 )
 from ips.formats.metrics import Entry
-from ips.variants import NULLS
+from ips.nulls import variants
 
 PAIR_COLOR = "#1f78b4"
-#: the marks of the re-scored nulls (`ips.variants.NULLS`): one per dtype (precision) or other
-#: mask token (mask); a null without its own mark gets the last
-RESCORED_MARKS = {"precision": {"marker": "*", "ms": 7, "color": "#d95f02"},
-                  "mask": {"marker": "X", "ms": 6, "color": "#7570b3"},
-                  "": {"marker": "P", "ms": 6, "color": "#666666"}}
 #: the ceiling's mark: the IPS of unrelated samples (`ips.analysis.nulls.ceiling`)
 CEILING_MARK = {"marker": "s", "ms": 6, "mfc": "none", "color": "#e31a1c", "ls": ""}
 
@@ -51,7 +46,7 @@ def nulls_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     """One panel per dataset, one row per model with a null (least sensitive on top): the
     template IPS (0-shot, band all, 95% CI), its matched-size null (diamond), its Gaussian
     null at each noise level (ticks; the null grows with the level), the precision null of
-    each second dtype (star), the mask null of each other mask token (cross) and the ceiling
+    each second dtype (star), the baseline null of each other baseline (cross) and the ceiling
     (open square: the IPS of unrelated samples of the same n); right of the panel, the
     (sample, pair) cells whose IPS lies above their matched-size null."""
     rows = [e for e in entries if _has_null(e)]
@@ -79,7 +74,7 @@ def _null_handles() -> list:
     return [Line2D([], [], label="matched-size null", **NULL_MARKS["matched"]),
             Line2D([], [], label="Gaussian null (each level c)", **NULL_MARKS["gaussian"]),
             *(Line2D([], [], ls="", label=f"{v.kind} null (each other {v.setting})",
-                     **RESCORED_MARKS.get(v.kind, RESCORED_MARKS[""])) for v in NULLS),
+                     **v.mark) for v in variants()),
             Line2D([], [], label="ceiling (unrelated samples)", **CEILING_MARK)]
 
 
@@ -93,10 +88,10 @@ def _panel(ax, rows: list[Entry], n: int) -> None:
                         capsize=2, zorder=3)
         for kind, xs in null_values(e).items():
             ax.plot(xs, np.full(len(xs), yi), zorder=2, **{**NULL_MARKS[kind], "ms": 6})
-        for v in NULLS:
-            for x in _rescored(e, v.kind):
+        for v in variants():
+            for x in _variant_ips(e, v.kind):
                 ax.plot([x], [yi], ls="", zorder=4,
-                        **RESCORED_MARKS.get(v.kind, RESCORED_MARKS[""]))
+                        **v.mark)
         ax.plot([_ceiling(e)], [yi], zorder=4, **CEILING_MARK)
         ax.text(1.01, yi, _above(e), transform=ax.get_yaxis_transform(), va="center",
                 fontsize=fs, color="#555555")
@@ -108,8 +103,8 @@ def _panel(ax, rows: list[Entry], n: int) -> None:
     ax.set_xlabel("IPS (lower = less sensitive)", fontsize=8)
 
 
-def _rescored(e: Entry, kind: str) -> list[float]:
-    """The precision or mask null of each setting (main group, band all)."""
+def _variant_ips(e: Entry, kind: str) -> list[float]:
+    """The precision or baseline null of each setting (main group, band all)."""
     ds = e.ds
     if f"{kind}_null_ips" not in ds or MAIN_GROUP not in ds["group"].values:
         return []

@@ -24,7 +24,7 @@ from ips.errors import InputError
 from ips.figures.numbers import MAIN_GROUP
 from ips.formats.factors import TauDifferences, TauRobustness
 from ips.formats.metrics import BANDS, Entry, weights
-from ips.variants import NULLS
+from ips.nulls import variants
 
 TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_ci_low", "ips_ci_high",
                  "n_valued_samples", "n_empty_pairs", "matched_null_ips", "matched_null_ci_low",
@@ -40,7 +40,7 @@ PEER_COLUMNS = ("model", "dataset", "group", "ips", "ips_ci_low", "ips_ci_high",
                 *(f"{p}{s}" for p in PEERS for s in ("", "_ci_low", "_ci_high", "_n")),
                 "weights")
 #: what a precision null row adds (`ips.formats.metrics`: precision_{name} per precision)
-RESCORED_STATS = ("max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")
+VARIANT_STATS = ("max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")
 FACTOR_COLUMNS = ("factor", "dataset", "group", "model_a", "model_b", "setting_a", "setting_b",
                   "templates", "band", "ips_a", "ips_a_ci_low", "ips_a_ci_high", "ips_b",
                   "ips_b_ci_low", "ips_b_ci_high", "delta_ips", "delta_ips_ci_low",
@@ -138,7 +138,7 @@ def null_rows(entries: list[Entry]) -> list[dict]:
     """Every null beside IPS: one row per model, dataset, group, band and null (the Gaussian
     null at each level, the matched-size null, the ceiling — IPS of unrelated games, in the
     `null` column though it is no null —; in each group with conditions scored again, the
-    precision null of each second dtype and the mask null of each other mask, with how far
+    precision null of each second dtype and the baseline null of each other baseline, with how far
     v moved over all of the run's games)."""
     rows = []
     for e in entries:
@@ -149,8 +149,8 @@ def null_rows(entries: list[Entry]) -> list[dict]:
         fixed = {kind: _null_arrays(ds, name, ("group",))
                  for kind, name in (("matched", "matched_null"), ("ceiling", "ceiling"))
                  if f"{name}_ips" in ds}
-        rescored = {kind: _null_arrays(ds, f"{kind}_null", (kind, "group"))
-                    for kind in (v.kind for v in NULLS) if f"{kind}_null_ips" in ds}
+        variant_nulls = {kind: _null_arrays(ds, f"{kind}_null", (kind, "group"))
+                    for kind in (v.kind for v in variants()) if f"{kind}_null_ips" in ds}
         for gi, g in enumerate(ds["group"].values):
             for bi, b in enumerate(BANDS):
                 samples = own["sample"][gi, bi] if own["sample"] is not None else None
@@ -163,12 +163,12 @@ def null_rows(entries: list[Entry]) -> list[dict]:
                 for kind, arrays in fixed.items():
                     rows.append({**base, "null": kind, "level": "",
                                  **_null_cells(arrays, (gi, bi), samples)})
-                for kind, arrays in rescored.items():
+                for kind, arrays in variant_nulls.items():
                     for k, setting in enumerate(ds[kind].values):
                         if not arrays["n"][k, gi].any():  # no condition of g scored again
                             continue
                         stats = {name: float(ds[f"{kind}_{name}"].isel({kind: k}))
-                                 for name in RESCORED_STATS}
+                                 for name in VARIANT_STATS}
                         rows.append({**base, "null": kind, "level": str(setting), **stats,
                                      "games": int(stats["games"]),
                                      **_null_cells(arrays, (k, gi, bi), samples)})

@@ -155,8 +155,8 @@ FIGURES = {
         "with its 95% interval beside its matched-size null (noise of each pair's own size "
         "of change beyond the best affine map a·v + b, a ≥ 0, between its two games), its "
         "Gaussian null at each noise level (noise of c × range of v on every value of a game, "
-        "refitted), the precision null of each second dtype (stars), the mask null of each "
-        "other mask token (crosses) and the ceiling (open squares: the IPS of unrelated "
+        "refitted), the precision null of each second dtype (stars), the baseline null of each "
+        "other baseline (crosses) and the ceiling (open squares: the IPS of unrelated "
         "games, each sample's template against the other template of other samples of the "
         "same n); right, the (sample, pair) cells whose IPS lies above their matched-size "
         "null; the numbers in `null_table.csv`; docs/method.md#nulls",
@@ -205,7 +205,7 @@ TABLES = {
         "precision and mask rows (main group; level: the second dtype, or the other mask "
         "token) add max and median |Δv|, the median sd(Δv) / range of v, the mean "
         "salient-set Jaccard and the games compared (docs/method.md#nulls, "
-        "docs/method.md#precision, docs/method.md#mask-null; `ips.analysis.nulls`)",
+        "docs/method.md#precision, docs/method.md#baseline-null; `ips.analysis.nulls`)",
         TABLE_SECTION),
     "peer_table.csv": Caption(
         "What other tools report, beside IPS",

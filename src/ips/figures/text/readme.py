@@ -1,6 +1,6 @@
 """The README of a figures directory (`ips figures`): what each file shows, τ, the models and
 datasets, absent factors, IPS beside its nulls and its ceiling and beside what other tools
-report, the precision and mask nulls, the sparse estimates and the claims table."""
+report, the precision and baseline nulls, the sparse estimates and the claims table."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from ips.figures.text.captions import (
 from ips.formats.factors import FactorsFile
 from ips.formats.metrics import WEIGHTS, Entry
 from ips.interactions.sparse import UNRELIABLE_HELDOUT
-from ips.variants import NULLS, VARIANTS
+from ips.nulls import variant, variants
 
 
 def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
@@ -146,7 +146,7 @@ def _cell_text(x: float, fmt: str = ".3f") -> str:
 
 def null_section(entries: list[Entry]) -> list[str]:
     """IPS beside its nulls per model and dataset (main group, band all; `ips.analysis.nulls`),
-    then each re-scored null in every group that has it."""
+    then each variant in every group that has it."""
     every = [r for r in null_rows(entries) if r["band"] == "all"]
     rows = [r for r in every if r["group"] == MAIN_GROUP]
     if not rows:
@@ -167,7 +167,7 @@ def null_section(entries: list[Entry]) -> list[str]:
              + " | matched-size null | IPS − matched (n) | ceiling |",
              "|---|---|---|" + "---|" * len(levels) + "---|---|---|"]
     for (model, dataset) in dict.fromkeys((r["model"], r["dataset"]) for r in rows
-                                          if r["null"] not in VARIANTS):
+                                          if r["null"] not in {v.kind for v in variants()}):
         mine = [r for r in rows if (r["model"], r["dataset"]) == (model, dataset)]
         gauss = {r["level"]: r["null_ips"] for r in mine if r["null"] == "gaussian"}
         matched, top = (next((r for r in mine if r["null"] == kind), None)
@@ -178,7 +178,7 @@ def null_section(entries: list[Entry]) -> list[str]:
                      + " | ".join(_cell_text(gauss.get(c, np.nan)) for c in levels)
                      + f" | {_cell_text(matched['null_ips']) if matched else '–'} | {diff} | "
                      + f"{_cell_text(top['null_ips']) if top else '–'} |")
-    return lines + [line for v in NULLS for line in rescored_section(every, v.kind)]
+    return lines + [line for v in variants() for line in variant_section(every, v.kind)]
 
 
 def peer_section(entries: list[Entry]) -> list[str]:
@@ -205,19 +205,19 @@ def peer_section(entries: list[Entry]) -> list[str]:
     return lines
 
 
-def rescored_section(rows: list[dict], kind: str) -> list[str]:
-    """A re-scored null (`ips.variants.NULLS`) per model, dataset, condition group and setting
+def variant_section(rows: list[dict], kind: str) -> list[str]:
+    """A variant (`ips.nulls.variants`) per model, dataset, condition group and setting
     (band all): only the groups some of whose conditions were scored again have it."""
     rows = [r for r in rows if r["null"] == kind]
     if not rows:
         return []
-    v = VARIANTS[kind]
+    v = variant(kind)
     lines = ["", f"### {v.title}", "",
              f"The same prompts scored again {v.changes}, each game's two fits scored as a "
              f"template pair ({v.doc} in the project): {v.measures}. Δv: v of the other "
              f"{v.setting} minus this run's, over every mask of the run's games (all its "
              "groups). A group is listed where some of its conditions were scored again "
-             f"(`{v.section}.conditions`); the others have no {kind} null.", "",
+             f"(`nulls.{kind}.conditions`); the others have no {kind} null.", "",
              f"| model | dataset | group | {v.setting} | games | max \\|Δv\\| (median) | "
              f"sd(Δv) / range, median | salient-set Jaccard | {kind} null [95% CI] (n) | IPS | "
              "IPS − null (n) |", "|---|---|---|---|---|---|---|---|---|---|---|"]

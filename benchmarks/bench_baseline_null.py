@@ -1,12 +1,12 @@
-"""What the mask null and the peers' analyses add to `make figures`, side by side in one run.
+"""What the baseline null and the peers' analyses add to `make figures`, side by side in one run.
 
-    .venv/bin/python benchmarks/bench_mask_cost.py [--repeats 1]
+    .venv/bin/python benchmarks/bench_baseline_null.py [--repeats 1]
 
 Runs the embedded default's whole DAG (`config.yaml`, target results/figures) twice from
-empty results folders: once as shipped, once with `mask_null.masks: []` (no mask null), the
+empty results folders: once as shipped, once with `nulls.baseline.others: []` (no baseline null), the
 order alternating over `--repeats`. The converted models (resources/, which `make figures`
 makes once) are shared by both, so the model conversion counts in neither. Prints each run's
-wall time, the ratio, the job time of the mask null's own jobs (rules score_mask and fit_mask,
+wall time, the ratio, the job time of the baseline null's own jobs (rules score_baseline_null and fit_baseline_null,
 from their benchmark files) and, from a profile of `ips metrics` and `ips figures` over the
 shipped run's outputs, the seconds spent in the peers' analyses (`PEER_FUNCTIONS`: the
 output-level metrics, the claims across and within models, the peer table) against those
@@ -73,13 +73,13 @@ def peers_share(work: Path, config: dict) -> tuple[float, float]:
     flags = ["--tau", config["tau"], "--tau-sweep", *config["tau_sweep"], "--seed",
              config["seed"], "--resamples", config["bootstrap"]["resamples"], "--level",
              config["bootstrap"]["level"], "--permutations", config["permutation"]["draws"],
-             "--null-levels", *config["nulls"]["levels"], "--null-draws",
-             config["nulls"]["draws"]]
+             "--null-levels", *config["nulls"]["noise"]["levels"], "--null-draws",
+             config["nulls"]["noise"]["draws"]]
     prof, calls = cProfile.Profile(), []
     for cell in sorted((res / "metrics").glob("*/*.nc")):
         m, d = cell.parent.name, cell.stem
-        files = {f"--{kind}-{what}": sorted(res.glob(f"{kind}*/*/{what}/{m}/{d}.h5"))
-                 for kind in ("precision", "mask") for what in ("values", "interactions")}
+        files = {f"--{kind}-{what}": sorted(res.glob(f"nulls/{kind}/*/{what}/{m}/{d}.h5"))
+                 for kind in ("precision", "baseline") for what in ("values", "interactions")}
         calls.append(["metrics", "--values", *sorted(res.glob(f"values/{m}/{d}/*.h5")),
                       "--interactions", *sorted(res.glob(f"interactions/{m}/{d}/*.h5")),
                       *flags, *[x for k, v in files.items() for x in (k, *v)],
@@ -103,12 +103,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1)
     args = ap.parse_args()
     shipped = yaml.safe_load((ROOT / "config.yaml").read_text())
-    with tempfile.TemporaryDirectory(prefix="bench-mask-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-baseline-null-") as tmp:
         tmp = Path(tmp)
-        without = dict(shipped, mask_null=dict(shipped["mask_null"], masks=[]))
-        configs = {"shipped": tmp / "shipped.yaml", "no mask null": tmp / "without.yaml"}
+        nulls = shipped["nulls"]
+        without = dict(shipped, nulls=dict(nulls, baseline=dict(nulls["baseline"], others=[])))
+        configs = {"shipped": tmp / "shipped.yaml", "no baseline null": tmp / "without.yaml"}
         configs["shipped"].write_text(yaml.safe_dump(shipped))
-        configs["no mask null"].write_text(yaml.safe_dump(without))
+        configs["no baseline null"].write_text(yaml.safe_dump(without))
         (ROOT / "resources").mkdir(exist_ok=True)
         prepared = dag(tmp / "prepare", configs["shipped"], *(
             f"{MODEL_CACHE.as_posix()}/{m}.path" for m in shipped["models"]))
@@ -120,12 +121,13 @@ def main() -> None:
                 walls[name].append(dag(work, configs[name]))
                 print(f"run {r + 1}, {name}: {walls[name][-1]:.0f} s", flush=True)
         a, b = (min(walls[k]) for k in configs)
-        print(f"whole DAG, best of {args.repeats}: shipped {a:.0f} s, no mask null {b:.0f} s, "
+        print(f"whole DAG, best of {args.repeats}: shipped {a:.0f} s, no baseline null {b:.0f} s, "
               f"ratio {a / b:.3f}")
         work = tmp / "shipped-0"
-        mask_jobs = job_seconds(work, "masks")
+        null_jobs = job_seconds(work, "nulls/baseline")
         main_jobs = job_seconds(work, "score") + job_seconds(work, "fit")
-        print(f"mask null jobs (score_mask, fit_mask): {mask_jobs:.0f} s of job time; main "
+        print(f"baseline null jobs (score_baseline_null, fit_baseline_null): {null_jobs:.0f} s "
+              "of job time; main "
               f"score and fit jobs: {main_jobs:.0f} s")
         in_peers, total = peers_share(work, shipped)
         print(f"peers' analyses in ips metrics (every cell) and ips figures: {in_peers:.2f} s "
