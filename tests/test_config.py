@@ -150,9 +150,10 @@ def twin_config(**controls):
 
 
 def test_each_listed_model_gets_a_twin_entry_equal_to_its_own_but_the_source():
-    """`controls.twins`: `M-twin` holds M's entry with `source: {twin: M, seed}`, the seed
-    controls.seed + CRC-32 of M's name (written out here: crc32(b"a") = 0xE8B7BE43); added
-    after the configured models; validating again changes nothing."""
+    """`controls.twins`: `M-twin` holds M's entry with `source: {redraw: M, seed}`, the seed
+    controls.seed + CRC-32 of M's name (written out here: crc32(b"a") = 0xE8B7BE43), and
+    `control: {kind: twins, of: M}`; added after the configured models; validating again
+    changes nothing."""
     import copy
 
     from ips.config import validate as ips_validate
@@ -163,9 +164,10 @@ def test_each_listed_model_gets_a_twin_entry_equal_to_its_own_but_the_source():
     assert twin_name("a") == "a-twin"
     for name in ("a", "b"):
         twin = dict(config["models"][f"{name}-twin"])
-        assert twin.pop("source")["twin"] == name
+        assert twin.pop("source")["redraw"] == name
+        assert twin.pop("control") == {"kind": "twins", "of": name}
         assert twin == {k: v for k, v in config["models"][name].items() if k != "source"}
-    assert config["models"]["a-twin"]["source"] == {"twin": "a", "seed": 5 + 0xE8B7BE43}
+    assert config["models"]["a-twin"]["source"] == {"redraw": "a", "seed": 5 + 0xE8B7BE43}
     assert config["models"]["b-twin"]["source"]["seed"] != config["models"]["a-twin"][
         "source"]["seed"]
     again = ips_validate(copy.deepcopy(config))
@@ -186,9 +188,11 @@ def test_the_controls_section_is_the_registered_kinds_keys():
     section = schema()["properties"]["controls"]
     assert set(section["properties"]) == {"twins", "seed"}
     assert section["additionalProperties"] is False
-    twin = {"source": {"twin": "a", "seed": 1}}
+    twin = {"source": {"redraw": "a", "seed": 1}, "control": {"kind": "twins", "of": "a"}}
     assert (controls.controlled(twin), controls.kind_of(twin)) == ("a", UntrainedTwins)
-    assert controls.controlled({"source": {"random": "llama", "seed": 3}}) is None
+    assert UntrainedTwins.controls_of(twin) == "a"
+    assert controls.controlled({"source": {"redraw": "a", "seed": 3}}) is None
+    assert UntrainedTwins.controls_of({"control": {"kind": "other", "of": "a"}}) is None
 
     class Seeds(Control):  # defined here, and taken out of the registry again below
         kind = "seeds"
@@ -197,11 +201,7 @@ def test_the_controls_section_is_the_registered_kinds_keys():
 
         @classmethod
         def expand(cls, section, models, source):
-            return None
-
-        @classmethod
-        def controls_of(cls, entry):
-            return None
+            return []
 
     try:
         with pytest.raises(InputError, match=r"controls\.seed is read by two control kinds, "
@@ -232,17 +232,24 @@ def test_a_twin_takes_the_variants_of_its_original():
     (lambda c: c["controls"].update(twins=["x"]),
      "config: controls.twins.0: 'x' is not under models (configured: a, b)"),
     (lambda c: c["controls"].update(twins=["a", "a-twin"]),
-     "config: controls.twins.1: 'a-twin' is the twin of 'a'; a twin of a twin is not drawn"),
+     "config: controls.twins.1: 'a-twin' is the control of 'a'; a twin of a control is not "
+     "drawn"),
     (lambda c: c["models"].update({"a-twin": dict(TWIN_MODEL)}),
      "config: models.a-twin: a model of this name is configured, and controls.twins.0 adds "
      "the twin of 'a' under it; rename the model"),
-    (lambda c: c["models"].update({"c": {**TWIN_MODEL, "source": {"twin": "b", "seed": 1}}}),
-     "config: models.c.source.twin: added by controls.twins, not written by hand; list 'b'"),
+    (lambda c: c["models"].update({"c": {**TWIN_MODEL, "control": {"kind": "twins", "of": "b"}}}),
+     "config: models.c.control: set by the control that adds the entry, not written by hand; "
+     "configure it under controls (kinds: twins"),
+    (lambda c: c["models"].update({"c": {**TWIN_MODEL, "source": {"redraw": "x", "seed": 1}}}),
+     "config: models.c.source.redraw: 'x' is not under models; name the configured model"),
+    (lambda c: c["models"].update({"c": {**TWIN_MODEL, "source": {"redraw": "a-twin",
+                                                                   "seed": 1}}}),
+     "config: models.c.source.redraw: 'a-twin' is itself re-drawn; name the model it re-draws"),
     (lambda c: c["controls"].update(seed=-1), "config: controls.seed: -1 is less than"),
     (lambda c: c["controls"].update(twin=["a"]),
      "config: controls.twin: unknown key; did you mean twins?"),
-    (lambda c: c["models"]["b"]["source"].update(twin="a"),
-     "config: models.b.source: key 'twin' is not allowed here; allowed: random, seed"),
+    (lambda c: c["models"]["b"]["source"].update(redraw="a"),
+     "config: models.b.source: key 'redraw' is not allowed here; allowed: random, seed"),
 ])
 def test_a_bad_twin_is_one_line_naming_the_field(edit, message):
     from ips.config import ConfigError

@@ -128,7 +128,7 @@ def validate(config: dict, source: str = "config") -> dict:
 
     The plug-ins (`plugins`) are imported first, so that their baselines validate. The
     run's `baseline` goes into every model entry that sets none, and every control adds its
-    model entries (`ips.controls.expand`: the untrained twins of `controls.twins`), so that
+    model entries (`ips.controls.expand`), so that
     every later check, and everything that reads the models, sees them.
     Besides the schema: the values of the models' parameter counts (as in `validate_model`),
     the reference model of occlusion, the template names of every kind a dataset needs, and
@@ -149,6 +149,7 @@ def validate(config: dict, source: str = "config") -> dict:
     controls.expand(config["controls"], config["models"], source)
     for name, entry in config["models"].items():
         _param_counts(entry, source, f"models.{name}.")
+        _check_redraw(config["models"], name, source)
     _check_reference_model(config, source)
     if config["sampling"]["mode"] == "exhaustive" and config["n_max"] > EXHAUSTIVE_MAX_N:
         raise ConfigError(f"{source}: n_max: {config['n_max']} needs `sampling: {{mode: sparse}}`; "
@@ -206,6 +207,21 @@ def validate_settings(settings: dict, source: str = "settings") -> dict:
     _check_paper_shots(settings["few_shot"], source)
     _check_dataset(settings["dataset"], entry, "entry", source)
     return settings
+
+
+def _check_redraw(models: dict, name: str, source: str) -> None:
+    """A `redraw` source names a configured model whose own source is not `redraw` (it is
+    built from that model's prepared directory, `ips.models.redraw`)."""
+    original = models[name]["source"].get("redraw")
+    if original is None:
+        return
+    field = f"{source}: models.{name}.source.redraw"
+    if original not in models:
+        raise ConfigError(f"{field}: {original!r} is not under models; name the configured "
+                          "model whose weights it re-draws")
+    if "redraw" in models[original]["source"]:
+        raise ConfigError(f"{field}: {original!r} is itself re-drawn; name the model it "
+                          "re-draws")
 
 
 def validate_model(name: str, entry: dict) -> dict:

@@ -286,7 +286,7 @@ def test_the_baselines_study_is_the_scale_study_under_three_baselines():
     extra = yaml.safe_load((ROOT / "workflow/configs/baselines.yaml").read_text())
     config = load_config(ROOT / "workflow/configs/scale.yaml", overrides=extra)
     assert config["baselines"]["others"] == ["delete", "word:the"]
-    assert not any(e["source"].get("twin") for e in config["models"].values())
+    assert not any(e.get("control") for e in config["models"].values())
 
 
 def test_every_malformed_record_in_one_error(tmp_path, capsys):

@@ -91,10 +91,12 @@ def replace_spec(r, units, records, reference=0.0):
 
 
 def twin_of(ds, model, seed=0):
-    """A metrics file of the untrained twin of `model` (its source as `ips score` records)."""
+    """A metrics file of the untrained twin of `model` (its source and control as `ips score`
+    records them)."""
     ds = ds.copy()
     ds.attrs["model"] = f"{model}-twin"
-    ds.attrs["model_source"] = json.dumps({"twin": model, "seed": seed})
+    ds.attrs["model_source"] = json.dumps({"redraw": model, "seed": seed})
+    ds.attrs["model_control"] = json.dumps({"kind": "twins", "of": model})
     return ds
 
 

@@ -1,4 +1,4 @@
-"""Untrained twins (`controls.twins`, `ips.models.twins`): a twin of a tiny Llama keeps its
+"""Untrained twins (`controls.twins`, `ips.models.redraw`): a twin of a tiny Llama keeps its
 config, tokenizer and mask token, holds the weights the class's initialiser draws from the
 twin's seed (and no others), is built once, and scores through `ips prepare-model` and
 `ips score` like any model; its jobs' memory is its original's."""
@@ -21,8 +21,8 @@ from ips.errors import ModelError
 from ips.models.cache import MANIFEST
 from ips.models.entries import ModelSpec, job_mem_mb
 from ips.models.loading import load_tokenizer, model_baseline, prepare_model
+from ips.models.redraw import build_redrawn, prepare_redrawn
 from ips.models.testing import TINY_ATTRS
-from ips.models.twins import build_twin, prepare_twin
 
 SEED = 11
 
@@ -53,7 +53,7 @@ def built(tiny_llama_dir, tmp_path_factory):
     """The twin of the tiny Llama prepared into a cache (its original a `path`): (dir, cache)."""
     cache = tmp_path_factory.mktemp("twins")
     original, twin = specs(tiny_llama_dir)
-    return prepare_twin(twin, prepare_model(original, cache), cache), cache
+    return prepare_redrawn(twin, prepare_model(original, cache), cache), cache
 
 
 def test_the_twin_keeps_the_config_tokenizer_and_mask_token(built, tiny_llama_dir):
@@ -88,9 +88,9 @@ def test_the_weights_are_the_class_initialisers_draw_from_the_twins_seed(built, 
 
 
 def test_equal_seeds_give_equal_weights_and_other_seeds_others(tiny_llama_dir, tmp_path):
-    a = build_twin(tiny_llama_dir, 3, tmp_path / "a")
-    b = build_twin(tiny_llama_dir, 3, tmp_path / "b")
-    c = build_twin(tiny_llama_dir, 4, tmp_path / "c")
+    a = build_redrawn(tiny_llama_dir, 3, tmp_path / "a")
+    b = build_redrawn(tiny_llama_dir, 3, tmp_path / "b")
+    c = build_redrawn(tiny_llama_dir, 4, tmp_path / "c")
     assert digest(a) == digest(b) != digest(c)
 
 
@@ -98,15 +98,15 @@ def test_it_is_built_once_and_again_when_its_seed_changes(built, tiny_llama_dir)
     twin_dir, cache = built
     stamp = (twin_dir / MANIFEST).stat().st_mtime_ns
     original, twin = specs(tiny_llama_dir)
-    assert prepare_twin(twin, tiny_llama_dir, cache) == twin_dir
+    assert prepare_redrawn(twin, tiny_llama_dir, cache) == twin_dir
     assert (twin_dir / MANIFEST).stat().st_mtime_ns == stamp  # not built again
     assert prepare_model(twin, cache) == twin_dir  # built: its own entry loads it
     before = digest(twin_dir)
     _, other = specs(tiny_llama_dir, seed=SEED + 1)
     with pytest.raises(ModelError, match="not built"):  # the directory is another seed's
         prepare_model(other, cache)
-    assert prepare_twin(other, tiny_llama_dir, cache) == twin_dir and digest(twin_dir) != before
-    assert prepare_twin(twin, tiny_llama_dir, cache) == twin_dir and digest(twin_dir) == before
+    assert prepare_redrawn(other, tiny_llama_dir, cache) == twin_dir and digest(twin_dir) != before
+    assert prepare_redrawn(twin, tiny_llama_dir, cache) == twin_dir and digest(twin_dir) == before
 
 
 def test_an_unbuilt_twin_says_how_to_build_it(tiny_llama_dir, tmp_path):
@@ -114,7 +114,7 @@ def test_an_unbuilt_twin_says_how_to_build_it(tiny_llama_dir, tmp_path):
     with pytest.raises(ModelError) as e:
         prepare_model(twin, tmp_path)
     message = str(e.value)
-    assert "\n" not in message and message.startswith("model tiny-twin: the twin of 'tiny'")
+    assert "\n" not in message and message.startswith("model tiny-twin: 'tiny' re-drawn")
     assert "run `ips prepare-model --model tiny-twin`" in message
 
 
@@ -142,8 +142,10 @@ def test_prepare_model_then_score_the_twin_like_its_model(config, tmp_path, caps
                      "--out", str(tmp_path / f"{model}.h5")]) == 0
     with xr.open_dataset(tmp_path / "tiny.h5", engine="h5netcdf") as model, \
             xr.open_dataset(tmp_path / "tiny-twin.h5", engine="h5netcdf") as twin:
-        assert json.loads(twin.attrs["model_source"]) == {"twin": "tiny",
+        assert json.loads(twin.attrs["model_source"]) == {"redraw": "tiny",
                                                           "seed": twin_seed(0, "tiny")}
+        assert json.loads(twin.attrs["model_control"]) == {"kind": "twins", "of": "tiny"}
+        assert model.attrs["model_control"] == ""
         for key in ("mask_token", "mask_token_id", "dataset"):
             assert twin.attrs[key] == model.attrs[key], key
         assert list(twin["sample"].values) == list(model["sample"].values)
@@ -159,12 +161,12 @@ def test_prepare_model_of_a_twin_needs_its_originals_entry(tiny_llama_dir, tmp_p
             "--cache-dir", str(tmp_path)]
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
-    assert "--original-entry: model tiny-twin is the twin of 'tiny'" in err and "\n" not in err
+    assert "--original-entry: model tiny-twin re-draws 'tiny'" in err and "\n" not in err
     assert main([*args, "--original-entry", json.dumps(original)]) == 0
     assert capsys.readouterr().out.strip() == str(tmp_path / "tiny-twin")
     assert main(["prepare-model", "--model", "tiny", "--entry", json.dumps(original),
                  "--original-entry", json.dumps(original)]) == 2
-    assert "--original-entry: model tiny is not a twin" in capsys.readouterr().err
+    assert "--original-entry: model tiny has no redraw source" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("source, dtype, score, prepare", [
@@ -183,15 +185,15 @@ def test_a_twin_asks_for_its_originals_memory(source, dtype, score, prepare):
     assert (job_mem_mb(twin, "score", original), job_mem_mb(twin, "prepare", original)) == (
         score, prepare)
     assert job_mem_mb(twin, "score", original) == job_mem_mb(original, "score")
-    with pytest.raises(ValueError, match="a twin's memory is its original's"):
+    with pytest.raises(ValueError, match="a re-drawn model's memory is its original's"):
         job_mem_mb(twin, "score")
 
 
 @pytest.mark.parametrize("source, message", [
-    ({"twin": "a"}, "source.seed: missing"),
-    ({"seed": 1}, "source: {'seed': 1} is not allowed (seed goes with random or twin)"),
-    ({"twin": "a", "seed": 1, "hub": "x/y"}, "source: key 'twin' is not allowed here"),
-    ({"twin": "a", "seed": -1}, "source.seed: -1 is less than the minimum of 0"),
+    ({"redraw": "a"}, "source.seed: missing"),
+    ({"seed": 1}, "source: {'seed': 1} is not allowed (seed goes with random or redraw)"),
+    ({"redraw": "a", "seed": 1, "hub": "x/y"}, "source: key 'redraw' is not allowed here"),
+    ({"redraw": "a", "seed": -1}, "source.seed: -1 is less than the minimum of 0"),
 ])
 def test_a_bad_twin_source_is_one_line_naming_the_field(source, message):
     with pytest.raises(ModelError) as e:

@@ -4,6 +4,7 @@ real pairs runs through the workflow to the figures."""
 
 import copy
 import csv
+import json
 import time
 from pathlib import Path
 
@@ -99,7 +100,8 @@ def test_the_twin_is_compared_with_twins_only_and_controls_its_model(subset_run)
     comparison pairs it with a trained model, and its model's claims rows carry its control."""
     twin = f"{TWINNED}-twin"
     m = xr.load_dataset(subset_run / f"results/metrics/{twin}/arc-challenge.nc")
-    assert '"twin": "llama-2-7b"' in m.attrs["model_source"]
+    assert '"redraw": "llama-2-7b"' in m.attrs["model_source"]
+    assert json.loads(m.attrs["model_control"]) == {"kind": "twins", "of": "llama-2-7b"}
     ds = xr.load_dataset(subset_run / "results/factors/factors.nc")
     assert twin not in set(ds["model_a"].values.astype(str)) | set(ds["model_b"].values.astype(str))
     with open(subset_run / "results/figures/claims.csv", newline="") as f:

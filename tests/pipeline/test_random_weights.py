@@ -34,34 +34,40 @@ def read_csv(path):
 
 
 def test_the_metrics_file_carries_the_model_source(tmp_path):
-    """`ips metrics` copies the values files' `model_source`; a values file without one (an
-    older file) gives "" and a trained model."""
+    """`ips metrics` copies the values files' `model_source` and `model_control`; a values
+    file without them (an older file) gives "", a trained model and no control."""
+    from ips.controls import UntrainedTwins
+
     ds = make_values(["q1", "q2", "q3"], seed=5, n_max=3)
     ds.attrs["model_source"] = RANDOM
+    ds.attrs["model_control"] = '{"kind": "twins", "of": "m"}'
     v, f = write_pair(tmp_path, "r", ds)
     out = tmp_path / "r.nc"
     assert main(["metrics", "--values", str(v), "--interactions", str(f), "--out",
                  str(out)]) == 0
     e = read_metrics(out)
     assert e.ds.attrs["model_source"] == RANDOM and e.random_weights
+    assert (e.control_of, e.control) == ("m", UntrainedTwins)
     assert weights([e]) == "random"
     old = make_values(["q1", "q2", "q3"], seed=5, n_max=3)
     v, f = write_pair(tmp_path, "t", old)
     trained = summarize([v], [f])
-    assert trained.attrs["model_source"] == ""
+    assert trained.attrs["model_source"] == trained.attrs["model_control"] == ""
     trained.to_netcdf(tmp_path / "t.nc", engine="h5netcdf")
-    assert not read_metrics(tmp_path / "t.nc").random_weights
+    t = read_metrics(tmp_path / "t.nc")
+    assert not t.random_weights and (t.control_of, t.control) == (None, None)
     assert weights([read_metrics(tmp_path / "t.nc"), e]) == "random"
     assert weights([]) == "trained"
 
 
-@pytest.mark.parametrize("source, message", [
-    ("{not json", "attribute 'model_source' is not JSON"),
-    ('["random"]', "attribute 'model_source' is not a mapping"),
+@pytest.mark.parametrize("name, source, message", [
+    ("model_source", "{not json", "attribute 'model_source' is not JSON"),
+    ("model_source", '["random"]', "attribute 'model_source' is not a mapping"),
+    ("model_control", '"twins"', "attribute 'model_control' is not a mapping"),
 ])
-def test_a_bad_model_source_is_one_line_naming_file_and_field(tmp_path, source, message):
+def test_a_bad_model_source_is_one_line_naming_file_and_field(tmp_path, name, source, message):
     ds = make_metrics("m", attrs())
-    ds.attrs["model_source"] = source
+    ds.attrs[name] = source
     (path,) = write_all(tmp_path, [ds])
     with pytest.raises(InputError, match=message) as err:
         read_metrics(path)

@@ -19,6 +19,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 #: a baseline of a user's own, a plug-in file outside `ips` (tests/baselines/test_plugins.py)
 PLUGIN = str(ROOT / "tests" / "plugins" / "random_token.py")
+CONTROL_PLUGIN = str(ROOT / "tests" / "plugins" / "reseeded.py")
 SNAKEMAKE = Path(sys.executable).parent / "snakemake"
 
 
@@ -563,4 +564,34 @@ def test_a_twin_is_prepared_from_its_originals_directory_after_it(tmp_path, tiny
     assert built == "resources/models/tiny-a-twin"  # the cache, relative to the workdir
     assert (tmp_path / "resources/models/tiny-a.path").read_text().strip() == str(tiny_llama_dir)
     manifest = json.loads((tmp_path / "resources/models/tiny-a-twin/ips-model.json").read_text())
-    assert manifest["source"]["twin"] == "tiny-a"
+    assert manifest["source"]["redraw"] == "tiny-a"
+
+
+def test_a_plugin_control_runs_through_to_the_claims(tmp_path, tiny_llama_dir):
+    """A control of a user's own (tests/plugins/reseeded.py), named in the config alone: the
+    workflow prepares its entry from its model's directory, scores it, and the claims compare
+    each row of the model with the same row of that entry, whose own rows read `control`."""
+    cfg = tiny_config(tiny_llama_dir, plugins=[CONTROL_PLUGIN],
+                      controls={"reseeded": ["tiny-a"], "reseed": 3},
+                      templates={"mcq": ["T1", "T2"]}, few_shot={"templates": [], "shots": []},
+                      nulls={"noise": {"levels": [0.05], "draws": 1}})
+    del cfg["models"]["tiny-b"]
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    r = snakemake(tmp_path, "results/figures")
+    assert r.returncode == 0, r.stderr[-3000:]
+    with xr.open_dataset(tmp_path / "results/metrics/tiny-a-reseeded/arc-easy.nc",
+                         engine="h5netcdf") as m:
+        assert json.loads(m.attrs["model_control"]) == {"kind": "reseeded", "of": "tiny-a"}
+        assert json.loads(m.attrs["model_source"]) == {"redraw": "tiny-a", "seed": 3}
+    with open(tmp_path / "results/figures/claims.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    mine = [r for r in rows if r["scope"].startswith("tiny-a / ")]
+    theirs = [r for r in rows if r["scope"].startswith("tiny-a-reseeded / ")]
+    assert mine and len(theirs) == len(mine)
+    assert {r["verdict"] for r in theirs} == {"control"}
+    assert all("control: the model re-drawn from the shared seed of tiny-a" in r["note"]
+               for r in theirs)
+    paired = [r for r in mine if r["control_p"]]
+    assert paired and all(r["control_test"].startswith("paired") for r in paired)
+    assert {r["verdict"] for r in mine} <= {"supported", "contradicted", "undecided",
+                                           "untestable"}

@@ -81,13 +81,15 @@ for tree in ANALYSES:
                 factors=tree.path("factors/factors.nc"),
             output:
                 directory(tree.path("figures")),
+            params:
+                plugins=CONTROL_PLUGINS,
             log:
                 tree.log("figures.log"),
             conda:
                 "../../envs/ips.yaml"
             shell:
-                "python -m ips figures --metrics {input.metrics} --factors {input.factors} "
-                "--out {output} 2> {log}"
+                "python -m ips {params.plugins}figures --metrics {input.metrics} "
+                "--factors {input.factors} --out {output} 2> {log}"
 
 
 if BASELINES:
@@ -136,10 +138,11 @@ rule figures:
     params:
         # the report's caption of every file (workflow/report/figures.rst)
         captions=report_captions(MODELS, DATASETS),
+        plugins=CONTROL_PLUGINS,
     log:
         "logs/figures.log",
     conda:
         "../../envs/ips.yaml"
     shell:
-        "python -m ips figures --metrics {input.metrics} --factors {input.factors} "
-        "--out {output} 2> {log}"
+        "python -m ips {params.plugins}figures --metrics {input.metrics} "
+        "--factors {input.factors} --out {output} 2> {log}"

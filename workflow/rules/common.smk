@@ -19,7 +19,7 @@ from ips.figures.text.captions import report_captions, report_section, report_su
 from ips.errors import InputError
 from ips.config import dataset_settings
 from ips.prompts.samples import load_samples
-from ips import baselines
+from ips import baselines, controls
 from ips.baselines import path_setting
 from ips.nulls import variant, variants
 
@@ -137,20 +137,22 @@ def model_entry(wildcards):
     return as_json(config["models"][wildcards.model])
 
 
-def twin_original(model):
-    """The model whose untrained twin `model` is (`controls.twins`), else None."""
-    return SPECS[model].source.twin
+def redrawn_model(model):
+    """The model whose weights `model` re-draws (a `redraw` source: a control's), else None."""
+    return SPECS[model].source.redraw
 
 
 def original_input(wildcards):
-    """A twin's `prepare_model` input: its original's prepared `.path` (nothing otherwise)."""
-    original = twin_original(wildcards.model)
+    """A re-drawn model's `prepare_model` input: its original's prepared `.path` (nothing
+    otherwise)."""
+    original = redrawn_model(wildcards.model)
     return [f"{MODEL_DIR}/{original}.path"] if original else []
 
 
 def original_flag(wildcards):
-    """`ips prepare-model --original-entry` of a twin, which it is built from (else nothing)."""
-    original = twin_original(wildcards.model)
+    """`ips prepare-model --original-entry` of a re-drawn model: the model it is built from
+    (else nothing)."""
+    original = redrawn_model(wildcards.model)
     if original is None:
         return ""
     return f"--original-entry {shlex.quote(as_json(config['models'][original]))}"
@@ -171,8 +173,8 @@ def reference_flags(wildcards):
 
 
 def mem_mb(model, job):
-    """`job_mem_mb` of a model's job; a twin's is sized by its original's entry."""
-    original = twin_original(model)
+    """`job_mem_mb` of a model's job; a re-drawn model's is sized by its original's entry."""
+    original = redrawn_model(model)
     return job_mem_mb(SPECS[model], job, SPECS[original] if original else None)
 
 
@@ -266,6 +268,14 @@ def plugin_flag(setting):
     """`--plugin P` where a plug-in defines the baseline `setting` (`ips.plugins`), else ""."""
     kind = baselines.kind_of(setting) if setting else None
     return f"--plugin {shlex.quote(kind.origin)} " if kind and kind.origin else ""
+
+
+#: `ips --plugin P` of each plug-in that defines a control kind of the run: the claims name
+#: its entries with its noun
+CONTROL_PLUGINS = "".join(sorted({
+    f"--plugin {shlex.quote(kind.origin)} " for kind in map(controls.kind_of,
+                                                            config["models"].values())
+    if kind and kind.origin}))
 
 
 def setting_flag(flag, component):
@@ -371,7 +381,7 @@ def slurm_requests():
         asked = {}
         for model in MODELS:
             wildcards = Wildcards(fromdict={"model": model, "dataset": DATASETS[0], "shard": "0",
-                                            **{v.setting: "" for v in variants()}, baseline=""})
+                                            **{v.setting: "" for v in variants()}, "baseline": ""})
             res = declared.expand_resources(wildcards, input=InputFiles(), attempt=1)
             asked[model] = dict(threads=res["_cores"], mem_mb=res.get("mem_mb"),
                                 gpus=int(res.get("gpu", 0)), partition=res.get("slurm_partition"))

@@ -1,7 +1,7 @@
 # Model-independent samples, and models resolved to fast-loading directories.
 
 
-# a twin (controls.twins) is built from its original's prepared directory, after it
+# a re-drawn model (a redraw source, as the controls add) is built from its original's prepared directory, after it
 rule prepare_model:
     input:
         original_input,

@@ -357,8 +357,8 @@ def swap_test(a: ArrayLike, b: ArrayLike, statistic, draws: int = DRAWS, seed: i
               exact_max: int = EXACT_MAX) -> SignFlipTest:
     """Two-sided paired swap test of statistic(a) − statistic(b) over n paired units.
 
-    a, b: (n, ...) records of the same units under two conditions (a model and its untrained
-    twin); ``statistic`` maps (n, ...) records to a number (a Spearman ρ across models, a
+    a, b: (n, ...) records of the same units under two conditions (a model and its
+    control); ``statistic`` maps (n, ...) records to a number (a Spearman ρ across models, a
     share). H0: within each unit the two records are exchangeable, so swapping any subset of
     units leaves the law of Δ = statistic(a) − statistic(b) unchanged; p is the share of swap
     vectors with |Δ*| ≥ |Δ| (ties counted), exact over all 2^n for n ≤ ``exact_max``, else

@@ -5,7 +5,7 @@ choice of baseline, and do the baselines agree on what a template changes?
 baseline (each model's own mask token) beside the same row under every other baseline; its
 robust verdict is the decided verdict (supported, contradicted) that every baseline gives,
 otherwise undecided, with the baselines whose verdict differs from the first's named; the
-same for the raw verdicts (before the controls: a study without twins has no decided final
+same for the raw verdicts (before the controls: a study without controls has no decided final
 verdict), with each baseline's estimate and p beside them. A row no other baseline has (its
 scope absent there) is undecided.
 

@@ -317,7 +317,7 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
     (`_paired`); ``seed``, ``draws``: its sign-flip tests (`_sign_flip`)."""
     entries, tau = _read_entries(paths)
     datasets = list(dict.fromkeys(e.dataset for e in entries))
-    # controls (untrained twins) are compared among themselves, beside the trained pairs
+    # control entries (`ips.controls`) are compared among themselves, beside the trained pairs
     by_dataset = {d: [e for e in entries if e.dataset == d and not e.control_of]
                   for d in datasets}
     comps, few_notes = _find_comparisons(datasets, by_dataset)
@@ -464,7 +464,7 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
 def _control_variables(comps: list[Comparison], controls: list[Comparison],
                        control_of: dict[str, str | None], draws: int, seed: int,
                        level: float) -> dict:
-    """Each comparison beside the same comparison of the two models' untrained twins (same
+    """Each comparison beside the same comparison of the two models' controls (same
     factor, dataset, groups and templates): its ΔIPS and sign-flip p, and the two-sided
     sign-flip test of the per-sample (A_s − B_s) − (A'_s − B'_s) on the samples valued in
     both (`control_p`, `n_control`, `control_difference` their mean); likewise for the
@@ -473,7 +473,7 @@ def _control_variables(comps: list[Comparison], controls: list[Comparison],
     `n_control_excess`, `control_excess_difference`), and for the low-band gap
     (`low_band.gap_test`: `control_low_gap`, `control_p_low_gap`, and on the per-sample
     differences of the two sides' gaps `control_p_low_gap_difference`, `n_control_low_gap`,
-    `control_low_gap_difference`); NaN / 0 where the twins are missing."""
+    `control_low_gap_difference`); NaN / 0 where the controls are missing."""
     C, nb = len(comps), len(BANDS)
     out = {k: np.full((C, nb), np.nan) for k in ("control_delta_ips", "control_p_value",
                                                  "control_p", "control_difference",

@@ -2,8 +2,10 @@
 
 A verdict about trained models needs what the same analysis gives without training (the
 claims' controls, docs/method.md#controls). A `Control` adds model entries to the config
-(`expand`): each is scored, fitted and analysed as any model is, and records the model it
-controls in its source (`controls_of`). Its settings are keys of the config's `controls`
+(`expand`), each marked with its kind and the model it controls (`mark`: the entry's
+`control: {kind, of}`, which the scores and metrics record as `model_control`); each is
+scored, fitted and analysed as any model is. A claims row of a model is compared with the row
+of the entry its kinds pair it with (`pair`). Its settings are keys of the config's `controls`
 section (`settings`: their JSON schema, merged into the config schema by `ips.config`). A
 subclass that sets `kind` registers itself (`ips.controls`), a plug-in's too (`ips.plugins`).
 """
@@ -11,16 +13,29 @@ subclass that sets `kind` registers itself (`ips.controls`), a plug-in's too (`i
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from ips import plugins
+
+
+class Paired(Protocol):
+    """What pairing reads of an analysed entry (`ips.formats.metrics.Entry`)."""
+
+    model: str
+    control_of: str | None
+    control: type[Control] | None
+
+
+E = TypeVar("E", bound=Paired)
 
 #: every registered control class by kind, in the order registered (`ips.controls`)
 REGISTRY: dict[str, type[Control]] = {}
 
 
 class Control(ABC):
-    """What a control adds to the config (module docstring)."""
+    """What a control adds to the config, and what a claims row is compared with (module
+    docstring)."""
 
     kind: ClassVar[str]
     """The registry's name of the class."""
@@ -29,8 +44,6 @@ class Control(ABC):
     two kinds read one key."""
     noun: ClassVar[str]
     """What an added entry is, as a claims note names it: "the untrained twin"."""
-    random_weights: ClassVar[bool] = False
-    """Whether its entries' weights are drawn at random (every table's `weights` column)."""
     origin: ClassVar[str | None] = None
     """The plug-in that defined it (`ips.plugins`), None for the built-in ones."""
 
@@ -41,13 +54,25 @@ class Control(ABC):
 
     @classmethod
     @abstractmethod
-    def expand(cls, controls: dict, models: dict, source: str) -> None:
+    def expand(cls, controls: dict, models: dict, source: str) -> list[str]:
         """Add its entries to `models` (the config's, validated) from the `controls` section
-        (defaults filled in). Idempotent: a config validated again gets the same entries. A
-        `ConfigError` names the field (`source: controls.<key>...`) where the section or a
-        model entry cannot be."""
+        (defaults filled in), each `mark`ed, and return their names. Idempotent: a config
+        validated again gets the same entries. A `ConfigError` names the field
+        (`source: controls.<key>...`) where the section or a model entry cannot be."""
 
     @classmethod
-    @abstractmethod
+    def mark(cls, entry: dict, of: str) -> dict:
+        """`entry` as an entry of this kind that controls the configured model `of`."""
+        return {**entry, "control": {"kind": cls.kind, "of": of}}
+
+    @classmethod
     def controls_of(cls, entry: dict) -> str | None:
-        """The configured model an entry it added controls, None for any other entry."""
+        """The configured model an entry of this kind controls, None for any other entry."""
+        control = entry.get("control") or {}
+        return control.get("of") if control.get("kind") == cls.kind else None
+
+    @classmethod
+    def pair(cls, model: str, added: Sequence[E]) -> E | None:
+        """The entry whose rows a row of the trained `model` is compared with, among `added`
+        (this kind's entries on the row's dataset): the one that controls `model`."""
+        return next((e for e in added if e.control_of == model), None)

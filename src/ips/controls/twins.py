@@ -1,8 +1,8 @@
 """Untrained twins: each listed model again, its weights drawn by its class's initialiser.
 
 Settings (`controls`): `twins`, the configured models that get a twin, and `seed`. The twin
-of model M is the entry `M-twin` (`twin_name`): M's entry with `source: {twin: M, seed: s}`
-(`twin_seed`), built from M's prepared directory by `ips.models.twins`. Every number and
+of model M is the entry `M-twin` (`twin_name`): M's entry with `source: {redraw: M, seed: s}`
+(`twin_seed`), built from M's prepared directory by `ips.models.redraw`. Every number and
 claim is computed on it as on M, so a claim that it earns too is not a finding about trained
 models (`ips.comparisons.claims.controls`).
 """
@@ -34,7 +34,6 @@ class UntrainedTwins(Control):
 
     kind = "twins"
     noun = "the untrained twin"
-    random_weights = True
     settings = {
         "twins": {
             "description": "Configured models (names under models, not twins themselves) that "
@@ -50,21 +49,21 @@ class UntrainedTwins(Control):
     }
 
     @classmethod
-    def expand(cls, controls: dict, models: dict, source: str) -> None:
-        """Add the entry `twin_name(M)` of each listed M: M's entry with `source: {twin: M,
+    def expand(cls, controls: dict, models: dict, source: str) -> list[str]:
+        """Add the entry `twin_name(M)` of each listed M: M's entry with `source: {redraw: M,
         seed: twin_seed(seed, M)}`; a twin added before is replaced by the same entry. A
-        listed name that is no configured model or is a twin, a model of the twin's name
-        that is not M's twin, and a twin source not added here are errors."""
-        names = {twin_name(m): m for m in controls["twins"]}  # twin -> original
+        listed name that is no configured model or is a control's entry, and a model of the
+        twin's name that is not M's twin, are errors."""
+        added = []
         for i, name in enumerate(controls["twins"]):
             field = f"{source}: controls.twins.{i}"
             entry = models.get(name)
-            original = names.get(name) if entry is None else cls.controls_of(entry)
-            if original is not None:
-                raise ConfigError(f"{field}: {name!r} is the twin of {original!r}; a twin of "
-                                  f"a twin is not drawn, list {original!r} alone")
+            if entry is not None and entry.get("control"):
+                raise ConfigError(f"{field}: {name!r} is the control of "
+                                  f"{entry['control']['of']!r}; a twin of a control is not "
+                                  f"drawn, list {entry['control']['of']!r} alone")
             if entry is None:
-                known = ", ".join(m for m, e in models.items() if cls.controls_of(e) is None)
+                known = ", ".join(m for m, e in models.items() if not e.get("control"))
                 raise ConfigError(f"{field}: {name!r} is not under models (configured: "
                                   f"{known or 'none'})")
             twin = twin_name(name)
@@ -72,14 +71,7 @@ class UntrainedTwins(Control):
                 raise ConfigError(f"{source}: models.{twin}: a model of this name is "
                                   f"configured, and controls.twins.{i} adds the twin of "
                                   f"{name!r} under it; rename the model")
-            models[twin] = {**copy.deepcopy(entry), "source": {
-                "twin": name, "seed": twin_seed(controls["seed"], name)}}
-        for name, entry in models.items():
-            if cls.controls_of(entry) is not None and name not in names:
-                raise ConfigError(f"{source}: models.{name}.source.twin: added by "
-                                  f"controls.twins, not written by hand; list "
-                                  f"{cls.controls_of(entry)!r} under controls.twins instead")
-
-    @classmethod
-    def controls_of(cls, entry: dict) -> str | None:
-        return entry["source"].get("twin")
+            models[twin] = cls.mark({**copy.deepcopy(entry), "source": {
+                "redraw": name, "seed": twin_seed(controls["seed"], name)}}, name)
+            added.append(twin)
+        return added

@@ -124,7 +124,7 @@ def correlation_text(x, y) -> str:
 def random_note(entries: list[Entry]) -> str:
     """What every output of `ips figures` says when a model of the run has random weights
     (the banner above every figure's title, the README's first line); "" when none has."""
-    # an untrained twin is a control the run asked for: its figures name it
+    # a control's entry is one the run asked for: its figures name it
     names = sorted({e.model for e in entries if e.random_weights and not e.control_of})
     if not names:
         return ""

@@ -64,8 +64,9 @@ Appendix G; `perturbation` when either condition is a reworded prompt), `type`
 (`BAND_PAIRS`), `pair_side` (`a`, `b`: the two conditions of a pair).
 
 Attributes: `model`, `model_attributes` (JSON), `model_source` (JSON: the entry's `source`
-as the values files record it, "" for values files that do not; `{"random": …}` marks random
-weights), `dataset`, `kind`, `target`, `tau`, `groups`
+as the values files record it, "" for values files that do not; `{"random": …}` and
+`{"redraw": …}` mark random weights), `model_control` (JSON: the entry's `control`, {kind, of},
+when a control added it; "" otherwise), `dataset`, `kind`, `target`, `tau`, `groups`
 (JSON), `prediction` (`pred`, the letter argmax, for MCQ; `greedy_token` for instruction
 datasets, whose `pred` is −1), `template_file`, `values_files`, `interactions_files` (JSON lists),
 `ips_version`, `sampling`, for sparse fits `budget`, `games` and `unreliable_games`,
@@ -120,8 +121,8 @@ PERTURBATION_LABEL = "perturbation"
 
 WEIGHTS = ("trained", "random")
 """The `weights` column of every table: `random` when a row rests on any model whose weights
-were drawn at random (`source: {random: …}`, or an untrained twin), whose numbers measure
-nothing about an LLM."""
+were drawn at random (`source: {random: …}` or `{redraw: …}`), whose numbers measure nothing
+about an LLM."""
 
 
 @dataclass
@@ -136,36 +137,41 @@ class Entry:
 
     @cached_property
     def random_weights(self) -> bool:
-        """Whether the model's weights were drawn at random: a `random` source, or a
-        control whose kind draws them (`ips.controls.Control.random_weights`)."""
-        kind = self.control
-        return "random" in model_source(self.ds, self.path) or bool(kind and kind.random_weights)
+        """Whether the model's weights were drawn at random: a `random` or `redraw` source."""
+        return bool({"random", "redraw"} & set(json_attribute(self.ds, self.path, "model_source")))
+
+    @cached_property
+    def control_record(self) -> dict:
+        """The entry's `control` as the scores record it (`model_control`: kind, of), {} for
+        a model no control added."""
+        return json_attribute(self.ds, self.path, "model_control")
 
     @cached_property
     def control(self) -> type[Control] | None:
-        """The control kind that added this model (`ips.controls`), else None."""
-        return controls.kind_of({"source": model_source(self.ds, self.path)})
+        """The control kind that added this model (`ips.controls`), else None (also for a
+        kind no plug-in of this process registers)."""
+        return controls.kind_of({"control": self.control_record})
 
     @cached_property
     def control_of(self) -> str | None:
-        """The configured model this one is a control of (its source, as its kind reads it:
-        an untrained twin's `{twin: M, seed: s}`), else None."""
-        return controls.controlled({"source": model_source(self.ds, self.path)})
+        """The configured model this one is a control of, else None."""
+        return self.control_record.get("of")
 
 
-def model_source(ds: xr.Dataset, path: str | os.PathLike) -> dict:
-    """The metrics file's `model_source` as a mapping; {} for a file without one (its values
-    files were written before sources were recorded, when every model was trained)."""
-    text = ds.attrs.get("model_source", "")
+def json_attribute(ds: xr.Dataset, path: str | os.PathLike, name: str) -> dict:
+    """The metrics file's JSON attribute `name` (`model_source`, `model_control`) as a mapping;
+    {} for a file without it (a model no control added; values files written before sources
+    were recorded, when every model was trained)."""
+    text = ds.attrs.get(name, "")
     if not text:
         return {}
     try:
-        source = json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as e:
-        raise InputError(f"{path}: attribute 'model_source' is not JSON ({e})") from None
-    if not isinstance(source, dict):
-        raise InputError(f"{path}: attribute 'model_source' is not a mapping: {text!r}")
-    return source
+        raise InputError(f"{path}: attribute {name!r} is not JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise InputError(f"{path}: attribute {name!r} is not a mapping: {text!r}")
+    return value
 
 
 def weights(entries) -> str:
@@ -193,7 +199,8 @@ def read_metrics(path: str | os.PathLike) -> Entry:
             attrs[k] = float(attrs[k])
     if attrs["active_params"] is None:
         attrs["active_params"] = attrs["params"]
-    model_source(ds, path)  # a bad one is an error here, not in a figure
+    for name in ("model_source", "model_control"):  # a bad one is an error here, not in a figure
+        json_attribute(ds, path, name)
     return Entry(path, str(ds.attrs["model"]), str(ds.attrs["dataset"]), attrs, ds)
 
 

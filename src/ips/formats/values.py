@@ -325,6 +325,7 @@ def _provenance(sample_set, loaded, target: str, shard: int) -> dict:
         "model": loaded.spec.name,
         "model_attributes": json.dumps({k: getattr(loaded.spec, k) for k in MODEL_ATTRIBUTES}),
         "model_source": json.dumps(loaded.spec.source.to_dict()),
+        "model_control": json.dumps(loaded.spec.control) if loaded.spec.control else "",
         "mask_token": loaded.mask_token,
         "mask_token_id": int(loaded.mask_token_id),
         "mask_source": loaded.mask_source,

@@ -8,7 +8,7 @@ Modules:
 * ``gguf``            GGUF weights in pip packages, checked and converted
 * ``native``          remote-code models run by a transformers class
 * ``random_weights``  tiny random-weight models of the paper's classes
-* ``twins``           untrained twins: a model with its weights re-drawn
+* ``redraw``          a configured model with its weights re-drawn (the controls')
 * ``loading``         loading an entry as (model, tokenizer, mask token)
 * ``testing``         tiny models for tests and benchmarks only
 """

@@ -10,7 +10,7 @@ from typing import Any, Literal, get_args
 from ips.config import ConfigError, validate_model
 from ips.errors import ModelError
 
-SourceKind = Literal["hub", "path", "gguf_package", "parts", "random", "twin"]
+SourceKind = Literal["hub", "path", "gguf_package", "parts", "random", "redraw"]
 
 
 @dataclass(frozen=True)
@@ -18,8 +18,8 @@ class ModelSource:
     """Where a model's weights come from: `hub`, `path`, a GGUF file in pip packages
     (`gguf_package`, and/or `parts`; kind "parts" when `parts` alone is set), `random`
     weights of an architecture class drawn from `seed` (`ips.models.random_weights`), or the
-    untrained `twin` of the configured model it names, its weights re-drawn from `seed`
-    (`ips.models.twins`; added by the config's `controls.twins`)."""
+    configured model that `redraw` names with its weights re-drawn from `seed`
+    (`ips.models.redraw`; what the controls add, `ips.controls`)."""
 
     kind: SourceKind
     hub: str | None = None
@@ -33,7 +33,7 @@ class ModelSource:
     sha256_file: str | None = None
     sha256: str | None = None
     random: str | None = None
-    twin: str | None = None
+    redraw: str | None = None
     seed: int | None = None
 
     @property
@@ -72,6 +72,8 @@ class ModelSpec:
     trust_remote_code: bool = False
     # the transformers class that runs it instead of that code (`ips.models.native`)
     native: Literal["llama", "mixtral"] | None = None
+    # {kind, of}: the control kind that added the entry and the model it controls
+    control: dict[str, str] | None = None
 
     @classmethod
     def from_config(cls, name: str, entry: Mapping[str, Any]) -> ModelSpec:
@@ -103,14 +105,14 @@ def job_mem_mb(spec: ModelSpec, job: Literal["prepare", "score"],
     source only locates or downloads files, 2 GB. A model with a `device_map` has its layers
     loaded straight onto the GPUs, one checkpoint shard (up to ~10 GB) at a time, so it
     scores in at most 12 GB. A `random` model is tiny whatever its `params` say (they are its
-    namesake's): 2 GB. A twin (`spec.source.twin`) is sized by its `original`'s spec: it
-    scores as the original does, and preparing it draws float32 weights, as much as
+    namesake's): 2 GB. A re-drawn model (`spec.source.redraw`) is sized by its `original`'s
+    spec: it scores as the original does, and preparing it draws float32 weights, as much as
     converting a GGUF of that size asks for (2 GB for a random original, which is tiny).
     Measured peaks: docs/workflow.md#memory."""
-    if spec.source.kind == "twin":
-        if original is None or original.name != spec.source.twin:
-            raise ValueError(f"model {spec.name}: a twin's memory is its original's: pass the "
-                             f"spec of {spec.source.twin!r}")
+    if spec.source.kind == "redraw":
+        if original is None or original.name != spec.source.redraw:
+            raise ValueError(f"model {spec.name}: a re-drawn model's memory is its original's: "
+                             f"pass the spec of {spec.source.redraw!r}")
         if job == "score" or original.source.kind == "random":
             return job_mem_mb(original, job)
         return 2000 + int(1.5 * 4 * original.params / 1e6)

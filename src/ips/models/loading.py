@@ -26,9 +26,9 @@ A model entry (one per model under `models:` in the configuration)::
   into a plain safetensors directory under the cache: `ips.models.gguf`, which documents their keys;
 - `random: <architecture class>` and `seed: <int>`: a tiny model of that class with random
   weights, built once under the cache (`ips.models.random_weights`), for the miniature study;
-- `twin: <model>` and `seed: <int>`: the untrained twin of a configured model, which the
-  config's `controls.twins` adds (`ips.models.twins`), built under the cache from the
-  original's prepared directory by `ips prepare-model`.
+- `redraw: <model>` and `seed: <int>`: a configured model with its weights re-drawn by its
+  class's initialiser (`ips.models.redraw`; the controls' entries, `ips.controls`), built
+  under the cache from the original's prepared directory by `ips prepare-model`.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from ips.models.entries import ModelSpec
 from ips.models.gguf import prepare_gguf
 from ips.models.native import prepare_native
 from ips.models.random_weights import prepare_random
-from ips.models.twins import built_twin
+from ips.models.redraw import built_redrawn
 
 if TYPE_CHECKING:  # torch loads in seconds: the workflow asks this module about entries
     import torch
@@ -98,8 +98,8 @@ def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike = MODEL_CACHE) -
     written once for that transformers class (`ips.models.native.prepare_native`); `gguf_package:` and `random:` `cache_dir/<name>/`, written
     on the first call
     (atomically, so an interrupted or concurrent conversion never leaves a partial directory)
-    and returned at once afterwards. `twin:` `cache_dir/<name>/` once built
-    (`ips.models.twins.prepare_twin`, which needs the original's entry: `ips prepare-model`),
+    and returned at once afterwards. `redraw:` `cache_dir/<name>/` once built
+    (`ips.models.redraw.prepare_redrawn`, which needs the original's entry: `ips prepare-model`),
     else a `ModelError` saying so.
     """
     kind = spec.source.kind
@@ -112,8 +112,8 @@ def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike = MODEL_CACHE) -
                               Path(cache_dir))
     if kind == "random":
         return prepare_random(spec.name, spec.source.to_dict(), Path(cache_dir))
-    if kind == "twin":
-        return built_twin(spec, cache_dir)
+    if kind == "redraw":
+        return built_redrawn(spec, cache_dir)
     return prepare_gguf(spec.name, spec.source, Path(cache_dir))
 
 

@@ -37,7 +37,7 @@ def _rank_claim(entries: list[Entry], dataset: str, claim: str, paper: str, valu
                 sign: int, draws: int, seed: int) -> Claim:
     """Spearman ρ across the trained models of `dataset` between IPS (main group, band all)
     and `value(entry)`, with its permutation p; raw verdict: ρ has sign `sign`; beside the
-    same ρ across their untrained twins (`controls.against`, a swap test over models)."""
+    same ρ across their controls (`controls.against`, a swap test over models)."""
     def row(mine: list[Entry]) -> Claim:
         units = [(e.control_of or e.model, (float(e.ds["ips"].sel(group=MAIN_GROUP, band="all")),
                                          value(e)))
@@ -110,7 +110,7 @@ def _tau_statistic(x: np.ndarray) -> float:
 
 
 def _tau_sweeps(entries: list[Entry], dataset: str) -> ControlSpec | None:
-    """Each model's (or twin's, under its model's name) IPS over the τ sweep on `dataset`."""
+    """Each model's (or control's, under its model's name) IPS over the τ sweep on `dataset`."""
     units = [(e.control_of or e.model, e.ds["ips_sweep"].sel(group=ROBUSTNESS_GROUP).values)
              for e in entries if e.dataset == dataset and "ips_sweep" in e.ds
              and ROBUSTNESS_GROUP in e.ds["group"].values]
@@ -124,7 +124,7 @@ def _tau_sweeps(entries: list[Entry], dataset: str) -> ControlSpec | None:
 def tau_claims(factors: xr.Dataset, datasets: list[str], entries: Sequence[Entry] = (),
                draws: int = 9999, seed: int = 0) -> list[Claim]:
     """Model rankings are robust to τ (Section 3.4, Table 2/3): the factors file's mean
-    Spearman of the trained models, beside that of their untrained twins (a swap test over
+    Spearman of the trained models, beside that of their controls (a swap test over
     models of the difference)."""
     paper = (f"IPS rankings agree across τ = 0.05…0.20 (mean Spearman 0.9905); read as: mean "
              f"Spearman ≥ {TAU_SPEARMAN:g}")
@@ -215,7 +215,7 @@ _CONTROL_VARIABLES = {
 
 
 def _controlled(r: Claim, c: xr.Dataset) -> Claim:
-    """A factor row beside the same comparison of the two models' untrained twins
+    """A factor row beside the same comparison of the two models' controls
     (`ips.comparisons.compare._control_variables`), by the sign-flip test of the per-sample
     difference of the two sides' differences (of IPS, of the excess beyond the null, or of
     the two low-band gaps)."""
@@ -288,7 +288,7 @@ def perturbation_claims(rows: Sequence[dict], datasets: Sequence[str],
     """Appendix G: per dataset, how many dense (MoE) models have a higher mean IPS over the
     0-shot pairs that add tokens (alter tokens) than over those that alter (add) them, among
     the models valued on both kinds (`more_sensitive` of `perturbation_types.csv`; a tie
-    counts for neither side and leaves n); beside the same share among their untrained twins
+    counts for neither side and leaves n); beside the same share among their controls
     (`control_of`: model → the model it is a control of, or None), a swap test over models."""
     control_of = control_of or {}
     out = []

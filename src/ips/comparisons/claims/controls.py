@@ -2,9 +2,10 @@
 
 A claim that an untrained model also earns says something about the metric and the templates,
 not about trained models. So each row is computed again on its *controls*: a per-model row on
-the model's untrained twin (`controls.twins`, `ips.models.twins`: same class, tokenizer, mask
-token, samples and conditions, weights from the class's initialiser), a row across models on
-the twins of all its models, a factor comparison on the twins of its two models. Its columns:
+the entry its model's control adds (`ips.controls`; for instance the model's class,
+tokenizer, mask token, samples and conditions with the weights its initialiser draws), a row
+across models on the controls of all its models, a factor comparison on the controls of its
+two models. Its columns:
 
 * ``raw_verdict``: the row's own test, as before (`verdicts.directional`, `within`, …);
 * ``control_estimate``, ``control_verdict``: the same statistic and test on the controls;
@@ -17,7 +18,7 @@ the twins of all its models, a factor comparison on the twins of its two models.
   the raw effect (the estimate's side of its reference: 0 for a difference, ½ for a share of
   models, the threshold of a descriptive row; for a level row, `level_side`). Otherwise a
   decided raw verdict becomes ``undecided`` and the note says why (no control, or the control
-  earns it too). A row of a twin is itself a control: its verdict is ``control``.
+  earns it too). A row of a control entry is itself a control: its verdict is ``control``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ips import controls
 from ips.analysis import uncertainty
 from ips.comparisons.claims.verdicts import ALPHA, Claim, directional, join_notes
 from ips.formats.metrics import Entry
@@ -52,7 +54,7 @@ def decide(row: Claim, control_estimate: float, control_verdict: str,
     a level row's interval (`level_side`)."""
     raw = row.verdict
     if test is None or not np.isfinite(test.p_value):
-        why = ("no control: no untrained twin of its models (controls.twins), so a decided "
+        why = ("no control: no control entry of its models (controls), so a decided "
                f"raw verdict ({raw}) cannot be told from what random weights earn")
         return replace(row, raw_verdict=raw, verdict="undecided" if raw in DECIDED else raw,
                        note=join_notes(row.note, why if raw in DECIDED else ""))
@@ -113,19 +115,18 @@ def against(row: Claim, control: Claim | None, units: str, draws: int, seed: int
 def with_controls(rows: dict[str, list[Claim]], entries: list[Entry], draws: int,
                   seed: int) -> list[Claim]:
     """Per-model rows (by entry path, in `entries` order) with their controls: each row of a
-    model beside the row of the same claim and scope of its control (`Entry.control_of`,
-    `ips.controls`: its untrained twin) on the same dataset; a control's own rows are
-    controls."""
-    control = {(e.control_of, e.dataset): e for e in entries if e.control_of}
+    model beside the row of the same claim and scope of the control entry its kind pairs it
+    with on the same dataset (`ips.controls.pair`); a control's own rows are controls."""
     out = []
     for e in entries:
         mine = rows[str(e.path)]
         if e.control_of:
-            note = f"control: {e.control.noun} of {e.control_of}"
+            noun = e.control.noun if e.control else f"the {e.control_record['kind']} control"
+            note = f"control: {noun} of {e.control_of}"
             out += [replace(r, raw_verdict=r.verdict, verdict="control",
                             note=join_notes(r.note, note)) for r in mine]
             continue
-        t = control.get((e.model, e.dataset))
+        t = controls.pair(e.model, [c for c in entries if c.dataset == e.dataset])
         theirs = {(r.claim, r.scope[len(t.model):]): r for r in rows[str(t.path)]} if t else {}
         out += [against(r, theirs.get((r.claim, r.scope[len(e.model):])), "samples", draws,
                         seed) for r in mine]

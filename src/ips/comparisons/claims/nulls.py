@@ -223,7 +223,7 @@ def matched_claims(rows: Sequence[dict], datasets: Sequence[str]) -> list[Claim]
 
 
 def _matched_control(r: dict, row: Claim) -> Claim:
-    """A Table 7 row beside the same pair of untrained twins (`ips.figures.tables.appendix._control`)."""
+    """A Table 7 row beside the same pair's controls (`ips.figures.tables.appendix._control`)."""
     n = int(r.get("n_control", 0) or 0)
     return decide_stored(row, float(r.get("control_delta_ips", np.nan)),
                          float(r.get("control_p_value", np.nan)),

@@ -30,7 +30,7 @@ and the number of samples (or models) ``n`` behind it, the test, its p-value and
 Each row stands beside its control, what random weights earn on the same prompts
 (`ips.comparisons.claims.controls`): the verdicts above are its ``raw_verdict``; ``verdict`` is
 ``supported`` or ``contradicted`` only where the trained models also differ from their
-untrained twins, and a twin's own rows read ``control``.
+controls, and a control entry's own rows read ``control``.
 
 Every tested row states ``mde``, the smallest effect its test detects with 80 % power at its n
 and spread (in the estimate's units; ∞ where n cannot reach p < ``ALPHA``): an undecided row

@@ -19,7 +19,7 @@ ALPHA = 0.05
 
 
 VERDICTS = ("supported", "contradicted", "undecided", "untestable", "control")
-"""`control`: the row of an untrained twin, itself a control (its raw verdict says what
+"""`control`: the row of a control's entry, itself a control (its raw verdict says what
 random weights earn)."""
 
 
@@ -73,8 +73,8 @@ class Claim:
     raw_verdict: str = ""
     """The verdict of the row's own test, before its control (`ips.comparisons.claims.controls`)."""
     control_estimate: float = math.nan
-    """The same statistic on the controls: the model's untrained twin, or the twins of all
-    models for a row across models."""
+    """The same statistic on the controls: the model's control entry, or those of all models
+    for a row across models."""
     control_verdict: str = ""
     """The raw verdict the controls earn with the same test."""
     control_p: float = math.nan

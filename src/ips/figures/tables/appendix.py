@@ -14,6 +14,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from ips import controls
 from ips.analysis import uncertainty
 from ips.analysis.uncertainty import MIN_RELIABLE_N, sign_flip_label
 from ips.comparisons.claims.verdicts import bootstrap_settings
@@ -202,9 +203,9 @@ def _paired(dense: Entry, moe: Entry, draws: int, seed: int) -> dict:
 
 def _control(dense: Entry, moe: Entry, control_dense: Entry | None, control_moe: Entry | None,
              draws: int, seed: int) -> dict:
-    """The matched pair beside its untrained twins: their ΔIPS and its p, and the two-sided
-    sign-flip test of the per-sample (IPS_dense − IPS_MoE) − (twin's) (`control_p`,
-    `n_control`, `control_difference` its mean); NaN / 0 without both twins."""
+    """The matched pair beside its controls: their ΔIPS and its p, and the two-sided
+    sign-flip test of the per-sample (IPS_dense − IPS_MoE) − (the controls') (`control_p`,
+    `n_control`, `control_difference` its mean); NaN / 0 without both controls."""
     out = {"control_delta_ips": np.nan, "control_p_value": np.nan, "control_p": np.nan,
            "n_control": 0, "control_difference": np.nan}
     if control_dense is None or control_moe is None:
@@ -227,11 +228,11 @@ def matched_rows(entries: list[Entry], draws: int, seed: int) -> list[dict]:
     (`matched_pairs`), `matched` when their activated parameters differ by at most
     `MATCH_RATIO` times; IPS (0-shot, band all) of both from the metrics files, ΔIPS =
     (IPS_dense − IPS_MoE)/IPS_MoE (A = dense, as the dense_vs_moe factor), intervals and test
-    from `_paired`; beside it, the same pair of untrained twins (`_control`). Twins are
-    matched only as the twins of a matched pair."""
+    from `_paired`; beside it, the same pair's controls (`_control`, `ips.controls.pair`).
+    Controls are matched only as the controls of a matched pair."""
     rows = []
-    controls = {(e.control_of, e.dataset): e for e in entries if e.control_of}
     for d in dict.fromkeys(e.dataset for e in entries):
+        here = [e for e in entries if e.dataset == d]
         for moe, dense in matched_pairs([e for e in entries
                                          if e.dataset == d and not e.control_of]):
             a = moe.attrs
@@ -253,8 +254,8 @@ def matched_rows(entries: list[Entry], draws: int, seed: int) -> list[dict]:
                 "dense_active_params": attr_text(dense.attrs["active_params"]),
                 "active_ratio": ratio,
                 "matched": matched, "ips_dense": ips_d, "delta_ips": delta, **test,
-                **_control(dense, moe, controls.get((dense.model, d)), controls.get((moe.model, d)),
-                           draws, seed),
+                **_control(dense, moe, controls.pair(dense.model, here),
+                           controls.pair(moe.model, here), draws, seed),
                 "few_samples": test["n_tested"] < MIN_RELIABLE_N,
                 "note": "" if matched else (
                     f"closest dense model has {max(ratio, 1 / ratio):.2f}× the activated "

@@ -274,8 +274,9 @@ def claims_section(rows: Sequence[verdicts.Claim], warning: str = "") -> list[st
              "directional "
              "claims by a paired sign-flip test, level claims by whether the 95% interval lies "
              "inside the paper's range (`raw_verdict`). The final `verdict` is decided only "
-             "where the trained models also differ from their controls, untrained twins of the "
-             "same models on the same prompts (`controls.twins`): a claim random weights also "
+             "where the trained models also differ from their controls, scored on the same "
+             "prompts (`controls`, such as the models with re-drawn weights): a claim random "
+             "weights also "
              "earn is not a finding about trained models. `undecided` means these samples "
              "or these controls cannot tell; it is not evidence against the paper.", ""]
     statements = dict((r.claim, r.paper) for r in rows)
