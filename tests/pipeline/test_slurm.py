@@ -251,7 +251,8 @@ def test_the_embedded_study_runs_through_faults_as_a_local_run_does(cluster, tmp
                                       "--configfile", local / "study.yaml"])),
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-4000:]
-    for pattern in ("values/*/*/*.h5", "precision/*/values/*/*.h5", "masks/*/values/*/*.h5"):
+    for pattern in ("values/*/*/*.h5", "nulls/precision/*/values/*/*.h5",
+                    "nulls/baseline/*/values/*/*.h5"):
         ours, theirs = values(work, pattern), values(local, pattern)
         assert sorted(ours) == sorted(theirs) and ours
         for name in ours:
