@@ -830,7 +830,7 @@ def baselines_prose() -> list[tuple[str, list]]:
         ("Of the {} claims rows, {} are raw-decided under unk; {} of them are decided the same "
          "way under pad, their p-values (where a row has one) within a factor of {} (the "
          "few-shot drops on ARC-Easy: 1-shot p = {} under unk and {} under pad, 3-shot {} under "
-         "both), and the other {} are the mask-null rows",
+         "both), and the other {} are the baseline-null rows",
          [Cell(len(claims), "rows"), Cell(len(raw), "raw-decided"), Cell(len(same), "robust"),
           Cell(ratio, "largest p ratio"), few["1shot"]["own"], few["1shot"]["pad"],
           [few["3shot"]["own"], few["3shot"]["pad"]], Cell(len(raw) - len(same), "the rest")]),
@@ -922,7 +922,7 @@ def deciding_run_prose() -> list[tuple[str, list]]:
           *pct(cell("baselines/gemma-pad/agreement.csv", "changed_jaccard", model=G)),
           *span(Cell(r["sample_rho"], "sample_rho") for r in agree),
           Cell(0.05, "alpha"), [Cell(r["n_samples"], "n_samples") for r in agree]]),
-        ("of its {} rows, {} are raw-decided under the own baseline; {} of them are mask-null "
+        ("of its {} rows, {} are raw-decided under the own baseline; {} of them are baseline-null "
          "rows, which only the own baseline has. Of the other {}, {} are decided the same way "
          "under all three baselines and {} are undecided under deletion or \" the\"",
          [Cell(len(claims_), "rows"), Cell(len(decided), "own decided"), Cell(len(mask), "mask"),

@@ -31,7 +31,7 @@ Modules:
 * ``cli``           the `ips` command line, one module per command
 * ``config``        the configuration, validated against its schema
 * ``baselines``     what an absent word becomes: one module per kind, plug-ins too
-* ``nulls``         the nulls' settings: one module per kind, the re-scored ones among them
+* ``nulls``         the nulls' settings: one module per kind, the variants (scored again) among them
 * ``controls``      controls scored beside the models: untrained twins, plug-ins too
 * ``plugins``       a user's own baselines and controls, from a module or a file
 * ``cluster``       whether every Slurm job fits a node, before submitting
