@@ -1,6 +1,8 @@
 """The paper's study in miniature (workflow/configs/miniature.yaml): paper.yaml's 50 models,
-each a random model of its class; a subset with every architecture class and every factor's
-real pairs runs through the workflow to the figures."""
+each a random model of its class; a subset with every factor's real pairs runs through the
+workflow to the figures. (Every architecture class is built and scored, by both scorers, in
+tests/models/test_random_models.py and tests/scoring/test_deletion.py: the workflow runs each
+the same way, so the subset leaves the other classes out.)"""
 
 import copy
 import csv
@@ -27,12 +29,11 @@ SERIES_CLASS = {"llama-2": "llama", "llama-3": "llama", "llama-moe": "mixtral",
                 "qwen2": "qwen2", "qwen2.5": "qwen2", "qwen3": "qwen3", "qwen3-moe": "qwen3_moe",
                 "internlm2": "llama", "olmo": "olmo", "olmo-2": "olmo2", "olmoe": "olmoe"}
 
-#: every class once, and every factor's pairs: llama-2 7b/7b-chat (instruct vs base), 13b vs
-#: 7b (scale), llama-2-7b-chat vs llama-moe-v1 (dense vs MoE, instruct), qwen2-7b vs
-#: qwen1.5-moe-a2.7b (dense vs MoE, base); few-shot within every model
+#: every factor's pairs: llama-2 7b/7b-chat (instruct vs base), 13b vs 7b (scale),
+#: llama-2-7b-chat vs llama-moe-v1 (dense vs MoE, instruct), qwen2-7b vs qwen1.5-moe-a2.7b
+#: (dense vs MoE, base); few-shot within every model
 SUBSET = ["llama-2-7b", "llama-2-7b-chat", "llama-2-13b", "llama-moe-v1-3_5b-2_8-sft",
-          "mistral-7b-v0.3", "qwen2-7b", "qwen1.5-moe-a2.7b", "qwen3-8b", "qwen3-30b-a3b",
-          "olmo-7b", "olmo-2-1b-instruct", "olmoe-7b"]
+          "qwen2-7b", "qwen1.5-moe-a2.7b"]
 TWINNED = "llama-2-7b"
 
 
@@ -50,10 +51,6 @@ def test_the_miniature_is_the_paper_study_model_for_model():
     assert {e["source"]["random"] for e in MINIATURE["models"].values()} == set(CLASSES)
     assert set(MINIATURE["datasets"]) == {"arc-challenge", "mmlu", "dolly"}
     assert MINIATURE["perturbations"]["names"] == ["paraphrase", "reorder"]
-
-
-def test_the_subset_covers_every_class():
-    assert {MINIATURE["models"][m]["source"]["random"] for m in SUBSET} == set(CLASSES)
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +109,7 @@ def test_the_twin_is_compared_with_twins_only_and_controls_its_model(subset_run)
 
 
 @pytest.mark.slow
-def test_every_class_is_scored_and_every_output_says_random_weights(subset_run):
+def test_every_model_is_scored_and_every_output_says_random_weights(subset_run):
     figures = subset_run / "results/figures"
     for model in SUBSET:
         m = xr.load_dataset(subset_run / f"results/metrics/{model}/arc-challenge.nc")

@@ -21,6 +21,8 @@ import pytest
 import xarray as xr
 import yaml
 
+from ips.config import DEFAULT_MODEL
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "slurm" / "cluster"
 SNAKEMAKE = Path(sys.executable).parent / "snakemake"
@@ -75,12 +77,15 @@ def site_profile(path: Path) -> Path:
 
 
 def embedded_study() -> dict:
-    """The embedded models on 2 ARC-Easy items, n = 3, T1/T2 and 1-shot, the precision and
-    baseline nulls; Gemma 3 asks for 2 GPUs (on the CPU, its device_map is ignored)."""
-    default = yaml.safe_load((ROOT / "config.yaml").read_text())["models"]
-    models = dict(default)
-    gemma = next(name for name in models if name.startswith("gemma"))
-    models[gemma] = {**models[gemma], "gpus": 2, "device_map": "auto"}
+    """The embedded SmolLM2 and a random Llama that asks for 2 GPUs (on the CPU, its
+    device_map is ignored) on 2 ARC-Easy items, n = 3, T1/T2 and 1-shot, the precision and
+    baseline nulls. (Gemma 3, the default's other model, would add minutes of conversion and
+    scoring to what SmolLM2 already shows.)"""
+    smollm2 = yaml.safe_load((ROOT / "config.yaml").read_text())["models"][DEFAULT_MODEL]
+    random = {"source": {"random": "llama", "seed": 1}, "family": "tiny", "series": "tiny",
+              "type": "base", "architecture": "dense", "params": 1000, "gpus": 2,
+              "device_map": "auto"}
+    models = {DEFAULT_MODEL: smollm2, "random-llama": random}
     return {
         "n_max": 3, "n_items": 2, "shard_size": 1,
         "templates": {"mcq": ["T1", "T2"]},
@@ -200,11 +205,16 @@ def values(work: Path, pattern: str) -> dict[str, np.ndarray]:
     return out
 
 
-def test_the_embedded_study_runs_through_faults_as_a_local_run_does(cluster, tmp_path):
+def test_the_embedded_study_runs_through_faults_as_a_local_run_does(cluster, tmp_path,
+                                                                   smollm2_dir):
     """scancel of a running score job, the node DOWN and back: the run completes (or says to
-    rerun, and the rerun completes), every job ran on its partition, numbers as a local run."""
+    rerun, and the rerun completes), every job ran on its partition, numbers as a local run.
+    SmolLM2 is in the run's model cache already (converted once for the session, tested in
+    tests/models/test_gguf.py): its prepare_model job finds it there."""
     env = cluster
     work = workdir(tmp_path / "slurm", embedded_study())
+    shutil.copytree(smollm2_dir, work / "resources/models" / DEFAULT_MODEL,
+                    copy_function=os.link)
     profile = site_profile(tmp_path / "profile")
     since = slurm(env, "date", "+%Y-%m-%dT%H:%M:%S").strip()
     faults = Faults(env, since)
