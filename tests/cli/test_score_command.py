@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,9 +13,22 @@ import yaml
 from ips.cli.main import main
 
 
-def run_ips(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "ips", *map(str, args)], capture_output=True,
-                          text=True, timeout=600, cwd=cwd)
+@pytest.fixture
+def ips(capsys):
+    """`ips ARGS` in this process, where torch and the model code are imported already (a
+    subprocess spends seconds importing them): its exit code and stderr, as
+    `subprocess.run` gives them; torch's thread count (`--threads`) is restored after."""
+    import torch
+
+    def run(*args):
+        threads = torch.get_num_threads()
+        try:
+            code = main([str(a) for a in args])
+        finally:
+            torch.set_num_threads(threads)
+        return SimpleNamespace(returncode=code, stderr=capsys.readouterr().err)
+
+    return run
 
 
 @pytest.fixture
@@ -34,15 +48,15 @@ def config(tmp_path, tiny_llama_dir):
     return path
 
 
-def test_samples_then_score_every_shard(config, tmp_path):
+def test_samples_then_score_every_shard(ips, config, tmp_path):
     samples = tmp_path / "samples.json"
-    r = run_ips("samples", "--config", config, "--dataset", "arc-easy", "--out", samples)
+    r = ips("samples", "--config", config, "--dataset", "arc-easy", "--out", samples)
     assert r.returncode == 0, r.stderr
     assert "3 samples, 5 conditions" in r.stderr
     outs = []
     for shard in (0, 1):
         out = tmp_path / f"v{shard}.h5"
-        r = run_ips("score", "--config", config, "--model", "tiny", "--dataset", "arc-easy",
+        r = ips("score", "--config", config, "--model", "tiny", "--dataset", "arc-easy",
                     "--samples", samples, "--shard", shard, "--threads", 1, "--out", out)
         assert r.returncode == 0, r.stderr
         assert "baseline unk: '<unk>'" in r.stderr
@@ -51,7 +65,7 @@ def test_samples_then_score_every_shard(config, tmp_path):
     assert all(ds.sizes["condition"] == 5 for ds in outs)
     # without --samples the command prepares the same samples from the config
     # (same thread count: float32 sums in another order differ in the last bits)
-    r = run_ips("score", "--config", config, "--model", "tiny", "--dataset", "arc-easy",
+    r = ips("score", "--config", config, "--model", "tiny", "--dataset", "arc-easy",
                 "--shard", 1, "--threads", 1, "--out", tmp_path / "again.h5")
     assert r.returncode == 0, r.stderr
     again = xr.open_dataset(tmp_path / "again.h5", engine="h5netcdf")
@@ -76,14 +90,14 @@ def test_score_bad_names_exit_2(config, tmp_path, capsys, args, message):
     assert message in capsys.readouterr().err
 
 
-def test_chosen_conditions_in_another_precision(config, tmp_path):
+def test_chosen_conditions_in_another_precision(ips, config, tmp_path):
     """The precision null's run (`--dtype --conditions`): only those conditions and their
     groups, computed in that dtype, recorded in the file; v close to float32's (a random
     tiny model: bfloat16 keeps about 3 significant digits)."""
     common = ["--config", config, "--model", "tiny", "--dataset", "arc-easy", "--threads", 1]
-    r = run_ips("score", *common, "--out", tmp_path / "f32.h5")
+    r = ips("score", *common, "--out", tmp_path / "f32.h5")
     assert r.returncode == 0, r.stderr
-    r = run_ips("score", *common, "--dtype", "bfloat16", "--conditions", "T4", "T1",
+    r = ips("score", *common, "--dtype", "bfloat16", "--conditions", "T4", "T1",
                 "--out", tmp_path / "bf16.h5")
     assert r.returncode == 0, r.stderr
     assert "tiny in bfloat16: half precision alone moves IPS" in r.stderr
@@ -98,23 +112,23 @@ def test_chosen_conditions_in_another_precision(config, tmp_path):
         assert 0 < np.nanmax(np.abs(a - b)) < 0.1 * np.nanmax(np.abs(a))
 
 
-def test_another_baseline_scores_as_that_mask_token(config, tmp_path, capsys):
+def test_another_baseline_scores_as_that_mask_token(ips, config, tmp_path, capsys):
     """The baseline null's run (`--baseline eos --conditions T1`) gives exactly the values of a
     model entry whose `mask_token` is that token, and other values than the model's own mask
     (unk) everywhere but at the unmasked prompt; the file records the baseline; so does
     `--baseline delete`, and an entry whose `baseline` is delete. The model's own baseline is
     refused in one line."""
     common = ["--model", "tiny", "--dataset", "arc-easy", "--threads", 1, "--conditions", "T1"]
-    r = run_ips("score", "--config", config, *common, "--baseline", "eos", "--out",
+    r = ips("score", "--config", config, *common, "--baseline", "eos", "--out",
                 tmp_path / "e.h5")
     assert r.returncode == 0, r.stderr
     assert "baseline eos: '</s>'" in r.stderr
     entry = yaml.safe_load(config.read_text())
     entry["models"]["tiny"]["mask_token"] = "</s>"
     (tmp_path / "eos.yaml").write_text(yaml.safe_dump(entry))
-    r = run_ips("score", "--config", tmp_path / "eos.yaml", *common, "--out", tmp_path / "c.h5")
+    r = ips("score", "--config", tmp_path / "eos.yaml", *common, "--out", tmp_path / "c.h5")
     assert r.returncode == 0, r.stderr
-    r = run_ips("score", "--config", config, *common, "--out", tmp_path / "u.h5")
+    r = ips("score", "--config", config, *common, "--out", tmp_path / "u.h5")
     assert r.returncode == 0, r.stderr
     with xr.open_dataset(tmp_path / "e.h5", engine="h5netcdf") as other, \
             xr.open_dataset(tmp_path / "c.h5", engine="h5netcdf") as override, \
@@ -128,12 +142,12 @@ def test_another_baseline_scores_as_that_mask_token(config, tmp_path, capsys):
         at_n = [(o["v"].values[s, 0, m]) for o in (other, own) for s, m in enumerate(full)]
         np.testing.assert_allclose(at_n[:len(full)], at_n[len(full):], rtol=1e-6, atol=1e-6)
     # the deletion baseline: no token (id −1); it agrees with the own mask at x_N only
-    r = run_ips("score", "--config", config, *common, "--baseline", "delete", "--out",
+    r = ips("score", "--config", config, *common, "--baseline", "delete", "--out",
                 tmp_path / "d.h5")
     assert r.returncode == 0, r.stderr
     entry["models"]["tiny"] = {**entry["models"]["tiny"], "mask_token": None, "baseline": "delete"}
     (tmp_path / "delete.yaml").write_text(yaml.safe_dump(entry))
-    r = run_ips("score", "--config", tmp_path / "delete.yaml", *common, "--out",
+    r = ips("score", "--config", tmp_path / "delete.yaml", *common, "--out",
                 tmp_path / "e-d.h5")
     assert r.returncode == 0, r.stderr
     with xr.open_dataset(tmp_path / "d.h5", engine="h5netcdf") as deleted, \
@@ -151,13 +165,14 @@ def test_another_baseline_scores_as_that_mask_token(config, tmp_path, capsys):
     assert not (tmp_path / "x.h5").exists()
 
 
-def test_masking_word_is_recorded_and_changes_only_masked_prompts(config, tmp_path, capsys):
+def test_masking_word_is_recorded_and_changes_only_masked_prompts(ips, config, tmp_path,
+                                                                  capsys):
     """`--masking word` (Appendix A's one mask per word): the file says so, x_N keeps the
     token masking's value and every masked prompt reads otherwise; with `--baseline delete`
     it is refused in one line before any scoring."""
     common = ["--model", "tiny", "--dataset", "arc-easy", "--threads", 1, "--conditions", "T1"]
     for name, extra in (("w", ["--masking", "word"]), ("t", [])):
-        r = run_ips("score", "--config", config, *common, *extra, "--out", tmp_path / f"{name}.h5")
+        r = ips("score", "--config", config, *common, *extra, "--out", tmp_path / f"{name}.h5")
         assert r.returncode == 0, r.stderr
     with xr.open_dataset(tmp_path / "w.h5", engine="h5netcdf") as word, \
             xr.open_dataset(tmp_path / "t.h5", engine="h5netcdf") as tokens:
@@ -173,7 +188,7 @@ def test_masking_word_is_recorded_and_changes_only_masked_prompts(config, tmp_pa
     assert not (tmp_path / "x.h5").exists()
 
 
-def test_several_samples_files_share_one_model_load(config, tmp_path, capsys):
+def test_several_samples_files_share_one_model_load(ips, config, tmp_path, capsys):
     """A re-scored null's run: several samples files, each with its own --conditions and
     --out, scored with one model load, each file the same as its own run."""
     cfg = yaml.safe_load(config.read_text())
@@ -182,17 +197,17 @@ def test_several_samples_files_share_one_model_load(config, tmp_path, capsys):
     files = {}
     for dataset in ("arc-easy", "dolly"):
         files[dataset] = tmp_path / f"{dataset}.json"
-        assert run_ips("samples", "--config", config, "--dataset", dataset,
+        assert ips("samples", "--config", config, "--dataset", dataset,
                        "--out", files[dataset]).returncode == 0
     common = ["--config", config, "--model", "tiny", "--threads", 1, "--shard-size", 2]
-    r = run_ips("score", *common[2:], "--entry", json.dumps(cfg["models"]["tiny"]),
+    r = ips("score", *common[2:], "--entry", json.dumps(cfg["models"]["tiny"]),
                 "--samples", files["arc-easy"], files["dolly"], "--conditions", "T1",
                 "--conditions", "A1", "--out", tmp_path / "a.h5", tmp_path / "d.h5")
     assert r.returncode == 0, r.stderr
     assert r.stderr.count("loaded tiny") == 1
     for dataset, condition, both in (("arc-easy", "T1", "a.h5"), ("dolly", "A1", "d.h5")):
         alone = tmp_path / f"alone-{dataset}.h5"
-        r = run_ips("score", *common, "--dataset", dataset, "--samples", files[dataset],
+        r = ips("score", *common, "--dataset", dataset, "--samples", files[dataset],
                     "--conditions", condition, "--out", alone)
         assert r.returncode == 0, r.stderr
         with xr.open_dataset(alone, engine="h5netcdf") as one, \
@@ -257,14 +272,14 @@ def test_prepare_model_checks_another_baseline(config, tiny_llama_dir, capsys):
     assert "Traceback" not in err
 
 
-def test_killed_score_resumes_with_identical_output(config, tmp_path):
+def test_killed_score_resumes_with_identical_output(ips, config, tmp_path):
     """SIGKILL `ips score` once a sample is finished; the rerun scores only the rest."""
     import signal
     import time
 
     args = ["score", "--config", config, "--model", "tiny", "--dataset", "arc-easy",
             "--shard", 0, "--threads", 1]
-    r = run_ips(*args, "--out", tmp_path / "whole.h5")
+    r = ips(*args, "--out", tmp_path / "whole.h5")
     assert r.returncode == 0, r.stderr
 
     out = tmp_path / "killed.h5"
@@ -284,7 +299,7 @@ def test_killed_score_resumes_with_identical_output(config, tmp_path):
     done = len(list(partial.glob("*.npz")))
     assert done >= 1
 
-    r = run_ips(*args, "--out", out)
+    r = ips(*args, "--out", out)
     assert r.returncode == 0, r.stderr
     assert f"{done} already done (resuming)" in r.stderr
     a, b = (xr.open_dataset(p, engine="h5netcdf") for p in (tmp_path / "whole.h5", out))

@@ -236,8 +236,23 @@ def test_metrics_factors_figures_end_to_end(tmp_path):
     factors = tmp_path / "factors" / "factors.nc"
     assert main(["factors", "--metrics", *metrics_files, "--out", str(factors)]) == 0
     figs = tmp_path / "figures"
+    named = [{"claim": "factor_scale", "scope": "arc / big vs base / 0shot",
+              "direction": "supported"}, {"claim": "factor_scale", "scope": "nowhere",
+                                          "direction": "supported"}]
     assert main(["figures", "--metrics", *metrics_files, "--factors", str(factors),
-                 "--out", str(figs)]) == 0
+                 "--out", str(figs), "--hypotheses", json.dumps(named)]) == 0
+    with open(figs / "claims.csv", newline="") as f:
+        claims_rows = list(csv.DictReader(f))
+    # the corrections: q-values on the decidable rows only, Holm over the 2 named (one absent)
+    decidable = [r for r in claims_rows if r["q_value"]]
+    assert decidable and all(r["verdict"] not in ("control", "untestable") and r["p_value"]
+                             and float(r["q_value"]) >= float(r["p_value"]) for r in decidable)
+    (scale,) = [r for r in claims_rows if r["holm_p"]]
+    assert (scale["claim"], scale["scope"]) == ("factor_scale", "arc / big vs base / 0shot")
+    assert float(scale["holm_p"]) == pytest.approx(min(1.0, 2 * float(scale["p_value"])))
+    readme = (figs / "README.md").read_text()
+    assert "Holm over 1 found in this table): `factor_scale` arc / big vs base / 0shot" in readme
+    assert f"Benjamini–Hochberg over its {len(decidable)} decidable rows" in readme
     with xr.open_dataset(factors, engine="h5netcdf") as fac:
         present = dict(zip(fac["factor"].values, fac["factor_present"].values))
         assert present == {"instruct_vs_base": True, "scale": True, "dense_vs_moe": False,

@@ -572,7 +572,7 @@ def test_a_plugin_control_runs_through_to_the_claims(tmp_path, tiny_llama_dir):
     workflow prepares its entry from its model's directory, scores it, and the claims compare
     each row of the model with the same row of that entry, whose own rows read `control`."""
     cfg = tiny_config(tiny_llama_dir, plugins=[CONTROL_PLUGIN],
-                      controls={"reseeded": ["tiny-a"], "reseed": 3},
+                      controls={"reseeded": ["tiny-a"], "reseed": 3}, n_items=2,
                       templates={"mcq": ["T1", "T2"]}, few_shot={"templates": [], "shots": []},
                       nulls={"noise": {"levels": [0.05], "draws": 1}})
     del cfg["models"]["tiny-b"]

@@ -83,13 +83,14 @@ for tree in ANALYSES:
                 directory(tree.path("figures")),
             params:
                 plugins=CONTROL_PLUGINS,
+                hypotheses=HYPOTHESES,
             log:
                 tree.log("figures.log"),
             conda:
                 "../../envs/ips.yaml"
             shell:
                 "python -m ips {params.plugins}figures --metrics {input.metrics} "
-                "--factors {input.factors} --out {output} 2> {log}"
+                "--factors {input.factors} {params.hypotheses}--out {output} 2> {log}"
 
 
 if BASELINES:
@@ -139,10 +140,11 @@ rule figures:
         # the report's caption of every file (workflow/report/figures.rst)
         captions=report_captions(MODELS, DATASETS),
         plugins=CONTROL_PLUGINS,
+        hypotheses=HYPOTHESES,
     log:
         "logs/figures.log",
     conda:
         "../../envs/ips.yaml"
     shell:
         "python -m ips {params.plugins}figures --metrics {input.metrics} "
-        "--factors {input.factors} --out {output} 2> {log}"
+        "--factors {input.factors} {params.hypotheses}--out {output} 2> {log}"

@@ -278,6 +278,11 @@ CONTROL_PLUGINS = "".join(sorted({
     if kind and kind.origin}))
 
 
+#: `ips figures --hypotheses JSON` of the config's confirmatory family (nothing without one)
+HYPOTHESES = (f"--hypotheses {shlex.quote(as_json(config['hypotheses']))} "
+              if config["hypotheses"] else "")
+
+
 def setting_flag(flag, component):
     """`ips score` flags of a setting, from its path component: `--baseline S` (after its
     plug-in's `--plugin`) or `--dtype D`."""

@@ -86,7 +86,7 @@ __all__ = ["N_BOOT", "LEVEL", "BOUNDS", "DRAWS", "EXACT_MAX", "MIN_RELIABLE_N",
            "paired_test", "percentile_ci", "SignFlipTest", "sign_flip_test", "sign_flip_label",
            "SignFlipInterval", "sign_flip_interval", "swap_test", "POWER", "sign_flip_mde",
            "sign_flip_mde_of",
-           "holm"]
+           "holm", "benjamini_hochberg"]
 
 
 def resample_counts(n_samples: int, n_boot: int = N_BOOT, seed: int = 0) -> NDArray[np.float64]:
@@ -485,4 +485,23 @@ def holm(p: ArrayLike) -> NDArray[np.float64]:
         order = idx[np.argsort(flat[idx], kind="stable")]
         k = order.size
         res[order] = np.minimum(1.0, np.maximum.accumulate((k - np.arange(k)) * flat[order]))
+    return out
+
+
+def benjamini_hochberg(p: ArrayLike) -> NDArray[np.float64]:
+    """Benjamini–Hochberg q-values of one family (same shape as p; scipy's
+    `false_discovery_control`).
+
+    With the k finite p-values sorted ascending, q_(i) = min_{j ≥ i} min(1, k·p_(j)/j); NaN
+    entries are not part of the family and stay NaN. Rejecting q ≤ α controls the expected
+    share of false rejections among the rejections at α for independent or positively
+    dependent tests.
+    """
+    from scipy.stats import false_discovery_control
+
+    a = np.asarray(p, dtype=np.float64)
+    out = np.full(a.shape, np.nan)
+    ok = np.isfinite(a)
+    if ok.any():
+        out[ok] = false_discovery_control(a[ok], method="bh")
     return out

@@ -144,9 +144,11 @@ NO_UNCHANGED_CASE = ("prediction unchanged: every valued template pair changed i
                      "prediction")
 
 
-def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path) -> list[str]:
+def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path,
+             hypotheses: Sequence[dict] = ()) -> list[str]:
     """Draw every figure and write the tables into the existing directory `out`; when a
-    model has random weights, every figure carries `random_note` above its title."""
+    model has random weights, every figure carries `random_note` above its title.
+    `hypotheses`: the config's confirmatory family (`ips.comparisons.claims.correction`)."""
     out = Path(out)
     with banner(random_note(entries)):
         cases = _draw_figures(entries, factors, tau, out)
@@ -165,8 +167,8 @@ def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path) 
     write_csv(representation_rows(entries, factors), REPRESENTATION_COLUMNS,
               out / "representation_pairs.csv")
     write_csv(matched, MATCHED_COLUMNS, out / "moe_matched.csv")
-    rows = claims(entries, factors.ds, draws=draws, seed=seed,
-                         perturbation=perturbation, matched=matched)
+    rows = claims(entries, factors.ds, draws=draws, seed=seed, perturbation=perturbation,
+                  matched=matched, hypotheses=hypotheses)
     write_csv([r.row() for r in rows], verdicts.COLUMNS, out / "claims.csv")
     (out / "README.md").write_text(readme_text(entries, factors, tau, cases, rows),
                                    encoding="utf-8")
@@ -197,10 +199,11 @@ def _draw_figures(entries: list[Entry], factors: FactorsFile, tau: float,
 
 
 def make_figures(metrics_paths: Sequence[str | os.PathLike], factors_path: str | os.PathLike,
-                 out: str | os.PathLike) -> list[str]:
+                 out: str | os.PathLike, hypotheses: Sequence[dict] = ()) -> list[str]:
     """Write the figures, the tables and the README into the directory `out`; return the
     file names. Intervals computed here (Appendix G means) use the bootstrap settings
-    recorded in each metrics file, so they match the tables'."""
+    recorded in each metrics file, so they match the tables'. `hypotheses`: the config's
+    (claims.csv's `holm_p`)."""
     if not metrics_paths:
         raise InputError("no metrics files given")
     entries = [read_metrics(p) for p in metrics_paths]
@@ -211,5 +214,5 @@ def make_figures(metrics_paths: Sequence[str | os.PathLike], factors_path: str |
             raise InputError(f"{e.path}: computed at τ = {e.ds.attrs['tau']}, but "
                              f"{factors_path} at τ = {tau}")
     with atomic_dir(out) as tmp:
-        names = draw_all(entries, factors, tau, tmp)
+        names = draw_all(entries, factors, tau, tmp, hypotheses)
     return names

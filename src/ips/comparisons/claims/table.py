@@ -62,6 +62,7 @@ from ips.comparisons.claims.across_models import (
     tau_claims,
 )
 from ips.comparisons.claims.controls import with_controls
+from ips.comparisons.claims.correction import corrected
 from ips.comparisons.claims.nulls import matched_claims, null_claims, variant_claims
 from ips.comparisons.claims.per_model import (
     few_shot_curve_claims,
@@ -92,9 +93,11 @@ from ips.formats.metrics import Entry, weights
 
 
 def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: int = 0,
-           perturbation: Sequence[dict] = (), matched: Sequence[dict] = ()) -> list[Claim]:
-    """Every claim the configured models can test, and those they cannot (with the reason).
-    `perturbation`, `matched`: the rows of the Appendix G and Table 7 tables
+           perturbation: Sequence[dict] = (), matched: Sequence[dict] = (),
+           hypotheses: Sequence[dict] = ()) -> list[Claim]:
+    """Every claim the configured models can test, and those they cannot (with the reason),
+    with their corrections (`correction.corrected`: q-values, Holm over `hypotheses`, the
+    config's). `perturbation`, `matched`: the rows of the Appendix G and Table 7 tables
     (`ips.figures.tables.appendix`), whose numbers the count and matched-MoE claims read."""
     datasets = list(dict.fromkeys(e.dataset for e in entries))
     trained = [e for e in entries if not e.control_of]
@@ -119,7 +122,7 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: i
     out += perturbation_claims(perturbation, datasets, {e.model: e.control_of for e in entries},
                                draws, seed)
     out += matched_claims(matched, datasets)
-    return out
+    return corrected(out, hypotheses)
 
 
 def claims_summary(rows: Sequence[Claim]) -> dict[str, dict[str, int]]:

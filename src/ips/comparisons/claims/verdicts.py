@@ -81,6 +81,10 @@ class Claim:
     """Two-sided p of the difference between the trained models and their controls."""
     control_test: str = ""
     """The test of the difference from the controls, and on how many units."""
+    q_value: float = math.nan
+    """Benjamini–Hochberg over the table's decidable rows (`correction.corrected`)."""
+    holm_p: float = math.nan
+    """Holm over the config's `hypotheses`, NaN for a row outside them (`correction`)."""
     spec: ControlSpec | None = field(default=None, repr=False, compare=False)
     """What the row's control test needs (not written)."""
 

@@ -279,6 +279,7 @@ def claims_section(rows: Sequence[verdicts.Claim], warning: str = "") -> list[st
              "weights also "
              "earn is not a finding about trained models. `undecided` means these samples "
              "or these controls cannot tell; it is not evidence against the paper.", ""]
+    lines += correction_lines(rows)
     statements = dict((r.claim, r.paper) for r in rows)
     for claim, c in counts.items():
         told = ", ".join(f"{k} {v}" for k, v in c.items() if v)
@@ -287,6 +288,26 @@ def claims_section(rows: Sequence[verdicts.Claim], warning: str = "") -> list[st
         return [*lines, "", f"The {len(rows)} rows are in `claims.csv` (one per claim, model, "
                 "dataset and band where it applies); the counts above sum them up."]
     return [*lines, "", *claims_markdown(rows)]
+
+
+def correction_lines(rows: Sequence[verdicts.Claim]) -> list[str]:
+    """How many decided rows survive the correction for many tests (`q_value`), and each
+    declared hypothesis with its Holm p (`ips.comparisons.claims.correction`)."""
+    alpha = verdicts.ALPHA
+    decided = [r for r in rows if r.verdict in ("supported", "contradicted")]
+    kept = [r for r in decided if r.q_value <= alpha]
+    lines = [f"Corrected for the many tests of this table (`q_value`: Benjamini–Hochberg over "
+             f"its {sum(np.isfinite(r.q_value) for r in rows)} decidable rows, a null's "
+             f"repeated rows counted as one; docs/method.md#corrected-tests): {len(kept)} of "
+             f"the {len(decided)} decided rows have q ≤ {alpha:g}. Only those are findings; "
+             "the other decided rows are exploratory.", ""]
+    named = [r for r in rows if np.isfinite(r.holm_p)]
+    if named:
+        lines += [f"Confirmatory hypotheses (config `hypotheses`, Holm over {len(named)} "
+                  "found in this table): " + "; ".join(
+                      f"`{r.claim}` {r.scope}: {r.verdict}, Holm p = {r.holm_p:.2g}"
+                      for r in named) + ".", ""]
+    return lines
 
 
 MAX_CLAIM_ROWS = 200

@@ -1,0 +1,79 @@
+"""Many tests in one table: every row's q-value, and Holm over the declared hypotheses
+(docs/method.md#corrected-tests).
+
+Each row is tested at α alone; a table holds hundreds. Two corrections, over the table's
+*decidable* rows: those of trained models (not a control's own rows) whose test gives a p.
+A row's p for the correction is the one its final verdict rests on (`tested_p`): its own p,
+and where its control was tested, the larger of that and the control's p (both must hold).
+
+* ``q_value``: Benjamini–Hochberg over the decidable rows, where the rows that repeat one
+  fact count as one hypothesis: a null's levels, bands or settings at one scope (`REPEATS`:
+  the rows of such a claim that differ only in their scope's last part). Its p is the
+  smallest of theirs times their number k (Bonferroni within the fact); each row's q is the
+  larger of the fact's BH q and its own p times k, so a row stands when its fact survives
+  the correction and the row its fact's Bonferroni.
+* ``holm_p``: Holm over the rows the config names in `hypotheses` (claim and scope: the
+  confirmatory family), with the same p; NaN outside it. A named row that is not decidable,
+  or that the table lacks, counts in the family as p = 1: it does not hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from ips import nulls
+from ips.analysis.uncertainty import benjamini_hochberg, holm
+from ips.comparisons.claims.verdicts import Claim
+
+GAUSSIAN_CLAIM = "template_above_gaussian_null"
+
+
+def repeats() -> set[str]:
+    """The claims whose rows at one scope, but for its last part, repeat one fact: the
+    Gaussian null's levels, and each variant's settings and bands (`ips.nulls`)."""
+    return {GAUSSIAN_CLAIM, *(v.claim for v in nulls.variants())}
+
+
+def tested_p(row: Claim) -> float:
+    """The p the row's final verdict rests on (module docstring); NaN for a row that is not
+    decidable."""
+    if row.verdict in ("control", "untestable") or not np.isfinite(row.p_value):
+        return np.nan
+    return float(np.fmax(row.p_value, row.control_p))  # fmax: a NaN control_p is ignored
+
+
+def fact(row: Claim, repeated: set[str]) -> tuple[str, str]:
+    """The fact a row states: (claim, scope), its scope's last part left out for a claim
+    that repeats one fact over it."""
+    scope = row.scope.rpartition(" / ")[0] if row.claim in repeated else row.scope
+    return row.claim, scope
+
+
+def corrected(rows: Sequence[Claim], hypotheses: Sequence[dict] = ()) -> list[Claim]:
+    """`rows` with `q_value` and `holm_p` (module docstring); `hypotheses`: the config's
+    entries, each naming a row by `claim` and `scope`."""
+    p = np.array([tested_p(r) for r in rows])
+    repeated = repeats()
+    facts: dict[tuple[str, str], list[int]] = {}
+    for i, r in enumerate(rows):
+        if np.isfinite(p[i]):
+            facts.setdefault(fact(r, repeated), []).append(i)
+    members = list(facts.values())
+    fact_p = [min(1.0, len(m) * float(p[m].min())) for m in members]
+    fact_q = benjamini_hochberg(fact_p) if members else []
+    q = np.full(len(rows), np.nan)
+    for m, fq in zip(members, fact_q, strict=True):
+        q[m] = np.maximum(fq, np.minimum(1.0, len(m) * p[m]))
+    at = {(r.claim, r.scope): i for i, r in enumerate(rows)}
+    named = [at.get((h["claim"], h["scope"])) for h in hypotheses]
+    # a hypothesis without a decidable row counts in the family, as p = 1
+    adjusted = holm([1.0 if i is None or not np.isfinite(p[i]) else p[i] for i in named])
+    h = np.full(len(rows), np.nan)
+    for i, hp in zip(named, adjusted, strict=True):
+        if i is not None:
+            h[i] = hp
+    return [replace(r, q_value=float(qi), holm_p=float(hi)) for r, qi, hi in zip(rows, q, h,
+                                                                                   strict=True)]

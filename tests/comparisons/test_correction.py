@@ -1,0 +1,66 @@
+"""The claims table's corrections (`ips.comparisons.claims.correction`): Benjamini–Hochberg
+against its definition and hand-computed cases, a control's p joining its row's, one fact's
+repeated rows counted once, and Holm over the declared hypotheses."""
+
+import numpy as np
+import pytest
+
+from ips.analysis.uncertainty import benjamini_hochberg
+from ips.comparisons.claims.correction import GAUSSIAN_CLAIM, corrected, repeats
+from ips.comparisons.claims.verdicts import Claim
+
+
+def by_definition(p):
+    """q_i = min over j with p_j >= p_i of min(1, k p_j / rank_j), written out."""
+    k = len(p)
+    rank = {i: 1 + sum(p[j] < p[i] or (p[j] == p[i] and j < i) for j in range(k))
+            for i in range(k)}
+    return [min(min(1.0, k * p[j] / rank[j]) for j in range(k) if p[j] >= p[i])
+            for i in range(k)]
+
+
+def test_benjamini_hochberg_is_its_definition():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        p = list(rng.uniform(0, 0.2, size=rng.integers(1, 12)))
+        np.testing.assert_allclose(benjamini_hochberg(p), by_definition(p), rtol=1e-12)
+    q = benjamini_hochberg([0.01, np.nan, 0.04, 0.03, 0.5])
+    np.testing.assert_allclose(q, [0.04, np.nan, 0.16 / 3, 0.16 / 3, 0.5])
+
+
+def row(claim, scope, p, control_p=np.nan, verdict="supported"):
+    return Claim(claim, scope, "", p_value=p, control_p=control_p, verdict=verdict)
+
+
+def test_q_values_by_hand():
+    """Three rows alone (p 0.01, 0.02, 0.5); one whose control's p (0.04) is larger than its
+    own; a control's row and an untestable row are outside the family."""
+    rows = corrected([row("a", "m / d", 0.01), row("b", "m / d", 0.02), row("c", "m / d", 0.5),
+                      row("d", "m / d", 0.001, control_p=0.04),
+                      row("a", "m-twin / d", 0.001, verdict="control"),
+                      row("e", "m / d", np.nan, verdict="untestable")])
+    # family p: 0.01, 0.02, 0.5, 0.04 (k = 4): q = 0.04, 0.04, 0.5, 0.16 / 3
+    np.testing.assert_allclose([r.q_value for r in rows],
+                               [0.04, 0.04, 0.5, 0.16 / 3, np.nan, np.nan])
+    assert all(np.isnan(r.holm_p) for r in rows)
+
+
+def test_rows_that_repeat_one_fact_count_once():
+    """Three Gaussian levels at one scope (p 0.001, 0.2, 0.04) are one hypothesis of p
+    3 × 0.001; beside one other row (0.03): BH gives the fact 0.006 and the row 0.03; each
+    level's q is the larger of 0.006 and 3 times its own p."""
+    assert GAUSSIAN_CLAIM in repeats() and "template_above_baseline_null" in repeats()
+    levels = [row(GAUSSIAN_CLAIM, f"m / d / 0shot / noise {c} × range of v", p)
+              for c, p in ((0.003, 0.001), (0.01, 0.2), (0.03, 0.04))]
+    rows = corrected([*levels, row("a", "m / d", 0.03)])
+    np.testing.assert_allclose([r.q_value for r in rows], [0.006, 0.6, 0.12, 0.03])
+
+
+def test_holm_over_the_declared_hypotheses():
+    """Holm over the named rows (p 0.01, 0.02) and a named row the table lacks (p = 1):
+    0.03 and 0.04; other rows have no holm_p."""
+    rows = corrected([row("a", "m / d", 0.01), row("b", "m / d", 0.02), row("c", "m / d", 0.3)],
+                     [{"claim": "a", "scope": "m / d"}, {"claim": "b", "scope": "m / d"},
+                      {"claim": "x", "scope": "m / d"}])
+    assert [r.holm_p for r in rows[:2]] == pytest.approx([0.03, 0.04])
+    assert np.isnan(rows[2].holm_p)
