@@ -121,7 +121,7 @@ def test_readme_leaves_a_long_claims_table_to_the_csv(paper_scale):
     from ips.figures.text.readme import MAX_CLAIM_ROWS, claims_section
 
     row = SimpleNamespace(claim="c", paper="the paper says", verdict="undecided",
-                          weights="random")
+                          weights="random", q_value=float("nan"), holm_p=float("nan"))
     import ips.figures.text.readme as readme
 
     def fake_summary(rows):

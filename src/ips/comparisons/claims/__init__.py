@@ -7,5 +7,6 @@ Modules:
 * ``across_models``  claims across models: consistency, τ, factors, perturbations
 * ``nulls``          claims of IPS against its nulls
 * ``controls``       every row beside what random weights earn
+* ``correction``     many tests in one table: q-values, Holm over the declared hypotheses
 * ``table``          the claims table (`claims.csv`)
 """
