@@ -440,8 +440,8 @@ def evidence_prose() -> list[tuple[str, list]]:
                   verdicts("claims.csv", ("factor_few_shot_beyond_null",))),
           count("claims.csv", claim="factor_few_shot")]),
         ("{} of the {} order verdicts change. Beyond its null IPS^low lies *above* IPS^mid for "
-         "SmolLM2 on ARC-Easy ({}, p = {}) and Dolly ({}) and for Gemma on MMLU ({}) and Dolly "
-         "({}, where the raw IPS supported IPS^low < IPS^mid); IPS^mid lies above IPS^high for "
+         "SmolLM2 on ARC-Easy ({}, p = {}) and Dolly ({}) and for Gemma on ARC-Easy ({}, p = {}), "
+         "MMLU ({}) and Dolly ({}, where the raw IPS supported IPS^low < IPS^mid); IPS^mid lies above IPS^high for "
          "SmolLM2 on ARC-Easy and Gemma on MMLU, as in the raw IPS, and now also for Gemma on "
          "Dolly ({}, p = {}); SmolLM2 on Dolly points the other way, IPS^mid below IPS^high ({}, "
          f"p = {N}, {verdict(BEYOND[1], scope(S, 'dolly', '0shot'))};",
@@ -450,6 +450,8 @@ def evidence_prose() -> list[tuple[str, list]]:
           claim(BEYOND[0], scope(S, "arc-easy", "0shot")),
           claim(BEYOND[0], scope(S, "arc-easy", "0shot"), "p_value"),
           claim(BEYOND[0], scope(S, "dolly", "0shot")),
+          claim(BEYOND[0], scope(G, "arc-easy", "0shot")),
+          claim(BEYOND[0], scope(G, "arc-easy", "0shot"), "p_value"),
           claim(BEYOND[0], scope(G, "mmlu", "0shot")),
           claim(BEYOND[0], scope(G, "dolly", "0shot")),
           claim(BEYOND[1], scope(G, "dolly", "0shot")),
@@ -615,9 +617,11 @@ def scale_prose() -> list[tuple[str, list]]:
           *(claim("ips_vs_dv_unmasked", "mmlu", k, sc) for k in ("estimate", "p_value")),
           [claim(c, "mmlu", "n", sc) for c in ("ips_vs_accuracy_spread", "ips_vs_pss",
                                                 "ips_vs_consistency_rate", "ips_vs_dv_unmasked")]]),
-        ("never changes its answer across templates (spread and PSS {} on all {} items)",
+        ("its correctness never changes across templates (spread and PSS {} on all {} items), "
+         "though its answer does (consistency rate {})",
          [[peers["accuracy_spread"][0], peers["pss"][0]],
-          cell("scale/peer_table.csv", "accuracy_spread_n", model=S, group="0shot")]),
+          cell("scale/peer_table.csv", "accuracy_spread_n", model=S, group="0shot"),
+          peers["consistency_rate"][0]]),
         (f"{verdict('ips_beyond_change_size', scope(S, 'mmlu', '0shot'), sc)} for all four "
          "(R²_null − R²_IPS = {}, p = {}; {}, p = {}; {}, p = {}; {}, p = {}; n = {} each; "
          "SmolLM2, Gemma 3, Qwen 0.5B, 1.5B)",
@@ -719,6 +723,9 @@ def readme_evidence() -> list[tuple[str, list]]:
     qwen_drops = [claim("factor_few_shot", q, f"{b} estimate", bs) for q in qwen for b in BASELINES]
     qwen_p = [claim("factor_few_shot", q, f"{b} p_value", bs) for q in qwen for b in BASELINES]
     agree, _, rest = agreement_split()
+    smol_sparse = [r for r in rows("claims.csv", claim=("sparse_salient_share",
+                                                        "sparse_matching_top5"))
+                   if r["scope"].startswith(f"{S} /") and own(r) == "contradicted"]
     return [
         ("Of the {} rows of the paper's own claims the models' own tests decide {}, and {} stand "
          "beside the twins",
@@ -727,6 +734,27 @@ def readme_evidence() -> list[tuple[str, list]]:
         ("unchanged prediction for SmolLM2 on all three datasets ({}–{} of them, its twin {}–{})",
          [*span(Cell(r["estimate"], "estimate") for r in unstable),
           *span(Cell(r["control_estimate"], "control") for r in unstable)]),
+        ("and not for Gemma 3 on Dolly ({}, its twin {}: "
+         f"{verdict('types_unchanged_unstable', scope(G, 'dolly'))}), the sparsity claims are "
+         "contradicted for Gemma 3 on ARC-Easy (both rows) and on Dolly (top-5 error {}, its "
+         "twin {})",
+         [claim("types_unchanged_unstable", scope(G, "dolly")),
+          claim("types_unchanged_unstable", scope(G, "dolly"), "control_estimate"),
+          claim("sparse_matching_top5", scope(G, "dolly")),
+          claim("sparse_matching_top5", scope(G, "dolly"), "control_estimate")]),
+        ("while {} order rows beyond the matched-size null stand",
+         [final(rows("claims.csv", claim=BEYOND))]),
+        ("SmolLM2 differs from its twin in {} of its {} sparsity contradictions, but it is the "
+         "sparser of the two (MMLU salient share {}, its twin {}, p = {}; top-5 error p = {} on "
+         "MMLU, {} on Dolly)",
+         [Cell(sum(float(r["control_p"]) < 0.05 and float(r["estimate"])
+                   < float(r["control_estimate"]) for r in smol_sparse), "differ, sparser"),
+          Cell(len(smol_sparse), "raw contradictions"),
+          claim("sparse_salient_share", scope(S, "mmlu")),
+          claim("sparse_salient_share", scope(S, "mmlu"), "control_estimate"),
+          claim("sparse_salient_share", scope(S, "mmlu"), "control_p"),
+          claim("sparse_matching_top5", scope(S, "mmlu"), "control_p"),
+          claim("sparse_matching_top5", scope(S, "dolly"), "control_p")]),
         ("few-shot drop stands on MMLU ({} % and {} %, its twin {} % and {} %)",
          [*pct(*(claim("factor_few_shot", scope("mmlu", G, f"{k}shot vs 0shot")) for k in "13")),
           *pct(*(claim("factor_few_shot", scope("mmlu", G, f"{k}shot vs 0shot"),
