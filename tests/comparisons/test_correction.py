@@ -46,14 +46,15 @@ def test_q_values_by_hand():
 
 
 def test_rows_that_repeat_one_fact_count_once():
-    """Three Gaussian levels at one scope (p 0.001, 0.2, 0.04) are one hypothesis of p
-    3 × 0.001; beside one other row (0.03): BH gives the fact 0.006 and the row 0.03; each
-    level's q is the larger of 0.006 and 3 times its own p."""
+    """Three Gaussian levels at one scope (p 0.001, 0.2, 0.04) are one hypothesis of Simes'
+    p min(3 × 0.001 / 1, 3 × 0.04 / 2, 3 × 0.2 / 3) = 0.003; beside one other row (0.03) BH
+    gives the fact 0.006 and the row 0.03; each level's q is the larger of 0.006 and its BH
+    q within the fact (0.003, 0.2, 0.06)."""
     assert GAUSSIAN_CLAIM in repeats() and "template_above_baseline_null" in repeats()
     levels = [row(GAUSSIAN_CLAIM, f"m / d / 0shot / noise {c} × range of v", p)
               for c, p in ((0.003, 0.001), (0.01, 0.2), (0.03, 0.04))]
     rows = corrected([*levels, row("a", "m / d", 0.03)])
-    np.testing.assert_allclose([r.q_value for r in rows], [0.006, 0.6, 0.12, 0.03])
+    np.testing.assert_allclose([r.q_value for r in rows], [0.006, 0.2, 0.06, 0.03])
 
 
 def test_holm_over_the_declared_hypotheses():

@@ -7,11 +7,12 @@ A row's p for the correction is the one its final verdict rests on (`tested_p`):
 and where its control was tested, the larger of that and the control's p (both must hold).
 
 * ``q_value``: Benjamini–Hochberg over the decidable rows, where the rows that repeat one
-  fact count as one hypothesis: a null's levels, bands or settings at one scope (`REPEATS`:
-  the rows of such a claim that differ only in their scope's last part). Its p is the
-  smallest of theirs times their number k (Bonferroni within the fact); each row's q is the
-  larger of the fact's BH q and its own p times k, so a row stands when its fact survives
-  the correction and the row its fact's Bonferroni.
+  fact count as one hypothesis: a null's levels, bands or settings at one scope (`repeats`:
+  the rows of such a claim that differ only in their scope's last part). The fact's p is
+  Simes' combination of theirs, min_i k·p_(i)/i over its k rows (valid, as BH is, for
+  positively dependent tests); each row's q is the larger of its fact's BH q and its own BH
+  q within the fact, so a row stands when its fact survives the correction and the row the
+  correction within its fact.
 * ``holm_p``: Holm over the rows the config names in `hypotheses` (claim and scope: the
   confirmatory family), with the same p; NaN outside it. A named row that is not decidable,
   or that the table lacks, counts in the family as p = 1: it does not hold.
@@ -62,11 +63,11 @@ def corrected(rows: Sequence[Claim], hypotheses: Sequence[dict] = ()) -> list[Cl
         if np.isfinite(p[i]):
             facts.setdefault(fact(r, repeated), []).append(i)
     members = list(facts.values())
-    fact_p = [min(1.0, len(m) * float(p[m].min())) for m in members]
-    fact_q = benjamini_hochberg(fact_p) if members else []
+    within = [benjamini_hochberg(p[m]) for m in members]
+    fact_q = benjamini_hochberg([w.min() for w in within]) if members else []  # Simes' p
     q = np.full(len(rows), np.nan)
-    for m, fq in zip(members, fact_q, strict=True):
-        q[m] = np.maximum(fq, np.minimum(1.0, len(m) * p[m]))
+    for m, w, fq in zip(members, within, fact_q, strict=True):
+        q[m] = np.maximum(fq, w)
     at = {(r.claim, r.scope): i for i, r in enumerate(rows)}
     named = [at.get((h["claim"], h["scope"])) for h in hypotheses]
     # a hypothesis without a decidable row counts in the family, as p = 1
