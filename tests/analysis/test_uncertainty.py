@@ -1,6 +1,8 @@
 """ips.analysis.uncertainty: bootstrap intervals, the paired sign-flip test and Holm (fixed
 seeds)."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -255,12 +257,13 @@ def test_mde_is_the_effect_detected_with_80_percent_power():
 
 
 def test_mde_of_data_is_the_mde_of_its_finite_differences():
-    """The finite entries' n and sample sd, and for a relative change ÷ the mean of w; NaN
-    below two samples."""
+    """The finite entries' n and sample sd, and for a relative change ÷ the mean of w; inf
+    for one sample (no test of one sign can reach α), NaN for none."""
     y = np.array([0.3, -0.1, np.nan, 0.5, 0.2, 0.0, 0.4, 0.1])
     w = np.array([1.2, 1.5, 1.1, np.nan, 1.4, 1.3, 1.6, 1.0])
     ok = np.isfinite(y) & np.isfinite(w)
     assert u.sign_flip_mde_of(y) == u.sign_flip_mde(7, np.std(y[np.isfinite(y)], ddof=1))
     assert u.sign_flip_mde_of(y, w) == pytest.approx(
         u.sign_flip_mde(6, np.std(y[ok], ddof=1)) / np.mean(w[ok]))
-    assert np.isnan(u.sign_flip_mde_of([0.2, np.nan]))
+    assert u.sign_flip_mde_of([0.2, np.nan]) == math.inf == u.sign_flip_mde(1, 0.3)
+    assert np.isnan(u.sign_flip_mde_of([np.nan, np.nan]))

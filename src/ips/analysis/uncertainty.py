@@ -454,12 +454,13 @@ def sign_flip_mde(n: int, sd: float, level: float = LEVEL, power: float = POWER,
 def sign_flip_mde_of(y: ArrayLike, w: ArrayLike | None = None, level: float = LEVEL) -> float:
     """:func:`sign_flip_mde` of the differences y (their finite entries, with w), as the row
     of :func:`sign_flip_interval` on (y, w) states it: the mean of y it detects, divided by
-    the mean of w for a relative change (NaN below two samples)."""
+    the mean of w for a relative change. One sample: inf (its two sign vectors give p = 1,
+    so no effect is detectable); none: NaN."""
     yv = np.asarray(y, dtype=np.float64).ravel()
     wv = np.ones_like(yv) if w is None else np.asarray(w, dtype=np.float64).ravel()
     keep = np.isfinite(yv) & np.isfinite(wv)
     if keep.sum() < 2:
-        return math.nan
+        return math.inf if keep.sum() == 1 else math.nan
     return sign_flip_mde(int(keep.sum()), float(np.std(yv[keep], ddof=1)), level) / float(
         np.mean(wv[keep]))
 
