@@ -20,13 +20,14 @@ TORCH_INDEX ?=
 figures: $(STAMP)
 	$(BIN)/snakemake --cores all results/figures
 
-# Two pytest workers, each given whole files (a module's fixtures are built once): the slow
-# tests wait on subprocesses, Slurm's polling and model loads much of their time, which the
-# other worker fills. TEST_WORKERS=0 runs in one process.
+# Two pytest workers, each given whole files (a module's fixtures are built once) in
+# collection order, the longest files first (tests/conftest.py): the slow tests wait on
+# subprocesses, Slurm's polling and model loads much of their time, which the other worker
+# fills. TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(BIN)/ruff check
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # Property tests with fresh random examples, ROUNDS times (`make test` runs them derandomised,
 # so that a commit always gets the same verdict); a failure prints how to reproduce it.

@@ -24,11 +24,21 @@ settings.register_profile("explore", derandomize=False, print_blob=True)
 settings.load_profile("derandomized")
 
 
+#: the longest files (minutes each), collected first: `make test` hands whole files to its two
+#: workers in collection order, so the short files fill the end of the run instead of one
+#: long file running alone there
+LONG_FIRST = ("tests/pipeline/test_slurm.py", "tests/pipeline/test_workflow.py",
+              "tests/pipeline/test_miniature.py")
+
+
 def pytest_collection_modifyitems(items):
-    """Every Hypothesis test carries the `property` mark, so `make explore` can select them."""
+    """Every Hypothesis test carries the `property` mark, so `make explore` can select them;
+    the files of `LONG_FIRST` come first, the rest in their order."""
     for item in items:
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker(pytest.mark.property)
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(LONG_FIRST)))
 
 
 @pytest.fixture(scope="session")

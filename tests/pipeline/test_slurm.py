@@ -78,9 +78,10 @@ def site_profile(path: Path) -> Path:
 
 def embedded_study() -> dict:
     """The embedded SmolLM2 and a random Llama that asks for 2 GPUs (on the CPU, its
-    device_map is ignored) on 2 ARC-Easy items in one shard, n = 3, T1/T2, the precision and
-    baseline nulls. (Gemma 3, the default's other model, would add minutes of conversion and
-    scoring to what SmolLM2 already shows; few-shot prompts are longer prompts to score.)"""
+    device_map is ignored) on 2 ARC-Easy items in one shard, n = 3, T1/T2, the baseline null.
+    (Gemma 3, the default's other model, would add minutes of conversion and scoring to what
+    SmolLM2 already shows; few-shot prompts are longer prompts to score; the precision null's
+    rules are the baseline null's with another setting, ips.nulls.Variant.)"""
     smollm2 = yaml.safe_load((ROOT / "config.yaml").read_text())["models"][DEFAULT_MODEL]
     random = {"source": {"random": "llama", "seed": 1}, "family": "tiny", "series": "tiny",
               "type": "base", "architecture": "dense", "params": 1000, "gpus": 2,
@@ -91,7 +92,6 @@ def embedded_study() -> dict:
         "templates": {"mcq": ["T1", "T2"]},
         "few_shot": {"templates": [], "shots": []},
         "nulls": {"noise": {"levels": [0.01], "draws": 1},
-                  "precision": {"dtypes": ["bfloat16"], "shards": 1},
                   "baseline": {"others": ["pad"], "shards": 1}},
         "permutation": {"draws": 199},
         "models": models,
@@ -240,11 +240,11 @@ def test_the_embedded_study_runs_through_faults_as_a_local_run_does(cluster, tmp
     entries = embedded_study()["models"]
     completed = [j for j in jobs if j["state"] == "COMPLETED"]
     assert {j["rule"] for j in completed} >= {
-        "prepare_model", "score", "score_precision_null", "score_baseline_null", "fit",
-        "fit_precision_null", "fit_baseline_null", "metrics", "factors", "figures"}
+        "prepare_model", "score", "score_baseline_null", "fit", "fit_baseline_null", "metrics",
+        "factors", "figures"}
     for j in completed:
         assert j["account"] == ACCOUNT and j["cpus"] == 1, j  # score: site set-threads 1
-        if j["rule"] in ("score", "score_precision_null", "score_baseline_null"):
+        if j["rule"] in ("score", "score_baseline_null"):
             # the comment's wildcard values, "_"-joined (no model name holds "_")
             model = next(m for m in entries
                          if m in j["comment"].split("_wildcards_")[1].split("_"))
@@ -261,8 +261,7 @@ def test_the_embedded_study_runs_through_faults_as_a_local_run_does(cluster, tmp
                                       "--configfile", local / "study.yaml"])),
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-4000:]
-    for pattern in ("values/*/*/*.h5", "nulls/precision/*/values/*/*.h5",
-                    "nulls/baseline/*/values/*/*.h5"):
+    for pattern in ("values/*/*/*.h5", "nulls/baseline/*/values/*/*.h5"):
         ours, theirs = values(work, pattern), values(local, pattern)
         assert sorted(ours) == sorted(theirs) and ours
         for name in ours:
