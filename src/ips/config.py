@@ -209,6 +209,15 @@ def validate_settings(settings: dict, source: str = "settings") -> dict:
     return settings
 
 
+def validate_hypotheses(hypotheses, source: str) -> list[dict]:
+    """`hypotheses` (as `ips figures --hypotheses` gets them) checked with the config
+    schema's definition; `ConfigError` naming the item and field."""
+    full = _schema()
+    _check_schema(hypotheses, {**full["properties"]["hypotheses"], "$defs": full["$defs"]},
+                  source)
+    return hypotheses
+
+
 def _check_redraw(models: dict, name: str, source: str) -> None:
     """A `redraw` source names a configured model whose own source is not `redraw` (it is
     built from that model's prepared directory, `ips.models.redraw`)."""

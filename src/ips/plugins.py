@@ -24,6 +24,7 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
+from typing import Any, ClassVar
 
 from ips.errors import InputError
 
@@ -86,6 +87,27 @@ def _import_file(path: str, field: str) -> ModuleType:
 def _entry_points() -> None:
     for point in entry_points(group=ENTRY_POINTS):
         _load(point.module, f"entry point {point.name}")
+
+
+class Registered:
+    """The base of a plug-in interface (`Baseline`, `Null`, `Control`): a subclass that sets
+    `kind` registers itself by being defined (`register`). The interface names its registry
+    and what its classes are: `class Null(Registered, registry=REGISTRY, what="null")`."""
+
+    kind: ClassVar[str]
+    """The registry's name of the class."""
+    origin: ClassVar[str | None] = None
+    """The plug-in that defined it, None for the built-in ones."""
+    _registry: ClassVar[dict[str, type]]
+    _what: ClassVar[str]
+
+    def __init_subclass__(cls, registry: dict[str, type] | None = None, what: str = "",
+                          **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if registry is not None:  # the interface itself
+            cls._registry, cls._what = registry, what
+        elif "kind" in cls.__dict__:  # else an intermediate base (Replacement, Variant)
+            register(cls._registry, cls, cls._what)
 
 
 def register(registry: dict[str, type], cls: type, what: str) -> None:

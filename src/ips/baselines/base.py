@@ -47,7 +47,7 @@ class Segment:
     slots: np.ndarray | None = None
 
 
-class Baseline(ABC):
+class Baseline(plugins.Registered, ABC, registry=REGISTRY, what="baseline"):
     """What absence means (module docstring). Instances are resolved for one tokenizer."""
 
     kind: ClassVar[str]
@@ -64,20 +64,12 @@ class Baseline(ABC):
     needs the answer position to stay, `ips.scoring.trie.TrieScorer.values`)."""
     single_token: ClassVar[bool] = False
     """Whether absent tokens become one token (`token_id`), which `masking: word` needs."""
-    origin: ClassVar[str | None] = None
-    """The plug-in that defined it (`ips.plugins`), None for the built-in ones."""
-
     token_id: int | None = None
     """The one token absent tokens become, where `single_token`."""
     token: str = ""
     """That token as the tokenizer writes it."""
     source: str = ""
     """The setting it was resolved from, or where a model's own mask token came from."""
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "kind" in cls.__dict__:  # else an intermediate base (Replacement)
-            plugins.register(REGISTRY, cls, "baseline")
 
     @classmethod
     @abstractmethod

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from ips.cli.arguments import json_arg
-from ips.errors import InputError
+from ips.config import validate_hypotheses
 
 log = logging.getLogger("ips")
 
@@ -28,8 +28,9 @@ def add_parser(sub, common) -> None:
                    help="factors file of `ips factors`")
     p.add_argument("--out", type=Path, required=True, metavar="DIR")
     p.add_argument("--hypotheses", type=json_arg, default=[], metavar="JSON",
-                   help="the confirmatory family, a JSON list of {claim, scope} naming rows of "
-                   "claims.csv: Holm over them (column holm_p; config `hypotheses`)")
+                   help="the confirmatory family, a JSON list of {claim, scope, direction} "
+                   "naming rows of claims.csv: Holm over them (column holm_p; config "
+                   "`hypotheses`)")
     p.set_defaults(func=run)
 
 
@@ -37,16 +38,8 @@ def run(args: argparse.Namespace) -> int:
     from ips.figures.make import make_figures
 
     t0 = time.perf_counter()
-    _check_hypotheses(args.hypotheses)
+    validate_hypotheses(args.hypotheses, "--hypotheses")
     files = make_figures(args.metrics, args.factors, args.out, args.hypotheses)
     log.info("wrote %s: %s (%.1f s)", args.out, ", ".join(files), time.perf_counter() - t0)
     return 0
 
-
-def _check_hypotheses(hypotheses) -> None:
-    """--hypotheses is a list of {claim, scope, ...} with text values (the config's schema)."""
-    if not isinstance(hypotheses, list):
-        raise InputError("--hypotheses: a JSON list of {claim, scope, direction} objects")
-    for i, h in enumerate(hypotheses):
-        if not (isinstance(h, dict) and all(isinstance(h.get(k), str) for k in ("claim", "scope"))):
-            raise InputError(f"--hypotheses: item {i} ({h!r}) needs text `claim` and `scope`")

@@ -33,7 +33,7 @@ E = TypeVar("E", bound=Paired)
 REGISTRY: dict[str, type[Control]] = {}
 
 
-class Control(ABC):
+class Control(plugins.Registered, ABC, registry=REGISTRY, what="control"):
     """What a control adds to the config, and what a claims row is compared with (module
     docstring)."""
 
@@ -44,14 +44,6 @@ class Control(ABC):
     two kinds read one key."""
     noun: ClassVar[str]
     """What an added entry is, as a claims note names it: "the untrained twin"."""
-    origin: ClassVar[str | None] = None
-    """The plug-in that defined it (`ips.plugins`), None for the built-in ones."""
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "kind" in cls.__dict__:
-            plugins.register(REGISTRY, cls, "control")
-
     @classmethod
     @abstractmethod
     def expand(cls, controls: dict, models: dict, source: str) -> list[str]:

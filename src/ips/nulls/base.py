@@ -35,7 +35,7 @@ _VARIANT_KEYS = {
 }
 
 
-class Null:
+class Null(plugins.Registered, registry=REGISTRY, what="null"):
     """A config section under `nulls` (module docstring)."""
 
     kind: ClassVar[str]
@@ -45,14 +45,6 @@ class Null:
     settings: ClassVar[dict[str, Any]] = {}
     """The section's keys, as JSON-schema properties with their defaults (a variant's are
     made by `Variant.properties`)."""
-    origin: ClassVar[str | None] = None
-    """The plug-in that defined it (`ips.plugins`), None for the built-in ones."""
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "kind" in cls.__dict__:
-            plugins.register(REGISTRY, cls, "null")
-
     @classmethod
     def properties(cls) -> dict[str, Any]:
         """The JSON-schema properties of `nulls.<kind>`."""
