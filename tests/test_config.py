@@ -172,7 +172,7 @@ def test_each_listed_model_gets_a_twin_entry_equal_to_its_own_but_the_source():
         "source"]["seed"]
     again = ips_validate(copy.deepcopy(config))
     assert again == config and list(again["models"]) == list(config["models"])
-    assert ips_validate(twin_config())["controls"] == {"twins": [], "seed": 0}
+    assert ips_validate(twin_config())["controls"] == {"twins": [], "draws": 1, "seed": 0}
     assert list(ips_validate(twin_config())["models"]) == ["a", "b"]
 
 
@@ -186,7 +186,7 @@ def test_the_controls_section_is_the_registered_kinds_keys():
     from ips.errors import InputError
 
     section = schema()["properties"]["controls"]
-    assert set(section["properties"]) == {"twins", "seed"}
+    assert set(section["properties"]) == {"twins", "draws", "seed"}
     assert section["additionalProperties"] is False
     twin = {"source": {"redraw": "a", "seed": 1}, "control": {"kind": "twins", "of": "a"}}
     assert (controls.controlled(twin), controls.kind_of(twin)) == ("a", UntrainedTwins)
@@ -236,7 +236,7 @@ def test_a_twin_takes_the_variants_of_its_original():
      "drawn"),
     (lambda c: c["models"].update({"a-twin": dict(TWIN_MODEL)}),
      "config: models.a-twin: a model of this name is configured, and controls.twins.0 adds "
-     "the twin of 'a' under it; rename the model"),
+     "a twin of 'a' under it; rename the model"),
     (lambda c: c["models"].update({"c": {**TWIN_MODEL, "control": {"kind": "twins", "of": "b"}}}),
      "config: models.c.control: set by the control that adds the entry, not written by hand; "
      "configure it under controls (kinds: twins"),

@@ -81,7 +81,7 @@ def test_count_rows_read_their_direction_against_one_half():
     for twins, final in (([1.0, 0.0] * 5, "undecided"), ([0.0] * 10, "supported"),
                          ([1.0] * 9 + [0.0], "undecided")):
         control = replace_spec(row("undecided", np.mean(twins), 10), units, twins, 0.5)
-        assert controls.against(trained, control, "models", 999, 0).verdict == final
+        assert controls.against(trained, [control], "models", 999, 0).verdict == final
 
 
 def replace_spec(r, units, records, reference=0.0):

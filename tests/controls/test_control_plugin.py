@@ -49,8 +49,8 @@ def test_the_plugins_keys_are_keys_of_controls(reseeded):
     ({"reseeded": ["x"]}, r"^config: controls\.reseeded\.0: 'x' is no configured model$"),
     ({"reseed": -1}, r"^config: controls\.reseed: -1 is less than the minimum of 0"),
     ({"reseeded": ["m"], "twins": ["m"]},
-     r"^config: controls: model 'm' gets two control entries, 'm-twin' and 'm-reseeded'; "
-     r"give each model one control$"),
+     r"^config: controls: model 'm' gets control entries of two kinds, 'm-twin' and "
+     r"'m-reseeded'; give each model one control kind$"),
 ])
 def test_a_bad_control_setting_is_one_line(reseeded, keys, message):
     with pytest.raises(ConfigError, match=message):

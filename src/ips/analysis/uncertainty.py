@@ -48,6 +48,10 @@ p-values that a handful of samples cannot support. They come from an exact or Mo
   ``p = (b + 1)/(B + 1)`` - a valid p-value (never 0) that counts the observed vector.
 * **Zero differences** (d_s = 0) stay in m: they add nothing to any T*, so the exact p is
   the one without them, but they count as tested samples.
+* **Several control draws.** Where a number is compared with K ≥ 2 independent draws of a
+  control (twins with weights drawn from K seeds), the unit is the draw, not the sample:
+  :func:`prediction_test` asks whether the number lies outside the draws' prediction
+  interval, exact when the draws and the number are exchangeable normal draws.
 * **Multiplicity.** :func:`holm` adjusts a family of p-values (Holm's step-down):
   with the k finite p-values sorted, ``p̃_(i) = max_{j ≤ i} min(1, (k − j + 1)·p_(j))``.
 
@@ -85,7 +89,7 @@ __all__ = ["N_BOOT", "LEVEL", "BOUNDS", "DRAWS", "EXACT_MAX", "MIN_RELIABLE_N",
            "resample_counts", "replicate_means", "point_mean", "bootstrap_ci", "PairedTest",
            "paired_test", "percentile_ci", "SignFlipTest", "sign_flip_test", "sign_flip_label",
            "SignFlipInterval", "sign_flip_interval", "swap_test", "POWER", "sign_flip_mde",
-           "sign_flip_mde_of",
+           "sign_flip_mde_of", "PredictionTest", "prediction_test",
            "holm", "benjamini_hochberg"]
 
 
@@ -463,6 +467,78 @@ def sign_flip_mde_of(y: ArrayLike, w: ArrayLike | None = None, level: float = LE
         return math.inf if keep.sum() == 1 else math.nan
     return sign_flip_mde(int(keep.sum()), float(np.std(yv[keep], ddof=1)), level) / float(
         np.mean(wv[keep]))
+
+
+@dataclass(frozen=True)
+class PredictionTest:
+    """Result of :func:`prediction_test`; its first fields read as a `SignFlipTest`'s."""
+
+    p_value: float
+    """Two-sided p of H0 "x is one more draw of the controls' distribution"; NaN for K < 2."""
+    n: int
+    """Finite control draws K."""
+    mean_difference: float
+    """x − mean of the draws."""
+    method: str
+    """"t" (Student's t, K − 1 df), "rank" (draws without spread) or "none"."""
+    sd: float
+    """The draws' sample sd (ddof 1): the spread between draws."""
+    mde: float
+    """The |x − mean| the test detects with probability ``POWER`` (inf where K draws cannot
+    reach α)."""
+
+
+def prediction_test(x: float, controls: ArrayLike, level: float = LEVEL,
+                    power: float = POWER) -> PredictionTest:
+    """Is x outside the prediction interval of K control draws c_1 … c_K?
+
+    Under H0, x and the c_k are K + 1 exchangeable normal draws, so
+    t = (x − c̄) / (s·√(1 + 1/K)) has Student's t with K − 1 df (s the draws' sd); p is its
+    two-sided tail, and p < 1 − level exactly when x lies outside the 1 − α prediction
+    interval c̄ ± t_{K−1, 1−α/2}·s·√(1 + 1/K). The spread between draws is the control's
+    own: a fixed offset of one draw is not read as signal. Draws without spread (s = 0)
+    cannot support a normal model: their p is the exchangeable rank p, 1/(K + 1) for an x
+    apart from them, 1 for an x among them. ``mde``: the shift δ whose noncentral t
+    (noncentrality δ / (s·√(1 + 1/K))) rejects with probability ``power``."""
+    c = np.asarray(controls, dtype=np.float64).ravel()
+    c = c[np.isfinite(c)]
+    k = int(c.size)
+    if k < 2 or not np.isfinite(x):
+        return PredictionTest(math.nan, k, math.nan, "none", math.nan, math.inf)
+    from scipy import stats
+
+    mean, sd, alpha = float(c.mean()), float(c.std(ddof=1)), 1.0 - level
+    delta = float(x) - mean
+    if sd == 0.0:
+        p = 1.0 if delta == 0.0 else 1.0 / (k + 1)
+        return PredictionTest(p, k, delta, "rank", 0.0, 0.0 if 1.0 / (k + 1) < alpha
+                              else math.inf)
+    scale = sd * math.sqrt(1.0 + 1.0 / k)
+    p = float(2.0 * stats.t.sf(abs(delta) / scale, k - 1))
+    return PredictionTest(p, k, delta, "t", sd, _prediction_mde_per_scale(k, alpha, power) * scale)
+
+
+@cache
+def _prediction_mde_per_scale(k: int, alpha: float, power: float) -> float:
+    """The noncentrality δ at which the two-sided t test with ν = k − 1 df rejects at
+    ``alpha`` with probability ``power``: the power E_V[Φ(δ − c·√(V/ν)) + Φ(−δ − c·√(V/ν))]
+    over V ~ χ²_ν (c the critical t), integrated numerically (scipy's noncentral t fails at
+    ν = 1)."""
+    from scipy import integrate, optimize, stats
+
+    nu = k - 1
+    crit = stats.t.ppf(1.0 - alpha / 2, nu)
+
+    def short(delta: float) -> float:
+        def at(v: float) -> float:
+            c = crit * math.sqrt(v / nu)
+            return (stats.norm.cdf(delta - c) + stats.norm.cdf(-delta - c)) * stats.chi2.pdf(v, nu)
+        return integrate.quad(at, 0, np.inf, limit=200)[0] - power
+
+    upper = crit
+    while short(upper) < 0:  # the power at δ = c is about ½: widen until it is reached
+        upper *= 2
+    return float(optimize.brentq(short, 1e-9, upper, xtol=1e-6))
 
 
 def _all_signs(m: int) -> NDArray[np.float64]:

@@ -333,7 +333,10 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
     for d, c in (_comparison_variables(comps, ips_a, ips_b, tests, diffs, level, draws, seed),
                  _summary_variables(comps, _delta(ips_a, ips_b), diffs, level, draws, seed),
                  (_control_variables(comps, controls, {e.model: e.control_of for e in entries},
-                                     draws, seed, level), {}),
+                                     {e.model: e.control_draw for e in entries}, draws, seed,
+                                     level),
+                  {"control_draw": np.arange(1, 1 + max((e.control_draw for e in entries),
+                                                        default=1))}),
                  (presence, {}),
                  robustness_variables(datasets, by_dataset)):
         data.update(d)
@@ -462,38 +465,67 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
 
 
 def _control_variables(comps: list[Comparison], controls: list[Comparison],
-                       control_of: dict[str, str | None], draws: int, seed: int,
-                       level: float) -> dict:
+                       control_of: dict[str, str | None], draw_of: dict[str, int], draws: int,
+                       seed: int, level: float) -> dict:
     """Each comparison beside the same comparison of the two models' controls (same
-    factor, dataset, groups and templates): its ΔIPS and sign-flip p, and the two-sided
-    sign-flip test of the per-sample (A_s − B_s) − (A'_s − B'_s) on the samples valued in
-    both (`control_p`, `n_control`, `control_difference` their mean); likewise for the
-    excess beyond the matched-size null (`control_excess`, `control_p_excess`, and the test
-    of the per-sample difference of the two excesses `control_p_excess_difference`,
-    `n_control_excess`, `control_excess_difference`), and for the low-band gap
-    (`low_band.gap_test`: `control_low_gap`, `control_p_low_gap`, and on the per-sample
-    differences of the two sides' gaps `control_p_low_gap_difference`, `n_control_low_gap`,
-    `control_low_gap_difference`); NaN / 0 where the controls are missing."""
+    factor, dataset, groups and templates, one draw of each model's control): on the first
+    draw its ΔIPS and sign-flip p, and the two-sided sign-flip test of the per-sample
+    (A_s − B_s) − (A'_s − B'_s) on the samples valued in both (`control_p`, `n_control`,
+    `control_difference` their mean, `control_mde` the difference it detects at 80 % power);
+    likewise for the excess beyond the matched-size null (`control_excess`,
+    `control_p_excess`, and the test of the per-sample difference of the two excesses
+    `control_p_excess_difference`, `n_control_excess`, `control_excess_difference`,
+    `control_excess_mde`), and for the low-band gap (`low_band.gap_test`: `control_low_gap`,
+    `control_p_low_gap`, and on the per-sample differences of the two sides' gaps
+    `control_p_low_gap_difference`, `n_control_low_gap`, `control_low_gap_difference`,
+    `control_low_gap_mde`). On every draw (`control_draw`, 1 …): the control's ΔIPS, excess
+    and gap (`*_draws`), which a row reads as a distribution when there are two or more.
+    NaN / 0 where the controls are missing."""
     C, nb = len(comps), len(BANDS)
     out = {k: np.full((C, nb), np.nan) for k in ("control_delta_ips", "control_p_value",
                                                  "control_p", "control_difference",
-                                                 "control_excess", "control_p_excess",
+                                                 "control_mde", "control_excess",
+                                                 "control_p_excess",
                                                  "control_p_excess_difference",
-                                                 "control_excess_difference")}
+                                                 "control_excess_difference",
+                                                 "control_excess_mde")}
     n, n_excess = np.zeros((C, nb), np.int64), np.zeros((C, nb), np.int64)
     gap = {k: np.full(C, np.nan) for k in ("control_low_gap", "control_p_low_gap",
                                            "control_p_low_gap_difference",
-                                           "control_low_gap_difference")}
+                                           "control_low_gap_difference", "control_low_gap_mde")}
     n_gap = np.zeros(C, np.int64)
-    key = {(c.factor, c.dataset, c.group, control_of.get(c.model_a), control_of.get(c.model_b),
-            c.setting_a, c.setting_b, c.templates): c for c in controls}
+    found: dict[tuple, dict[int, Comparison]] = {}
+    for c in controls:
+        if draw_of.get(c.model_a, 1) == draw_of.get(c.model_b, 1):  # one draw on both sides
+            found.setdefault((c.factor, c.dataset, c.group, control_of.get(c.model_a),
+                              control_of.get(c.model_b), c.setting_a, c.setting_b,
+                              c.templates), {})[draw_of.get(c.model_a, 1)] = c
+    K = max(draw_of.values(), default=1)
+    per_draw = {k: np.full((C, nb, K), np.nan) for k in ("control_delta_ips_draws",
+                                                         "control_excess_draws")}
+    gap_draws = np.full((C, K), np.nan)
+
+    def mde(both: dict) -> np.ndarray:
+        y = np.array(list(both.values()), float).reshape(len(both), -1)
+        return np.array([uncertainty.sign_flip_mde_of(y[:, b]) for b in range(y.shape[1])])
+
     for i, c in enumerate(comps):
-        t = key.get((c.factor, c.dataset, c.group, c.model_a, c.model_b, c.setting_a,
-                     c.setting_b, c.templates))
+        drawn = found.get((c.factor, c.dataset, c.group, c.model_a, c.model_b, c.setting_a,
+                           c.setting_b, c.templates), {})
+        for k, t in drawn.items():
+            per_draw["control_delta_ips_draws"][i, :, k - 1] = _delta(
+                np.asarray(t.ips_a, float)[None], np.asarray(t.ips_b, float)[None])[0]
+            theirs = _excess(t)
+            if theirs:
+                per_draw["control_excess_draws"][i, :, k - 1] = _nanmean(
+                    np.array(list(theirs.values())))
+            theirs = low_band.gaps(_sides(t.samples_a, t.samples_b))
+            if theirs:
+                gap_draws[i, k - 1] = low_band.gap_test(theirs, draws, seed, level).estimate
+        t = drawn.get(1)
         if t is None:
             continue
-        out["control_delta_ips"][i] = _delta(np.asarray(t.ips_a, float)[None],
-                                             np.asarray(t.ips_b, float)[None])[0]
+        out["control_delta_ips"][i] = per_draw["control_delta_ips_draws"][i, :, 0]
         mine, theirs = (_differences(x.samples_a, x.samples_b) for x in (c, t))
         if mine is None or theirs is None:
             continue
@@ -503,6 +535,7 @@ def _control_variables(comps: list[Comparison], controls: list[Comparison],
             test = _sign_flip([both], draws, seed, None)
             out["control_p"][i], n[i] = test.p, test.n
             out["control_difference"][i] = _nanmean(np.array(list(both.values())))
+            out["control_mde"][i] = mde(both)
         mine, theirs = _excess(c), _excess(t)
         if mine and theirs:
             out["control_excess"][i] = _nanmean(np.array(list(theirs.values())))
@@ -511,6 +544,7 @@ def _control_variables(comps: list[Comparison], controls: list[Comparison],
             test = _sign_flip([both], draws, seed, None)
             out["control_p_excess_difference"][i], n_excess[i] = test.p, test.n
             out["control_excess_difference"][i] = _nanmean(np.array(list(both.values())))
+            out["control_excess_mde"][i] = mde(both)
         mine, theirs = (low_band.gaps(_sides(x.samples_a, x.samples_b)) for x in (c, t))
         if mine and theirs:
             own = low_band.gap_test(theirs, draws, seed, level)
@@ -520,11 +554,14 @@ def _control_variables(comps: list[Comparison], controls: list[Comparison],
                 test = low_band.gap_test(both, draws, seed, level)
                 gap["control_p_low_gap_difference"][i], n_gap[i] = test.p, test.n
                 gap["control_low_gap_difference"][i] = test.estimate
+                gap["control_low_gap_mde"][i] = test.mde
     return {**{k: (("comparison", "band"), v) for k, v in out.items()},
             "n_control": (("comparison", "band"), n),
             "n_control_excess": (("comparison", "band"), n_excess),
             **{k: (("comparison",), v) for k, v in gap.items()},
-            "n_control_low_gap": (("comparison",), n_gap)}
+            "n_control_low_gap": (("comparison",), n_gap),
+            **{k: (("comparison", "band", "control_draw"), v) for k, v in per_draw.items()},
+            "control_low_gap_draws": (("comparison", "control_draw"), gap_draws)}
 
 
 def _summary_variables(comps: list[Comparison], delta: np.ndarray, diffs: list, level: float,

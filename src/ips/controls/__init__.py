@@ -4,8 +4,8 @@ against what the same analysis gives without training (docs/method.md#controls).
 Each kind is one module behind the interface of ``base``, and registers itself by being
 defined (a plug-in's class too, `ips.plugins`). The config schema's `controls` section is the
 union of their settings, and `ips.config` lets every kind add its entries (`expand`), each
-recording its kind and the model it controls (`control: {kind, of}`). A model has at most one
-control entry.
+recording its kind, the model it controls and its draw (`control: {kind, of[, draw]}`). A
+model's control entries are of one kind, one entry per draw.
 
 Modules:
 
@@ -23,8 +23,8 @@ from ips.controls.base import REGISTRY, Control, Paired
 from ips.controls.twins import UntrainedTwins
 from ips.errors import ConfigError, InputError
 
-__all__ = ["REGISTRY", "Control", "UntrainedTwins", "controlled", "expand", "kind_of", "pair",
-           "settings"]
+__all__ = ["REGISTRY", "Control", "UntrainedTwins", "controlled", "draws", "expand", "kind_of",
+           "pair", "settings"]
 
 
 def settings() -> dict:
@@ -42,11 +42,12 @@ def settings() -> dict:
 
 def expand(controls: dict, models: dict, source: str) -> None:
     """Let every registered kind add its entries to `models` (`Control.expand`). An entry
-    with a `control` that no kind added now, and a model with two control entries, are
-    `ConfigError`s."""
+    with a `control` that no kind added now, a model controlled by two kinds and two entries
+    of one draw are `ConfigError`s."""
     added = {name: cls for cls in REGISTRY.values()
              for name in cls.expand(controls, models, source)}
-    of: dict[str, str] = {}
+    of: dict[str, tuple[str, str]] = {}  # model -> (kind, an entry)
+    seen: dict[tuple[str, int], str] = {}  # (model, draw) -> entry
     for name, entry in models.items():
         control = entry.get("control")
         if control is None:
@@ -55,11 +56,17 @@ def expand(controls: dict, models: dict, source: str) -> None:
             raise ConfigError(f"{source}: models.{name}.control: set by the control that adds "
                               f"the entry, not written by hand; configure it under controls "
                               f"(kinds: {', '.join(REGISTRY) or 'none'})")
-        if control["of"] in of:
-            raise ConfigError(f"{source}: controls: model {control['of']!r} gets two control "
-                              f"entries, {of[control['of']]!r} and {name!r}; give each model "
-                              f"one control")
-        of[control["of"]] = name
+        model, draw = control["of"], control.get("draw", 1)
+        kind, other = of.setdefault(model, (control["kind"], name))
+        if kind != control["kind"]:
+            raise ConfigError(f"{source}: controls: model {model!r} gets control entries of "
+                              f"two kinds, {other!r} and {name!r}; give each model one "
+                              f"control kind")
+        if (model, draw) in seen:
+            raise ConfigError(f"{source}: controls: model {model!r} gets two entries of draw "
+                              f"{draw}, {seen[(model, draw)]!r} and {name!r}; give each draw "
+                              f"one entry")
+        seen[(model, draw)] = name
 
 
 def kind_of(entry: dict) -> type[Control] | None:
@@ -73,12 +80,23 @@ def controlled(entry: dict) -> str | None:
     return (entry.get("control") or {}).get("of")
 
 
-def pair(model: str, entries: Sequence[Paired]) -> Paired | None:
-    """The control entry among `entries` (of one dataset) that a row of the trained `model`
-    is compared with, as its kind pairs them (`Control.pair`; a kind that this process has
-    not registered, such as a plug-in's read without it, pairs as `Control` does)."""
+def pair(model: str, entries: Sequence[Paired]) -> list[Paired]:
+    """The control entries among `entries` (of one dataset), one per draw, that a row of the
+    trained `model` is compared with, as its kind pairs them (`Control.pair`; a kind that
+    this process has not registered, such as a plug-in's read without it, pairs as
+    `Control` does); [] for a model without control."""
     for kind in {e.control for e in entries if e.control_of == model}:
         found = (kind or Control).pair(model, [e for e in entries if e.control is kind])
-        if found is not None:
+        if found:
             return found
-    return None
+    return []
+
+
+def draws(entries: Sequence[Paired]) -> dict[int, list[Paired]]:
+    """The control entries among `entries` by draw: the k-th draw of every model's control
+    (a row across models is computed on each draw's entries, as on the trained models')."""
+    out: dict[int, list[Paired]] = {}
+    for e in sorted(entries, key=lambda e: e.control_draw):
+        if e.control_of:
+            out.setdefault(e.control_draw, []).append(e)
+    return out

@@ -2,10 +2,12 @@
 
 A verdict about trained models needs what the same analysis gives without training (the
 claims' controls, docs/method.md#controls). A `Control` adds model entries to the config
-(`expand`), each marked with its kind and the model it controls (`mark`: the entry's
-`control: {kind, of}`, which the scores and metrics record as `model_control`); each is
-scored, fitted and analysed as any model is. A claims row of a model is compared with the row
-of the entry its kinds pair it with (`pair`). Its settings are keys of the config's `controls`
+(`expand`), each marked with its kind, the model it controls and its draw (`mark`: the
+entry's `control: {kind, of[, draw]}`, which the scores and metrics record as
+`model_control`); each is scored, fitted and analysed as any model is. A kind may add several
+draws of a model's control (draw 1, 2, …: its weights drawn again from other seeds); a claims
+row of a model is compared with the rows of the draws its kind pairs it with (`pair`), read as
+a distribution when there are two or more (`ips.comparisons.claims.controls`). Its settings are keys of the config's `controls`
 section (`settings`: their JSON schema, merged into the config schema by `ips.config`). A
 subclass that sets `kind` registers itself (`ips.controls`), a plug-in's too (`ips.plugins`).
 """
@@ -25,6 +27,7 @@ class Paired(Protocol):
     model: str
     control_of: str | None
     control: type[Control] | None
+    control_draw: int
 
 
 E = TypeVar("E", bound=Paired)
@@ -53,9 +56,11 @@ class Control(plugins.Registered, ABC, registry=REGISTRY, what="control"):
         (`source: controls.<key>...`) where the section or a model entry cannot be."""
 
     @classmethod
-    def mark(cls, entry: dict, of: str) -> dict:
-        """`entry` as an entry of this kind that controls the configured model `of`."""
-        return {**entry, "control": {"kind": cls.kind, "of": of}}
+    def mark(cls, entry: dict, of: str, draw: int = 1) -> dict:
+        """`entry` as draw `draw` (1, 2, …) of this kind's control of the configured model
+        `of`; the first draw's record names no draw (as entries made before draws had)."""
+        control = {"kind": cls.kind, "of": of, **({"draw": draw} if draw > 1 else {})}
+        return {**entry, "control": control}
 
     @classmethod
     def controls_of(cls, entry: dict) -> str | None:
@@ -64,7 +69,8 @@ class Control(plugins.Registered, ABC, registry=REGISTRY, what="control"):
         return control.get("of") if control.get("kind") == cls.kind else None
 
     @classmethod
-    def pair(cls, model: str, added: Sequence[E]) -> E | None:
-        """The entry whose rows a row of the trained `model` is compared with, among `added`
-        (this kind's entries on the row's dataset): the one that controls `model`."""
-        return next((e for e in added if e.control_of == model), None)
+    def pair(cls, model: str, added: Sequence[E]) -> list[E]:
+        """The entries whose rows a row of the trained `model` is compared with, among
+        `added` (this kind's entries on the row's dataset): those that control `model`, by
+        draw."""
+        return sorted((e for e in added if e.control_of == model), key=lambda e: e.control_draw)

@@ -65,7 +65,7 @@ Appendix G; `perturbation` when either condition is a reworded prompt), `type`
 
 Attributes: `model`, `model_attributes` (JSON), `model_source` (JSON: the entry's `source`
 as the values files record it, "" for values files that do not; `{"random": …}` and
-`{"redraw": …}` mark random weights), `model_control` (JSON: the entry's `control`, {kind, of},
+`{"redraw": …}` mark random weights), `model_control` (JSON: the entry's `control`, {kind, of[, draw]},
 when a control added it; "" otherwise), `dataset`, `kind`, `target`, `tau`, `groups`
 (JSON), `prediction` (`pred`, the letter argmax, for MCQ; `greedy_token` for instruction
 datasets, whose `pred` is −1), `template_file`, `values_files`, `interactions_files` (JSON lists),
@@ -156,6 +156,11 @@ class Entry:
     def control_of(self) -> str | None:
         """The configured model this one is a control of, else None."""
         return self.control_record.get("of")
+
+    @cached_property
+    def control_draw(self) -> int:
+        """Which draw of its model's control this entry is (1, 2, …; 1 for any other)."""
+        return int(self.control_record.get("draw", 1))
 
 
 def json_attribute(ds: xr.Dataset, path: str | os.PathLike, name: str) -> dict:

@@ -9,6 +9,7 @@ from dataclasses import replace
 import numpy as np
 import xarray as xr
 
+from ips import controls
 from ips.comparisons.claims.controls import against, decide, decide_stored
 from ips.comparisons.claims.verdicts import (
     MAIN_GROUP,
@@ -58,8 +59,8 @@ def _rank_claim(entries: list[Entry], dataset: str, claim: str, paper: str, valu
                                       spearman_statistic))
 
     trained = row([e for e in entries if not e.control_of])
-    controls = [e for e in entries if e.control_of]
-    return against(trained, row(controls) if controls else None, "models", draws, seed)
+    return against(trained, [row(mine) for mine in controls.draws(entries).values()], "models",
+                   draws, seed)
 
 
 def consistency_claims(entries: list[Entry], datasets: list[str], draws: int,
@@ -144,13 +145,14 @@ def tau_claims(factors: xr.Dataset, datasets: list[str], entries: Sequence[Entry
                     verdict="supported" if r >= TAU_SPEARMAN else "contradicted",
                     note="n counts models; with few models a rank correlation is coarse",
                     spec=_tau_sweeps([e for e in entries if not e.control_of], d))
-        spec = _tau_sweeps([e for e in entries if e.control_of], d)
-        control = None
-        if spec is not None and len(spec.units) >= MIN_MODELS:
-            c = _tau_statistic(spec.records)
-            control = replace(row, estimate=c, spec=spec,
-                              verdict="supported" if c >= TAU_SPEARMAN else "contradicted")
-        out.append(against(row, control, "models", draws, seed))
+        drawn = []
+        for mine in controls.draws(entries).values():
+            spec = _tau_sweeps(mine, d)
+            if spec is not None and len(spec.units) >= MIN_MODELS:
+                c = _tau_statistic(spec.records)
+                drawn.append(replace(row, estimate=c, spec=spec, verdict="supported"
+                                     if c >= TAU_SPEARMAN else "contradicted"))
+        out.append(against(row, drawn, "models", draws, seed))
     return out
 
 
@@ -202,16 +204,37 @@ def factor_claims(factors: xr.Dataset, entries: Sequence[Entry] = ()) -> list[Cl
 
 #: the factors file's control variables of a factor row, of its row beyond the null and of
 #: its low-band row: (the control's estimate, its p, the p of trained − control, its n, its
-#: mean)
+#: mean, its mde, the estimate on each draw)
 _CONTROL_VARIABLES = {
     "": ("control_delta_ips", "control_p_value", "control_p", "n_control",
-         "control_difference"),
+         "control_difference", "control_mde", "control_delta_ips_draws"),
     "_beyond_null": ("control_excess", "control_p_excess", "control_p_excess_difference",
-                     "n_control_excess", "control_excess_difference"),
+                     "n_control_excess", "control_excess_difference", "control_excess_mde",
+                     "control_excess_draws"),
     "_low_falls_most": ("control_low_gap", "control_p_low_gap",
                         "control_p_low_gap_difference", "n_control_low_gap",
-                        "control_low_gap_difference"),
+                        "control_low_gap_difference", "control_low_gap_mde",
+                        "control_low_gap_draws"),
 }
+
+
+def _controlled(r: Claim, c: xr.Dataset) -> Claim:
+    """A factor row beside the same comparison of the two models' controls
+    (`ips.comparisons.compare._control_variables`): against the draws' estimates where there
+    are two or more, else by the sign-flip test of the per-sample difference of the two
+    sides' differences (of IPS, of the excess beyond the null, or of the two low-band
+    gaps). A factors file written before draws and mdes has neither (NaN, ())."""
+    names = next((v for k, v in _CONTROL_VARIABLES.items()
+                  if r.claim in {f"factor_{f}{k}" for f in FACTORS}), None)
+    if names is None or names[3] not in c:
+        return decide(r, np.nan, "", None, "samples")
+
+    def value(name: str) -> float:
+        return float(c[name]) if name in c else np.nan
+
+    drawn = c[names[6]].values.astype(float).ravel() if names[6] in c else ()
+    return decide_stored(r, value(names[0]), value(names[1]), value(names[2]),
+                         int(c[names[3]]), value(names[4]), -1, value(names[5]), drawn)
 
 
 def _controlled(r: Claim, c: xr.Dataset) -> Claim:
@@ -284,24 +307,27 @@ PERTURBATION_CLAIMS = {
 
 def perturbation_claims(rows: Sequence[dict], datasets: Sequence[str],
                         control_of: dict[str, str | None] | None = None, draws: int = 9999,
-                        seed: int = 0) -> list[Claim]:
+                        seed: int = 0, draw_of: dict[str, int] | None = None) -> list[Claim]:
     """Appendix G: per dataset, how many dense (MoE) models have a higher mean IPS over the
     0-shot pairs that add tokens (alter tokens) than over those that alter (add) them, among
     the models valued on both kinds (`more_sensitive` of `perturbation_types.csv`; a tie
     counts for neither side and leaves n); beside the same share among their controls
-    (`control_of`: model → the model it is a control of, or None), a swap test over models."""
-    control_of = control_of or {}
+    (`control_of`: model → the model it is a control of, or None; `draw_of`: a control →
+    its draw, 1 if not given), draw by draw (`controls.against`)."""
+    control_of, draw_of = control_of or {}, draw_of or {}
     out = []
     for d in datasets:
         for arch in PERTURBATION_CLAIMS:
             mine = [r for r in rows if r["dataset"] == d and r["architecture"] == arch]
             trained = [r for r in mine if not control_of.get(r["model"])]
-            controls = [r for r in mine if control_of.get(r["model"])]
+            drawn: dict[int, list[dict]] = {}
+            for r in mine:
+                if control_of.get(r["model"]):
+                    drawn.setdefault(draw_of.get(r["model"], 1), []).append(r)
             row = _count_row(trained, d, arch, control_of,
                              WEIGHTS[any(r["weights"] == WEIGHTS[1] for r in trained)])
-            control = (_count_row(controls, d, arch, control_of, WEIGHTS[1]) if controls
-                       else None)
-            out.append(against(row, control, "models", draws, seed))
+            out.append(against(row, [_count_row(drawn[k], d, arch, control_of, WEIGHTS[1])
+                                     for k in sorted(drawn)], "models", draws, seed))
     return out
 
 

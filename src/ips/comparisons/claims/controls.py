@@ -2,17 +2,25 @@
 
 A claim that an untrained model also earns says something about the metric and the templates,
 not about trained models. So each row is computed again on its *controls*: a per-model row on
-the entry its model's control adds (`ips.controls`; for instance the model's class,
+the entries its model's control adds (`ips.controls`; for instance the model's class,
 tokenizer, mask token, samples and conditions with the weights its initialiser draws), a row
-across models on the controls of all its models, a factor comparison on the controls of its
-two models. Its columns:
+across models on the controls of all its models (draw by draw), a factor comparison on the
+controls of its two models. Its columns:
 
 * ``raw_verdict``: the row's own test, as before (`verdicts.directional`, `within`, …);
-* ``control_estimate``, ``control_verdict``: the same statistic and test on the controls;
-* ``control_p``, ``control_test``: a two-sided paired test of trained − control over the
-  units both have (samples for a per-model row, models for a row across models): the
-  sign-flip test of the per-sample differences for a row on per-sample values, else the swap
-  test of the row's statistic (`ips.analysis.uncertainty.swap_test`);
+* ``control_estimate``, ``control_verdict``: the same statistic and test on the controls (the
+  mean over draws, and the first draw's verdict, where there are several);
+* ``control_draws``, ``control_sd``: how many draws of the control, and the spread of the
+  statistic between them;
+* ``control_p``, ``control_test``, ``control_mde``: the two-sided test of trained − control,
+  and the difference it detects with 80 % power. With two or more draws the unit is the draw
+  (docs/method.md#controls-as-a-distribution): the prediction test of the trained estimate
+  against the draws' estimates (`uncertainty.prediction_test`), so a fixed offset of one draw
+  is not read as signal. With one draw there is no spread between draws to read it against:
+  a paired test over the units both have (samples for a per-model row, models for a row
+  across models: the sign-flip test of the per-sample differences for a row on per-sample
+  values, else the swap test of the row's statistic, `uncertainty.swap_test`), which reads
+  that draw's offset as signal (its false-positive rate is in docs/method.md);
 * ``verdict``, the final verdict: ``supported`` or ``contradicted`` only when the raw verdict
   is, and the trained models differ from their controls (control_p < α) in the direction of
   the raw effect (the estimate's side of its reference: 0 for a difference, ½ for a share of
@@ -23,35 +31,48 @@ two models. Its columns:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
 
 from ips import controls
 from ips.analysis import uncertainty
-from ips.comparisons.claims.verdicts import ALPHA, Claim, directional, join_notes
+from ips.comparisons.claims.verdicts import ALPHA, Claim, directional, join_notes, mean_statistic
 from ips.formats.metrics import Entry
 
 DECIDED = ("supported", "contradicted")
 
+#: what the control test of a row tests: one draw (over paired units) or several
+ControlTest = uncertainty.SignFlipTest | uncertainty.PredictionTest
 
-def level_side(raw: str, estimate: float, bounds: tuple[float, float]) -> int:
-    """The direction of a level row's raw verdict against its interval [lo, hi]: a value
-    above hi (contradicted) +1, below lo −1; inside (supported) towards the interval's one
-    bound that binds, −1 below hi for [0, hi], +1 above lo for [lo, 1]; 0 (either way) for
-    an interval bounded on both sides, such as 40–60 %."""
+
+def level_side(raw: str, estimate: float, bounds: tuple[float, float],
+               control: float = np.nan) -> int:
+    """The direction in which a level row's trained estimate must differ from its control's
+    (``control``) for the raw verdict to be the trained model's own, against the interval
+    [lo, hi]: a value above hi (contradicted) +1, below lo −1; inside (supported) towards
+    the interval's one bound that binds, −1 below hi for [0, hi], +1 above lo for [lo, 1];
+    for an interval bounded on both sides (such as 40–60 %) from the control into the
+    interval, +1 for a control below lo, −1 above hi, and 0 for a control inside it, which
+    earns the verdict too (no difference from it can make the verdict the model's)."""
     lo, hi = bounds
     if raw == "contradicted":
         return 1 if estimate > hi else -1
-    return -1 if lo <= 0 else (1 if hi >= 1 else 0)
+    if lo <= 0:
+        return -1
+    if hi >= 1:
+        return 1
+    return 1 if control < lo else -1 if control > hi else 0
 
 
 def decide(row: Claim, control_estimate: float, control_verdict: str,
-           test: uncertainty.SignFlipTest | None, units: str, reference: float = 0.0,
-           bounds: tuple[float, float] | None = None) -> Claim:
+           test: ControlTest | None, units: str, reference: float = 0.0,
+           bounds: tuple[float, float] | None = None, mde: float = np.nan) -> Claim:
     """The row with its control columns and its final verdict (module docstring). ``test``:
-    trained − control over the paired ``units`` (None: the row has no control); ``bounds``:
-    a level row's interval (`level_side`)."""
+    trained − control, over the paired ``units`` of one draw, or against several draws (a
+    `PredictionTest`; None: the row has no control); ``bounds``: a level row's interval
+    (`level_side`); ``mde``: a one-draw test's (a prediction test carries its own)."""
     raw = row.verdict
     if test is None or not np.isfinite(test.p_value):
         why = ("no control: no control entry of its models (controls), so a decided "
@@ -59,34 +80,59 @@ def decide(row: Claim, control_estimate: float, control_verdict: str,
         return replace(row, raw_verdict=raw, verdict="undecided" if raw in DECIDED else raw,
                        note=join_notes(row.note, why if raw in DECIDED else ""))
     delta, p = float(test.mean_difference), float(test.p_value)
-    side = (level_side(raw, row.estimate, bounds) if bounds is not None
+    side = (level_side(raw, row.estimate, bounds, control_estimate) if bounds is not None
             else np.sign(row.estimate - reference))
-    beyond = p < ALPHA and (np.sign(delta) == side != 0 or (bounds is not None and side == 0))
+    beyond = p < ALPHA and np.sign(delta) == side != 0
     verdict = raw if raw not in DECIDED or beyond else "undecided"
-    said = (f"control {control_estimate:.3g} ({control_verdict or 'no verdict'}); trained − "
-            f"control {delta:+.3g}, p = {p:.2g} over {test.n} {units}")
+    several = isinstance(test, uncertainty.PredictionTest)
+    if several:
+        spread, mde = test.sd, test.mde
+        said = (f"control {control_estimate:.3g} ± {spread:.2g} (mean ± sd over {test.n} "
+                f"draws); trained − control {delta:+.3g}, p = {p:.2g} against the draws")
+        what = (f"prediction test of the trained estimate against {test.n} draws of the "
+                f"control (t, {test.n - 1} df): the unit is the draw")
+    else:
+        spread = np.nan
+        said = (f"control {control_estimate:.3g} ({control_verdict or 'no verdict'}; one draw); "
+                f"trained − control {delta:+.3g}, p = {p:.2g} over {test.n} {units}")
+        what = (f"paired {'sign-flip' if units == 'samples' else 'swap'} test "
+                f"({test.method}) of trained − control over {test.n} {units}, one draw: "
+                "its offset counts as signal")
     if raw in DECIDED and control_verdict == raw:
         said += f"; the control earns the same raw verdict, {raw}"
     elif raw in DECIDED and not beyond:
         said += "; the trained models do not differ from it beyond chance in that direction"
     return replace(row, raw_verdict=raw, verdict=verdict, control_estimate=control_estimate,
-                   control_verdict=control_verdict, control_p=p,
-                   control_test=f"paired {'sign-flip' if units == 'samples' else 'swap'} test "
-                   f"({test.method}) of trained − control over {test.n} {units}",
-                   note=join_notes(row.note, said))
+                   control_verdict=control_verdict, control_p=p, control_test=what,
+                   control_draws=test.n if several else 1, control_sd=spread,
+                   control_mde=float(mde), note=join_notes(row.note, said))
+
+
+def decide_draws(row: Claim, estimates: Sequence[float], verdict: str,
+                 reference: float = 0.0, bounds: tuple[float, float] | None = None) -> Claim:
+    """`decide` a row against two or more draws of its control, given the row's statistic
+    on each (`uncertainty.prediction_test`); ``verdict``: the first draw's raw verdict."""
+    values = np.asarray(estimates, float)
+    test = uncertainty.prediction_test(row.estimate, values)
+    return decide(row, float(np.nanmean(values)), verdict, test, "draws", reference, bounds)
 
 
 def decide_stored(row: Claim, control: float, control_p: float, p_difference: float, n: int,
-                  difference: float, sign: int) -> Claim:
+                  difference: float, sign: int, mde: float = np.nan,
+                  draws: Sequence[float] = ()) -> Claim:
     """`decide` a row whose control was tested where the per-sample data were (the factors
     file, Table 7): the control's estimate and own p (its raw verdict: `directional` with
-    the row's ``sign``), and the sign-flip test of trained − control over n samples (its p
-    and mean difference); n = 0: no control."""
+    the row's ``sign``), and the sign-flip test of trained − control over n samples (its p,
+    mean difference and mde); n = 0: no control. ``draws``: the control's estimate on each
+    draw; with two or more finite the row is read against them instead (`decide_draws`)."""
+    verdict = directional(control, control_p, sign) if np.isfinite(control) else ""
+    if np.isfinite(np.asarray(draws, float)).sum() >= 2:
+        return decide_draws(row, draws, verdict)
     if not n:
         return decide(row, np.nan, "", None, "samples")
     test = uncertainty.SignFlipTest(p_difference, n, difference,
                                     "exact" if n <= uncertainty.EXACT_MAX else "monte carlo", 0)
-    return decide(row, control, directional(control, control_p, sign), test, "samples")
+    return decide(row, control, verdict, test, "samples", mde=mde)
 
 
 def paired_records(a: Claim, b: Claim) -> tuple[np.ndarray, np.ndarray]:
@@ -102,32 +148,45 @@ def paired_records(a: Claim, b: Claim) -> tuple[np.ndarray, np.ndarray]:
     return ra, rb
 
 
-def against(row: Claim, control: Claim | None, units: str, draws: int, seed: int) -> Claim:
-    """`decide` a row against the same row of its control, pairing their records."""
-    if control is None or row.spec is None or control.spec is None:
+def against(row: Claim, controls: Sequence[Claim], units: str, draws: int,
+            seed: int) -> Claim:
+    """`decide` a row against the same row of each draw of its control: with one draw by
+    pairing their records (its test's mde where the statistic is a per-sample mean), with
+    two or more against the draws' estimates (`decide_draws`)."""
+    controls = [c for c in controls if c is not None]
+    if row.spec is None or not controls or any(c.spec is None for c in controls):
         return decide(row, np.nan, "", None, units)
-    ra, rb = paired_records(row, control)
+    first = controls[0]
+    if len(controls) >= 2:
+        return decide_draws(row, [c.estimate for c in controls], first.verdict,
+                            row.spec.reference, row.spec.bounds)
+    ra, rb = paired_records(row, first)
     test = uncertainty.swap_test(ra, rb, row.spec.statistic, draws, seed)
-    return decide(row, control.estimate, control.verdict, test, units, row.spec.reference,
-                  row.spec.bounds)
+    mde = (uncertainty.sign_flip_mde_of(ra - rb)
+           if row.spec.statistic is mean_statistic and ra.ndim == 1 else np.nan)
+    return decide(row, first.estimate, first.verdict, test, units, row.spec.reference,
+                  row.spec.bounds, mde)
 
 
 def with_controls(rows: dict[str, list[Claim]], entries: list[Entry], draws: int,
                   seed: int) -> list[Claim]:
     """Per-model rows (by entry path, in `entries` order) with their controls: each row of a
-    model beside the row of the same claim and scope of the control entry its kind pairs it
-    with on the same dataset (`ips.controls.pair`); a control's own rows are controls."""
+    model beside the rows of the same claim and scope of the control entries (one per draw)
+    its kind pairs it with on the same dataset (`ips.controls.pair`); a control's own rows
+    are controls."""
     out = []
     for e in entries:
         mine = rows[str(e.path)]
         if e.control_of:
             noun = e.control.noun if e.control else f"the {e.control_record['kind']} control"
-            note = f"control: {noun} of {e.control_of}"
+            draw = f" (draw {e.control_draw})" if e.control_draw > 1 else ""
+            note = f"control: {noun} of {e.control_of}{draw}"
             out += [replace(r, raw_verdict=r.verdict, verdict="control",
                             note=join_notes(r.note, note)) for r in mine]
             continue
-        t = controls.pair(e.model, [c for c in entries if c.dataset == e.dataset])
-        theirs = {(r.claim, r.scope[len(t.model):]): r for r in rows[str(t.path)]} if t else {}
-        out += [against(r, theirs.get((r.claim, r.scope[len(e.model):])), "samples", draws,
-                        seed) for r in mine]
+        paired = controls.pair(e.model, [c for c in entries if c.dataset == e.dataset])
+        theirs = [{(r.claim, r.scope[len(t.model):]): r for r in rows[str(t.path)]}
+                  for t in paired]
+        out += [against(r, [t.get((r.claim, r.scope[len(e.model):])) for t in theirs],
+                        "samples", draws, seed) for r in mine]
     return out

@@ -223,9 +223,12 @@ def matched_claims(rows: Sequence[dict], datasets: Sequence[str]) -> list[Claim]
 
 
 def _matched_control(r: dict, row: Claim) -> Claim:
-    """A Table 7 row beside the same pair's controls (`ips.figures.tables.appendix._control`)."""
+    """A Table 7 row beside the same pair's controls (`ips.figures.tables.appendix._control`),
+    read against their draws where there are two or more."""
     n = int(r.get("n_control", 0) or 0)
+    drawn = [float(x) for x in str(r.get("control_delta_ips_draws", "") or "").split(";") if x]
     return decide_stored(row, float(r.get("control_delta_ips", np.nan)),
                          float(r.get("control_p_value", np.nan)),
                          float(r.get("control_p", np.nan)), n,
-                         float(r.get("control_difference", np.nan)), -1)
+                         float(r.get("control_difference", np.nan)), -1,
+                         float(r.get("control_mde", np.nan)), drawn)

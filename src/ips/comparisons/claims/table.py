@@ -120,7 +120,7 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: i
                        *peer_claims(entries, [d], draws, seed),
                        *tau_claims(factors, [d], entries, draws, seed)], mine)
     out += perturbation_claims(perturbation, datasets, {e.model: e.control_of for e in entries},
-                               draws, seed)
+                               draws, seed, {e.model: e.control_draw for e in entries})
     out += matched_claims(matched, datasets)
     return corrected(out, hypotheses)
 

@@ -81,6 +81,15 @@ class Claim:
     """Two-sided p of the difference between the trained models and their controls."""
     control_test: str = ""
     """The test of the difference from the controls, and on how many units."""
+    control_draws: int = 0
+    """Draws of the control the row is read against (independent weight draws: twins of
+    several seeds); 0 without a control."""
+    control_sd: float = math.nan
+    """The spread between those draws: the sd (ddof 1) of the row's estimate over them; NaN
+    for one draw."""
+    control_mde: float = math.nan
+    """The smallest trained − control difference the control test detects with 80 % power
+    (inf where its units cannot reach p < ALPHA; NaN where not computed)."""
     q_value: float = math.nan
     """Benjamini–Hochberg over the table's decidable rows (`correction.corrected`)."""
     holm_p: float = math.nan

@@ -41,7 +41,7 @@ MATCHED_COLUMNS = (
     "ips_moe_ci_high", "ips_dense", "ips_dense_ci_low", "ips_dense_ci_high", "delta_ips",
     "delta_ips_ci_low", "delta_ips_ci_high", "delta_ips_mde", "p_value", "test", "n_tested",
     "few_samples", "control_delta_ips", "control_p_value", "control_p", "n_control",
-    "control_difference", "note", "tau", "weights")
+    "control_difference", "control_mde", "control_delta_ips_draws", "note", "tau", "weights")
 MATCH_RATIO = 1.5
 """A dense model matches an MoE model when the larger of their activated parameter counts is
 at most this many times the smaller (docs/method.md#tables-factors-figures)."""
@@ -201,26 +201,38 @@ def _paired(dense: Entry, moe: Entry, draws: int, seed: int) -> dict:
             "test": sign_flip_label(flip.n), "n_tested": flip.n}
 
 
-def _control(dense: Entry, moe: Entry, control_dense: Entry | None, control_moe: Entry | None,
+def _control(dense: Entry, moe: Entry, control_dense: list[Entry], control_moe: list[Entry],
              draws: int, seed: int) -> dict:
-    """The matched pair beside its controls: their ΔIPS and its p, and the two-sided
-    sign-flip test of the per-sample (IPS_dense − IPS_MoE) − (the controls') (`control_p`,
-    `n_control`, `control_difference` its mean); NaN / 0 without both controls."""
+    """The matched pair beside its controls (each model's, by draw): on the first draw their
+    ΔIPS and its p, and the two-sided sign-flip test of the per-sample (IPS_dense − IPS_MoE)
+    − (the controls') (`control_p`, `n_control`, `control_difference` its mean,
+    `control_mde` the difference it detects at 80 % power); the controls' ΔIPS on every draw
+    both models have (`control_delta_ips_draws`, ";"-joined); NaN / 0 without both controls."""
     out = {"control_delta_ips": np.nan, "control_p_value": np.nan, "control_p": np.nan,
-           "n_control": 0, "control_difference": np.nan}
-    if control_dense is None or control_moe is None:
+           "n_control": 0, "control_difference": np.nan, "control_mde": np.nan,
+           "control_delta_ips_draws": ""}
+    by_draw = {e.control_draw: e for e in control_moe}
+    pairs = [(c, by_draw[c.control_draw]) for c in control_dense if c.control_draw in by_draw]
+    if not pairs:
         return out
+
+    def delta(a: Entry, b: Entry) -> float:
+        ips_b = ips_value(b)
+        return (ips_value(a) - ips_b) / ips_b if ips_b else np.nan
+
+    first_dense, first_moe = pairs[0]
     mine, theirs = ({s: x[s] - y[s] for s in x if s in y}
                     for x, y in ((_sample_ips(dense), _sample_ips(moe)),
-                                 (_sample_ips(control_dense), _sample_ips(control_moe))))
+                                 (_sample_ips(first_dense), _sample_ips(first_moe))))
     ids = sorted(set(mine) & set(theirs))
     d = np.array([mine[s] - theirs[s] for s in ids])
     own = uncertainty.sign_flip_test([theirs[s] for s in sorted(theirs)], draws, seed)
     both = uncertainty.sign_flip_test(d, draws, seed)
-    ips_t = ips_value(control_moe)
-    return {"control_delta_ips": (ips_value(control_dense) - ips_t) / ips_t if ips_t else np.nan,
+    return {"control_delta_ips": delta(first_dense, first_moe),
             "control_p_value": own.p_value, "control_p": both.p_value, "n_control": both.n,
-            "control_difference": both.mean_difference}
+            "control_difference": both.mean_difference,
+            "control_mde": uncertainty.sign_flip_mde_of(d),
+            "control_delta_ips_draws": ";".join(f"{delta(a, b):.17g}" for a, b in pairs)}
 
 
 def matched_rows(entries: list[Entry], draws: int, seed: int) -> list[dict]:
