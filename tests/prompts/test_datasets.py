@@ -346,6 +346,17 @@ def test_shots_from_a_disjoint_pool():
     assert overlap.skipped == {draw.SKIP_SHOT: 5}
 
 
+def test_excluded_items_are_walked_past_and_counted():
+    """A confirmatory run draws new items: with the first run's ids excluded, the draw keeps
+    the next items of the same order, none of the first run's."""
+    items = toy_items(40)
+    first = ids(sample_items(items, 10, seed=0).items)
+    new = sample_items(items, 12, seed=0, exclude=first)
+    longer = ids(sample_items(items, 22, seed=0).items)
+    assert ids(new.items) == longer[10:] and not set(first) & set(ids(new.items))
+    assert new.skipped == {draw.SKIP_EXCLUDED: 10} and new.n_considered == 22
+
+
 def test_qualifies_skips_are_counted_and_shortfall_reported():
     items = toy_items(40)
 

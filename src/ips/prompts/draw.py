@@ -12,6 +12,7 @@ from ips.prompts.items import DatasetError, Item
 
 # skip reason of `Draw.skipped` besides those of `qualifies`
 SKIP_SHOT = "used as a few-shot example"
+SKIP_EXCLUDED = "excluded by the dataset's exclude_items"
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ def sample_items(
     shot_items: Sequence[Item] | None = None,
     qualifies: Callable[[Item], str | None] | None = None,
     fixed_shots: Sequence[Item] | None = None,
+    exclude: Sequence[str] = (),
 ) -> Draw:
     """Draw `n_items` qualifying items and `n_shots` few-shot examples, deterministically.
 
@@ -60,7 +62,8 @@ def sample_items(
     shots for k are the first k of those for k+1. Shots are not filtered by `qualifies`:
     they are background text, never masked. `fixed_shots` (Appendix E.6's examples) are the
     shots instead, their first `n_shots` in their order; an item that asks one of their
-    questions is not evaluated.
+    questions is not evaluated. An item whose id is in `exclude` is walked past (counted as
+    skipped), so that the kept items are the next ones of the same order.
     """
     if n_items < 0 or n_shots < 0:
         raise ValueError(f"n_items ({n_items}) and n_shots ({n_shots}) must be >= 0")
@@ -87,6 +90,7 @@ def sample_items(
         candidates = order
     shot_ids = {s.id for s in shots}
     shot_questions = {s.fields().get("question") for s in fixed_shots or ()}
+    excluded = set(exclude)
 
     kept: list[Item] = []
     skipped: Counter[str] = Counter()
@@ -98,6 +102,8 @@ def sample_items(
         n_considered += 1
         if item.id in shot_ids or item.fields().get("question") in shot_questions:
             reason = SKIP_SHOT  # shot_items overlapping items, or a fixed shot's question
+        elif item.id in excluded:
+            reason = SKIP_EXCLUDED
         else:
             reason = qualifies(item) if qualifies else None
         if reason is None:

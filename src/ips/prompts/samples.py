@@ -121,7 +121,8 @@ def prepare_samples(settings: dict, occlusion: Callable | None = None) -> Sample
     drawn = sample_items(loaded.items, n_items=settings["n_items"], seed=settings["seed"],
                          n_shots=max((c.shots for c in conditions), default=0),
                          shot_items=None if paper else load_shot_items(name, entry),
-                         qualifies=qualifies, fixed_shots=PAPER_SHOTS if paper else None)
+                         qualifies=qualifies, fixed_shots=PAPER_SHOTS if paper else None,
+                         exclude=entry.get("exclude_items", ()))
     samples = []
     for item in drawn.items:
         s = prepared[item.id]

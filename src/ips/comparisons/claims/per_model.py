@@ -89,10 +89,12 @@ def sparsity_claims(e: Entry) -> list[Claim]:
 
 
 def _share_ci(counts: np.ndarray, types: Sequence[int], seed: int, n_boot: int,
-              level: float) -> tuple[float, np.ndarray, int, np.ndarray]:
+              level: float, bounds: tuple[float, float]
+              ) -> tuple[float, np.ndarray, int, np.ndarray, float]:
     """Pooled share of ``types`` among all typed interactions, with a bootstrap interval over
-    samples, and the per-sample (num, den) records (NaN where a sample has none). counts:
-    (S, type) per-sample counts of one group and one `changed` value."""
+    samples, the per-sample (num, den) records (NaN where a sample has none) and the
+    bootstrap p of its side of ``bounds`` (`level_p`). counts: (S, type) per-sample counts
+    of one group and one `changed` value."""
     num = counts[:, list(types)].sum(axis=1)
     den = counts.sum(axis=1)
     keep = den > 0
@@ -100,12 +102,36 @@ def _share_ci(counts: np.ndarray, types: Sequence[int], seed: int, n_boot: int,
     num, den = num[keep], den[keep]
     n = int(keep.sum())
     if n == 0:
-        return math.nan, np.full(2, np.nan), 0, records
+        return math.nan, np.full(2, np.nan), 0, records, math.nan
     w = uncertainty.resample_counts(n, n_boot, seed)
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = (w @ num) / (w @ den)
     est = float(num.sum() / den.sum())
-    return est, uncertainty.percentile_ci(reps, level, est), n, records
+    return est, uncertainty.percentile_ci(reps, level, est), n, records, level_p(est, reps,
+                                                                                 bounds, n)
+
+
+def level_p(estimate: float, replicates: np.ndarray, bounds: tuple[float, float],
+            n: int) -> float:
+    """The bootstrap p of a level row, the test its percentile interval inverts: for an
+    estimate inside [lo, hi], twice the larger share of replicates at or beyond a bound that
+    binds (lo > 0, hi < 1); outside it, twice the share back inside the nearer bound; at
+    most 1. So p < α about when the interval lies wholly inside (supported) or wholly
+    outside (contradicted). NaN below MIN_RELIABLE_N samples, where the interval undercovers
+    and `within` decides nothing."""
+    lo, hi = bounds
+    reps = np.asarray(replicates, float)
+    reps = reps[np.isfinite(reps)]
+    if n < uncertainty.MIN_RELIABLE_N or not reps.size:
+        return math.nan
+    if estimate > hi:
+        share = np.mean(reps <= hi)
+    elif estimate < lo:
+        share = np.mean(reps >= lo)
+    else:
+        share = max(np.mean(reps <= lo) if lo > 0 else 0.0,
+                    np.mean(reps >= hi) if hi < 1 else 0.0)
+    return float(min(1.0, 2.0 * share))
 
 
 def type_claims(e: Entry) -> list[Claim]:
@@ -131,13 +157,14 @@ def type_claims(e: Entry) -> list[Claim]:
     for claim, changed, types, (lo, hi), paper in specs:
         counts = (ds["sample_type_count"].sel(group=MAIN_GROUP, changed=changed)
                   .transpose("sample", "type").values.astype(float))
-        est, ci, n, records = _share_ci(counts, types, seed, n_boot, level)
+        est, ci, n, records, p = _share_ci(counts, types, seed, n_boot, level, (lo, hi))
         if n == 0:
             out.append(Claim(claim, scope, paper, note=f"no 0-shot template pair with the "
                              f"prediction {'changed' if changed == 'yes' else 'unchanged'}"))
             continue
         out.append(Claim(claim, scope, paper, est, float(ci[0]), float(ci[1]), n,
-                         f"{level:.0%} bootstrap interval over samples vs [{lo:g}, {hi:g}]",
+                         f"{level:.0%} bootstrap interval over samples vs [{lo:g}, {hi:g}]; "
+                         "p: the bootstrap test it inverts", p,
                          verdict=within(ci, lo, hi, n),
                          note=join_notes("share of salient interactions pooled over samples",
                                      few_samples_note(n, level=True)), mde=level_mde(ci, n),
