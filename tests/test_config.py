@@ -260,3 +260,22 @@ def test_a_bad_twin_is_one_line_naming_the_field(edit, message):
     with pytest.raises(ConfigError) as e:
         ips_validate(config)
     assert str(e.value).startswith(message) and "\n" not in str(e.value), str(e.value)
+
+
+def test_twin_draws_are_entries_of_their_own_seeds():
+    """controls.draws: 3 gives each listed model three twins, `M-twin`, `M-twin-2` and
+    `M-twin-3`, drawn from the twin seed plus 0, 1, 2 and recorded as draws 1-3; the first
+    is the entry one draw gives (its record names no draw)."""
+    from ips.config import validate as ips_validate
+    from ips.controls.twins import twin_seed
+
+    config = ips_validate(twin_config(twins=["a"], seed=5, draws=3))
+    assert [m for m in config["models"] if m.startswith("a-")] == ["a-twin", "a-twin-2",
+                                                                    "a-twin-3"]
+    for k, name in enumerate(("a-twin", "a-twin-2", "a-twin-3"), start=1):
+        entry = config["models"][name]
+        assert entry["source"] == {"redraw": "a", "seed": 5 + 0xE8B7BE43 + k - 1}
+        assert entry["control"] == {"kind": "twins", "of": "a", **({"draw": k} if k > 1 else {})}
+        assert twin_seed(5, "a", k) == entry["source"]["seed"]
+    one = ips_validate(twin_config(twins=["a"], seed=5))
+    assert one["models"]["a-twin"] == config["models"]["a-twin"]

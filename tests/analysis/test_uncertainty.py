@@ -267,3 +267,52 @@ def test_mde_of_data_is_the_mde_of_its_finite_differences():
         u.sign_flip_mde(6, np.std(y[ok], ddof=1)) / np.mean(w[ok]))
     assert u.sign_flip_mde_of([0.2, np.nan]) == math.inf == u.sign_flip_mde(1, 0.3)
     assert np.isnan(u.sign_flip_mde_of([np.nan, np.nan]))
+
+
+def test_prediction_test_by_hand():
+    """x = 1 against draws (0, 0.1, −0.1): t = 1 / (0.1·√(4/3)) with 2 df."""
+    from scipy import stats
+
+    t = u.prediction_test(1.0, [0.0, 0.1, -0.1])
+    assert t.n == 3 and t.method == "t" and t.sd == pytest.approx(0.1)
+    assert t.p_value == pytest.approx(2 * stats.t.sf(1 / (0.1 * np.sqrt(4 / 3)), 2))
+    assert t.mean_difference == pytest.approx(1.0)
+    # fewer than two draws: no spread, no test; draws without spread: the rank p
+    assert np.isnan(u.prediction_test(1.0, [0.2]).p_value)
+    assert u.prediction_test(1.0, [0.2, 0.2, 0.2]).p_value == pytest.approx(0.25)
+    assert u.prediction_test(0.2, [0.2, 0.2, 0.2]).p_value == 1.0
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_prediction_test_holds_its_level_for_one_more_draw(k):
+    """A held-out draw of the controls' own law falls outside their 95 % prediction interval
+    5 % of the time (4,000 seeded sets; ±0.007 is one Monte Carlo standard error)."""
+    x = np.random.default_rng(k).normal(3.0, 2.0, (4000, k + 1))
+    rate = np.mean([u.prediction_test(r[0], r[1:]).p_value < 0.05 for r in x])
+    assert abs(rate - 0.05) < 3 * np.sqrt(0.05 * 0.95 / 4000)
+
+
+def test_prediction_mde_is_the_shift_detected_with_80_percent_power():
+    """At the stated mde, 80 % of held-out draws shifted by it fall outside the interval."""
+    k, sd = 4, 1.0
+    rng = np.random.default_rng(7)
+    c = rng.standard_normal((4000, k))
+    mde = u._prediction_mde_per_scale(k, 0.05, 0.8) * np.sqrt(1 + 1 / k)
+    x = mde * sd + rng.standard_normal(4000)
+    power = np.mean([u.prediction_test(xi, ci).p_value < 0.05 for xi, ci in zip(x, c)])
+    assert abs(power - 0.8) < 3 * np.sqrt(0.8 * 0.2 / 4000)
+
+
+def test_a_fixed_offset_of_one_draw_is_signal_to_one_twin_and_not_to_several():
+    """Draws that differ by a spread of their own (sd 1 between draws, item noise sd 1, 10
+    items): the sign-flip test against one twin rejects far more than 5 % of trained draws
+    that are draws of the same law; the prediction test against three twins about 5 %."""
+    rng = np.random.default_rng(11)
+    one = several = 0
+    sims = 600
+    for _ in range(sims):
+        y = rng.standard_normal(4)[:, None] + rng.standard_normal((4, 10))
+        one += u.sign_flip_test(y[0] - y[1]).p_value < 0.05
+        several += u.prediction_test(y[0].mean(), y[1:].mean(1)).p_value < 0.05
+    assert one / sims > 0.3
+    assert several / sims < 0.05 + 3 * np.sqrt(0.05 * 0.95 / sims)

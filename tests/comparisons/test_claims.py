@@ -489,3 +489,24 @@ def test_factor_intervals_invert_their_tests(four_models, tmp_path):
     assert checked >= 3
     lo, hi = fx.isel(comparison=0).sel(band="all")["delta_ips_ci"].values
     assert np.isfinite([lo, hi]).all() and lo < float(fx["delta_ips"][0, 0]) < hi
+
+
+def test_a_level_rows_p_agrees_with_its_interval():
+    """The interaction types' level rows carry the bootstrap p their percentile interval
+    inverts: over seeded per-sample counts, p < 0.05 exactly where `within` decides (the
+    interval wholly inside or wholly outside the band), and no p below 10 samples."""
+    from ips.comparisons.claims import per_model
+    from ips.comparisons.claims.verdicts import within
+
+    rng = np.random.default_rng(5)
+    agree = 0
+    for trial in range(200):
+        n = int(rng.integers(10, 30))
+        counts = rng.poisson(rng.uniform(1, 8, 3), (n, 3)).astype(float)
+        bounds = [(0.5, 1.0), (0.4, 0.6), (0.0, 0.3)][trial % 3]
+        est, ci, m, _, p = per_model._share_ci(counts, (0, 1), trial, 2000, 0.95, bounds)
+        decided = within(ci, *bounds, m) != "undecided"
+        agree += decided == (p < 0.05)
+    assert agree == 200
+    few = rng.poisson(3.0, (5, 3)).astype(float)
+    assert np.isnan(per_model._share_ci(few, (0, 1), 0, 2000, 0.95, (0.5, 1.0))[4])

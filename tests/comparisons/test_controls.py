@@ -90,13 +90,14 @@ def replace_spec(r, units, records, reference=0.0):
     return replace(r, spec=ControlSpec(units, np.asarray(records, float), reference=reference))
 
 
-def twin_of(ds, model, seed=0):
-    """A metrics file of the untrained twin of `model` (its source and control as `ips score`
-    records them)."""
+def twin_of(ds, model, seed=0, draw=1):
+    """A metrics file of draw `draw` of the untrained twin of `model` (its source and control
+    as `ips score` records them)."""
     ds = ds.copy()
-    ds.attrs["model"] = f"{model}-twin"
-    ds.attrs["model_source"] = json.dumps({"redraw": model, "seed": seed})
-    ds.attrs["model_control"] = json.dumps({"kind": "twins", "of": model})
+    ds.attrs["model"] = f"{model}-twin" + (f"-{draw}" if draw > 1 else "")
+    ds.attrs["model_source"] = json.dumps({"redraw": model, "seed": seed + draw - 1})
+    ds.attrs["model_control"] = json.dumps({"kind": "twins", "of": model,
+                                            **({"draw": draw} if draw > 1 else {})})
     return ds
 
 
@@ -238,3 +239,67 @@ def test_low_band_row_beside_the_twins(tmp_path, twin_bands, verdict):
     assert r.control_estimate == pytest.approx(float(fx["control_low_gap"].values[0]))
     assert r.control_p == float(fx["control_p_low_gap_difference"].values[0])
     assert (r.control_p < 0.05) == (verdict == "supported")
+
+
+@pytest.mark.parametrize("control, final", [(0.5, "undecided"), (0.2, "supported"),
+                                            (0.8, "supported")])
+def test_a_two_sided_band_counts_its_control_only_outside_the_band(control, final):
+    """A share in 40-60 % beside a control inside the band too is not the model's own; beside
+    a control below the band it is, when the model lies above it (p < α)."""
+    r = controls.decide(row("supported", 0.5), control, "", flip(0.01, 0.5 - control),
+                        "samples", bounds=(0.4, 0.6))
+    assert r.verdict == final
+
+
+def test_several_draws_are_read_against_their_spread(four_with_twins):
+    """Three twins of one model: the row's control is the prediction test of its estimate
+    against the draws' estimates (not a paired test over samples), with their mean, spread
+    and count beside it."""
+    paths = four_with_twins(1.6)
+    entries = [read_metrics(p) for p in paths]
+    base, twin = entries[0], next(e for e in entries if e.model == "base-1b-twin")
+    draws = [twin_of(twin.ds, "base-1b", draw=k) for k in (2, 3)]
+    for k, ds in zip((2, 3), draws):
+        ds.attrs["model"] = f"base-1b-twin-{k}"
+    extra = [read_metrics(p) for p in write_all(paths[0].parent / "more", draws)]
+    entries = [base, twin, *extra]
+    ids = tuple(base.ds["sample"].values.astype(str))
+    values = {"base-1b": 1.0, "base-1b-twin": 0.10, "base-1b-twin-2": 0.20,
+              "base-1b-twin-3": 0.15}
+    rows = {str(e.path): [Claim("x", verdicts.join_scope(e.model, e.dataset), "p",
+                                values[e.model], n=12, p_value=0.001, verdict="supported",
+                                spec=ControlSpec(ids, np.full(12, values[e.model])))]
+            for e in entries}
+    (r,) = [r for r in controls.with_controls(rows, entries, 999, 0) if r.scope == "base-1b / arc"]
+    expected = uncertainty.prediction_test(1.0, [0.10, 0.20, 0.15])
+    assert r.control_draws == 3 and r.control_sd == pytest.approx(0.05)
+    assert r.control_estimate == pytest.approx(0.15) and r.control_p == expected.p_value
+    assert r.control_mde == pytest.approx(expected.mde) and "prediction test" in r.control_test
+    assert r.verdict == ("supported" if expected.p_value < 0.05 else "undecided")
+
+
+def test_factor_rows_read_the_draws_of_the_twins_comparison(tmp_path):
+    """Two draws of each twin: the factors file holds the twins' ΔIPS per draw (draw 1 with
+    draw 1, draw 2 with draw 2), and the factor row is read against them."""
+    base = make_metrics("base-1b", attrs("f", "s", params=1e9), ips0=1.6, samples=12,
+                        own=0.05, own_seed=1)
+    inst = make_metrics("inst-1b", attrs("f", "s", "instruct", params=1e9), ips0=1.0,
+                        samples=12, own=0.05, own_seed=2)
+    twins = []
+    for k, (b, i) in enumerate(((1.6, 1.5), (1.5, 1.5)), start=1):
+        tb = make_metrics("x", attrs("f", "s", params=1e9), ips0=b, samples=12, own=0.05,
+                          own_seed=10 + k)
+        ti = make_metrics("y", attrs("f", "s", "instruct", params=1e9), ips0=i, samples=12,
+                          own=0.05, own_seed=20 + k)
+        twins += [twin_of(tb, "base-1b", draw=k), twin_of(ti, "inst-1b", draw=k)]
+    paths = write_all(tmp_path, [base, inst, *twins])
+    fx = factors.compare(paths, seed=0, draws=999)
+    comp = list(fx["comparison_factor"].values.astype(str))
+    assert comp.count("instruct_vs_base") == 1
+    c = fx.isel(comparison=comp.index("instruct_vs_base")).sel(band="all")
+    assert c["control_delta_ips_draws"].values == pytest.approx([1.5 / 1.6 - 1, 0.0])
+    (r,) = [r for r in across_models.factor_claims(fx, [read_metrics(p) for p in paths])
+            if r.claim == "factor_instruct_vs_base"]
+    assert r.control_draws == 2 and "prediction test" in r.control_test
+    expected = uncertainty.prediction_test(r.estimate, [1.5 / 1.6 - 1, 0.0])
+    assert r.control_p == pytest.approx(expected.p_value)

@@ -509,8 +509,8 @@ def prediction_test(x: float, controls: ArrayLike, level: float = LEVEL,
 
     mean, sd, alpha = float(c.mean()), float(c.std(ddof=1)), 1.0 - level
     delta = float(x) - mean
-    if sd == 0.0:
-        p = 1.0 if delta == 0.0 else 1.0 / (k + 1)
+    if sd <= 1e-12 * max(1.0, abs(mean)):  # equal draws, up to rounding
+        p = 1.0 if abs(delta) <= 1e-12 * max(1.0, abs(mean)) else 1.0 / (k + 1)
         return PredictionTest(p, k, delta, "rank", 0.0, 0.0 if 1.0 / (k + 1) < alpha
                               else math.inf)
     scale = sd * math.sqrt(1.0 + 1.0 / k)

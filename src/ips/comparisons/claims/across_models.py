@@ -237,20 +237,6 @@ def _controlled(r: Claim, c: xr.Dataset) -> Claim:
                          int(c[names[3]]), value(names[4]), -1, value(names[5]), drawn)
 
 
-def _controlled(r: Claim, c: xr.Dataset) -> Claim:
-    """A factor row beside the same comparison of the two models' controls
-    (`ips.comparisons.compare._control_variables`), by the sign-flip test of the per-sample
-    difference of the two sides' differences (of IPS, of the excess beyond the null, or of
-    the two low-band gaps)."""
-    names = next((v for k, v in _CONTROL_VARIABLES.items()
-                  if r.claim in {f"factor_{f}{k}" for f in FACTORS}), None)
-    if names is None or names[3] not in c:
-        return decide(r, np.nan, "", None, "samples")
-    control, p, p_diff, n, mean = (float(c[names[0]]), float(c[names[1]]),
-                                   float(c[names[2]]), int(c[names[3]]), float(c[names[4]]))
-    return decide_stored(r, control, p, p_diff, n, mean, -1)
-
-
 def _low_falls_most(c: xr.Dataset, factor: str, scope: str) -> Claim:
     """Does the factor lower low-order IPS most (one comparison, every band)?"""
     claim = f"factor_{factor}_low_falls_most"

@@ -114,8 +114,8 @@ def _share_ci(counts: np.ndarray, types: Sequence[int], seed: int, n_boot: int,
 def level_p(estimate: float, replicates: np.ndarray, bounds: tuple[float, float],
             n: int) -> float:
     """The bootstrap p of a level row, the test its percentile interval inverts: for an
-    estimate inside [lo, hi], twice the larger share of replicates at or beyond a bound that
-    binds (lo > 0, hi < 1); outside it, twice the share back inside the nearer bound; at
+    estimate inside [lo, hi], twice the larger share of replicates beyond a bound that binds
+    (lo > 0, hi < 1); outside it, twice the share back inside the nearer bound; at
     most 1. So p < α about when the interval lies wholly inside (supported) or wholly
     outside (contradicted). NaN below MIN_RELIABLE_N samples, where the interval undercovers
     and `within` decides nothing."""
@@ -129,8 +129,9 @@ def level_p(estimate: float, replicates: np.ndarray, bounds: tuple[float, float]
     elif estimate < lo:
         share = np.mean(reps >= lo)
     else:
-        share = max(np.mean(reps <= lo) if lo > 0 else 0.0,
-                    np.mean(reps >= hi) if hi < 1 else 0.0)
+        # the bounds belong to the band, as in `within`
+        share = max(np.mean(reps < lo) if lo > 0 else 0.0,
+                    np.mean(reps > hi) if hi < 1 else 0.0)
     return float(min(1.0, 2.0 * share))
 
 
