@@ -297,7 +297,8 @@ def test_prediction_mde_is_the_shift_detected_with_80_percent_power():
     k, sd = 4, 1.0
     rng = np.random.default_rng(7)
     c = rng.standard_normal((4000, k))
-    mde = u._prediction_mde_per_scale(k, 0.05, 0.8) * np.sqrt(1 + 1 / k)
+    unit = np.array([-1.5, -0.5, 0.5, 1.5]) / np.std([-1.5, -0.5, 0.5, 1.5], ddof=1)
+    mde = u.prediction_test(0.0, unit).mde  # draws of sd 1: the mde per unit of spread
     x = mde * sd + rng.standard_normal(4000)
     power = np.mean([u.prediction_test(xi, ci).p_value < 0.05 for xi, ci in zip(x, c)])
     assert abs(power - 0.8) < 3 * np.sqrt(0.8 * 0.2 / 4000)

@@ -492,10 +492,11 @@ def test_factor_intervals_invert_their_tests(four_models, tmp_path):
 
 
 def test_a_level_rows_p_agrees_with_its_interval():
-    """The interaction types' level rows carry the bootstrap p their percentile interval
-    inverts: over seeded per-sample counts, p < 0.05 exactly where `within` decides (the
-    interval wholly inside or wholly outside the band), and no p below 10 samples."""
-    from ips.comparisons.claims import per_model
+    """A level row's bootstrap p (`per_model.level_p`) is the test its percentile interval
+    inverts: over seeded pooled shares, p < 0.05 exactly where `within` decides (the interval
+    wholly inside or wholly outside the band), and no p below 10 samples."""
+    from ips.analysis import uncertainty
+    from ips.comparisons.claims.per_model import level_p
     from ips.comparisons.claims.verdicts import within
 
     rng = np.random.default_rng(5)
@@ -503,10 +504,14 @@ def test_a_level_rows_p_agrees_with_its_interval():
     for trial in range(200):
         n = int(rng.integers(10, 30))
         counts = rng.poisson(rng.uniform(1, 8, 3), (n, 3)).astype(float)
+        num, den = counts[:, :2].sum(1), counts.sum(1)
+        keep = den > 0
+        num, den = num[keep], den[keep]
+        w = uncertainty.resample_counts(num.size, 2000, trial)
+        reps, est = (w @ num) / (w @ den), num.sum() / den.sum()
+        ci = uncertainty.percentile_ci(reps, 0.95, est)
         bounds = [(0.5, 1.0), (0.4, 0.6), (0.0, 0.3)][trial % 3]
-        est, ci, m, _, p = per_model._share_ci(counts, (0, 1), trial, 2000, 0.95, bounds)
-        decided = within(ci, *bounds, m) != "undecided"
-        agree += decided == (p < 0.05)
+        p = level_p(est, reps, bounds, num.size)
+        agree += (within(ci, *bounds, num.size) != "undecided") == (p < 0.05)
     assert agree == 200
-    few = rng.poisson(3.0, (5, 3)).astype(float)
-    assert np.isnan(per_model._share_ci(few, (0, 1), 0, 2000, 0.95, (0.5, 1.0))[4])
+    assert np.isnan(level_p(0.7, np.full(100, 0.7), (0.5, 1.0), 9))

@@ -48,17 +48,16 @@ import json
 import logging
 import os
 import re
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
 from ips import __version__
-from ips.analysis import metrics, uncertainty
-from ips.comparisons import low_band
+from ips.analysis import uncertainty
+from ips.comparisons import low_band, per_sample
+from ips.comparisons.beside_controls import control_variables
 from ips.comparisons.factors import (
     ABSENT,
     FACTORS,
@@ -67,6 +66,7 @@ from ips.comparisons.factors import (
     moe_pairs,
     scale_pairs,
 )
+from ips.comparisons.per_sample import Comparison
 from ips.comparisons.robustness import ROBUSTNESS_GROUP, robustness_variables
 from ips.errors import InputError
 from ips.formats.hdf5 import labels
@@ -77,30 +77,6 @@ log = logging.getLogger(__name__)
 
 
 _SHOT_GROUP = re.compile(r"^(\d+)shot$")
-
-
-@dataclass
-class Comparison:
-    factor: str
-    dataset: str
-    group: str
-    model_a: str
-    model_b: str
-    setting_a: str
-    setting_b: str
-    templates: str
-    ips_a: np.ndarray  # (band,)
-    ips_b: np.ndarray
-    # per-sample values behind ips_a / ips_b: (sample ids, (S, K, band)); None if the
-    # metrics file has none
-    samples_a: tuple[np.ndarray, np.ndarray] | None = None
-    samples_b: tuple[np.ndarray, np.ndarray] | None = None
-    # the matched-size null of the same groups / pairs (`ips.analysis.nulls`), and per sample; NaN /
-    # None where the metrics files have none
-    null_a: np.ndarray | None = None
-    null_b: np.ndarray | None = None
-    null_samples_a: tuple[np.ndarray, np.ndarray] | None = None
-    null_samples_b: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def _group_ips(e: Entry, group: str) -> np.ndarray:
@@ -147,7 +123,7 @@ def _pair_null(e: Entry, rows: list[int]) -> tuple[np.ndarray, tuple | None]:
     if "sample_pair_matched_null" not in ds:
         return np.full(len(BANDS), np.nan), None
     x = ds["sample_pair_matched_null"].reindex(band=list(BANDS)).values.astype(float)
-    return (_nanmean(ds["pair_matched_null"].reindex(band=list(BANDS)).values[rows]),
+    return (per_sample.nanmean(ds["pair_matched_null"].reindex(band=list(BANDS)).values[rows]),
             (ds["sample"].values.astype(str), x[:, rows, :]))
 
 
@@ -186,27 +162,12 @@ def _few_shot(dataset: str, e: Entry) -> tuple[list[Comparison], list[str]]:
             continue
         b_rows = [zero[key[i]] for i in rows]
         names = ";".join(sorted("–".join(sorted(key[i])) for i in rows))
-        a_val, b_val = _nanmean(pair_ips[rows]), _nanmean(pair_ips[b_rows])
+        a_val, b_val = per_sample.nanmean(pair_ips[rows]), per_sample.nanmean(pair_ips[b_rows])
         (na, sa), (nb, sb) = _pair_null(e, rows), _pair_null(e, b_rows)
         out.append(Comparison("few_shot", dataset, g, e.model, e.model, g, ZERO_SHOT, names,
                               a_val, b_val, _pair_samples(e, rows), _pair_samples(e, b_rows),
                               na, nb, sa, sb))
     return out, notes
-
-
-def _nanmean(x: np.ndarray, axis: int = 0) -> np.ndarray:
-    """Mean over an axis ignoring NaN; NaN (without a warning) where nothing is left."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(x, axis=axis)
-
-
-def _delta(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    ok = np.isfinite(a) & np.isfinite(b) & (b != 0)
-    out = np.full(a.shape, np.nan)
-    if ok.any():
-        out[ok] = metrics.delta_ips(a[ok], b[ok])
-    return out
 
 
 def _paired(comps: list[Comparison], datasets: list[str], seed: int, n_boot: int,
@@ -240,81 +201,13 @@ def _paired(comps: list[Comparison], datasets: list[str], seed: int, n_boot: int
     return out
 
 
-def _sides(samples_a, samples_b) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
-    """(A_s, B_s) (band,) of the samples on both sides, by id.
-
-    A_s is the NaN-aware mean over side A's K columns of sample s (likewise B_s); NaN in a
-    band where the side has no value. None without per-sample tables."""
-    if samples_a is None or samples_b is None:
-        return None
-    side_a, side_b = ({str(s): _nanmean(x, axis=0) for s, x in zip(ids, xs)}
-                      for ids, xs in (samples_a, samples_b))
-    return {s: (side_a[s], side_b[s]) for s in side_a if s in side_b}
-
-
-def _differences(samples_a, samples_b) -> dict[str, np.ndarray] | None:
-    """Per-sample differences d_s = A_s − B_s (band,) of the samples on both sides, by id
-    (NaN in a band where either side has no value); None without per-sample tables."""
-    sides = _sides(samples_a, samples_b)
-    return None if sides is None else {s: a - b for s, (a, b) in sides.items()}
-
-
-def _excess(c: Comparison) -> dict[str, np.ndarray] | None:
-    """Per-sample (A_s − B_s) − (N^A_s − N^B_s): how far the factor moves IPS beyond how it
-    moves the matched-size null (None without per-sample nulls)."""
-    ips, null = (_differences(c.samples_a, c.samples_b),
-                 _differences(c.null_samples_a, c.null_samples_b))
-    if ips is None or null is None:
-        return None
-    return {s: ips[s] - null[s] for s in ips if s in null}
-
-
-@dataclass(frozen=True)
-class _Tested:
-    """Per band: the sign-flip p and n, the interval that inverts that test and the effect
-    it detects at 80 % power (`ips.analysis.uncertainty.sign_flip_interval`, `sign_flip_mde`)."""
-
-    p: np.ndarray
-    n: np.ndarray
-    ci: np.ndarray  # (band, 2)
-    mde: np.ndarray
-
-
-def _sign_flip(diffs: list[dict], draws: int, seed: int, level: float | None,
-               relative: bool = False) -> _Tested:
-    """The sign-flip test per band of the per-sample mean over ``diffs`` (d_s of one or more
-    comparisons, or their (A_s, B_s) with ``relative``) on the samples, sorted by id, valued
-    in every one of them; its interval is of the mean difference, or with ``relative`` of
-    the relative change θ = Σ_s A_s/Σ_s B_s − 1 (d_s(θ) = A_s − (1+θ)·B_s; at θ = 0 the
-    same test), its mde of the same quantity. ``level`` None: the test alone (p and n; the
-    interval and mde stay NaN)."""
-    nb = len(BANDS)
-    out = _Tested(np.full(nb, np.nan), np.zeros(nb, np.int64), np.full((nb, 2), np.nan),
-                  np.full(nb, np.nan))
-    ids = sorted(set.intersection(*(set(d) for d in diffs)))
-    if not ids:
-        return out
-    x = np.array([[x[s] for s in ids] for x in diffs], float)  # (comp, S[, 2], band)
-    y = np.mean(x[:, :, 0] - x[:, :, 1] if relative else x, axis=0)  # (S, band)
-    w = np.mean(x[:, :, 1], axis=0) if relative else np.ones_like(y)
-    for b in range(nb):
-        if level is None:
-            t = uncertainty.sign_flip_test(y[:, b], draws, seed)
-            out.p[b], out.n[b] = t.p_value, t.n
-            continue
-        t = uncertainty.sign_flip_interval(y[:, b], w[:, b], level, draws, seed)
-        out.p[b], out.n[b], out.ci[b] = t.p_zero, t.n, (t.low, t.high)
-        out.mde[b] = uncertainty.sign_flip_mde_of(y[:, b], w[:, b], level)
-    return out
-
-
 def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
             n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
             draws: int = uncertainty.DRAWS) -> xr.Dataset:
     """All factor comparisons and the τ robustness of the given metrics files.
 
     ``seed``, ``n_boot``, ``level``: the paired bootstrap intervals of every comparison
-    (`_paired`); ``seed``, ``draws``: its sign-flip tests (`_sign_flip`)."""
+    (`_paired`); ``seed``, ``draws``: its sign-flip tests (`sign_flip`)."""
     entries, tau = _read_entries(paths)
     datasets = list(dict.fromkeys(e.dataset for e in entries))
     # control entries (`ips.controls`) are compared among themselves, beside the trained pairs
@@ -324,15 +217,15 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
     added = {d: [e for e in entries if e.dataset == d and e.control_of] for d in datasets}
     controls = _find_comparisons(datasets, added)[0] if any(added.values()) else []
     tests = _paired(comps, datasets, seed, n_boot, level)
-    diffs = [_sides(c.samples_a, c.samples_b) for c in comps]
+    diffs = [per_sample.sides(c.samples_a, c.samples_b) for c in comps]
     ips_a, ips_b = (np.array([getattr(c, k) for c in comps], float).reshape(-1, len(BANDS))
                     for k in ("ips_a", "ips_b"))
     presence, absent = _factor_presence(comps, datasets)
     data, coords = {}, {"factor": labels(FACTORS), "dataset": labels(datasets),
                         "band": labels(BANDS), "bound": labels(uncertainty.BOUNDS)}
     for d, c in (_comparison_variables(comps, ips_a, ips_b, tests, diffs, level, draws, seed),
-                 _summary_variables(comps, _delta(ips_a, ips_b), diffs, level, draws, seed),
-                 (_control_variables(comps, controls, {e.model: e.control_of for e in entries},
+                 _summary_variables(comps, per_sample.delta(ips_a, ips_b), diffs, level, draws, seed),
+                 (control_variables(comps, controls, {e.model: e.control_of for e in entries},
                                      {e.model: e.control_draw for e in entries}, draws, seed,
                                      level),
                   {"control_draw": np.arange(1, 1 + max((e.control_draw for e in entries),
@@ -412,19 +305,19 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
     mde = np.full((C, nb), np.nan)
     for i, d in enumerate(diffs):
         if d is not None:
-            t = _sign_flip([d], draws, seed, level, relative=True)
+            t = per_sample.sign_flip([d], draws, seed, level, relative=True)
             p_val[i], n_tested[i], ci["delta_ci"][i], mde[i] = t.p, t.n, t.ci, t.mde
     null_a, null_b = (np.array([getattr(c, k) for c in comps], float).reshape(C, nb)
                       for k in ("null_a", "null_b"))
     excess, p_excess = np.full((C, nb), np.nan), np.full((C, nb), np.nan)
     n_excess, excess_mde = np.zeros((C, nb), np.int64), np.full((C, nb), np.nan)
     for i, c in enumerate(comps):
-        d = _excess(c)
+        d = per_sample.excess(c)
         if d:
-            excess[i] = _nanmean(np.array(list(d.values())))
-            t = _sign_flip([d], draws, seed, level)
+            excess[i] = per_sample.nanmean(np.array(list(d.values())))
+            t = per_sample.sign_flip([d], draws, seed, level)
             p_excess[i], n_excess[i], excess_mde[i] = t.p, t.n, t.mde
-    delta = _delta(ips_a, ips_b)
+    delta = per_sample.delta(ips_a, ips_b)
     low = {k: np.full(C, np.nan) for k in ("low_gap", "low_gap_p", "low_gap_mde")}
     low_gap_ci, low_gap_n = np.full((C, 2), np.nan), np.zeros(C, np.int64)
     for i, d in enumerate(diffs):
@@ -447,7 +340,7 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
         "n_paired": (("comparison",), n_tested[:, BANDS.index("all")].copy()),
         "null_a": (("comparison", "band"), null_a),
         "null_b": (("comparison", "band"), null_b),
-        "delta_null": (("comparison", "band"), _delta(null_a, null_b)),
+        "delta_null": (("comparison", "band"), per_sample.delta(null_a, null_b)),
         **{k: (("comparison",), v) for k, v in low.items()},
         "low_gap_ci": (("comparison", "bound"), low_gap_ci),
         "low_gap_n": (("comparison",), low_gap_n),
@@ -464,106 +357,6 @@ def _comparison_variables(comps: list[Comparison], ips_a: np.ndarray, ips_b: np.
     return data, coords
 
 
-def _control_variables(comps: list[Comparison], controls: list[Comparison],
-                       control_of: dict[str, str | None], draw_of: dict[str, int], draws: int,
-                       seed: int, level: float) -> dict:
-    """Each comparison beside the same comparison of the two models' controls (same
-    factor, dataset, groups and templates, one draw of each model's control): on the first
-    draw its ΔIPS and sign-flip p, and the two-sided sign-flip test of the per-sample
-    (A_s − B_s) − (A'_s − B'_s) on the samples valued in both (`control_p`, `n_control`,
-    `control_difference` their mean, `control_mde` the difference it detects at 80 % power);
-    likewise for the excess beyond the matched-size null (`control_excess`,
-    `control_p_excess`, and the test of the per-sample difference of the two excesses
-    `control_p_excess_difference`, `n_control_excess`, `control_excess_difference`,
-    `control_excess_mde`), and for the low-band gap (`low_band.gap_test`: `control_low_gap`,
-    `control_p_low_gap`, and on the per-sample differences of the two sides' gaps
-    `control_p_low_gap_difference`, `n_control_low_gap`, `control_low_gap_difference`,
-    `control_low_gap_mde`). On every draw (`control_draw`, 1 …): the control's ΔIPS, excess
-    and gap (`*_draws`), which a row reads as a distribution when there are two or more.
-    NaN / 0 where the controls are missing."""
-    C, nb = len(comps), len(BANDS)
-    out = {k: np.full((C, nb), np.nan) for k in ("control_delta_ips", "control_p_value",
-                                                 "control_p", "control_difference",
-                                                 "control_mde", "control_excess",
-                                                 "control_p_excess",
-                                                 "control_p_excess_difference",
-                                                 "control_excess_difference",
-                                                 "control_excess_mde")}
-    n, n_excess = np.zeros((C, nb), np.int64), np.zeros((C, nb), np.int64)
-    gap = {k: np.full(C, np.nan) for k in ("control_low_gap", "control_p_low_gap",
-                                           "control_p_low_gap_difference",
-                                           "control_low_gap_difference", "control_low_gap_mde")}
-    n_gap = np.zeros(C, np.int64)
-    found: dict[tuple, dict[int, Comparison]] = {}
-    for c in controls:
-        if draw_of.get(c.model_a, 1) == draw_of.get(c.model_b, 1):  # one draw on both sides
-            found.setdefault((c.factor, c.dataset, c.group, control_of.get(c.model_a),
-                              control_of.get(c.model_b), c.setting_a, c.setting_b,
-                              c.templates), {})[draw_of.get(c.model_a, 1)] = c
-    K = max(draw_of.values(), default=1)
-    per_draw = {k: np.full((C, nb, K), np.nan) for k in ("control_delta_ips_draws",
-                                                         "control_excess_draws")}
-    gap_draws = np.full((C, K), np.nan)
-
-    def mde(both: dict) -> np.ndarray:
-        y = np.array(list(both.values()), float).reshape(len(both), -1)
-        return np.array([uncertainty.sign_flip_mde_of(y[:, b]) for b in range(y.shape[1])])
-
-    for i, c in enumerate(comps):
-        drawn = found.get((c.factor, c.dataset, c.group, c.model_a, c.model_b, c.setting_a,
-                           c.setting_b, c.templates), {})
-        for k, t in drawn.items():
-            per_draw["control_delta_ips_draws"][i, :, k - 1] = _delta(
-                np.asarray(t.ips_a, float)[None], np.asarray(t.ips_b, float)[None])[0]
-            theirs = _excess(t)
-            if theirs:
-                per_draw["control_excess_draws"][i, :, k - 1] = _nanmean(
-                    np.array(list(theirs.values())))
-            theirs = low_band.gaps(_sides(t.samples_a, t.samples_b))
-            if theirs:
-                gap_draws[i, k - 1] = low_band.gap_test(theirs, draws, seed, level).estimate
-        t = drawn.get(1)
-        if t is None:
-            continue
-        out["control_delta_ips"][i] = per_draw["control_delta_ips_draws"][i, :, 0]
-        mine, theirs = (_differences(x.samples_a, x.samples_b) for x in (c, t))
-        if mine is None or theirs is None:
-            continue
-        out["control_p_value"][i] = _sign_flip([theirs], draws, seed, None).p
-        both = {s: mine[s] - theirs[s] for s in mine if s in theirs}
-        if both:
-            test = _sign_flip([both], draws, seed, None)
-            out["control_p"][i], n[i] = test.p, test.n
-            out["control_difference"][i] = _nanmean(np.array(list(both.values())))
-            out["control_mde"][i] = mde(both)
-        mine, theirs = _excess(c), _excess(t)
-        if mine and theirs:
-            out["control_excess"][i] = _nanmean(np.array(list(theirs.values())))
-            out["control_p_excess"][i] = _sign_flip([theirs], draws, seed, None).p
-            both = {s: mine[s] - theirs[s] for s in mine if s in theirs}
-            test = _sign_flip([both], draws, seed, None)
-            out["control_p_excess_difference"][i], n_excess[i] = test.p, test.n
-            out["control_excess_difference"][i] = _nanmean(np.array(list(both.values())))
-            out["control_excess_mde"][i] = mde(both)
-        mine, theirs = (low_band.gaps(_sides(x.samples_a, x.samples_b)) for x in (c, t))
-        if mine and theirs:
-            own = low_band.gap_test(theirs, draws, seed, level)
-            gap["control_low_gap"][i], gap["control_p_low_gap"][i] = own.estimate, own.p
-            both = {s: mine[s] - theirs[s] for s in mine if s in theirs}
-            if both:
-                test = low_band.gap_test(both, draws, seed, level)
-                gap["control_p_low_gap_difference"][i], n_gap[i] = test.p, test.n
-                gap["control_low_gap_difference"][i] = test.estimate
-                gap["control_low_gap_mde"][i] = test.mde
-    return {**{k: (("comparison", "band"), v) for k, v in out.items()},
-            "n_control": (("comparison", "band"), n),
-            "n_control_excess": (("comparison", "band"), n_excess),
-            **{k: (("comparison",), v) for k, v in gap.items()},
-            "n_control_low_gap": (("comparison",), n_gap),
-            **{k: (("comparison", "band", "control_draw"), v) for k, v in per_draw.items()},
-            "control_low_gap_draws": (("comparison", "control_draw"), gap_draws)}
-
-
 def _summary_variables(comps: list[Comparison], delta: np.ndarray, diffs: list, level: float,
                        draws: int, seed: int):
     """Mean ΔIPS over the comparisons of one (factor, dataset, group), its interval (the
@@ -577,10 +370,10 @@ def _summary_variables(comps: list[Comparison], delta: np.ndarray, diffs: list, 
     count = np.zeros(K, np.int64)
     for k, key in enumerate(keys):
         rows = [i for i, c in enumerate(comps) if (c.factor, c.dataset, c.group) == key]
-        mean[k] = _nanmean(delta[rows])
+        mean[k] = per_sample.nanmean(delta[rows])
         count[k] = int(np.isfinite(delta[rows, 0]).sum())
         if all(diffs[i] is not None for i in rows):
-            t = _sign_flip([diffs[i] for i in rows], draws, seed, level, relative=True)
+            t = per_sample.sign_flip([diffs[i] for i in rows], draws, seed, level, relative=True)
             mean_p[k], mean_n[k], mean_ci[k] = t.p, t.n, t.ci
     data = {
         "delta_ips_mean": (("summary", "band"), mean),

@@ -220,7 +220,7 @@ _CONTROL_VARIABLES = {
 
 def _controlled(r: Claim, c: xr.Dataset) -> Claim:
     """A factor row beside the same comparison of the two models' controls
-    (`ips.comparisons.compare._control_variables`): against the draws' estimates where there
+    (`ips.comparisons.beside_controls`): against the draws' estimates where there
     are two or more, else by the sign-flip test of the per-sample difference of the two
     sides' differences (of IPS, of the excess beyond the null, or of the two low-band
     gaps). A factors file written before draws and mdes has neither (NaN, ())."""
