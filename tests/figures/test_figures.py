@@ -395,9 +395,12 @@ def test_the_ceiling_stands_beside_ips_and_its_nulls(computed, tmp_path):
     assert null["ips_minus_null"] == pytest.approx(np.nanmean(d))
     lines = null_section(entries)
     header = next(line for line in lines if line.startswith("| model | dataset | IPS |"))
-    assert header.endswith("| matched-size null | IPS − matched (n) | ceiling |")
+    assert header.endswith("| matched-size null | IPS − matched (n) | ceiling | IPS / ceiling |")
     mine = next(line for line in lines if line.startswith("| m1 | arc |"))
-    assert mine.endswith(f"| {want:.3f} |")
+    ratio = float(ds["ips"].sel(at)) / want
+    assert mine.endswith(f"| {want:.3f} | {ratio:.2f}" + (" **saturated**" if ratio >= 0.9
+                                                          else "") + " |")
+    assert row["ips_over_ceiling"] == pytest.approx(ratio) and row["saturated"] == (ratio >= 0.9)
     written = nulls_figure(entries, 0.1, tmp_path / "nulls.png")
     assert all(p.stat().st_size > 1000 for p in written)
 

@@ -75,7 +75,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from ips.analysis import layout, metrics, uncertainty
 from ips.errors import InputError
@@ -236,6 +236,19 @@ def matched_null(v: NDArray[np.float64], n_vars: NDArray[np.int64],
 
 #: how many other samples of its n each sample's ceiling compares it with (at most)
 CEILING_PARTNERS = 5
+
+SATURATED = 0.9
+"""IPS at this share of its ceiling or above is *saturated*: the two templates' salient
+interactions differ about as much as two unrelated samples', so IPS cannot tell the template
+change from replacing the item (docs/method.md#saturation)."""
+
+
+def saturation(ips: ArrayLike, ceiling: ArrayLike) -> NDArray[np.float64]:
+    """IPS / its ceiling, elementwise; NaN where either is not finite or the ceiling is not
+    positive."""
+    a, c = np.asarray(ips, np.float64), np.asarray(ceiling, np.float64)
+    ok = np.isfinite(a) & np.isfinite(c) & (c > 0)
+    return np.divide(a, c, out=np.full(np.broadcast(a, c).shape, np.nan), where=ok)
 
 
 def ceiling_partners(n_vars: NDArray[np.int64], seed: int,

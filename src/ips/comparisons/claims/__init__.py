@@ -7,6 +7,7 @@ Modules:
 * ``across_models``  claims across models: consistency, τ, factors, perturbations
 * ``nulls``          claims of IPS against its nulls
 * ``controls``       every row beside what random weights earn
+* ``saturation``     which rows rest on an IPS near its ceiling
 * ``correction``     many tests in one table: q-values, Holm over the declared hypotheses
 * ``table``          the claims table (`claims.csv`)
 """

@@ -70,6 +70,7 @@ from ips.comparisons.claims.per_model import (
     sparsity_claims,
     type_claims,
 )
+from ips.comparisons.claims.saturation import cells, flagged
 from ips.comparisons.claims.verdicts import VERDICTS, Claim
 from ips.formats.metrics import Entry, weights
 
@@ -97,7 +98,7 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: i
            hypotheses: Sequence[dict] = ()) -> list[Claim]:
     """Every claim the configured models can test, and those they cannot (with the reason),
     with their corrections (`correction.corrected`: q-values, Holm over `hypotheses`, the
-    config's). `perturbation`, `matched`: the rows of the Appendix G and Table 7 tables
+    config's) and their saturation (`saturation.flagged`). `perturbation`, `matched`: the rows of the Appendix G and Table 7 tables
     (`ips.figures.tables.appendix`), whose numbers the count and matched-MoE claims read."""
     datasets = list(dict.fromkeys(e.dataset for e in entries))
     trained = [e for e in entries if not e.control_of]
@@ -122,7 +123,7 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: i
     out += perturbation_claims(perturbation, datasets, {e.model: e.control_of for e in entries},
                                draws, seed, {e.model: e.control_draw for e in entries})
     out += matched_claims(matched, datasets)
-    return corrected(out, hypotheses)
+    return corrected(flagged(out, cells(entries), {e.model for e in trained}), hypotheses)
 
 
 def claims_summary(rows: Sequence[Claim]) -> dict[str, dict[str, int]]:

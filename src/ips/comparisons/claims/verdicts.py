@@ -90,6 +90,9 @@ class Claim:
     control_mde: float = math.nan
     """The smallest trained − control difference the control test detects with 80 % power
     (inf where its units cannot reach p < ALPHA; NaN where not computed)."""
+    saturation: float = math.nan
+    """The largest IPS / ceiling among the cells the row rests on (`claims.saturation`);
+    SATURATED or above: saturated."""
     q_value: float = math.nan
     """Benjamini–Hochberg over the table's decidable rows (`correction.corrected`)."""
     holm_p: float = math.nan

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ips.analysis.nulls import SATURATED
 from ips.analysis.uncertainty import MIN_RELIABLE_N
+from ips.comparisons.claims.saturation import cell_saturation
 from ips.figures.numbers import (
     MAIN_GROUP,
     by_dataset,
@@ -43,12 +45,13 @@ from ips.formats.metrics import Entry
 def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     """Models ranked by IPS (0-shot, band all), one panel per dataset, least sensitive on
     top; whiskers: bootstrap interval over samples (open marker: fewer than MIN_RELIABLE_N
-    samples)."""
+    samples); beside each value its share of the ceiling, SATURATED at
+    `ips.analysis.nulls.SATURATED` or above."""
     datasets = datasets_of(entries)
     n_models = max(len(by_dataset(entries, d)) for d in datasets)
     fig, axes = panels(len(datasets), 5.2, 1.7 + row_height(n_models) * n_models,
                        f"IPS ranking at τ = {tau:g} (0-shot templates; whiskers: 95% CI; "
-                       "beside it, its nulls)\n" + few_note("open marker", "interval"))
+                       f"beside it, its nulls; SATURATED: ≥ {SATURATED:g} of its ceiling)\n" + few_note("open marker", "interval"))
     for ax, d in zip(axes, datasets):
         rows = by_dataset(entries, d)
         vals = np.array([ips_value(e) for e in rows])
@@ -76,7 +79,10 @@ def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
             flag = few(n_valued(e))
             ax.errorbar(v, yi, xerr=whiskers([v], [ci]), fmt="o", color=color, capsize=3,
                         zorder=2, mfc="white" if flag else color)
-            ax.annotate(f"{v:.3f}" + (f" (n<{MIN_RELIABLE_N})" if flag else ""), (v, yi),
+            ratio = cell_saturation(e)
+            share = ("" if not np.isfinite(ratio) else f", {ratio:.2f} of ceiling"
+                     + (" SATURATED" if ratio >= SATURATED else ""))
+            ax.annotate(f"{v:.3f}" + (f" (n<{MIN_RELIABLE_N})" if flag else "") + share, (v, yi),
                         xytext=(6, 5), textcoords="offset points", va="center",
                         fontsize=row_font(n_models) - 1)
         ax.set_yticks(y, [e.model for e in rows], fontsize=row_font(n_models))

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ips.analysis.nulls import SATURATED, saturation
 from ips.analysis.peers import PEERS
 from ips.analysis.uncertainty import EXACT_MAX, MIN_RELIABLE_N, sign_flip_label
 from ips.config import MODEL_ATTRIBUTES
@@ -29,7 +30,8 @@ from ips.nulls import variants
 TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_ci_low", "ips_ci_high",
                  "n_valued_samples", "n_empty_pairs", "matched_null_ips", "matched_null_ci_low",
                  "matched_null_ci_high", "ips_minus_matched_null", "ceiling_ips",
-                 "ceiling_ci_low", "ceiling_ci_high", "output_consistency",
+                 "ceiling_ci_low", "ceiling_ci_high", "ips_over_ceiling", "saturated",
+                 "output_consistency",
                  "n_samples", "tau", *MODEL_ATTRIBUTES, "few_samples", "weights")
 NULL_COLUMNS = ("model", "dataset", "group", "band", "null", "level", "null_ips", "ci_low",
                 "ci_high", "n_valued_samples", "ips", "ips_minus_null", "n_paired", "tau",
@@ -124,6 +126,9 @@ def table_rows(entries: list[Entry]) -> list[dict]:
                     "ceiling_ips": c.get("null_ips", np.nan),
                     "ceiling_ci_low": c.get("ci_low", np.nan),
                     "ceiling_ci_high": c.get("ci_high", np.nan),
+                    "ips_over_ceiling": (ratio := float(saturation(own["ips"][gi, bi], c.get(
+                        "null_ips", np.nan)))),
+                    "saturated": bool(ratio >= SATURATED),
                     "output_consistency": float(ds["output_consistency"].sel(group=g))
                     if "output_consistency" in ds else float("nan"),
                     "n_samples": int(ds["n_samples"]) if "n_samples" in ds else "",

@@ -181,7 +181,8 @@ TABLES = {
         "size of each pair's change that IPS can see: what is left after the best affine map "
         "between the two games) with its interval and the mean per-sample IPS minus it, the "
         "ceiling (the IPS of unrelated games: other samples of the same n) with its interval, "
-        "output consistency, the model attributes "
+        "IPS / ceiling and `saturated` (true at 0.9 or above: IPS cannot tell the template "
+        "change from replacing the item), output consistency, the model attributes "
         f"and `few_samples` (true: the interval rests on fewer than {MIN_RELIABLE_N} "
         "samples; an empty cell has no value)",
         TABLE_SECTION),

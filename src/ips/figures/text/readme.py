@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ips import __version__
+from ips.analysis.nulls import SATURATED, saturation
 from ips.analysis.uncertainty import EXACT_MAX, MIN_RELIABLE_N
 from ips.comparisons.claims import verdicts
 from ips.comparisons.claims.table import claims_markdown, claims_summary
@@ -162,10 +163,11 @@ def null_section(entries: list[Entry]) -> list[str]:
              "with as many variables (docs/method.md#nulls in the project). An IPS near its "
              "matched-size null says no more than how much the template changed v beyond a "
              "rescaling; an IPS near its ceiling, that the two templates' salient interactions "
-             "are as different as two unrelated samples'.", "",
+             f"are as different as two unrelated samples' (saturated: at {SATURATED:g} of it "
+             "or above; a claim resting on it says so).", "",
              "| model | dataset | IPS | " + " | ".join(f"null c = {c:g}" for c in levels)
-             + " | matched-size null | IPS − matched (n) | ceiling |",
-             "|---|---|---|" + "---|" * len(levels) + "---|---|---|"]
+             + " | matched-size null | IPS − matched (n) | ceiling | IPS / ceiling |",
+             "|---|---|---|" + "---|" * len(levels) + "---|---|---|---|"]
     for (model, dataset) in dict.fromkeys((r["model"], r["dataset"]) for r in rows
                                           if r["null"] not in {v.kind for v in variants()}):
         mine = [r for r in rows if (r["model"], r["dataset"]) == (model, dataset)]
@@ -177,8 +179,17 @@ def null_section(entries: list[Entry]) -> list[str]:
         lines.append(f"| {model} | {dataset} | {_cell_text(mine[0]['ips'])} | "
                      + " | ".join(_cell_text(gauss.get(c, np.nan)) for c in levels)
                      + f" | {_cell_text(matched['null_ips']) if matched else '–'} | {diff} | "
-                     + f"{_cell_text(top['null_ips']) if top else '–'} |")
+                     + f"{_cell_text(top['null_ips']) if top else '–'} | "
+                     + f"{_saturation_text(mine[0]['ips'], top['null_ips'] if top else np.nan)} |")
     return lines + [line for v in variants() for line in variant_section(every, v.kind)]
+
+
+def _saturation_text(ips: float, ceiling: float) -> str:
+    """IPS / ceiling, with **saturated** at SATURATED or above; – without a ceiling."""
+    ratio = float(saturation(ips, ceiling))
+    if not np.isfinite(ratio):
+        return "–"
+    return f"{ratio:.2f}" + (" **saturated**" if ratio >= SATURATED else "")
 
 
 def peer_section(entries: list[Entry]) -> list[str]:
