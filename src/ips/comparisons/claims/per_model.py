@@ -42,15 +42,19 @@ SIMILAR_RANGE = (0.027, 0.068)
 
 def _level_row(e: Entry, claim: str, paper: str, x: np.ndarray, lo: float, hi: float,
                what: str) -> Claim:
-    """A level claim on per-sample values x (S,): bootstrap mean and interval vs [lo, hi]."""
+    """A level claim on per-sample values x (S,): bootstrap mean and interval vs [lo, hi],
+    and the p that interval inverts (`level_p`)."""
     seed, n_boot, level = bootstrap_settings(e)
     x = np.asarray(x, float)
     n = int(np.isfinite(x).sum())
     if n == 0:
         return Claim(claim, join_scope(e.model, e.dataset), paper, note=f"no sample has {what}")
-    est, ci = uncertainty.bootstrap_ci(x, n_boot=n_boot, level=level, seed=seed)
+    counts = uncertainty.resample_counts(x.size, n_boot, seed)  # bootstrap_ci's replicates
+    est, ci = uncertainty.bootstrap_ci(x, level=level, counts=counts)
+    p = level_p(float(est), uncertainty.replicate_means(x, counts), (lo, hi), n)
     return Claim(claim, join_scope(e.model, e.dataset), paper, float(est), float(ci[0]),
-                 float(ci[1]), n, f"{level:.0%} bootstrap interval vs [{lo:g}, {hi:g}]",
+                 float(ci[1]), n, f"{level:.0%} bootstrap interval vs [{lo:g}, {hi:g}]; p: the "
+                 "bootstrap test it inverts", p,
                  verdict=within(ci, lo, hi, n), note=few_samples_note(n, level=True),
                  mde=level_mde(ci, n), spec=ControlSpec(_ids(e), x, bounds=(lo, hi)))
 

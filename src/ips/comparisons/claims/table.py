@@ -16,9 +16,11 @@ and the number of samples (or models) ``n`` behind it, the test, its p-value and
 * **level** claims (a share near the paper's, an error below a bound): the paper's statement is
   read as a range [lo, hi] (the reading is in the ``paper`` column); ``supported`` when the
   bootstrap interval lies inside it, ``contradicted`` when it lies wholly outside, else
-  ``undecided``. No p-value. A percentile bootstrap interval from fewer than
+  ``undecided``. Its p is the bootstrap test that interval inverts (`per_model.level_p`:
+  twice the share of replicates beyond the binding bound), so p < α where the interval
+  decides. A percentile bootstrap interval from fewer than
   ``ips.analysis.uncertainty.MIN_RELIABLE_N`` samples undercovers (from one sample it has width 0),
-  so such a row stays ``undecided`` whatever its interval.
+  so such a row stays ``undecided`` whatever its interval, and has no p.
 * **count** claims (k of n models behave alike: Appendix G): the share k/n with its exact
   (Clopper-Pearson) interval and the two-sided exact binomial test of k against n/2, the
   count noise alone gives (each model's side a fair coin); ``supported`` / ``contradicted``
