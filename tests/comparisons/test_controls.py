@@ -303,3 +303,27 @@ def test_factor_rows_read_the_draws_of_the_twins_comparison(tmp_path):
     assert r.control_draws == 2 and "prediction test" in r.control_test
     expected = uncertainty.prediction_test(r.estimate, [1.5 / 1.6 - 1, 0.0])
     assert r.control_p == pytest.approx(expected.p_value)
+
+
+def test_the_control_table_gives_each_models_ips_beside_its_twins_draws(tmp_path):
+    """control_table.csv and the README: the model's IPS beside its three twins' mean, sd
+    and range, and the prediction test against them; nothing for a model without twins."""
+    from ips.figures.tables.results import control_rows
+    from ips.figures.text.readme import control_section
+
+    model = make_metrics("m", attrs(), ips0=1.5)
+    twins = [twin_of(make_metrics("x", attrs(), ips0=v), "m", draw=k)
+             for k, v in zip((1, 2, 3), (1.0, 1.2, 1.1))]
+    entries = [read_metrics(p) for p in write_all(
+        tmp_path, [model, *twins, make_metrics("alone", attrs(), ips0=1.0)])]
+    rows = [r for r in control_rows(entries) if (r["group"], r["band"]) == ("0shot", "all")]
+    assert [r["model"] for r in rows] == ["m"]
+    (r,) = rows
+    expected = uncertainty.prediction_test(1.5, [1.0, 1.2, 1.1])
+    assert r["control_draws"] == 3 and r["control_kind"] == "twins"
+    assert (r["control_ips_mean"], r["control_ips_sd"]) == (pytest.approx(1.1),
+                                                            pytest.approx(0.1))
+    assert (r["control_ips_min"], r["control_ips_max"]) == (1.0, 1.2)
+    assert r["p_value"] == pytest.approx(expected.p_value)
+    line = next(x for x in control_section(entries) if x.startswith("| m | arc |"))
+    assert "1.100 ± 0.100 (3)" in line and "1.000–1.200" in line

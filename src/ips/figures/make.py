@@ -53,11 +53,13 @@ from ips.figures.tables.appendix import (
     representation_rows,
 )
 from ips.figures.tables.results import (
+    CONTROL_COLUMNS,
     FACTOR_COLUMNS,
     NULL_COLUMNS,
     PEER_COLUMNS,
     TAU_COLUMNS,
     TAU_PAIR_COLUMNS,
+    control_rows,
     factor_rows,
     null_rows,
     peer_rows,
@@ -159,6 +161,7 @@ def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path,
     write_table(entries, out / "ips_table.csv")
     write_csv(null_rows(entries), NULL_COLUMNS, out / "null_table.csv")
     write_csv(peer_rows(entries), PEER_COLUMNS, out / "peer_table.csv")
+    write_csv(control_rows(entries), CONTROL_COLUMNS, out / "control_table.csv")
     write_csv(factor_rows(factors.ds, entries), FACTOR_COLUMNS, out / "factors_table.csv")
     write_csv(tau_rows(factors.tau, entries), TAU_COLUMNS, out / "tau_robustness.csv")
     write_csv(tau_pair_rows(factors.ds, entries), TAU_PAIR_COLUMNS, out / "tau_pairs.csv")

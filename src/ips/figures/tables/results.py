@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ips import controls
+from ips.analysis import uncertainty
 from ips.analysis.nulls import SATURATED, saturation
 from ips.analysis.peers import PEERS
 from ips.analysis.uncertainty import EXACT_MAX, MIN_RELIABLE_N, sign_flip_label
@@ -48,6 +50,11 @@ FACTOR_COLUMNS = ("factor", "dataset", "group", "model_a", "model_b", "setting_a
                   "ips_b_ci_low", "ips_b_ci_high", "delta_ips", "delta_ips_ci_low",
                   "delta_ips_ci_high", "p_value", "test", "n_tested", "n_paired", "few_samples",
                   "null_a", "null_b", "delta_null", "excess", "p_excess", "n_excess", "weights")
+#: each model's IPS beside its controls' over their draws (`control_rows`)
+CONTROL_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_over_ceiling",
+                   "control_kind", "control_draws", "control_ips_mean", "control_ips_sd",
+                   "control_ips_min", "control_ips_max", "control_over_ceiling_mean",
+                   "p_value", "test", "weights")
 #: Table 2's five measures of agreement between two τ: the correlations of
 #: `ips.comparisons.robustness.tau_sweep`, then `ips.formats.factors.TauDifferences`
 TAU_MEASURES = ("spearman", "pearson", *TauDifferences._fields)
@@ -354,6 +361,52 @@ def peer_rows(entries: list[Entry]) -> list[dict]:
                 row |= {p: float(value[gi, k]), f"{p}_ci_low": float(pci[gi, k, 0]),
                         f"{p}_ci_high": float(pci[gi, k, 1]), f"{p}_n": int(pn[gi, k])}
             rows.append(row | {"weights": weights([e])})
+    return rows
+
+
+def control_rows(entries: list[Entry]) -> list[dict]:
+    """One row per trained model, dataset, condition group and band: its IPS beside its
+    controls' (`ips.controls.pair`: one entry per draw) as their mean, sd (ddof 1: the spread
+    between draws), range and mean share of the ceiling, and the prediction test of the
+    model's IPS against the draws (`uncertainty.prediction_test`; two or more draws)."""
+    rows = []
+    for e in entries:
+        if e.control_of:
+            continue
+        drawn = controls.pair(e.model, [c for c in entries if c.dataset == e.dataset])
+        if not drawn:
+            continue
+        mine = _group_arrays(e.ds)["ips"]
+        theirs = [_group_arrays(c.ds)["ips"] for c in drawn]
+        ceilings = [(_banded(x.ds, "ceiling_ips", "group", "band") if "ceiling_ips" in x.ds
+                     else np.full(mine.shape, np.nan)) for x in (e, *drawn)]
+        groups = [list(x.ds["group"].values.astype(str)) for x in drawn]
+        kind = drawn[0].control.kind if drawn[0].control else drawn[0].control_record["kind"]
+        for gi, g in enumerate(e.ds["group"].values.astype(str)):
+            for bi, b in enumerate(BANDS):
+                at = [(k, gs.index(g)) for k, gs in enumerate(groups) if g in gs]
+                values = np.array([theirs[k][gj, bi] for k, gj in at])
+                shares = np.array([float(saturation(theirs[k][gj, bi],
+                                                    ceilings[k + 1][gj, bi])) for k, gj in at])
+                ok = values[np.isfinite(values)]
+                test = uncertainty.prediction_test(float(mine[gi, bi]), ok)
+                rows.append({
+                    "model": e.model, "dataset": e.dataset, "group": g, "band": b,
+                    "ips": float(mine[gi, bi]),
+                    "ips_over_ceiling": float(saturation(mine[gi, bi], ceilings[0][gi, bi])),
+                    "control_kind": kind, "control_draws": int(ok.size),
+                    "control_ips_mean": float(ok.mean()) if ok.size else np.nan,
+                    "control_ips_sd": test.sd,
+                    "control_ips_min": float(ok.min()) if ok.size else np.nan,
+                    "control_ips_max": float(ok.max()) if ok.size else np.nan,
+                    "control_over_ceiling_mean": (float(np.nanmean(shares))
+                                                  if np.isfinite(shares).any() else np.nan),
+                    "p_value": test.p_value,
+                    "test": (f"prediction test against {test.n} draws (t, {test.n - 1} df)"
+                             if test.method == "t" else
+                             "rank test: the draws do not spread" if test.method == "rank"
+                             else "none: fewer than 2 draws"),
+                    "weights": weights([e])})
     return rows
 
 

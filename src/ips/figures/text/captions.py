@@ -217,6 +217,14 @@ TABLES = {
         "target), each with its 95% bootstrap interval and samples; the first three are for "
         "multiple-choice datasets only (docs/method.md#peers; `ips.analysis.peers`)",
         TABLE_SECTION),
+    "control_table.csv": Caption(
+        "IPS beside its controls' draws",
+        "one row per trained model, dataset, condition group and band with a control: its IPS "
+        "and share of the ceiling beside its controls' IPS over their draws (mean, sd between "
+        "draws, min, max, mean share of the ceiling) and, with two or more draws, the "
+        "prediction test of the model's IPS against them (docs/method.md#controls-as-a-"
+        "distribution; `ips.controls`)",
+        TABLE_SECTION),
     "tau_robustness.csv": Caption(
         "τ robustness table (paper Table 2)",
         "per dataset, the agreement of the models' IPS (0-shot, band all) between every two τ "

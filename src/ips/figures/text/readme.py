@@ -14,7 +14,7 @@ from ips.analysis.uncertainty import EXACT_MAX, MIN_RELIABLE_N
 from ips.comparisons.claims import verdicts
 from ips.comparisons.claims.table import claims_markdown, claims_summary
 from ips.figures.numbers import MAIN_GROUP, datasets_of, random_note, robustness_text
-from ips.figures.tables.results import null_rows, peer_rows
+from ips.figures.tables.results import control_rows, null_rows, peer_rows
 from ips.figures.text.captions import (
     CASE_STUDY,
     CASE_STUDY_CAPTION,
@@ -73,6 +73,7 @@ def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
     lines += [f"- `{name}`: {c.text}." for name, c in TABLES.items()]
     lines += sparse_section(entries)
     lines += null_section(entries)
+    lines += control_section(entries)
     lines += peer_section(entries)
     lines += ["", "## Factors", ""]
     for f, text in factors.notes.items():
@@ -182,6 +183,28 @@ def null_section(entries: list[Entry]) -> list[str]:
                      + f"{_cell_text(top['null_ips']) if top else '–'} | "
                      + f"{_saturation_text(mine[0]['ips'], top['null_ips'] if top else np.nan)} |")
     return lines + [line for v in variants() for line in variant_section(every, v.kind)]
+
+
+def control_section(entries: list[Entry]) -> list[str]:
+    """Each model's IPS beside its controls' draws (main group, band all; `control_rows`)."""
+    rows = [r for r in control_rows(entries) if r["group"] == MAIN_GROUP and r["band"] == "all"]
+    if not rows:
+        return []
+    lines = ["", "## IPS beside its controls", "",
+             f"{MAIN_GROUP}, band all: each model's IPS beside its controls' (untrained twins: "
+             "its class's weights drawn again), as their mean ± sd over the draws (the spread "
+             "between weight draws) and, with two or more, the prediction test of the model's "
+             "IPS against them (`control_table.csv`; docs/method.md#controls-as-a-distribution "
+             "in the project).", "",
+             "| model | dataset | IPS | controls: mean ± sd (draws) | range | p |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        spread = "" if not np.isfinite(r["control_ips_sd"]) else f" ± {r['control_ips_sd']:.3f}"
+        lines.append(f"| {r['model']} | {r['dataset']} | {_cell_text(r['ips'])} | "
+                     f"{_cell_text(r['control_ips_mean'])}{spread} ({r['control_draws']}) | "
+                     f"{_cell_text(r['control_ips_min'])}–{_cell_text(r['control_ips_max'])} | "
+                     f"{_cell_text(r['p_value'], '.2g')} |")
+    return lines
 
 
 def _saturation_text(ips: float, ceiling: float) -> str:
