@@ -529,3 +529,15 @@ def test_a_greedy_nul_token_is_stored_escaped(tmp_path):
     write_dataset(ds, tmp_path / "v.h5")
     with xr.open_dataset(tmp_path / "v.h5", engine="h5netcdf") as back:
         assert back["greedy_text"].values.tolist() == ["a\\x00b", "c"]
+
+
+def test_progress_counts_masked_prompts_with_rate_and_time_left(llama, tmp_path, capsys):
+    """On a terminal the bar counts masked prompts (conditions × masks of every sample), so
+    it shows their rate and the time left; a resumed run starts at what is done."""
+    ss = sample_set()
+    total = sum(len(ss.conditions) << len(s.variables) for s in ss.samples)
+    score_shard(llama, ss, tmp_path / "v.h5", progress=True, scorer="plain")
+    err = capsys.readouterr().err
+    last = err.replace("\r", "\n").strip().splitlines()[-1]
+    assert "100%" in last and f"{total}/{total}" in last and "masked prompts/s" in last
+    assert "<" in last  # tqdm's [elapsed<remaining]

@@ -119,20 +119,26 @@ def _score_locked(loaded, sample_set, out: Path, samples, target: str, shard: in
     log.info("%s on %s shard %d: %d samples x %d conditions, %d already done (resuming)",
              loaded.spec.name, sample_set.dataset, shard, len(samples),
              len(sample_set.conditions), len(done))
-    disable = None if progress is None else not progress
+    disable = None if progress is None else not progress  # None: on a terminal only
+    counts = [len(sample_set.conditions) * (1 << len(s.variables) if m is None else len(m))
+              for s, m in zip(samples, designs)]
     results = []
-    with tqdm(total=len(samples), initial=len(done), unit="sample",
+    # the bar counts masked prompts, so its rate and time left hold across samples of any n
+    with tqdm(total=sum(counts), initial=sum(counts[i] for i in done if i < len(counts)),
+              unit=" masked prompts", unit_scale=True,
               desc=f"score {loaded.spec.name}/{sample_set.dataset}/{shard}",
               disable=disable) as bar:
         for i, (s, masks) in enumerate(zip(samples, designs)):
-            count = 1 << len(s.variables) if masks is None else len(masks)
+            count = counts[i] // len(sample_set.conditions)
             r = partial.load(i, (len(sample_set.conditions), count)) if i in done else None
+            if r is None and i in done:  # damaged: scored again below
+                bar.n -= counts[i]
             if r is None:
                 t1 = time.perf_counter()
                 with naming_model(loaded.spec.name):
                     r = score_sample(engine, answers, s, sample_set.conditions, target, masks)
                 partial.save(i, r)
-                bar.update(1)
+                bar.update(counts[i])
                 # a line per sample, for logs where the bar is off (not a terminal)
                 log.info("sample %d/%d %s: n = %d, %d masked inputs%s in %.1f s", i + 1,
                          len(samples), s.item.id, len(s.variables),
