@@ -12,7 +12,7 @@ trained mean against the K twins' means (`uncertainty.prediction_test`). Nothing
 trained draw from its twins, so every decided row is a false positive; printed: the share of
 rows decided by each rule.
 
-Miniature. docs/miniature/claims.csv holds every per-model row of 50 random-weight models and
+Miniature. studies/miniature/claims.csv holds every per-model row of 50 random-weight models and
 their twins; the models of one class and their twins are draws of one distribution (same class,
 config and tokenizer, weights from other seeds). For each class with at least K + 1 draws and
 each row they all have, a draw is held out as if trained and K others drawn as its twins
@@ -85,7 +85,7 @@ def main() -> None:
     ap.add_argument("--sims", type=int, default=2000)
     ap.add_argument("--n", type=int, default=10, help="items per row")
     ap.add_argument("--trials", type=int, default=20, help="held-out draws per miniature row")
-    ap.add_argument("--claims", type=Path, default=ROOT / "docs/miniature/claims.csv")
+    ap.add_argument("--claims", type=Path, default=ROOT / "studies/miniature/claims.csv")
     args = ap.parse_args()
     t0 = time.perf_counter()
     mc = 1.96 * np.sqrt(ALPHA * (1 - ALPHA) / args.sims)

@@ -1,7 +1,7 @@
 """The tables of docs/evidence.md that are generated from a committed claims table: which of
 the paper's claims survive their controls (the untrained twins), per claim and model, with n,
 and every row that does. tests/test_evidence_docs.py checks that the document holds them as
-generated here; `python tests/evidence_tables.py docs/evidence/claims.csv` prints them.
+generated here; `python tests/evidence_tables.py studies/evidence/claims.csv` prints them.
 """
 
 import csv

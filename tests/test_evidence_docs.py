@@ -1,5 +1,5 @@
 """The numbers that docs/evidence.md and the README's evidence section quote from the committed
-tables (docs/evidence/*.csv, docs/evidence/scale/*.csv) are those tables' numbers.
+tables (studies/evidence/*.csv, studies/scale/*.csv) are those tables' numbers.
 
 QUOTES holds every such passage, each with `{}` (or `N` in an f-string) where a number stands and
 the values the tables give for those numbers, read from the CSVs as the study wrote them: cells,
@@ -67,7 +67,9 @@ def table(name: str) -> tuple[dict[str, str], ...]:
     """A committed table without the untrained twins' rows (a claims row of a twin reads
     `control`; other tables name the twin's model): the quoted numbers are the trained
     models'; the twins enter through the claims table's control columns."""
-    with open(ROOT / "docs/evidence" / name, newline="", encoding="utf-8") as f:
+    # a study's tables: studies/evidence/ for a bare name, studies/<study>/ for "study/name"
+    path = ROOT / "studies" / (name if "/" in name else f"evidence/{name}")
+    with open(path, newline="", encoding="utf-8") as f:
         return tuple(r for r in csv.DictReader(f)
                      if r.get("verdict") != "control" and not r.get("model", "").endswith("-twin"))
 
@@ -501,7 +503,7 @@ def evidence_prose() -> list[tuple[str, list]]:
           count("claims_sgd.csv", claim=(*PAPER, "factor_few_shot")),
           *pct(*(claim("factor_few_shot", few[G, "arc-easy", k], name="claims_sgd.csv")
                  for k in ("1", "3")))]),
-        ("and {} verdicts still move (`docs/evidence/claims_sgd_long.csv`): the Gemma few-shot "
+        ("and {} verdicts still move (`studies/evidence/claims_sgd_long.csv`): the Gemma few-shot "
          "effects keep their sign and size ({}% to {}%) but three of four lose significance "
          "(p = {}–{}; 3-shot on MMLU stays supported, p = {}), SmolLM2's 3-shot rise goes from "
          "p = {} to {}, and Gemma's IPS^low < IPS^mid on Dolly shrinks from {} to {} (undecided)",
@@ -518,7 +520,7 @@ def evidence_prose() -> list[tuple[str, list]]:
 
 
 def scale_prose() -> list[tuple[str, list]]:
-    """The numbers of evidence.md's section on the four models (docs/evidence/scale/)."""
+    """The numbers of evidence.md's section on the four models (studies/scale/)."""
     sc = "scale/claims.csv"
     pair = {k: f"mmlu / {Q15} vs {Q05} / {k}" for k in ("0shot", "1shot")}
     few = {m: f"mmlu / {m} / 1shot vs 0shot" for m in FOUR}
@@ -651,7 +653,7 @@ def scale_prose() -> list[tuple[str, list]]:
 
 def twins_prose() -> list[tuple[str, list]]:
     """The numbers of evidence.md's scale section beside the untrained twins: the final
-    verdicts (`verdict`) and the control columns of docs/evidence/scale/claims.csv."""
+    verdicts (`verdict`) and the control columns of studies/scale/claims.csv."""
     sc = "scale/claims.csv"
     pair = f"mmlu / {Q15} vs {Q05} / 0shot"
     few = {m: f"mmlu / {m} / 1shot vs 0shot" for m in (G, Q05, Q15)}
@@ -827,7 +829,7 @@ def readme_evidence() -> list[tuple[str, list]]:
 
 
 def baselines_prose() -> list[tuple[str, list]]:
-    """The numbers of evidence.md's section on baselines (docs/evidence/baselines/)."""
+    """The numbers of evidence.md's section on baselines (studies/baselines/)."""
     gp = "baselines/gemma-pad/"
     agree = {k: cell(gp + "agreement.csv", k, model=G, dataset="arc-easy", baseline="pad")
              for k in ("baseline_ips", "n_valued", "sample_rho", "sample_p", "n_samples",
@@ -880,7 +882,7 @@ def agreement_split():
 
 def deciding_run_prose() -> list[tuple[str, list]]:
     """The numbers of the deciding run: the four models under three baselines
-    (docs/evidence/baselines/scale/)."""
+    (studies/baselines/scale/)."""
     bs = "baselines/scale/"
 
     def by(claim_: str, scope_: str, column: str) -> list[Cell]:
@@ -995,15 +997,15 @@ def test_every_quoted_number_is_its_tables(doc, passage, values):
 
 def test_the_survival_tables_are_generated_from_the_claims_table():
     """docs/evidence.md holds the two tables `evidence_tables` makes from
-    docs/evidence/claims.csv: per claim and model which verdicts survive their controls, and
-    every surviving row; and the surviving rows of docs/evidence/scale/claims.csv."""
+    studies/evidence/claims.csv: per claim and model which verdicts survive their controls, and
+    every surviving row; and the surviving rows of studies/scale/claims.csv."""
     import evidence_tables
 
     doc = (ROOT / "docs/evidence.md").read_text(encoding="utf-8")
-    rows = evidence_tables.read(ROOT / "docs/evidence/claims.csv")
+    rows = evidence_tables.read(ROOT / "studies/evidence/claims.csv")
     for lines in (evidence_tables.survival_table(rows, {S, G}),
                   evidence_tables.surviving_rows(rows)):
-        assert "\n".join(lines) in doc, "run: python tests/evidence_tables.py docs/evidence/claims.csv"
-    scale = evidence_tables.read(ROOT / "docs/evidence/scale/claims.csv")  # its surviving rows
+        assert "\n".join(lines) in doc, "run: python tests/evidence_tables.py studies/evidence/claims.csv"
+    scale = evidence_tables.read(ROOT / "studies/scale/claims.csv")  # its surviving rows
     assert "\n".join(evidence_tables.surviving_rows(scale)) in doc, \
-        "run: python tests/evidence_tables.py docs/evidence/scale/claims.csv"
+        "run: python tests/evidence_tables.py studies/scale/claims.csv"

@@ -16,9 +16,9 @@ def rows(path: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("path", [
-    "docs/miniature/claims.csv",
-    "docs/evidence/claims.csv",
-    "docs/evidence/scale/claims.csv",
+    "studies/miniature/claims.csv",
+    "studies/evidence/claims.csv",
+    "studies/scale/claims.csv",
 ])
 def test_intervals_agree_with_their_tests(path):
     both = [r for r in rows(path) if r["ci_low"] and r["ci_high"] and r["p_value"]]
@@ -34,7 +34,7 @@ def test_intervals_agree_with_their_tests(path):
 def test_random_weights_on_both_sides_decide_nothing():
     """The miniature (random models, each with a random twin): the raw tests decide rows
     that the metric and the templates decide, and the final verdict none of them."""
-    table = rows("docs/miniature/claims.csv")
+    table = rows("studies/miniature/claims.csv")
     raw = [r for r in table if r["verdict"] != "control"
            and r["raw_verdict"] in ("supported", "contradicted")]
     assert len(raw) == 17
