@@ -30,6 +30,8 @@ MODEL_CACHE = Path("resources/models")
 #: the attributes a model entry describes its model by; the factor comparisons group models by
 #: them (`ips.comparisons.compare`), and every values file records them (`model_attributes`)
 MODEL_ATTRIBUTES = ("family", "series", "type", "architecture", "params", "active_params")
+#: a model's family, series or type the entry does not give: the factor analyses leave it out
+UNKNOWN = "unknown"
 #: how the 2**n masked prompts are evaluated (`ips.scoring.engine.Engine`; schema key `scorer`)
 SCORERS = ("auto", "trie", "plain")
 #: how an absent word is masked (`ips.scoring.engine.Engine`; schema key `masking`): each of
@@ -256,9 +258,15 @@ def _param_count(value: float | str) -> float:
     return float(value)
 
 
-def _param_counts(entry: dict, source: str, prefix: str = "") -> tuple[int, int]:
+def _param_counts(entry: dict, source: str, prefix: str = "") -> tuple[int | None, int | None]:
     """What the schema cannot check of `params` and `active_params` (default: params): the
-    value of a count string, and active <= total."""
+    value of a count string, and active <= total; (None, None) where the entry gives neither
+    (counted from the checkpoint when scored)."""
+    if "params" not in entry:
+        if "active_params" in entry:
+            raise ConfigError(f"{source}: {prefix}active_params: given without params; give "
+                              "both, or neither (both are then counted from the checkpoint)")
+        return None, None
     counts = {}
     for key in ("params", "active_params"):
         value = entry.get(key, entry["params"])

@@ -354,3 +354,19 @@ def test_scale_pair_of_two_sizes_of_one_series_end_to_end(tmp_path, tiny_llama_d
     np.testing.assert_array_equal(r["delta_ips"].values[0], 0.0)
     present = dict(zip(out["factor"].values, out["factor_present"].values))
     assert present["scale"] and not present["instruct_vs_base"]
+
+
+def test_models_of_unknown_family_series_or_type_enter_no_pair(tmp_path, caplog):
+    """Entries that give only their source (family, series, type unknown) are left out of
+    the three model factors, one log line each, while few-shot still compares them."""
+    ms = [make_metrics("u1", attrs("unknown", "unknown", "unknown", params=1e9), shots={1: 1.2}),
+          make_metrics("u2", attrs("unknown", "unknown", "unknown", params=2e9)),
+          make_metrics("u3", attrs("unknown", "unknown", "instruct", params=1e9)),
+          make_metrics("u4", attrs("unknown", "unknown", "unknown", "moe", params=3e9,
+                                   active_params=1e9))]
+    with caplog.at_level("INFO", logger="ips.comparisons.compare"):
+        out = compare(write_all(tmp_path, ms))
+    factors_found = set(out["comparison_factor"].values.astype(str))
+    assert factors_found == {"few_shot"}
+    lines = [r.getMessage() for r in caplog.records if "unknown" in r.getMessage()]
+    assert sorted(line.split(":")[0] for line in lines) == ["u1", "u2", "u3", "u4"]

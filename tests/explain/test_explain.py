@@ -376,6 +376,10 @@ ITEM = ["--question", QUESTION, "--choices", *CHOICES, "--answer", "A"]
         ([*ITEM, "--n-max", "2"], "--question: item 'custom' has more than 2 variables"),
         ([*ITEM, "--target", "response"], "--target: 'response' does not apply"),
         ([*ITEM, "--model", "nope"], "--model: no model 'nope'"),
+        ([*ITEM, "--model", "no-such-org/no-such-model"],
+         "--model: 'no-such-org/no-such-model' is not under 'models' in the config "
+         "(configured: tiny) nor in the local Hugging Face cache, and explain downloads "
+         "nothing: run `hf download no-such-org/no-such-model` first"),
         (["--dataset", "local", "--sample", "q9"], "--sample: no item 'q9' in dataset 'local'"),
         (["--dataset", "nope", "--sample", "q1"], "--dataset: no dataset 'nope'"),
         (["--sample", "q1"], "--dataset: --sample needs"),
@@ -411,3 +415,26 @@ def test_registered_in_the_ips_cli(capsys):
     with pytest.raises(SystemExit) as e:
         build_parser().parse_args(["explain", "--help"])
     assert e.value.code == 0 and "--templates" in capsys.readouterr().out
+
+
+def test_a_hub_id_in_the_local_cache_is_a_model_to_explain(tmp_path, monkeypatch,
+                                                            tiny_llama_dir):
+    """`--model org/name` not in the config: the repository from the local Hugging Face cache,
+    its entry the source alone (attributes from the checkpoint when it loads)."""
+    import shutil
+    from types import SimpleNamespace
+
+    import huggingface_hub.constants
+
+    from ips.explain.inputs import choose_spec
+
+    cache = tmp_path / "hub"
+    repo = cache / "models--ips-tests--tiny"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    shutil.copytree(tiny_llama_dir, repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    spec = choose_spec(SimpleNamespace(model="ips-tests/tiny", entry=None), {"models": {}})
+    assert (spec.source.kind, spec.source.hub) == ("hub", "ips-tests/tiny")
+    assert (spec.family, spec.type, spec.params) == ("unknown", "unknown", None)

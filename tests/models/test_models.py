@@ -56,8 +56,17 @@ def test_active_params_default_and_moe():
     assert spec(active_params=...).active_params == 135_000_000
     moe = spec(architecture="moe", params="30B", active_params="3B")
     assert (moe.params, moe.active_params) == (30 * 10**9, 3 * 10**9)
-    with pytest.raises(ModelError, match=r"model m: active_params: missing \(a moe model gives"):
+    with pytest.raises(ModelError, match=r"model m: active_params: missing \(a moe model that "
+                       r"gives its parameters gives"):
         spec(architecture="moe", active_params=...)
+
+
+def test_source_alone_is_an_entry():
+    """family, series and type default to unknown; architecture and the counts are left to
+    the checkpoint (None until scored)."""
+    s = ModelSpec.from_config("m", {"source": {"hub": "org/x"}})
+    assert (s.family, s.series, s.type) == ("unknown", "unknown", "unknown")
+    assert (s.architecture, s.params, s.active_params) == (None, None, None)
 
 
 def test_optional_fields():
@@ -71,14 +80,16 @@ def test_optional_fields():
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"type": "chat"}, r"^model m: type: 'chat' is not one of .*; allowed: base, instruct$"),
+        ({"type": "chat"},
+         r"^model m: type: 'chat' is not one of .*; allowed: base, instruct, unknown$"),
         ({"architecture": "sparse"}, r"'sparse' is not one of .*; allowed: dense, moe$"),
         ({"gpus": 2}, r"device_map: None is not of type 'string' \(a model on several GPUs needs"),
         ({"gpus": -1}, r"gpus: -1 is less than the minimum of 0; allowed: gpus >= 0$"),
         ({"device_map": "cuda:0"}, r"device_map: 'cuda:0' is not one of .*; allowed: None, auto, "),
         ({"dtype": "fp16"}, r"dtype: 'fp16' is not one of .*; allowed: float32, float16, bfloat16$"),
         ({"dtype": None}, r"dtype: None is not of type 'string'; allowed: float32, float16"),
-        ({"family": ...}, r"^model m: family: missing$"),
+        ({"params": ..., "architecture": ...},
+         r"^model m: active_params: given without params; give both, or neither"),
         ({"source": ...}, r"source: missing \(Where the weights come from; exactly one of hub"),
         ({"family": ""}, r"family: '' should be non-empty"),
         ({"params": "many"},

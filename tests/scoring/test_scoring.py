@@ -541,3 +541,20 @@ def test_progress_counts_masked_prompts_with_rate_and_time_left(llama, tmp_path,
     last = err.replace("\r", "\n").strip().splitlines()[-1]
     assert "100%" in last and f"{total}/{total}" in last and "masked prompts/s" in last
     assert "<" in last  # tqdm's [elapsed<remaining]
+
+
+def test_an_entry_of_its_source_alone_records_the_checkpoints_attributes(tiny_llama_dir,
+                                                                        tmp_path):
+    """The values file of a model whose entry is its source alone records family, series and
+    type unknown, and the architecture and counts of its checkpoint."""
+    import json
+
+    from ips.models.entries import ModelSpec
+    from ips.models.loading import load_model
+
+    loaded = load_model(ModelSpec.from_config("bare", {"source": {"path": str(tiny_llama_dir)}}))
+    ds = score_shard(loaded, sample_set(), tmp_path / "v.h5", progress=False, scorer="plain")
+    total = sum({p.data_ptr(): p.numel() for p in loaded.model.state_dict().values()}.values())
+    assert json.loads(ds.attrs["model_attributes"]) == {
+        "family": "unknown", "series": "unknown", "type": "unknown", "architecture": "dense",
+        "params": total, "active_params": total}

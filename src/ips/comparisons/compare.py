@@ -65,6 +65,7 @@ from ips.comparisons.factors import (
     instruct_pairs,
     moe_pairs,
     scale_pairs,
+    unknown,
 )
 from ips.comparisons.per_sample import Comparison
 from ips.comparisons.robustness import ROBUSTNESS_GROUP, robustness_variables
@@ -209,6 +210,10 @@ def compare(paths: Sequence[str | os.PathLike], seed: int = 0,
     ``seed``, ``n_boot``, ``level``: the paired bootstrap intervals of every comparison
     (`_paired`); ``seed``, ``draws``: its sign-flip tests (`sign_flip`)."""
     entries, tau = _read_entries(paths)
+    for e in entries:
+        if not e.control_of and unknown(e, "family", "series", "type"):
+            log.info("%s: family, series or type unknown (its entry leaves them out): left out "
+                     "of the instruct_vs_base, scale and dense_vs_moe comparisons", e.model)
     datasets = list(dict.fromkeys(e.dataset for e in entries))
     # control entries (`ips.controls`) are compared among themselves, beside the trained pairs
     by_dataset = {d: [e for e in entries if e.dataset == d and not e.control_of]

@@ -154,7 +154,8 @@ def choose_item(args, config: dict):
 
 def choose_spec(args, config: dict):
     """The model to explain: --entry, else --model's config entry (default: the default model),
-    else a local model directory."""
+    else a local model directory, else a hub id in the local Hugging Face cache (its
+    attributes, for both, from the checkpoint)."""
     name = args.model
     if args.entry is not None:
         if name is None:
@@ -168,15 +169,29 @@ def choose_spec(args, config: dict):
         return ModelSpec.from_config(name, models[name])
     if name == DEFAULT_MODEL:
         return ModelSpec.from_config(name, DEFAULT_MODEL_ENTRY)
-    if Path(name).is_dir():  # a local model directory; its attributes are not known
+    if Path(name).is_dir():  # a local model directory: its attributes from its checkpoint
         path = Path(name)
-        return ModelSpec.from_config(
-            _safe_name(path.name), {"source": {"path": str(path)}, "family": "local",
-                                    "series": "local", "type": "base",
-                                    "architecture": "dense", "params": 1})
+        return ModelSpec.from_config(_safe_name(path.name), {"source": {"path": str(path)}})
     known = ", ".join(models) or "none"
+    if _HUB_ID.match(name):
+        if not _in_hub_cache(name):
+            raise ExplainError(f"--model: {name!r} is not under 'models' in the config "
+                               f"(configured: {known}) nor in the local Hugging Face cache, and "
+                               f"explain downloads nothing: run `hf download {name}` first")
+        return ModelSpec.from_config(_safe_name(name), {"source": {"hub": name}})
     raise ExplainError(f"--model: no model {name!r} under 'models' in the config (configured: "
-                       f"{known}) and no such model directory")
+                       f"{known}), no such model directory, and not a hub id (org/name)")
+
+
+#: a Hugging Face hub id, `org/name`
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def _in_hub_cache(repo: str) -> bool:
+    """Whether the local Hugging Face cache holds the repository's config.json."""
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(repo, "config.json"), str)
 
 
 def _safe_name(text: str) -> str:

@@ -28,7 +28,6 @@ import numpy as np
 import xarray as xr
 
 from ips import __version__
-from ips.config import MODEL_ATTRIBUTES
 from ips.errors import InputError, reason
 from ips.formats.hdf5 import READ_ERRORS, labels, reading, write_dataset
 
@@ -321,9 +320,11 @@ def _provenance(sample_set, loaded, target: str, shard: int) -> dict:
     """The values file's attributes: the model, the dataset and settings, the versions."""
     import torch  # loaded by the scoring that calls this; not by `ips fit`, which reads the file
 
+    from ips.models.attributes import recorded_attributes
+
     return {
         "model": loaded.spec.name,
-        "model_attributes": json.dumps({k: getattr(loaded.spec, k) for k in MODEL_ATTRIBUTES}),
+        "model_attributes": json.dumps(recorded_attributes(loaded.spec, loaded.model)),
         "model_source": json.dumps(loaded.spec.source.to_dict()),
         "model_control": json.dumps(loaded.spec.control) if loaded.spec.control else "",
         "mask_token": loaded.mask_token,

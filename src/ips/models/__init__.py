@@ -10,5 +10,6 @@ Modules:
 * ``random_weights``  tiny random-weight models of the paper's classes
 * ``redraw``          a configured model with its weights re-drawn (the controls')
 * ``loading``         loading an entry as (model, tokenizer, mask token)
+* ``attributes``      the attributes a model's scores record, from the checkpoint where the entry gives none
 * ``testing``         tiny models for tests and benchmarks only
 """

@@ -55,12 +55,13 @@ class ModelSpec:
 
     name: str
     source: ModelSource
-    family: str
-    series: str
-    type: Literal["base", "instruct"]
-    architecture: Literal["dense", "moe"]
-    params: int
-    active_params: int
+    family: str = "unknown"
+    series: str = "unknown"
+    type: Literal["base", "instruct", "unknown"] = "unknown"
+    # None: read from the checkpoint when it is scored (`ips.models.attributes`)
+    architecture: Literal["dense", "moe"] | None = None
+    params: int | None = None
+    active_params: int | None = None
     dtype: Literal["float32", "float16", "bfloat16"] = "float32"
     # GPUs of the scoring job, and how accelerate spreads the model over them (None: whole)
     gpus: int = 1
@@ -93,6 +94,10 @@ class ModelSpec:
         return cls(name=name, **{**e, "source": source})
 
 
+#: the size a job's memory is asked for where the entry gives no `params` (counted only when
+#: the model is scored): 1B parameters, 8 GB to score in float32; give params for a larger one
+UNKNOWN_PARAMS = 10**9
+
 #: bytes a parameter takes at each dtype
 _BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -107,7 +112,8 @@ def job_mem_mb(spec: ModelSpec, job: Literal["prepare", "score"],
     scores in at most 12 GB. A `random` model is tiny whatever its `params` say (they are its
     namesake's): 2 GB. A re-drawn model (`spec.source.redraw`) is sized by its `original`'s
     spec: it scores as the original does, and preparing it draws float32 weights, as much as
-    converting a GGUF of that size asks for (2 GB for a random original, which is tiny).
+    converting a GGUF of that size asks for (2 GB for a random original, which is tiny). An
+    entry without `params` (counted only when scored) is sized as `UNKNOWN_PARAMS`.
     Measured peaks: docs/workflow.md#memory."""
     if spec.source.kind == "redraw":
         if original is None or original.name != spec.source.redraw:
@@ -115,10 +121,11 @@ def job_mem_mb(spec: ModelSpec, job: Literal["prepare", "score"],
                              f"pass the spec of {spec.source.redraw!r}")
         if job == "score" or original.source.kind == "random":
             return job_mem_mb(original, job)
-        return 2000 + int(1.5 * 4 * original.params / 1e6)
+        return 2000 + int(1.5 * 4 * (original.params or UNKNOWN_PARAMS) / 1e6)
     if spec.source.kind == "random" or (
             job == "prepare" and spec.source.kind not in ("gguf_package", "parts")):
         return 2000
-    weights = (4 if job == "prepare" else _BYTES[spec.dtype]) * spec.params / 1e6
+    params = spec.params or UNKNOWN_PARAMS
+    weights = (4 if job == "prepare" else _BYTES[spec.dtype]) * params / 1e6
     need = 2000 + int(1.5 * weights)
     return min(need, 12000) if job == "score" and spec.device_map else need
