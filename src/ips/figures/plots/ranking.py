@@ -51,7 +51,7 @@ def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     n_models = max(len(by_dataset(entries, d)) for d in datasets)
     fig, axes = panels(len(datasets), 5.2, 1.7 + row_height(n_models) * n_models,
                        f"IPS ranking at τ = {tau:g} (0-shot templates; whiskers: 95% CI; "
-                       f"beside it, its nulls; SATURATED: ≥ {SATURATED:g} of its ceiling)\n" + few_note("open marker", "interval"))
+                       f"beside it, its nulls; r×ceiling: IPS / its ceiling, SATURATED at ≥ {SATURATED:g})\n" + few_note("open marker", "interval"))
     for ax, d in zip(axes, datasets):
         rows = by_dataset(entries, d)
         vals = np.array([ips_value(e) for e in rows])
@@ -80,7 +80,7 @@ def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
             ax.errorbar(v, yi, xerr=whiskers([v], [ci]), fmt="o", color=color, capsize=3,
                         zorder=2, mfc="white" if flag else color)
             ratio = cell_saturation(e)
-            share = ("" if not np.isfinite(ratio) else f", {ratio:.2f} of ceiling"
+            share = ("" if not np.isfinite(ratio) else f", {ratio:.2f}×ceiling"
                      + (" SATURATED" if ratio >= SATURATED else ""))
             ax.annotate(f"{v:.3f}" + (f" (n<{MIN_RELIABLE_N})" if flag else "") + share, (v, yi),
                         xytext=(6, 5), textcoords="offset points", va="center",
