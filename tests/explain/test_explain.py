@@ -438,3 +438,21 @@ def test_a_hub_id_in_the_local_cache_is_a_model_to_explain(tmp_path, monkeypatch
     spec = choose_spec(SimpleNamespace(model="ips-tests/tiny", entry=None), {"models": {}})
     assert (spec.source.kind, spec.source.hub) == ("hub", "ips-tests/tiny")
     assert (spec.family, spec.type, spec.params) == ("unknown", "unknown", None)
+
+
+def test_the_case_returns_its_labelled_interactions(tiny_llama_dir):
+    """`explain` returns every subset's effects as `ips export`'s tables: 2 templates × 2^n
+    rows, whose normalised values are the case's rows of U."""
+    from ips.explain.run import explain
+    from ips.models.testing import load_tiny
+
+    case = explain(load_tiny(tiny_llama_dir), MCQItem("custom", QUESTION, tuple(CHOICES), 0),
+                   ("T1", "T4"), fields=["question"], scorer="plain")
+    t = case.labelled.to_frame()
+    assert len(t) == 2 * 2 ** case.n and set(t["condition"]) == {"T1", "T4"}
+    for row in case.rows:
+        kind = "and" if row.kind == "AND" else "or"
+        for template, value in (("T1", row.value_a), ("T4", row.value_b)):
+            got = t[(t["condition"] == template) & (t["mask"] == row.mask)][f"{kind}_normalised"]
+            assert float(got.iloc[0]) == pytest.approx(value, abs=1e-12)
+    assert "labelled" not in case.to_dict()

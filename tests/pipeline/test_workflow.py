@@ -595,3 +595,26 @@ def test_a_plugin_control_runs_through_to_the_claims(tmp_path, tiny_llama_dir):
     assert paired and all(r["control_test"].startswith("paired") for r in paired)
     assert {r["verdict"] for r in mine} <= {"supported", "contradicted", "undecided",
                                            "untestable"}
+
+
+def test_the_export_target_writes_each_runs_tidy_tables(finished):
+    """`snakemake export`: one directory per model and dataset, whose tables hold every
+    subset of every sample and condition of the run's values files, and one log each."""
+    import xarray as xr
+
+    from ips.analysis.labelled import LabelledInteractions
+
+    r = snakemake(finished, "export")
+    assert r.returncode == 0, r.stderr[-4000:]
+    for model in ("tiny-a", "tiny-b"):
+        for dataset in ("arc-easy", "dolly"):
+            run = LabelledInteractions.load(finished / "results/export" / model / dataset)
+            values = [xr.open_dataset(p, engine="h5netcdf") for p in sorted(
+                (finished / "results/values" / model / dataset).glob("*.h5"))]
+            want = sum(ds.sizes["condition"] * int((1 << ds["n_vars"].values).sum())
+                       for ds in values)
+            assert len(run.interactions) == len(run.values) == want
+            assert set(run.interactions["model"]) == {model}
+            for ds in values:
+                ds.close()
+            assert (finished / "logs/export" / model / f"{dataset}.log").is_file()

@@ -93,6 +93,31 @@ for tree in ANALYSES:
                 "--factors {input.factors} {params.hypotheses}--out {output} 2> {log}"
 
 
+# The interactions and values of one model on one dataset as tidy tables of words (`ips
+# export`), for a researcher's own pandas: `snakemake --cores all export` makes all of them.
+rule export_run:
+    input:
+        values=shard_files(MAIN.game("values/{model}/{dataset}/{shard}.h5"), MAIN.first),
+        interactions=shard_files(MAIN.game("interactions/{model}/{dataset}/{shard}.h5"),
+                                 MAIN.first),
+    output:
+        directory("results/export/{model}/{dataset}"),
+    params:
+        tau=config["tau"],
+    log:
+        "logs/export/{model}/{dataset}.log",
+    conda:
+        "../../envs/ips.yaml"
+    shell:
+        "python -m ips export --values {input.values} --interactions {input.interactions} "
+        "--tau {params.tau} --out {output} 2> {log}"
+
+
+rule export:
+    input:
+        expand("results/export/{model}/{dataset}", model=MODELS, dataset=DATASETS),
+
+
 if BASELINES:
 
     # Which claims hold under every baseline, and how the baselines' games agree.

@@ -14,4 +14,5 @@ Modules:
 * ``peers``              what other prompt-sensitivity tools report
 * ``summary``            the metrics of one (model, dataset) from its merged shards
 * ``case_study``         one sample under a template pair (Section 3.3)
+* ``labelled``           a run's interactions and values as tidy tables of words (`ips export`)
 """

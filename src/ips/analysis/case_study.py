@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -99,6 +99,9 @@ class CaseStudy:
     # sparse estimation (`ips.interactions.sparse`), empty when every mask was scored: masks scored
     # per template, held-out error per template, its threshold, and whether both are reliable
     sparse: dict = field(default_factory=dict)
+    # every subset's AND and OR effect with its words and v (`ips.analysis.labelled`), when
+    # every mask was scored: `case.labelled.to_frame()` is the data frame of `ips export`
+    labelled: object = None
 
     @property
     def n(self) -> int:
@@ -109,7 +112,9 @@ class CaseStudy:
         return self.pred_a != self.pred_b
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        """The case as JSON-ready values (its `labelled` tables are `ips export`'s, not here)."""
+        d = asdict(replace(self, labelled=None))
+        d.pop("labelled")
         d["ips"] = None if math.isnan(self.ips) else self.ips
         d["templates"] = list(self.templates)
         d["prompts"] = list(self.prompts)

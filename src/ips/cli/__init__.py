@@ -13,6 +13,7 @@ Modules:
 * ``score``          `ips score`
 * ``fit``            `ips fit`
 * ``metrics``        `ips metrics`
+* ``export``         `ips export`
 * ``factors``        `ips factors`
 * ``baselines``      `ips baselines`
 * ``figures``        `ips figures`

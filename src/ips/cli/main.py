@@ -16,6 +16,7 @@ from ips import __version__, plugins
 from ips.cli import (
     baselines,
     explain,
+    export,
     factors,
     figures,
     fit,
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_parser(sub, common)
     fit.add_parser(sub, common)
     metrics.add_parser(sub, common)
+    export.add_parser(sub, common)
     factors.add_parser(sub, common)
     figures.add_parser(sub, common)
     baselines.add_parser(sub, common)
@@ -80,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         out = getattr(args, "out", None)  # the destinations first, before any work
         for path in out if isinstance(out, list) else [] if out is None else [out]:
-            check_output(path, directory=args.command in ("figures", "baselines"))
+            check_output(path, directory=args.command in ("figures", "baselines", "export"))
         return args.func(args)
     except InputError as e:
         print(f"ips {args.command}: error: {e}", file=sys.stderr)

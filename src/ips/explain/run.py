@@ -13,6 +13,7 @@ import numpy as np
 
 from ips.analysis import interaction_types, metrics
 from ips.analysis.case_study import CaseStudy, case_study, sparse_case_study
+from ips.analysis.labelled import LabelledInteractions
 from ips.config import EXPLAIN_N_MAX
 from ips.explain.inputs import case_variables, check_comparison
 from ips.formats.values import best_option
@@ -132,7 +133,7 @@ def explain(
                               design)
     seconds["score"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    games, how = _fit(scored["v"], design, n, solver, noise, sgd)
+    games, how, raw = _fit(scored["v"], design, n, solver, noise, sgd)
     seconds["fit"] = time.perf_counter() - t0
     log.info("%s, %s: n = %d, %d masked prompts scored in %.1f s, %s in %.2f s", loaded.spec.name,
              item.id, n, scored["v"].size, seconds["score"], how, seconds["fit"])
@@ -148,6 +149,10 @@ def explain(
                        "reliable": all(e.reliable for e in games),
                        "order": games[0].order, "unobserved": [e.unobserved for e in games],
                        "aliased": [e.aliased for e in games]}
+    if raw is not None:  # every subset's effect: the same tables as `ips export`
+        case.labelled = LabelledInteractions.from_arrays(
+            loaded.spec.name, "explain", [item.id], names, [n], [words], raw[0][None],
+            raw[1][None], scored["v"][None], tau)
     case.label = template_set.pair_label(*names)
     case.prompts = tuple(sample.prompts[c.name].text for c in conditions)
     case.seconds = seconds
@@ -155,15 +160,15 @@ def explain(
 
 
 def _fit(v: np.ndarray, design, n: int, solver: str, noise: float, sgd: dict | None):
-    """Both games fitted (Eq. 12, normalised) or, with a design, estimated sparsely; and a
-    line saying how."""
+    """Both games fitted (Eq. 12, normalised) or, with a design, estimated sparsely; a line
+    saying how; and the fitted (AND, OR) effects (None for an estimate)."""
     if design is None:
         fit = and_or(v, solver=solver, noise=noise, **(sgd or {}))
         how = f"fitted ({fit.solver}), max matching error {np.max(fit.matching_error):.2g}"
-        return metrics.normalize(fit.and_, fit.or_), how
+        return metrics.normalize(fit.and_, fit.or_), how, (fit.and_, fit.or_)
     ests = [sparse.estimate(design, row, n) for row in v]
     return ests, ("estimated from a design (ips.interactions.sparse), held-out error "
-                  + ", ".join(f"{e.heldout_error:.3g}" for e in ests))
+                  + ", ".join(f"{e.heldout_error:.3g}" for e in ests)), None
 
 
 def _predictions(loaded, item, scored: dict) -> tuple[list[str], str | None]:
