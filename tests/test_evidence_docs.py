@@ -1,4 +1,4 @@
-"""The numbers that docs/evidence.md and the README's evidence section quote from the committed
+"""The numbers that docs/evidence.md (its sections, and "In short", once the README's) quote from the committed
 tables (studies/evidence/*.csv, studies/scale/*.csv) are those tables' numbers.
 
 QUOTES holds every such passage, each with `{}` (or `N` in an f-string) where a number stands and
@@ -706,7 +706,7 @@ def twins_prose() -> list[tuple[str, list]]:
 
 
 def readme_evidence() -> list[tuple[str, list]]:
-    """The numbers of the README's evidence section."""
+    """The numbers of docs/evidence.md's "In short" (the README's evidence section before)."""
     few = [scope(d, G, f"{k}shot vs 0shot") for d in MCQ for k in ("1", "3")]
     qwen = [f"mmlu / {m} / 1shot vs 0shot" for m in (Q05, Q15)]
     sc = "scale/claims.csv"
@@ -965,7 +965,7 @@ def deciding_run_prose() -> list[tuple[str, list]]:
 QUOTES = [("docs/evidence.md", p, list(v))
           for p, v in evidence_tables() + evidence_prose() + baselines_prose()
           + deciding_run_prose()] + [
-    ("README.md", p, list(v)) for p, v in readme_evidence()]
+    ("docs/evidence.md", p, list(v)) for p, v in readme_evidence()]
 
 
 def agrees(printed: str, value: float) -> bool:

@@ -68,6 +68,7 @@ _EXPORTS = {
     "compare": "ips.comparisons.compare",
     "read_factors": "ips.formats.factors",
     "make_figures": "ips.figures.make",
+    "LabelledInteractions": "ips.analysis.labelled",
 }
 
 __all__ = ["__version__", *_EXPORTS]
