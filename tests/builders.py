@@ -123,6 +123,19 @@ def make_metrics(model, model_attrs, *, dataset="arc", ips0=1.5, shots=None, pai
     )
 
 
+def hub_cache(cache: Path, repo: str, model_dir: Path) -> Path:
+    """A local Hugging Face cache at `cache` holding `repo` (org/name) as a copy of
+    `model_dir` at one commit, laid out as huggingface_hub writes it; the snapshot's path."""
+    import shutil
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    folder = cache / f"models--{repo.replace('/', '--')}"
+    shutil.copytree(model_dir, folder / "snapshots" / commit)
+    (folder / "refs").mkdir()
+    (folder / "refs" / "main").write_text(commit)
+    return folder / "snapshots" / commit
+
+
 def write_all(tmp_path, datasets):
     paths = []
     for ds in datasets:

@@ -421,20 +421,15 @@ def test_a_hub_id_in_the_local_cache_is_a_model_to_explain(tmp_path, monkeypatch
                                                             tiny_llama_dir):
     """`--model org/name` not in the config: the repository from the local Hugging Face cache,
     its entry the source alone (attributes from the checkpoint when it loads)."""
-    import shutil
     from types import SimpleNamespace
 
     import huggingface_hub.constants
 
+    from builders import hub_cache
     from ips.explain.inputs import choose_spec
 
-    cache = tmp_path / "hub"
-    repo = cache / "models--ips-tests--tiny"
-    commit = "0123456789abcdef0123456789abcdef01234567"
-    shutil.copytree(tiny_llama_dir, repo / "snapshots" / commit)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(commit)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    hub_cache(tmp_path / "hub", "ips-tests/tiny", tiny_llama_dir)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     spec = choose_spec(SimpleNamespace(model="ips-tests/tiny", entry=None), {"models": {}})
     assert (spec.source.kind, spec.source.hub) == ("hub", "ips-tests/tiny")
     assert (spec.family, spec.type, spec.params) == ("unknown", "unknown", None)

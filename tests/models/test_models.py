@@ -1,6 +1,5 @@
 """Model entries, preparing (GGUF conversion, hub, path) and loading models, mask tokens."""
 
-import shutil
 from types import SimpleNamespace
 
 import huggingface_hub.constants
@@ -8,7 +7,7 @@ import pytest
 import torch
 import transformers
 
-from builders import GEMMA, spec
+from builders import GEMMA, hub_cache, spec
 from ips import baselines
 from ips.baselines import Deletion, Token
 from ips.config import DEFAULT_MODEL_ENTRY as SMOLLM2
@@ -352,15 +351,10 @@ def test_hub_offline_error(offline, tmp_path, monkeypatch):
 
 def test_hub_from_local_cache(offline, tmp_path, monkeypatch, tiny_llama_dir):
     """A repository already in the HF cache loads without network."""
-    cache = tmp_path / "hub"
-    repo = cache / "models--ips-tests--tiny"
-    commit = "0123456789abcdef0123456789abcdef01234567"
-    shutil.copytree(tiny_llama_dir, repo / "snapshots" / commit)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(commit)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    snapshot = hub_cache(tmp_path / "hub", "ips-tests/tiny", tiny_llama_dir)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     m = load_model(spec(source={"hub": "ips-tests/tiny"}))
-    assert m.path == repo / "snapshots" / commit
+    assert m.path == snapshot
     assert m.mask_source == "unk"
 
 

@@ -168,6 +168,17 @@ def model_spec(args: argparse.Namespace, config: dict | None):
     return ModelSpec.from_config(args.model, config["models"][args.model])
 
 
+def add_run(p: argparse.ArgumentParser) -> None:
+    """The shards of one model on one dataset and the salience threshold (`ips metrics`,
+    `ips export`)."""
+    p.add_argument("--values", type=Path, nargs="+", required=True, metavar="V.h5",
+                   help="values files (one per shard)")
+    p.add_argument("--interactions", type=Path, nargs="+", required=True, metavar="I.h5",
+                   help="interactions files, one per values file, in the same order")
+    p.add_argument("--tau", type=unit, default=0.1,
+                   help="salience threshold in (0, 1) (default: %(default)s)")
+
+
 def add_uncertainty(p: argparse.ArgumentParser) -> None:
     """The bootstrap and sign-flip options of `ips metrics` and `ips factors`."""
     from ips.analysis.uncertainty import DRAWS, EXACT_MAX, LEVEL, N_BOOT

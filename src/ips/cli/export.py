@@ -7,7 +7,7 @@ import logging
 import time
 from pathlib import Path
 
-from ips.cli.arguments import unit
+from ips.cli.arguments import add_run
 
 log = logging.getLogger("ips")
 
@@ -25,12 +25,7 @@ def add_parser(sub, common) -> None:
         "(v per mask with the words kept). The columns are documented in "
         "`ips.analysis.labelled`; `LabelledInteractions.load(OUT)` reads them back.",
     )
-    p.add_argument("--values", type=Path, nargs="+", required=True, metavar="V.h5",
-                   help="values files (one per shard)")
-    p.add_argument("--interactions", type=Path, nargs="+", required=True, metavar="I.h5",
-                   help="interactions files, one per values file, in the same order")
-    p.add_argument("--tau", type=unit, default=0.1,
-                   help="salience threshold in (0, 1) (default: %(default)s)")
+    add_run(p)
     p.add_argument("--out", type=Path, required=True, metavar="OUT",
                    help="directory the tables are written into (replaced as a whole)")
     p.set_defaults(func=run)

@@ -7,7 +7,7 @@ import logging
 import time
 from pathlib import Path
 
-from ips.cli.arguments import add_uncertainty, int_between, unit
+from ips.cli.arguments import add_run, add_uncertainty, int_between, unit
 from ips.config import default
 from ips.nulls import variants
 
@@ -27,12 +27,7 @@ def add_parser(sub, common) -> None:
         "consistency, accuracy and the representation baseline. "
         "The layout is documented in `ips.formats.metrics`.",
     )
-    p.add_argument("--values", type=Path, nargs="+", required=True, metavar="V.h5",
-                   help="values files (one per shard)")
-    p.add_argument("--interactions", type=Path, nargs="+", required=True, metavar="I.h5",
-                   help="interactions files, one per values file, in the same order")
-    p.add_argument("--tau", type=unit, default=0.1,
-                   help="salience threshold in (0, 1) (default: %(default)s)")
+    add_run(p)
     p.add_argument("--tau-sweep", type=unit, nargs="+", default=None, metavar="TAU",
                    help="thresholds of the τ sweep (default: 0.05 0.06 ... 0.20)")
     add_uncertainty(p)
