@@ -1,5 +1,6 @@
 """Model entries, preparing (GGUF conversion, hub, path) and loading models, mask tokens."""
 
+import shutil
 from types import SimpleNamespace
 
 import huggingface_hub.constants
@@ -271,6 +272,30 @@ def test_mask_token_bad_override(tiny_llama_dir):
         resolve_mask_token(tok, "no such token")
     with pytest.raises(ModelError, match=r"mask_token id 512 is outside the vocabulary \(0..511\)"):
         resolve_mask_token(tok, 512)
+
+
+def test_a_mask_id_is_checked_against_the_embedding_the_model_reads(tmp_path, tiny_llama_dir):
+    """An embedding padded beyond the tokenizer (Qwen2-7B: 152,064 rows for 151,646 tokens)
+    holds ids the tokenizer never emits: a mask id there is what the model reads, so it is
+    accepted against the embedding's rows (config.json's vocab_size), and refused beyond."""
+    import json
+
+    from ips.models.loading import embedding_rows
+
+    padded = tmp_path / "padded"
+    shutil.copytree(tiny_llama_dir, padded)
+    config = json.loads((padded / "config.json").read_text())
+    tok = transformers.AutoTokenizer.from_pretrained(padded)
+    config["vocab_size"] = len(tok) + 64
+    (padded / "config.json").write_text(json.dumps(config))
+    rows = embedding_rows(padded)
+    assert rows == len(tok) + 64
+    assert resolve_mask_token(tok, len(tok) + 3, rows=rows) == (len(tok) + 3,
+                                                                f"<id {len(tok) + 3}>", "config")
+    with pytest.raises(ModelError, match=rf"mask_token id {rows} is outside the input "
+                       rf"embedding \(0..{rows - 1}\)"):
+        resolve_mask_token(tok, rows, rows=rows)
+    assert embedding_rows(tmp_path) is None  # no config.json: the tokenizer's size bounds it
 
 
 def test_load_model_mask_override_and_error(tmp_path):

@@ -33,7 +33,12 @@ def add_parser(sub, common) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ips.config import load_config
-    from ips.models.loading import load_tokenizer, model_baseline, prepare_model
+    from ips.models.loading import (
+        embedding_rows,
+        load_tokenizer,
+        model_baseline,
+        prepare_model,
+    )
 
     config = load_config(args.config) if args.config else None
     spec = model_spec(args, config)
@@ -49,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if args.baseline is None:
         print(path)
         return 0
-    other = model_baseline(spec, load_tokenizer(spec, path), args.baseline)
+    other = model_baseline(spec, load_tokenizer(spec, path), args.baseline, embedding_rows(path))
     log.info("model %s: baseline %s is %r (id %d)", args.model, args.baseline, other.token,
              other.recorded_id)
     print(f"{args.baseline}\t{other.recorded_id}\t{other.token}")

@@ -34,6 +34,7 @@ A model entry (one per model under `models:` in the configuration)::
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 from dataclasses import dataclass
@@ -150,7 +151,7 @@ def load_model(
     # one CPU is one device: there is nothing to spread a model over
     dispatch = spec.device_map is not None and device.type != "cpu"
     tokenizer = load_tokenizer(spec, path)
-    baseline = model_baseline(spec, tokenizer, other)
+    baseline = model_baseline(spec, tokenizer, other, embedding_rows(path))
     # a `native` model runs transformers' class; only its tokenizer may be remote code
     remote = {"trust_remote_code": True} if spec.trust_remote_code and not spec.native else {}
     try:
@@ -210,21 +211,28 @@ def _precision_nulls() -> dict:
 
 
 def resolve_mask_token(
-    tokenizer: Any, override: str | int | None = None, *, model: str = "model"
+    tokenizer: Any, override: str | int | None = None, *, model: str = "model",
+    rows: int | None = None,
 ) -> tuple[int, str, Literal["unk", "pad", "config"]]:
     """The token that replaces masked variables (paper Appendix E.4): `(id, token, source)`.
 
     An explicit `override` (a token string or id) wins; otherwise the tokenizer's unk token,
-    else its pad token. `model` names the model in error messages.
+    else its pad token. An id is checked against what the model reads: its input embedding's
+    `rows` where known (`embedding_rows`; a padded embedding, such as Qwen2-7B's 152,064 rows
+    for a tokenizer of 151,646, holds ids the tokenizer never emits), else the tokenizer's
+    size. `model` names the model in error messages.
     """
     if override is not None:
         if isinstance(override, int):
-            if not 0 <= override < len(tokenizer):
+            bound = max(len(tokenizer), rows or 0)
+            if not 0 <= override < bound:
+                what = "input embedding" if (rows or 0) > len(tokenizer) else "vocabulary"
                 raise ModelError(
-                    f"model {model}: mask_token id {override} is outside the vocabulary "
-                    f"(0..{len(tokenizer) - 1})"
+                    f"model {model}: mask_token id {override} is outside the {what} "
+                    f"(0..{bound - 1})"
                 )
-            return override, tokenizer.convert_ids_to_tokens(override), "config"
+            token = tokenizer.convert_ids_to_tokens(override) if override < len(tokenizer) else None
+            return override, token or f"<id {override}>", "config"
         token_id = tokenizer.convert_tokens_to_ids(override)
         # unknown strings map to the unk id (or None): only accept a real vocabulary entry
         unknown = token_id == tokenizer.unk_token_id and override != tokenizer.unk_token
@@ -258,11 +266,25 @@ def load_tokenizer(spec: ModelSpec, path: Path) -> Any:
     return tokenizer
 
 
-def model_baseline(spec: ModelSpec, tokenizer: Any, other: str | None = None) -> Baseline:
+def embedding_rows(path: Path) -> int | None:
+    """The rows of a prepared model's input embedding, from its config.json (`vocab_size`, or
+    its text model's), read without the weights; None where the config does not say."""
+    try:
+        config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    size = config.get("vocab_size", (config.get("text_config") or {}).get("vocab_size"))
+    return int(size) if isinstance(size, int) else None
+
+
+def model_baseline(spec: ModelSpec, tokenizer: Any, other: str | None = None,
+                   rows: int | None = None) -> Baseline:
     """The baseline a model is scored with: its own (the entry's `baseline` setting, else its
-    mask token, `resolve_mask_token`), or with `other` another setting (`ips.baselines`:
-    checked against the tokenizer, and to differ from its own)."""
-    own_id, token, source = resolve_mask_token(tokenizer, spec.mask_token, model=spec.name)
+    mask token, `resolve_mask_token`, an id checked against the embedding's `rows`), or with
+    `other` another setting (`ips.baselines`: checked against the tokenizer, and to differ
+    from its own)."""
+    own_id, token, source = resolve_mask_token(tokenizer, spec.mask_token, model=spec.name,
+                                               rows=rows)
     own: Baseline = Token(own_id, token, source)
     if spec.baseline is not None:
         own = baselines.parse(spec.baseline, tokenizer, model=spec.name)
