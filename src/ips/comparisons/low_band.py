@@ -51,6 +51,11 @@ class GapTest:
     mde: float
 
 
+def gap_means(gaps: dict[str, np.ndarray]) -> np.ndarray:
+    """The means of the two per-sample gaps (ḡ, h̄), samples in id order."""
+    return np.array([gaps[s] for s in sorted(gaps)], float).mean(axis=0)
+
+
 def gap_test(gaps: dict[str, np.ndarray], draws: int, seed: int, level: float) -> GapTest:
     """Does the low band fall most? On the per-sample gaps g, h (`gaps`, or their
     differences from a control's), each mean tested by the sign-flip test and its interval
@@ -61,7 +66,7 @@ def gap_test(gaps: dict[str, np.ndarray], draws: int, seed: int, level: float) -
     y = np.array([gaps[s] for s in sorted(gaps)], float)
     half = 1 - (1 - level) / 2
     tests = [uncertainty.sign_flip_interval(y[:, k], None, half, draws, seed) for k in (0, 1)]
-    means = y.mean(axis=0)
+    means = gap_means(gaps)
     p = (max(t.p_zero for t in tests) if (means < 0).all()
          else min(t.p_zero for t, m in zip(tests, means) if m >= 0))
     return GapTest(float(means.max()), (max(t.low for t in tests), max(t.high for t in tests)),

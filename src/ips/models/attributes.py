@@ -49,9 +49,5 @@ def recorded_attributes(spec: Any, model: Any) -> dict[str, Any]:
     given = {k: getattr(spec, k) for k in MODEL_ATTRIBUTES}
     if all(given[k] is not None for k in ("architecture", "params", "active_params")):
         return given
-    read = checkpoint_attributes(model)
-    out = {k: (read[k] if given[k] is None else given[k]) for k in MODEL_ATTRIBUTES
-           if k in read} | {k: given[k] for k in ("family", "series", "type")}
-    if given["params"] is not None and given["active_params"] is not None:
-        out["params"], out["active_params"] = given["params"], given["active_params"]
-    return {k: out[k] for k in MODEL_ATTRIBUTES}
+    read = checkpoint_attributes(model)  # family, series and type are never None
+    return {k: read[k] if given[k] is None else given[k] for k in MODEL_ATTRIBUTES}
