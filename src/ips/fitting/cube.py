@@ -42,11 +42,13 @@ def fit_values(
     steps: int | None = None,
     progress: bool | None = None,
 ) -> xr.Dataset:
-    """Fit every (sample, condition) row of `values`; return the interactions as a Dataset.
+    """Fit every scored (sample, condition) row of `values`; return the interactions as a
+    Dataset.
 
     `and`, `or`, `gamma` have dims (sample, condition, mask), NaN beyond each sample's 2**n
     entries like `values.v`; `objective`, `matching_error`, `duality_gap` have dims
-    (sample, condition). `learning_rate`, `steps`: settings of ``solver="sgd"`` (None: the
+    (sample, condition). A row that was not scored (`values.scored`) is not fitted: NaN in
+    all of them, and `scored` is carried to the file. `learning_rate`, `steps`: settings of ``solver="sgd"`` (None: the
     defaults of `ips.interactions`). The attribute `optimum` says which point of Eq. 12's
     optimal face the numbers rest on. `progress=None` shows a progress bar only on a terminal.
     """
@@ -67,7 +69,8 @@ def fit_values(
             t0 = time.perf_counter()
             idx = np.flatnonzero(n_vars == n)
             size = 1 << n
-            rows = v[idx, :, :size].reshape(-1, size)
+            fitted = values.scored[idx].reshape(-1)  # the rows with values
+            rows = v[idx, :, :size].reshape(-1, size)[fitted]
             batch = max(1, _BATCH_VALUES >> n)
             parts, ran = [], set()
             for start in range(0, len(rows), batch):
@@ -77,10 +80,14 @@ def fit_values(
                 ran.add(res.solver)
                 bar.update(min(batch, len(rows) - start))
             for name, attr in zip(_PER_MASK, ("and_", "or_", "gamma")):
-                got = np.concatenate([np.asarray(getattr(r, attr), float) for r in parts])
+                got = np.full((fitted.size, size), np.nan)
+                got[fitted] = np.concatenate([np.asarray(getattr(r, attr), float).reshape(-1, size)
+                                              for r in parts])
                 per_mask[name][idx, :, :size] = got.reshape(len(idx), n_cond, size)
             for name in _PER_ROW:
-                got = np.concatenate([np.asarray(getattr(r, name), float) for r in parts])
+                got = np.full(fitted.size, np.nan)
+                got[fitted] = np.concatenate([np.asarray(getattr(r, name), float).reshape(-1)
+                                              for r in parts])
                 per_row[name][idx] = got.reshape(len(idx), n_cond)
             used = ",".join(sorted(ran))
             solvers_used.append(f"n={n}: {used}")
@@ -88,7 +95,7 @@ def fit_values(
                 "n=%d: %d samples x %d conditions, solver %s (requested %s), "
                 "max matching error %.3g, %.2f s",
                 n, len(idx), n_cond, used, solver,
-                np.max(per_row["matching_error"][idx]), time.perf_counter() - t0,
+                np.nanmax(per_row["matching_error"][idx]), time.perf_counter() - t0,
             )
 
     attrs = {
@@ -100,7 +107,8 @@ def fit_values(
     }
     if solver == "sgd":
         attrs |= {"sgd_learning_rate": float(learning_rate), "sgd_steps": int(steps)}
-    return interactions.exhaustive_dataset(per_mask, per_row, n_vars, values.coords, attrs)
+    return interactions.exhaustive_dataset(per_mask, per_row, n_vars, values.scored,
+                                           values.coords, attrs)
 
 
 def _optimum(solver: str, learning_rate: float, steps: int) -> str:
@@ -195,6 +203,12 @@ def fit_file(values: Values, source, *, exhaustive: bool, budget: int | None, se
     (`fit_values`). `exhaustive`: the caller asked for an exhaustive fit. A request the file
     cannot meet, or a fit that fails on its values, is an `InputError` naming the file."""
     designed = values.masks is not None
+    if (designed or budget is not None) and not values.scored.all():
+        s, c = (int(i[0]) for i in np.nonzero(~values.scored))
+        raise InputError(f"{source}: sample {s}, condition {c} was not scored (dataset "
+                         "'scored': a rewording its item lacks), and sparse fits need every "
+                         "row; " + ("score it exhaustively" if designed
+                                    else "fit it exhaustively (--sampling exhaustive)"))
     if designed and exhaustive:
         raise InputError(f"--sampling: {source} holds a sparse design (dataset 'masks'), "
                          "not every mask; fit it with --sampling sparse")

@@ -7,7 +7,9 @@ and the attributes `n_max` (largest n accepted), `input_file` (the values file f
 
 - Exhaustive (`exhaustive_dataset`): `and`, `or`, `gamma` with dims (sample, condition,
   mask), NaN beyond each sample's 2**n masks as in the values file; `objective`,
-  `matching_error`, `duality_gap` with dims (sample, condition); attributes `solver_used`,
+  `matching_error`, `duality_gap` with dims (sample, condition); `scored` (sample, condition),
+  the values file's (`ips.formats.values`): an unscored row is not fitted and is NaN in all
+  of them (absent from the file: every row scored); attributes `solver_used`,
   `optimum` (which point of Eq. 12's optimal face), and `sgd_learning_rate`, `sgd_steps`
   for the sgd solver.
 - Sparse (`sparse_dataset`, attribute `sampling: sparse`): the entries of each game,
@@ -71,6 +73,10 @@ def attach_interactions(shard, interactions_path: str | os.PathLike) -> None:
             raise InputError(f"{mismatch}: its {name} labels differ")
     if not np.array_equal(np.asarray(ds["n_vars"].values), shard.n_vars):
         raise InputError(f"{mismatch}: 'n_vars' differs")
+    scored = (np.asarray(ds["scored"].values, bool) if "scored" in ds.variables
+              else np.ones(shard.v.shape[:2], bool))
+    if not np.array_equal(scored, shard.scored):
+        raise InputError(f"{mismatch}: 'scored' (the rows scored) differs")
     if sparse_fit:
         return _attach_sparse_interactions(shard, ds, interactions_path, mismatch)
     require(ds, interactions_path, ("and", "or", "matching_error"), "ips fit")
@@ -88,9 +94,10 @@ def attach_interactions(shard, interactions_path: str | os.PathLike) -> None:
         v = shard.v[idx, :, :size]
         rec = reconstruct(and_[idx, :, :size], or_[idx, :, :size])
         gap = np.max(np.abs(rec - v), axis=-1) - err[idx]
-        tol = 1e-6 * max(1.0, float(np.max(np.abs(v))))
-        if not np.all(gap <= tol):
-            s, c = (int(i[0]) for i in np.nonzero(~(gap <= tol)))
+        tol = 1e-6 * max(1.0, float(np.nanmax(np.abs(v))))
+        bad = ~(gap <= tol) & shard.scored[idx]  # an unscored row has neither v nor a fit
+        if bad.any():
+            s, c = (int(i[0]) for i in np.nonzero(bad))
             raise InputError(
                 f"{mismatch}: its interactions do not reconstruct v of sample "
                 f"{shard.samples[idx[s]]!s}, condition {shard.conditions['condition'][c]!s} "
@@ -150,11 +157,13 @@ def from_arrays(arrays: dict, n_vars: ArrayLike, s: int, c: int) -> SparseIntera
 
 
 def exhaustive_dataset(per_mask: dict[str, np.ndarray], per_row: dict[str, np.ndarray],
-                       n_vars: np.ndarray, coords: dict, attrs: dict) -> xr.Dataset:
+                       n_vars: np.ndarray, scored: np.ndarray, coords: dict,
+                       attrs: dict) -> xr.Dataset:
     """An exhaustive fit: `per_mask` arrays (sample, condition, mask), `per_row` arrays
-    (sample, condition), the values file's `coords`."""
+    (sample, condition), the rows fitted (`scored`), the values file's `coords`."""
     data = {k: (DIMS, a) for k, a in per_mask.items()}
     data |= {k: (DIMS[:2], a) for k, a in per_row.items()}
+    data["scored"] = (DIMS[:2], np.asarray(scored, bool))
     data["n_vars"] = (DIMS[:1], n_vars)
     return xr.Dataset(data, coords={k: ((k,), a) for k, a in coords.items()}, attrs=attrs)
 

@@ -23,6 +23,7 @@ import numpy as np
 from ips.errors import InputError
 from ips.formats.hdf5 import decode_labels, read_dataset
 from ips.formats.interactions import attach_interactions
+from ips.formats.values import check_scored
 from ips.nulls import variant
 
 _CONDITION_COORDS = ("template", "shots", "perturbation")
@@ -49,11 +50,16 @@ class Shard:
     words: np.ndarray | None = None  # (sample, var) variable strings, "" beyond n
     greedy_text: np.ndarray | None = None  # (sample, condition) decoded greedy token
     masks: np.ndarray | None = None  # sparse sampling: (sample, mask) bitmasks of `v`, −1 pads
+    scored: np.ndarray | None = None  # (sample, condition) bool, the rows scored; None: all
     and_: np.ndarray | None = None
     or_: np.ndarray | None = None
     games: list | None = None  # sparse fits: games[sample][condition] (ips.interactions.sparse)
     matching_error: np.ndarray | None = None
     fit_attrs: dict = field(default_factory=dict)  # how the fit was made (solver, settings)
+
+    def __post_init__(self):
+        if self.scored is None:
+            self.scored = np.ones(self.v.shape[:2], dtype=bool)
 
 
 @dataclass
@@ -78,9 +84,15 @@ class Merged:
     v: np.ndarray  # (sample, condition, mask) the scored values
     words: np.ndarray | None = None
     greedy_text: np.ndarray | None = None
+    # (sample, condition) bool: the rows scored (NaN in `v` and the fit elsewhere); None: all
+    scored: np.ndarray | None = None
     values_files: list[str] = field(default_factory=list)
     interactions_files: list[str] = field(default_factory=list)
     fit_attrs: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.scored is None:
+            self.scored = np.ones(self.v.shape[:2], dtype=bool)
 
     def group_conditions(self, name: str) -> np.ndarray:
         """The condition indices of group `name`, in the group's order."""
@@ -137,12 +149,15 @@ def read_shard(path: str | os.PathLike) -> Shard:
                    if "greedy_text" in ds.variables and ds["greedy_text"].shape == (S, C)
                    else None)
     n_vars = np.asarray(ds["n_vars"].values).astype(np.int64)
+    scored = check_scored(path, ds["scored"].values if "scored" in ds.variables else None,
+                          (S, C))
     return Shard(
         path=path, interactions_path=None, attrs=attrs, samples=samples, conditions=conditions,
         n_vars=n_vars, v=np.asarray(ds["v"].values, dtype=np.float64), pred=pred,
         gold=np.asarray(ds["gold"].values), greedy=greedy, hidden=hidden,
         words=words, greedy_text=greedy_text,
         masks=np.asarray(ds["masks"].values, np.int64) if "masks" in ds.variables else None,
+        scored=scored,
     )
 
 
@@ -213,7 +228,7 @@ def merge_shards(shards: Sequence[Shard]) -> Merged:
         matching_error=cat("matching_error"), pred=cat("pred"), gold=cat("gold"),
         greedy=None if first.greedy is None else cat("greedy"),
         hidden=None if first.hidden is None else cat("hidden"),
-        samples=cat("samples"), v=cat("v"),
+        samples=cat("samples"), v=cat("v"), scored=cat("scored"),
         words=None if first.words is None else cat("words"),
         greedy_text=None if first.greedy_text is None else cat("greedy_text"),
         values_files=[str(sh.path) for sh in shards],

@@ -12,6 +12,10 @@ Layout (HDF5; `values_dataset` builds it from scored samples, `write_values` wri
 each
   scored mask; a sample's design fills the first entries, −1 (and NaN in `v`) pad the rest.
   Without it the mask axis is the bitmask itself. Needs `n_vars`.
+- `scored` (optional): bool, dims (sample, condition): whether the row was scored. A sample
+  lacking a condition (a rewording its item does not have, `ips.prompts.samples`) has the row
+  unscored: `v` is NaN there on every mask and the row's other arrays hold their fill (NaN,
+  −1, 0, ""). Absent from the file: every row is scored (files written before it).
 - `sample`, `condition`: optional 1-D labels, carried over to derived files.
 """
 
@@ -45,6 +49,11 @@ class Values:
     n_vars: np.ndarray  # (sample,) int64
     coords: dict[str, np.ndarray] = field(default_factory=dict)
     masks: np.ndarray | None = None  # (sample, mask) int64 bitmasks of a sparse design
+    scored: np.ndarray | None = None  # (sample, condition) bool; None: every row scored
+
+    def __post_init__(self):
+        if self.scored is None:
+            self.scored = np.ones(self.v.shape[:2], dtype=bool)
 
     def design(self, s: int) -> np.ndarray:
         """The bitmasks of sample s's scored masks, in the order of its entries of `v`."""
@@ -62,15 +71,35 @@ def design_row(masks: np.ndarray) -> np.ndarray:
 def read_values(path: str | os.PathLike, n_max: int | None = None) -> Values:
     """Read and check a values file; raise `InputError` naming the file and dataset."""
     path = Path(path)
-    v, n_vars, masks, coords = _open_values(path)
+    v, n_vars, masks, scored, coords = _open_values(path)
+    scored = check_scored(path, scored, v.shape[:2])
     if masks is not None:
-        return _sparse_values(path, v, n_vars, masks, coords, n_max)
-    return _dense_values(path, v, n_vars, coords, n_max)
+        return _sparse_values(path, v, n_vars, masks, scored, coords, n_max)
+    return _dense_values(path, v, n_vars, scored, coords, n_max)
 
 
-def _open_values(path: Path) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, dict]:
+def check_scored(path: Path, scored, shape: tuple[int, int]) -> np.ndarray:
+    """The dataset `scored` of a file (None: every row scored) as a bool (sample, condition)
+    array; `InputError` for another shape or dtype, or a sample without any scored row."""
+    if scored is None:
+        return np.ones(shape, dtype=bool)
+    scored = np.asarray(scored)
+    if scored.shape != shape or not (scored.dtype == bool
+                                     or np.issubdtype(scored.dtype, np.integer)):
+        raise InputError(f"{path}: dataset 'scored' has shape {scored.shape} and dtype "
+                         f"{scored.dtype}, expected booleans of shape {shape} "
+                         "(sample, condition of 'v')")
+    scored = scored.astype(bool)
+    bad = np.flatnonzero(~scored.any(axis=1))
+    if bad.size:
+        raise InputError(f"{path}: dataset 'scored': sample {bad[0]} has no scored condition")
+    return scored
+
+
+def _open_values(path: Path) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None,
+                                      np.ndarray | None, dict]:
     """The arrays of a values file as stored: `v` (checked for rank, size and dtype),
-    `n_vars` and `masks` (None where absent) and the label coordinates."""
+    `n_vars`, `masks` and `scored` (None where absent) and the label coordinates."""
     try:
         f = h5py.File(path, "r")
     except FileNotFoundError:
@@ -97,16 +126,18 @@ def _open_values(path: Path) -> tuple[np.ndarray, np.ndarray | None, np.ndarray 
             n_vars = f["n_vars"][()] if "n_vars" in f else None
         with reading(path, "dataset 'masks'"):
             masks = f["masks"][()] if "masks" in f else None
+        with reading(path, "dataset 'scored'"):
+            scored = f["scored"][()] if "scored" in f else None
         coords = {}
         for name, size in (("sample", v.shape[0]), ("condition", v.shape[1])):
             with reading(path, f"dataset {name!r}"):
                 if _is_label(f, name, size):
                     coords[name] = _decode(f[name][()])
 
-    return v, n_vars, masks, coords
+    return v, n_vars, masks, scored, coords
 
 
-def _dense_values(path: Path, v: np.ndarray, n_vars, coords: dict,
+def _dense_values(path: Path, v: np.ndarray, n_vars, scored: np.ndarray, coords: dict,
                   n_max: int | None) -> Values:
     """`read_values` of a file without `masks` (every mask of each sample scored)."""
     width = v.shape[2]
@@ -143,9 +174,9 @@ def _dense_values(path: Path, v: np.ndarray, n_vars, coords: dict,
             f"beyond --n-max {n_max}"
         )
 
-    # every sample's first 2**n entries must be finite (the rest is padding)
+    # every scored row's first 2**n entries must be finite (the rest is padding)
     used = np.arange(width) < (1 << n_vars)[:, None]  # (sample, mask)
-    bad = ~np.isfinite(v) & used[:, None, :]
+    bad = ~np.isfinite(v) & used[:, None, :] & scored[:, :, None]
     if bad.any():
         s, c, m = (int(i[0]) for i in np.nonzero(bad))
         hint = "" if dataset == "n_vars" else " (NaN padding needs a dataset 'n_vars')"
@@ -153,10 +184,10 @@ def _dense_values(path: Path, v: np.ndarray, n_vars, coords: dict,
             f"{path}: dataset 'v' has a non-finite value ({v[s, c, m]}) at sample {s}, "
             f"condition {c}, mask {m}, inside the sample's first 2**{n_vars[s]} entries{hint}"
         )
-    return Values(v=v, n_vars=n_vars, coords=coords)
+    return Values(v=v, n_vars=n_vars, coords=coords, scored=scored)
 
 
-def _sparse_values(path: Path, v: np.ndarray, n_vars, masks, coords: dict,
+def _sparse_values(path: Path, v: np.ndarray, n_vars, masks, scored: np.ndarray, coords: dict,
                    n_max: int | None) -> Values:
     """`read_values` of a file with `masks` (a sparse design per sample)."""
     S, _, width = v.shape
@@ -185,11 +216,11 @@ def _sparse_values(path: Path, v: np.ndarray, n_vars, masks, coords: dict,
             problem = f"its masks are not distinct bitmasks of 0..2**{n} - 1"
         elif not np.any(m[used] == 0):
             problem = "its design lacks the empty mask 0"
-        elif not np.all(np.isfinite(v[s, :, :count])):
+        elif not np.all(np.isfinite(v[s, scored[s], :count])):
             problem = "'v' is not finite on its design"
         if problem:
             raise InputError(f"{path}: dataset 'masks': sample {s}: {problem}")
-    return Values(v=v, n_vars=n_vars, coords=coords, masks=masks)
+    return Values(v=v, n_vars=n_vars, coords=coords, masks=masks, scored=scored)
 
 
 def _is_label(f: h5py.File, name: str, size: int) -> bool:
@@ -237,8 +268,9 @@ def write_values(ds: xr.Dataset, path: str | os.PathLike) -> None:
 
 def _variable_arrays(sample_set, samples, results, budget: int | None = None, designs=None) -> dict:
     """v over the 2**n_max masks (NaN beyond a sample's 2**n), or with a `budget` over the
-    design's masks (`masks`, −1 and NaN beyond each sample's design), and the variables:
-    their text, field, character span and token count in every prompt."""
+    design's masks (`masks`, −1 and NaN beyond each sample's design), which rows were scored
+    (`scored`), and the variables: their text, field, character span and token count in
+    every prompt (span −1 where the sample lacks the condition)."""
     n_vars = np.array([len(s.variables) for s in samples])
     # every shard of a dataset gets the same mask axis (2**n_max, or the largest design the
     # budget allows), so that shards concatenate
@@ -255,7 +287,8 @@ def _variable_arrays(sample_set, samples, results, budget: int | None = None, de
         v[i, :, : r["v"].shape[1]] = r["v"]
         var_tokens[i, :, :n] = r["var_tokens"]
         for j, c in enumerate(sample_set.conditions):
-            spans[i, j, :n] = np.asarray(s.prompts[c.name].spans).reshape(n, 2)
+            if c.name in s.prompts:
+                spans[i, j, :n] = np.asarray(s.prompts[c.name].spans).reshape(n, 2)
         var_text[i, :n] = [x.text for x in s.variables]
         var_field[i, :n] = [x.field for x in s.variables]
     sc, scv = ("sample", "condition"), ("sample", "condition", "var")
@@ -270,6 +303,8 @@ def _variable_arrays(sample_set, samples, results, budget: int | None = None, de
         "v": (sc + ("mask",), v),
         **design,
         "n_vars": (("sample",), n_vars),
+        "scored": (sc, np.array([[c.name in s.prompts for c in sample_set.conditions]
+                                 for s in samples], dtype=bool)),
         "variable": (("sample", "var"), var_text),
         "variable_field": (("sample", "var"), var_field),
         "span": (scv + ("bound",), spans),
@@ -305,13 +340,16 @@ def _prediction_arrays(sample_set, samples, results, loaded) -> dict:
         "letter_token": (sc + ("option",), stack("letter_token")),
         "option_logp": (sc + ("option",), option_logp),
         "greedy_token": (sc, stack("greedy")),
-        "greedy_text": (sc, np.vectorize(lambda t: storable_text(loaded.tokenizer.decode(t)),
-                                         otypes=[object])(stack("greedy"))),
+        # "" for an unscored row (greedy −1)
+        "greedy_text": (sc, np.vectorize(
+            lambda t: storable_text(loaded.tokenizer.decode(t)) if t >= 0 else "",
+            otypes=[object])(stack("greedy"))),
         "target_ids": (sc + ("target_pos",), target_ids),
         "target_form": (sc, stack("target_form").astype(object)),
         "n_tokens": (sc, stack("n_tokens")),
         "hidden": (sc + ("hidden_dim",), stack("hidden").astype(np.float32)),
-        "prompt": (sc, np.array([[s.prompts[c.name].text for c in sample_set.conditions]
+        "prompt": (sc, np.array([[s.prompts[c.name].text if c.name in s.prompts else ""
+                                  for c in sample_set.conditions]
                                  for s in samples], dtype=object)),
     }
 

@@ -2,10 +2,12 @@
 
 `prepare_samples(settings)` loads the dataset, draws `n_items` items that qualify (they
 have variables, at most `n_max` of them after the reduction rule `variables.reduce` of
-`ips.prompts.variables`, and every condition renders), fixes the few-shot examples, and renders
-every (item, condition) prompt with its variables' spans. It depends on no model, except for the
-one reference model of the `occlusion` rule, so every model is explained over the same
-variables and prompts. The result round-trips through JSON (`results/samples/{dataset}.json`),
+`ips.prompts.variables`, and every template condition renders), fixes the few-shot examples, and
+renders every (item, condition) prompt with its variables' spans. An item without a rewording
+of the perturbation file (`perturbations.file`) lacks that perturbation condition in its
+`prompts` (it is not scored, `ips.formats.values`' `scored`); `SampleSet.perturbed` counts the
+items that have each. It depends on no model, except for the one reference model of the
+`occlusion` rule, so every model is explained over the same variables and prompts. The result round-trips through JSON (`results/samples/{dataset}.json`),
 with each sample's `Reduction` (units before reduction, whether reduced, the rule, occlusion
 scores and reference model).
 """
@@ -45,7 +47,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Sample:
-    """One item with its variables and its rendered prompt under every condition."""
+    """One item with its variables and its rendered prompt under every condition it has (all
+    but the perturbation conditions whose rewording the item lacks)."""
 
     item: Item
     variables: list[Variable]
@@ -73,6 +76,12 @@ class SampleSet:
 
     def n_shards(self, size: int) -> int:
         return max(1, -(-len(self.samples) // size))
+
+    def perturbed(self) -> dict[str, int]:
+        """Per perturbation condition, how many samples have it (an item without its
+        rewording runs its other conditions only)."""
+        return {c.name: sum(c.name in s.prompts for s in self.samples)
+                for c in self.conditions if c.perturbation}
 
     def with_conditions(self, names: Sequence[str]) -> SampleSet:
         """This set with only the named conditions (and groups cut to them); `InputError`
@@ -103,8 +112,8 @@ def prepare_samples(settings: dict, occlusion: Callable | None = None) -> Sample
     pert = settings["perturbations"]
     conditions, groups = dataset_conditions(kind, settings["templates"], settings["few_shot"],
                                             pert)
-    perturbations = (load_perturbations(pert.get("file"))
-                     if any(c.perturbation for c in conditions) else {})
+    perturbations = _perturbations(name, pert, [c.perturbation for c in conditions
+                                                if c.perturbation], loaded.items)
     if settings["variables"]["reduce"] == "occlusion" and occlusion is None:
         raise InputError("variables.reduce is occlusion: give the reference model "
                          "(`ips samples --config ...`, or `--reference-entry` with --settings)")
@@ -132,9 +141,28 @@ def prepare_samples(settings: dict, occlusion: Callable | None = None) -> Sample
                                            drawn.shots[: c.shots], templates)
         samples.append(s)
     skipped = dict(Counter(loaded.skipped) + Counter(drawn.skipped))
-    _report(name, samples, drawn, skipped, settings, len(conditions))
-    return SampleSet(name, kind, conditions, groups, samples, list(drawn.shots), skipped,
-                     drawn.n_considered, settings)
+    sample_set = SampleSet(name, kind, conditions, groups, samples, list(drawn.shots), skipped,
+                           drawn.n_considered, settings)
+    _report(sample_set, drawn)
+    return sample_set
+
+
+def _perturbations(name: str, pert: dict, names: Sequence[str], items: Sequence[Item]) -> dict:
+    """The perturbation file's rewordings ({} without perturbation conditions, `names`);
+    `InputError` if one of `names` rewords no item of the dataset (every sample would lack
+    it)."""
+    if not names:
+        return {}
+    perturbations = load_perturbations(pert.get("file"))
+    ids = {i.id for i in items}
+    for p in names:
+        if not any(p in perturbations.get(i, {}) for i in ids):
+            raise InputError(
+                f"dataset {name!r}: perturbation {p!r}: the perturbation file "
+                f"{pert.get('file') or 'ips/data/dolly_perturbations.yaml'} rewords none of "
+                f"its items; give rewordings of its item ids, or drop {p!r} from "
+                "perturbations.names")
+    return perturbations
 
 
 def _prepare(item: Item, settings: dict, templates, conditions, perturbations: dict,
@@ -170,16 +198,21 @@ def _prepare(item: Item, settings: dict, templates, conditions, perturbations: d
     return Sample(item, variables, prompts, reduction)
 
 
-def _report(name: str, samples: list[Sample], drawn, skipped: dict, settings: dict,
-            n_conditions: int) -> None:
-    """Log what was drawn; warn when fewer items qualify than asked, stop when none does."""
+def _report(sample_set: SampleSet, drawn) -> None:
+    """Log what was drawn; warn when fewer items qualify than asked, stop when none does or
+    when no drawn item has one of the perturbations."""
+    name, samples, skipped, settings = (sample_set.dataset, sample_set.samples,
+                                        sample_set.skipped, sample_set.settings)
     n_reduced = sum(s.reduction.reduced for s in samples)
     why = ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none"
+    perturbed = sample_set.perturbed()
     log.info(
         "%s: %d items drawn of %d considered: %d kept all their units, %d reduced to "
-        "n_max = %d (%s); skipped: %s; %d conditions",
+        "n_max = %d (%s); skipped: %s; %d conditions%s",
         name, len(samples), drawn.n_considered, len(samples) - n_reduced, n_reduced,
-        settings["n_max"], settings["variables"]["reduce"], why, n_conditions,
+        settings["n_max"], settings["variables"]["reduce"], why, len(sample_set.conditions),
+        "".join(f"; {c} on {k} of {len(samples)} items (the others lack the rewording)"
+                for c, k in perturbed.items()),
     )
     if samples and not drawn.complete:  # the run goes on, with fewer samples than asked
         log.warning("dataset %r: only %d items qualify, n_items asks for %d (skipped: %s); "
@@ -188,6 +221,12 @@ def _report(name: str, samples: list[Sample], drawn, skipped: dict, settings: di
     if not samples:
         raise InputError(f"dataset {name!r}: no item qualifies ({skipped}); raise n_max or "
                          "change the variable selection")
+    for c, k in perturbed.items():
+        if k == 0:
+            raise InputError(f"dataset {name!r}: condition {c!r}: none of the {len(samples)} "
+                             "drawn items has its rewording in the perturbation file; add "
+                             "rewordings of the drawn items or drop it from "
+                             "perturbations.names")
 
 
 def save_samples(sample_set: SampleSet, path: str | Path) -> None:
@@ -200,6 +239,7 @@ def save_samples(sample_set: SampleSet, path: str | Path) -> None:
         "groups": sample_set.groups,
         "shots": [_item_dict(i) for i in sample_set.shots],
         "skipped": sample_set.skipped,
+        "perturbed": sample_set.perturbed(),  # read back from the prompts, for the reader
         "n_considered": sample_set.n_considered,
         "settings": sample_set.settings,
         "samples": [

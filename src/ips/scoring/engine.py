@@ -376,12 +376,17 @@ def encode_prompt(answers: Answers, item, prompt):
 def score_sample(engine: Engine, answers: Answers, sample, conditions, target: str,
                  masks: np.ndarray | None = None) -> dict:
     """Everything `ips score` stores about one sample, one row per condition; v on every
-    mask, or on the bitmasks `masks` (`ips.interactions.design.scored_masks`) in their order."""
+    mask, or on the bitmasks `masks` (`ips.interactions.design.scored_masks`) in their order.
+    A condition the sample lacks (`sample.prompts` has no prompt for it: a rewording the
+    item does not have) is not scored: its row holds `_absent_row` (NaN, −1, 0)."""
     item, n = sample.item, len(sample.variables)
     mcq = isinstance(item, MCQItem)
-    rows = []
+    rows: list[dict | None] = []
     for c in conditions:
-        prompt = sample.prompts[c.name]
+        prompt = sample.prompts.get(c.name)
+        if prompt is None:
+            rows.append(None)
+            continue
         ids, owners, spaced, letters, options = encode_prompt(answers, item, prompt)
         un = engine.unmasked(ids, letters[0] if letters else (), options or ())
         y, form = resolve_target(answers, item, c.name, prompt.cue, target, letters, options, un.greedy)
@@ -402,8 +407,30 @@ def score_sample(engine: Engine, answers: Answers, sample, conditions, target: s
             option_logp=un.option_logp if options else np.full(n_opt, np.nan),
             target_ids=np.asarray(y, dtype=np.int64), target_form=form,
         ))
+    scored = next((r for r in rows if r is not None), None)
+    if scored is None:
+        raise ValueError(f"item {item.id!r} has a prompt under none of the conditions")
+    rows = [_absent_row(scored) if r is None else r for r in rows]
     return {k: (np.array([r[k] for r in rows]) if k != "target_ids" else
                 _pad([r[k] for r in rows])) for k in rows[0]}
+
+
+def _absent_row(scored: dict) -> dict:
+    """The row of a condition that was not scored, shaped like the `scored` row of the same
+    sample: NaN for numbers (v, logits, hidden), −1 for token ids, 0 for counts, "" for the
+    target's form."""
+    fill = {"greedy": -1, "n_tokens": 0, "target_form": ""}
+    out = {}
+    for k, x in scored.items():
+        if k in fill:
+            out[k] = fill[k]
+        elif k in ("letter_token", "target_ids"):
+            out[k] = np.full_like(x, -1)
+        elif k == "var_tokens":
+            out[k] = np.zeros_like(x)
+        else:
+            out[k] = np.full(np.shape(x), np.nan)
+    return out
 
 
 def _pad(seqs: list[np.ndarray], fill: int = -1) -> np.ndarray:

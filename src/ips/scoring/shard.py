@@ -45,6 +45,12 @@ def check_shard(sample_set, shard: int, size: int, target: str | None,
         raise InputError(f"target {target!r} does not apply to {sample_set.kind} items; "
                          f"use one of {', '.join(TARGETS[sample_set.kind])}")
     for s in samples:
+        lacks = [c.name for c in sample_set.conditions if c.name not in s.prompts]
+        if budget is not None and lacks:
+            raise InputError(f"dataset {sample_set.dataset!r}: sample {s.item.id!r} lacks "
+                             f"condition(s) {', '.join(lacks)} (no rewording), and sparse "
+                             "sampling fits only samples with every condition; score "
+                             "exhaustively or give every item its rewordings")
         if not s.variables:
             raise InputError(f"dataset {sample_set.dataset!r}: sample {s.item.id!r} has no "
                              "variables; prepare the samples again with `ips samples`")
@@ -107,8 +113,10 @@ def _score_locked(loaded, sample_set, out: Path, samples, target: str, shard: in
         "shard": shard, "target": target, "budget": budget,
         "samples": [s.item.id for s in samples],
         "conditions": [c.name for c in sample_set.conditions],
+        # an absent prompt (a rewording the item lacks) is null; with every prompt present
+        # the hash is the one earlier versions wrote, so their partial results resume
         "prompts": hashlib.sha256(json.dumps(
-            [[s.prompts[c.name].text, s.prompts[c.name].spans]
+            [None if (p := s.prompts.get(c.name)) is None else [p.text, p.spans]
              for s in samples for c in sample_set.conditions]
         ).encode()).hexdigest(),
     }
@@ -120,8 +128,10 @@ def _score_locked(loaded, sample_set, out: Path, samples, target: str, shard: in
              loaded.spec.name, sample_set.dataset, shard, len(samples),
              len(sample_set.conditions), len(done))
     disable = None if progress is None else not progress  # None: on a terminal only
-    counts = [len(sample_set.conditions) * (1 << len(s.variables) if m is None else len(m))
-              for s, m in zip(samples, designs)]
+    # masked prompts per sample and scored condition (a condition it lacks is not scored)
+    sizes = [1 << len(s.variables) if m is None else len(m) for s, m in zip(samples, designs)]
+    counts = [size * sum(c.name in s.prompts for c in sample_set.conditions)
+              for s, size in zip(samples, sizes)]
     results = []
     # the bar counts masked prompts, so its rate and time left hold across samples of any n
     with tqdm(total=sum(counts), initial=sum(counts[i] for i in done if i < len(counts)),
@@ -129,8 +139,7 @@ def _score_locked(loaded, sample_set, out: Path, samples, target: str, shard: in
               desc=f"score {loaded.spec.name}/{sample_set.dataset}/{shard}",
               disable=disable) as bar:
         for i, (s, masks) in enumerate(zip(samples, designs)):
-            count = counts[i] // len(sample_set.conditions)
-            r = partial.load(i, (len(sample_set.conditions), count)) if i in done else None
+            r = partial.load(i, (len(sample_set.conditions), sizes[i])) if i in done else None
             if r is None and i in done:  # damaged: scored again below
                 bar.n -= counts[i]
             if r is None:
@@ -141,17 +150,16 @@ def _score_locked(loaded, sample_set, out: Path, samples, target: str, shard: in
                 bar.update(counts[i])
                 # a line per sample, for logs where the bar is off (not a terminal)
                 log.info("sample %d/%d %s: n = %d, %d masked inputs%s in %.1f s", i + 1,
-                         len(samples), s.item.id, len(s.variables),
-                         len(sample_set.conditions) * count,
-                         "" if masks is None else f" ({count} of 2**{len(s.variables)} masks)",
+                         len(samples), s.item.id, len(s.variables), counts[i],
+                         "" if masks is None else f" ({sizes[i]} of 2**{len(s.variables)} masks)",
                          time.perf_counter() - t1)
             results.append(r)
     ds = values_dataset(sample_set, samples, results, loaded, target, shard, budget, designs,
                         masking)
     write_values(ds, out)
     partial.remove()
-    log.info("wrote %s: %d masked evaluations in %.1f s", out,
-             int(sum(r["v"].size for r in results)), time.perf_counter() - t0)
+    log.info("wrote %s: %d masked evaluations in %.1f s", out, sum(counts),
+             time.perf_counter() - t0)
     return ds
 
 
