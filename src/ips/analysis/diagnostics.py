@@ -1,7 +1,8 @@
 """Diagnostics stored beside IPS by `ips.formats.metrics` (paper Section 4.1, Fig. 2, App. H).
 
 * Output level (Section 4.1): :func:`output_consistency`, :func:`pair_consistency` and
-  :func:`accuracy` of the (sample, condition) predictions.
+  :func:`accuracy` of the (sample, condition) predictions; ``scored`` (sample, condition) leaves
+  out the predictions of conditions a sample was not scored under (``ips.formats.values``).
 * Hidden states (App. H): :func:`representation_baseline`, cosine and L2 distance of the final
   hidden states of a template pair.
 * Sparsity (Fig. 2a): :func:`sparsity`, the sorted |Ĩ| of every row on relative ranks, from
@@ -37,47 +38,61 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 # output-level metrics
 # --------------------------------------------------------------------------------------------
-def _check_pred(pred: ArrayLike) -> NDArray:
+def _check_pred(pred: ArrayLike, scored: ArrayLike | None) -> tuple[NDArray, NDArray[np.bool_]]:
     pr = np.asarray(pred)
     if pr.ndim != 2 or pr.shape[0] == 0 or pr.shape[1] == 0:
         raise ValueError(f"pred must have shape (sample, condition), non-empty; got {pr.shape}")
-    return pr
+    ok = np.ones(pr.shape, bool) if scored is None else np.asarray(scored, bool)
+    if ok.shape != pr.shape:
+        raise ValueError(f"scored must have the shape of pred, {pr.shape}; got {ok.shape}")
+    return pr, ok
 
 
-def output_consistency(pred: ArrayLike) -> float:
-    """Share of samples whose prediction is the same under every condition (Section 4.1).
+def _share(hits: NDArray[np.bool_], ok: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """Mean of `hits` over the samples (axis 0) where `ok`; NaN where none is."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (hits & ok).sum(axis=0) / np.where(ok.any(axis=0), ok.sum(axis=0), np.nan)
+
+
+def output_consistency(pred: ArrayLike, scored: ArrayLike | None = None) -> float:
+    """Share of samples whose prediction is the same under every condition (Section 4.1),
+    over the samples scored under every condition (NaN if none is).
 
     ``pred``: (sample, condition) predictions.
     """
-    pr = _check_pred(pred)
-    return float(np.mean(np.all(pr == pr[:, :1], axis=1)))
+    pr, ok = _check_pred(pred, scored)
+    return float(_share(np.all(pr == pr[:, :1], axis=1), ok.all(axis=1)))
 
 
-def pair_consistency(pred: ArrayLike, pairs: ArrayLike | None = None) -> NDArray[np.float64]:
-    """Per condition pair (i, j): share of samples with ``pred[:, i] == pred[:, j]``.
+def pair_consistency(pred: ArrayLike, pairs: ArrayLike | None = None,
+                     scored: ArrayLike | None = None) -> NDArray[np.float64]:
+    """Per condition pair (i, j): share of samples with ``pred[:, i] == pred[:, j]``, over the
+    samples scored under both (NaN if none is).
 
     Returns shape (n_pairs,), aligned with ``pairs`` (default :func:`all_pairs`).
     """
-    pr = _check_pred(pred)
+    pr, ok = _check_pred(pred, scored)
     p = all_pairs(pr.shape[1]) if pairs is None else check_pairs(pairs, pr.shape[1])
-    return np.mean(pr[:, p[:, 0]] == pr[:, p[:, 1]], axis=0).astype(np.float64)
+    return _share(pr[:, p[:, 0]] == pr[:, p[:, 1]], ok[:, p[:, 0]] & ok[:, p[:, 1]])
 
 
-def accuracy(pred: ArrayLike, gold: ArrayLike) -> NDArray[np.float64]:
-    """Accuracy per condition: mean over samples of ``pred[s, c] == gold[s]``; shape
-    (condition,)."""
-    pr = _check_pred(pred)
+def accuracy(pred: ArrayLike, gold: ArrayLike, scored: ArrayLike | None = None
+             ) -> NDArray[np.float64]:
+    """Accuracy per condition: mean over the samples scored under it of
+    ``pred[s, c] == gold[s]``; shape (condition,)."""
+    pr, ok = _check_pred(pred, scored)
     g = np.asarray(gold)
     if g.shape != (pr.shape[0],):
         raise ValueError(f"gold must have shape (sample,) = ({pr.shape[0]},); got {g.shape}")
-    return np.mean(pr == g[:, None], axis=0).astype(np.float64)
+    return _share(pr == g[:, None], ok)
 
 
 # ----------------------------------------------- hidden states, sparsity, universal matching
 
 
 def representation_baseline(hidden: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean over samples of cos(h_i, h_j) and ‖h_i − h_j‖₂ per pair (i, j).
+    """Mean over samples of cos(h_i, h_j) and ‖h_i − h_j‖₂ per pair (i, j), over the samples
+    with both states (an unscored condition's state is NaN).
 
     hidden: (sample, condition, hidden); pairs: (n_pairs, 2) condition indices.
     """
@@ -90,7 +105,7 @@ def representation_baseline(hidden: np.ndarray, pairs: np.ndarray) -> tuple[np.n
     l2 = np.linalg.norm(a - b, axis=-1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a pair without any cosine: NaN
-        return np.nanmean(cos, axis=0), np.mean(l2, axis=0)
+        return np.nanmean(cos, axis=0), np.nanmean(l2, axis=0)
 
 
 SPARSITY_RANKS = np.round(np.linspace(0.0, 1.0, 101), 4)
@@ -164,8 +179,9 @@ def matching_nrmse(v: np.ndarray, and_: np.ndarray, or_: np.ndarray,
 
     For every (sample, condition): v̂_k = the surrogate φ of Eq. (2) keeping I_AND(∅) and the
     ⌈k·|Ω|⌉ interactions of largest |I|; error = RMS over the 2^n masks of v̂_k − v divided by
-    the range max v − min v of the row (0 if v is constant). Returns the mean error per k over
-    all rows, and per sample (sample, k: mean over its conditions; NaN for n = 0).
+    the range max v − min v of the row (0 if v is constant; NaN for a row not scored, whose v
+    is NaN). Returns the mean error per k over the rows with one, and per sample (sample, k:
+    mean over its conditions; NaN for n = 0).
 
     v, and_, or_: (sample, condition, 2**n_max), NaN-padded; n_vars: (sample,). (Sparse fits:
     ``ips.analysis.sparse_metrics.keep_top`` on their design's masks.)
@@ -182,7 +198,8 @@ def matching_nrmse(v: np.ndarray, and_: np.ndarray, or_: np.ndarray,
         for j, share in enumerate(KEEP):
             a, o = keep_top(and_[idx, :, :size], or_[idx, :, :size], share)
             rms = np.sqrt(np.mean((reconstruct(a, o) - vs) ** 2, axis=-1))
-            errs[idx, :, j] = np.where(rng > 0, rms / np.where(rng > 0, rng, 1.0), 0.0)
+            errs[idx, :, j] = np.where(rng > 0, rms / np.where(rng > 0, rng, 1.0),
+                                       np.where(np.isnan(rng), np.nan, 0.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # no sample with n >= 1: NaN
         return np.nanmean(errs, axis=(0, 1)), np.nanmean(errs, axis=1)

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ips.analysis.layout import SetLayout, as_float, check_pair_inputs, check_pairs
-from ips.analysis.metrics import DEFAULT_TAU, all_pairs, union_grid
+from ips.analysis.metrics import DEFAULT_TAU, all_pairs, pair_sides, union_grid
 
 INTERACTION_TYPES: tuple[str, str, str] = (
     "opposite_sign",
@@ -88,7 +88,7 @@ def interaction_type_shares(
 
     For every (sample, pair (i, j)) the type counts of :func:`interaction_types` are pooled
     over all cells with ``pred[s, i] != pred[s, j]`` ("changed") and over all other cells
-    ("unchanged"); a share is a pooled count divided by the pooled |U| (NaN if that is 0).
+    ("unchanged"), missing cells (:func:`ips.analysis.metrics.pair_sides`) left out; a share is a pooled count divided by the pooled |U| (NaN if that is 0).
 
     Parameters
     ----------
@@ -108,11 +108,13 @@ def interaction_type_shares(
             f"pred must have shape (sample, condition) = {x.shape[:2]}; got {pr.shape}"
         )
     p = all_pairs(x.shape[1]) if pairs is None else check_pairs(pairs, x.shape[1])
-    counts = interaction_types(x[:, p[:, 0]], x[:, p[:, 1]], tau, band,
+    a, b, missing = pair_sides(x, p)  # a missing cell (unscored condition) counts nowhere
+    counts = interaction_types(a, b, tau, band,
                                None if layout is None else layout.rows(1))  # ([T,] S, P, 3)
-    changed = pr[:, p[:, 0]] != pr[:, p[:, 1]]  # (S, P)
+    changed = (pr[:, p[:, 0]] != pr[:, p[:, 1]]) & ~missing  # (S, P)
+    unchanged = ~changed & ~missing
     s_ch = np.where(changed[..., None], counts, 0).sum(axis=-2)  # ([T,] S, 3)
-    s_un = np.where(changed[..., None], 0, counts).sum(axis=-2)
+    s_un = np.where(unchanged[..., None], counts, 0).sum(axis=-2)
     c_ch, c_un = s_ch.sum(axis=-2), s_un.sum(axis=-2)
     with np.errstate(invalid="ignore", divide="ignore"):
         sh_ch = c_ch / c_ch.sum(axis=-1, keepdims=True)
@@ -120,5 +122,5 @@ def interaction_type_shares(
     return TypeShares(
         changed=sh_ch, unchanged=sh_un, counts_changed=c_ch, counts_unchanged=c_un,
         sample_counts_changed=s_ch, sample_counts_unchanged=s_un,
-        n_pairs_changed=int(changed.sum()), n_pairs_unchanged=int((~changed).sum()),
+        n_pairs_changed=int(changed.sum()), n_pairs_unchanged=int(unchanged.sum()),
     )

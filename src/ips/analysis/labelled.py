@@ -59,18 +59,22 @@ class LabelledInteractions:
                              "export reads exhaustive fits (sampling: exhaustive)")
         return cls.from_arrays(merged.attrs["model"], merged.attrs["dataset"],
                                merged.samples, merged.conditions["condition"], merged.n_vars,
-                               merged.words, merged.and_, merged.or_, merged.v, tau)
+                               merged.words, merged.and_, merged.or_, merged.v, tau,
+                               merged.scored)
 
     @classmethod
     def from_arrays(cls, model: str, dataset: str, samples, conditions, n_vars, words,
-                    and_, or_, v, tau: float) -> LabelledInteractions:
-        """The tables of arrays indexed (sample, condition, mask) as the files hold them."""
+                    and_, or_, v, tau: float, scored=None) -> LabelledInteractions:
+        """The tables of arrays indexed (sample, condition, mask) as the files hold them;
+        `scored` (sample, condition; None: all): a row not scored (a rewording the sample
+        lacks) has no row in either table."""
         import pandas as pd
 
         from ips.analysis.metrics import normalize
 
         n_vars = np.asarray(n_vars, np.int64)
-        norm = normalize(and_, or_, np.broadcast_to(n_vars[:, None], and_.shape[:2]))
+        scored = np.ones(and_.shape[:2], bool) if scored is None else np.asarray(scored, bool)
+        norm = normalize(and_, or_, np.where(scored, n_vars[:, None], 0))
         rows, value_rows = [], []
         for s, sample in enumerate(samples):
             n = int(n_vars[s])
@@ -80,6 +84,8 @@ class LabelledInteractions:
                       for m in masks]
             order = [int(m).bit_count() for m in masks]
             for c, condition in enumerate(conditions):
+                if not scored[s, c]:
+                    continue
                 label = {"model": model, "dataset": dataset, "sample": str(sample),
                          "condition": str(condition)}
                 a, o = norm[s, c, 0, :1 << n], norm[s, c, 1, :1 << n]

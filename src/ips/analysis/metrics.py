@@ -30,8 +30,11 @@ Conventions chosen here (where the paper is silent)
 * **Numerical zeros**: |I| ≤ ``ZERO_TOL``·Max (1e-6) is taken as 0 before normalising. A
   fit's zero interactions come out as ±1e-12 or so; their sign is noise, and it would make
   a pair (≈0, salient) "opposite sign" or "same sign" at random in :func:`interaction_types`.
-* **n = 0**: a row whose masks 1.. are all NaN has an empty Ω; its normalised row is all NaN,
-  contributes no salient interaction, and a pair of such rows has no value.
+* **n = 0**: a row whose masks 1.. are all NaN has an empty Ω; its normalised row is all NaN
+  and contributes no salient interaction. It is how a condition a sample was not scored under
+  (a rewording its item lacks, ``ips.formats.values``' ``scored``) enters: `ips.analysis.summary`
+  normalises it with n = 0. A pair with such a row on either side is *missing*
+  (:func:`pair_sides`): no value, counted in ``n_missing_pairs``, not as an empty U.
 * **τ axis**: ``tau`` may be a scalar or a 1-D array.  For a 1-D array every result gets a
   *leading* τ axis (``result[t]`` belongs to ``tau[t]``); for a scalar there is no τ axis.
 * **Zero on one side** (interaction types): with ``Ĩ_T = 0`` exactly and ``Ĩ_T̂`` salient, the
@@ -73,6 +76,7 @@ __all__ = [
     "all_pairs",
     "IPSResult",
     "ips",
+    "pair_sides",
     "type_codes",
     "default_tau_sweep",
     "delta_ips",
@@ -303,12 +307,30 @@ class IPSResult:
     n_union: NDArray[np.int64]
     """|U| per (sample, pair)."""
     n_empty_pairs: int | NDArray[np.int64]
-    """Number of (sample, pair) cells with an empty U (no value)."""
+    """Number of (sample, pair) cells with an empty U (no value), missing cells aside."""
     n_valued_samples: int | NDArray[np.int64]
     """Number of samples with at least one valued pair (those averaged into ``value``)."""
     tau: float | NDArray[np.float64]
     band: str | None
     pairs: NDArray[np.int64]
+    n_missing_pairs: int = 0
+    """Number of (sample, pair) cells with a side of empty Ω (an unscored condition): no value,
+    whatever τ (:func:`pair_sides`)."""
+
+
+def pair_sides(
+    norm: NDArray[np.float64], pairs: NDArray[np.int64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """Both sides (sample, pair, 2, M) of every (sample, pair) of ``norm`` (sample, condition,
+    2, M), and which cells are missing (sample, pair): one side has an empty Ω (all NaN: a
+    condition the sample was not scored under). A missing cell is NaN on both sides, so it
+    has no U and no value."""
+    absent = np.isnan(norm[..., 1:]).all(axis=(-2, -1))  # (sample, condition)
+    missing = absent[:, pairs[:, 0]] | absent[:, pairs[:, 1]]
+    a, b = norm[:, pairs[:, 0]], norm[:, pairs[:, 1]]
+    if missing.any():
+        a, b = (np.where(missing[..., None, None], np.nan, x) for x in (a, b))
+    return a, b, missing
 
 
 def ips(
@@ -324,7 +346,9 @@ def ips(
 
     with ips(x, T, T̂) of :func:`pair_sensitivity`.  The inner mean runs over the given
     unordered condition pairs whose U is non-empty; the outer mean over samples with at least
-    one such pair.  Empty pairs / unvalued samples are counted in the result.
+    one such pair.  Empty pairs / unvalued samples are counted in the result, and so are the
+    missing pairs (:func:`pair_sides`: a condition the sample was not scored under), which
+    have no value: a group's IPS averages over the samples scored under its pairs.
 
     Parameters
     ----------
@@ -343,7 +367,7 @@ def ips(
     if layout is None:
         check_norm_shape(x, "norm")
     p = all_pairs(x.shape[1]) if pairs is None else check_pairs(pairs, x.shape[1])
-    a, b = x[:, p[:, 0]], x[:, p[:, 1]]  # (S, P, 2, M)
+    a, b, missing = pair_sides(x, p)  # (S, P, 2, M), (S, P)
     t, scalar = check_tau(tau)
     # always with τ axis here: (T, S, P)
     res = pair_sensitivity(a, b, t, band, None if layout is None else layout.rows(1))
@@ -360,17 +384,18 @@ def ips(
         value = np.where(
             n_s > 0, np.where(s_valued, per_sample, 0.0).sum(axis=-1) / np.maximum(n_s, 1), np.nan
         )
-    n_empty = (~valued).sum(axis=(-2, -1))
+    n_empty = (~valued & ~missing).sum(axis=(-2, -1))
+    n_missing = int(missing.sum())
     if scalar:
         return IPSResult(
             value=float(value[0]), per_pair=per_pair[0], per_sample=per_sample[0],
             n_union=n_union[0], n_empty_pairs=int(n_empty[0]), n_valued_samples=int(n_s[0]),
-            tau=float(t[0]), band=band, pairs=p,
+            tau=float(t[0]), band=band, pairs=p, n_missing_pairs=n_missing,
         )
     return IPSResult(
         value=value, per_pair=per_pair, per_sample=per_sample, n_union=n_union,
         n_empty_pairs=n_empty.astype(np.int64), n_valued_samples=n_s.astype(np.int64),
-        tau=t, band=band, pairs=p,
+        tau=t, band=band, pairs=p, n_missing_pairs=n_missing,
     )
 
 

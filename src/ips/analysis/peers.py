@@ -19,7 +19,10 @@ pairs i < j:
   letter's log-odds, or the instruction target's log-probability), so this is the size of
   the change in v(x_N) that IPS explains.
 
-The first three need a gold option: NaN for instruction datasets. Every value comes with
+The first three need a gold option: NaN for instruction datasets. A condition a sample was not
+scored under (a rewording its item lacks) has no prediction and no v: its pairs are left out
+of the sample's means, and `accuracy_spread`, which compares conditions over the same
+samples, is NaN for a group where any sample lacks a condition. Every value comes with
 the percentile-bootstrap interval over samples of `ips.analysis.uncertainty` (the spread is
 recomputed in every replicate) and the samples it rests on.
 
@@ -40,12 +43,15 @@ PEERS = ("accuracy_spread", "pss", "consistency_rate", "dv_unmasked")
 
 
 def per_sample(pred: np.ndarray, gold: np.ndarray, v_full: np.ndarray,
-               mcq: bool) -> dict[str, np.ndarray]:
+               mcq: bool, scored: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per-sample values over the unordered condition pairs of a group: `pss`,
     `consistency_rate`, `dv_unmasked` (sample,), and `correct` (sample, condition); NaN where
-    undefined (fewer than two conditions, or no gold for the first three)."""
+    undefined (fewer than two conditions, or no gold for the first three). `scored`
+    (sample, condition; None: all): a pair with an unscored side is left out, its
+    `correct` NaN."""
     pred, v_full = np.asarray(pred), np.asarray(v_full, dtype=np.float64)
     S, C = pred.shape
+    ok = np.ones((S, C), bool) if scored is None else np.asarray(scored, bool)
     pairs = all_pairs(C) if C >= 2 else np.zeros((0, 2), np.int64)
     a, b = pairs[:, 0], pairs[:, 1]
     nan = np.full(S, np.nan)
@@ -53,12 +59,18 @@ def per_sample(pred: np.ndarray, gold: np.ndarray, v_full: np.ndarray,
            "correct": np.full((S, C), np.nan)}
     if len(pairs) == 0:
         return out
-    out["dv_unmasked"] = np.abs(v_full[:, a] - v_full[:, b]).mean(axis=1)
+    both = ok[:, a] & ok[:, b]
+
+    def pair_mean(x: np.ndarray) -> np.ndarray:  # over the sample's pairs with both sides
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(both, x, 0.0).sum(axis=1) / np.where(both.any(1), both.sum(1), np.nan)
+
+    out["dv_unmasked"] = pair_mean(np.abs(v_full[:, a] - v_full[:, b]))
     if mcq:
         correct = ((pred == np.asarray(gold)[:, None]) & (pred >= 0)).astype(np.float64)
         agree = (pred[:, a] == pred[:, b]) & (pred[:, a] >= 0)
-        out |= {"pss": np.abs(correct[:, a] - correct[:, b]).mean(axis=1),
-                "consistency_rate": agree.mean(axis=1), "correct": correct}
+        out |= {"pss": pair_mean(np.abs(correct[:, a] - correct[:, b])),
+                "consistency_rate": pair_mean(agree), "correct": np.where(ok, correct, np.nan)}
     return out
 
 
@@ -97,12 +109,13 @@ def _spread(accuracy: np.ndarray) -> np.ndarray:
 
 
 def peer_metrics(pred: np.ndarray, gold: np.ndarray, v_full: np.ndarray, mcq: bool,
-                 counts: np.ndarray, level: float = uncertainty.LEVEL
+                 counts: np.ndarray, level: float = uncertainty.LEVEL,
+                 scored: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(value, interval, n) of every metric of `PEERS` for one group: shapes (4,), (4, 2)
     (low, high), (4,). `counts` (B, S): the bootstrap replicates over the samples (rows of
-    `pred`, as `uncertainty.resample_counts` draws them)."""
-    ps = per_sample(pred, gold, v_full, mcq)
+    `pred`, as `uncertainty.resample_counts` draws them); `scored` as in `per_sample`."""
+    ps = per_sample(pred, gold, v_full, mcq, scored)
     value, ci = np.full(len(PEERS), np.nan), np.full((len(PEERS), 2), np.nan)
     n = np.zeros(len(PEERS), np.int64)
     correct = ps["correct"]

@@ -4,6 +4,13 @@
 `summarize` merges the shards (`ips.formats.shards`) and computes the metrics of
 `ips.analysis.metrics`, `ips.analysis.diagnostics` and `ips.analysis.nulls` on the whole set
 of samples, so sharding cannot change a number.
+
+A condition a sample was not scored under (`Merged.scored`: a rewording its item lacks) is
+missing: its interactions are normalised with n = 0 (an empty Ω), so every pair with it has
+no value (`ips.analysis.metrics.pair_sides`, counted in `n_missing_pairs`), and the output-level
+numbers leave its prediction out. A group's IPS thus averages over the samples scored under
+its pairs (`n_valued_samples`), and a group without the missing conditions is unchanged. The
+nulls and the variants need every condition scored (`InputError` otherwise).
 """
 
 from __future__ import annotations
@@ -116,9 +123,18 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
     """
     variant_runs = variant_runs or {}
     null = nulls.Settings((), 0) if null is None else null
+    if not merged.scored.all() and (null.draws or any(variant_runs.values())):
+        s, c = (int(i[0]) for i in np.nonzero(~merged.scored))
+        raise InputError(f"{merged.values_files[0]}: sample {merged.samples[s]!s} was not "
+                         f"scored under {merged.conditions['condition'][c]!s} (a rewording it "
+                         "lacks); the null IPS and the variant nulls need every condition "
+                         "scored: compute the metrics without them (nulls.draws: 0, no "
+                         "precision or baseline runs)")
     tau, sweep = _checked_taus(tau, tau_sweep)
-    if merged.games is None:
-        norm, layout = metrics.normalize(merged.and_, merged.or_, merged.n_vars[:, None]), None
+    if merged.games is None:  # an unscored row has n = 0: an empty Ω, missing in every pair
+        norm = metrics.normalize(merged.and_, merged.or_,
+                                 np.where(merged.scored, merged.n_vars[:, None], 0))
+        layout = None
     else:  # on the sets of the games' entries: any n, the same numbers (ips.interactions.sparse)
         norm, layout = sparse_metrics.entry_grid(merged.games)
     pred = _predictions(merged)
@@ -208,6 +224,7 @@ def _group_metrics(merged: Merged, name: str, norm: np.ndarray,
                 "n_empty": np.zeros(B, np.int64), "sweep": np.full(T, np.nan),
                 "sweep_n": np.zeros(T, np.int64), "sample_ips": np.full((S, B), np.nan),
                 "sample_sweep": np.full((S, T), np.nan), "pairs": np.zeros((0, 2), np.int64),
+                "n_missing": 0,
                 "sample_pair": np.zeros((S, 0, B)), "pair_ips": np.zeros((0, B)),
                 "pair_n": np.zeros((0, B), np.int64), "share": np.full((Y, 2), np.nan),
                 "count": np.zeros((Y, 2), np.int64),
@@ -225,6 +242,7 @@ def _group_metrics(merged: Merged, name: str, norm: np.ndarray,
         "ips": np.array([r.value for r in bands]),
         "n_valued": np.array([r.n_valued_samples for r in bands], np.int64),
         "n_empty": np.array([r.n_empty_pairs for r in bands], np.int64),
+        "n_missing": bands[0].n_missing_pairs,
         "sweep": swept.value, "sweep_n": swept.n_valued_samples,
         "sample_ips": np.stack([r.per_sample for r in bands], axis=-1),
         "sample_sweep": swept.per_sample.T,
@@ -235,7 +253,7 @@ def _group_metrics(merged: Merged, name: str, norm: np.ndarray,
         "count": np.stack([ts.counts_changed, ts.counts_unchanged], axis=-1),
         "sample_count": np.stack([ts.sample_counts_changed, ts.sample_counts_unchanged], -1),
         "cells": np.array([ts.n_pairs_changed, ts.n_pairs_unchanged], np.int64),
-        "consistency": diagnostics.output_consistency(pred[:, idx]),
+        "consistency": diagnostics.output_consistency(pred[:, idx], merged.scored[:, idx]),
     }
 
 
@@ -249,6 +267,7 @@ def _group_variables(groups: list[str], per_group: list[dict], sweep: np.ndarray
         "ips": (("group", "band"), _stack(per_group, "ips")),
         "n_valued_samples": (("group", "band"), _stack(per_group, "n_valued", dtype=np.int64)),
         "n_empty_pairs": (("group", "band"), _stack(per_group, "n_empty", dtype=np.int64)),
+        "n_missing_pairs": (("group",), _stack(per_group, "n_missing", dtype=np.int64)),
         "ips_sweep": (("tau", "group"), _stack(per_group, "sweep", axis=-1)),
         "n_valued_samples_sweep": (("tau", "group"),
                                    _stack(per_group, "sweep_n", axis=-1, dtype=np.int64)),
@@ -266,7 +285,7 @@ def _condition_variables(merged: Merged):
     """The conditions and their accuracy (NaN for instruction datasets)."""
     names = merged.conditions["condition"]
     if merged.attrs.get("kind", "mcq") == "mcq":
-        acc = diagnostics.accuracy(merged.pred, merged.gold)
+        acc = diagnostics.accuracy(merged.pred, merged.gold, merged.scored)
     else:
         acc = np.full(len(names), np.nan)
     coords = {
@@ -287,7 +306,7 @@ def _pair_variables(merged: Merged, groups: list[str], per_group: list[dict],
     P, B = len(pairs), len(BANDS)
     if P:
         kinds = pair_labels(merged, pairs)
-        pair_cons = diagnostics.pair_consistency(pred, pairs)
+        pair_cons = diagnostics.pair_consistency(pred, pairs, merged.scored)
         if merged.hidden is not None:
             rep_cos, rep_l2 = diagnostics.representation_baseline(merged.hidden, pairs)
         else:
@@ -324,8 +343,9 @@ def _peer_variables(merged: Merged, groups: list[str], per_group: list[dict], or
     |Δv(x_N)| of every (sample, pair), the output-level size of each pair's change."""
     mcq = merged.attrs.get("kind", "mcq") == "mcq"
     v_full = peers.unmasked(merged.v, merged.n_vars, merged.masks)[order]
-    pred, gold = merged.pred[order], merged.gold[order]
-    out = [peers.peer_metrics(pred[:, idx], gold, v_full[:, idx], mcq, counts, level)
+    pred, gold, scored = merged.pred[order], merged.gold[order], merged.scored[order]
+    out = [peers.peer_metrics(pred[:, idx], gold, v_full[:, idx], mcq, counts, level,
+                              scored[:, idx])
            for idx in map(merged.group_conditions, groups)]
     data = {"peer_value": (("group", "peer"), np.stack([o[0] for o in out])),
             "peer_ci": (("group", "peer", "bound"), np.stack([o[1] for o in out])),
