@@ -136,7 +136,7 @@ def prepare_samples(settings: dict, occlusion: Callable | None = None) -> Sample
     for item in drawn.items:
         s = prepared[item.id]
         for c in conditions:  # shots are known once the items are drawn
-            if c.shots:
+            if c.shots and c.name in s.prompts:
                 s.prompts[c.name] = render(templates[c.template], item, s.variables,
                                            drawn.shots[: c.shots], templates)
         samples.append(s)
@@ -190,8 +190,8 @@ def _prepare(item: Item, settings: dict, templates, conditions, perturbations: d
         fields, vs = None, variables
         if c.perturbation:
             p = perturbations.get(item.id, {}).get(c.perturbation)
-            if p is None:
-                return f"no {c.perturbation} perturbation in the perturbation file"
+            if p is None:  # the item runs its other conditions; this one is not scored
+                continue
             fields, vs = perturb(item, variables, p)
         # shots are rendered after sampling; here only the item's own rendering is checked
         prompts[c.name] = render(templates[c.template], item, vs, fields=fields)
