@@ -13,14 +13,15 @@ Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf
 |---|---|---|
 | `ips` | group, band | IPS (band `all`) and IPS^low/mid/high at τ over the group's unordered condition pairs |
 | `n_valued_samples`, `n_empty_pairs` | group, band | samples averaged into `ips`; (sample, pair) cells with an empty U |
+| `n_missing_pairs` | group | (sample, pair) cells with a condition the sample was not scored under (the values files' `scored`: a rewording its item lacks): no value, not counted as an empty U |
 | `ips_sweep`, `n_valued_samples_sweep` | tau, group | IPS (band `all`) for every τ of the sweep |
 | `pair_ips`, `pair_n_valued` | pair, band | per condition pair: mean over the samples with a non-empty U of ips(x, T, T̂), and how many |
 | `type_share`, `type_count` | group, type, changed | shares / counts of the interaction types over U, pooled over the group's (sample, pair) cells whose prediction changed (`yes`) or not (`no`) |
 | `sample_type_count` | sample, group, type, changed | the same counts per sample (over its pairs); `type_count` is their sum over samples (for intervals of the shares over samples) |
 | `n_type_cells` | group, changed | number of (sample, pair) cells with a changed / unchanged prediction |
-| `output_consistency` | group | share of samples with the same prediction under every condition of the group |
-| `pair_consistency` | pair | share of samples with the same prediction under both conditions |
-| `accuracy` | condition | accuracy of `pred` per condition (NaN for instruction datasets) |
+| `output_consistency` | group | share of samples with the same prediction under every condition of the group (of those scored under all of them) |
+| `pair_consistency` | pair | share of samples with the same prediction under both conditions (of those scored under both) |
+| `accuracy` | condition | accuracy of `pred` per condition, over the samples scored under it (NaN for instruction datasets) |
 | `peer_value`, `peer_ci`, `peer_n` | group, peer (, bound) | what other tools report on the same outputs (`ips.analysis.peers`; `peer`: `accuracy_spread`, `pss`, `consistency_rate`, `dv_unmasked`), its bootstrap interval over samples and the samples it rests on; the first three NaN for instruction datasets |
 | `sample_pair_dv_unmasked` | sample, pair | |v_b(x_N) − v_a(x_N)| of every sample and pair: the change of the unmasked prompt's score (`ips.analysis.peers.size_r2` relates IPS to it) |
 | `rep_cosine`, `rep_l2` | pair | representation baseline (App. H): mean over samples of the cosine similarity / L2 distance of the final-layer hidden states of the two conditions |
