@@ -279,3 +279,55 @@ def test_twin_draws_are_entries_of_their_own_seeds():
         assert twin_seed(5, "a", k) == entry["source"]["seed"]
     one = ips_validate(twin_config(twins=["a"], seed=5))
     assert one["models"]["a-twin"] == config["models"]["a-twin"]
+
+
+def per_dataset_config(**dolly):
+    return {"n_max": 6, "variables": {"merge_phrases": True},
+            "controls": {"twins": ["a"]},
+            "models": {"a": dict(TWIN_MODEL), "b": {**TWIN_MODEL, "series": "t"},
+                       "c": {"source": {"path": "x"}}},
+            "datasets": {"arc": {"format": "arc"}, "dolly": {"format": "dolly", **dolly}}}
+
+
+def test_a_dataset_sets_its_own_variables_n_max_and_models():
+    """A dataset's `variables` override the top-level ones key by key and its `n_max` the
+    top-level one; its `models` select by name or by every key of a filter, a control coming
+    with its model; none of `models` reaches the samples' settings (changing it redraws
+    nothing); other datasets keep the top-level values and every model."""
+    from ips.config import dataset_models, dataset_settings
+    from ips.config import validate as ips_validate
+
+    config = ips_validate(per_dataset_config(
+        n_max=4, variables={"strategy": "all"}, models=[{"series": "s", "type": "instruct"}, "c"]))
+    dolly, arc = dataset_settings(config, "dolly"), dataset_settings(config, "arc")
+    assert dolly["n_max"] == 4 and arc["n_max"] == 6
+    assert dolly["variables"] == {"reduce": "longest", "strategy": "all", "merge_phrases": True}
+    assert arc["variables"] == {"reduce": "longest", "strategy": "content", "merge_phrases": True}
+    assert set(dolly["entry"]) == {"format", "source"}  # n_max, variables, models taken out
+    assert dataset_models(config, "dolly") == ["a", "c", "a-twin"]  # b is series t
+    assert dataset_models(config, "arc") == ["a", "b", "c", "a-twin"]
+    unrestricted = ips_validate(per_dataset_config(n_max=4, variables={"strategy": "all"}))
+    assert dataset_settings(unrestricted, "dolly") == dolly
+    assert dataset_models(ips_validate(per_dataset_config(models=[{"series": "t"}])),
+                          "dolly") == ["b"]
+
+
+@pytest.mark.parametrize("dolly, message", [
+    ({"n_max": 7}, "datasets.dolly.n_max: 7 exceeds the top-level n_max 6"),
+    ({"models": ["z"]}, "datasets.dolly.models.0: 'z' is not under models (configured: a, b, c, "),
+    ({"models": ["a", {"family": "g"}]},
+     "datasets.dolly.models.1: {'family': 'g'} matches no model entry"),
+    ({"models": [{"params": 5}]}, "datasets.dolly.models.0"),
+    ({"variables": {"reduce": "occlusion"}},
+     "datasets.dolly.variables.reference_model: required when reduce is occlusion"),
+    ({"variables": {"reduce": "occlusion", "reference_model": "q"}},
+     "datasets.dolly.variables.reference_model: 'q' is not under models"),
+    ({"variables": {"n_max": 3}}, "datasets.dolly.variables"),
+])
+def test_a_bad_dataset_setting_is_one_line_naming_the_field(dolly, message):
+    from ips.config import ConfigError
+    from ips.config import validate as ips_validate
+
+    with pytest.raises(ConfigError) as e:
+        ips_validate(per_dataset_config(**dolly))
+    assert message in str(e.value) and "\n" not in str(e.value)

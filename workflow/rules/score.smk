@@ -95,39 +95,45 @@ for tree in TREES:
 
 # The variants (ips.nulls.variants; docs/method.md#precision, #baseline-null): the chosen
 # conditions of the first shards scored again with one setting changed (rules score_{kind}_null,
-# fit_{kind}_null), one job per model and setting for all datasets (one model load; `ips score`
-# with several samples files), each dataset's file fitted alike. Their first shards are
-# scored as one shard 0 of shards·shard_size samples, the same samples as the main run's.
+# fit_{kind}_null), one job per model and setting for all the datasets it runs (one model load;
+# `ips score` with several samples files), each dataset's file fitted alike. Their first shards
+# are scored as one shard 0 of shards·shard_size samples, the same samples as the main run's.
+# Models that run different datasets (a dataset's `models`) get a scoring rule per set of
+# datasets, `score_{kind}_null_2`, … after the first.
 
 for null in variants():
     run_dir = f"{null.folder()}/{{{null.setting}}}"
 
-    rule:
-        name:
-            f"score_{null.kind}_null"
-        input:
-            samples=expand("results/samples/{dataset}.json", dataset=variant_datasets(null)),
-            model=f"{MODEL_DIR}/{{model}}.path",
-        output:
-            [variant_path(null, "values", d) for d in variant_datasets(null)],
-        params:
-            **SCORE["params"],
-            shard=0,
-            shard_size=variant_shard_size(null),
-            target="",  # each samples file's own
-            setting=variant_flags(null),
-        log:
-            f"logs/{run_dir}/score/{{model}}.log",
-        benchmark:
-            f"results/benchmarks/{run_dir}/score/{{model}}.tsv"
-        threads: 1
-        resources:
-            **SCORE["resources"],
-        priority: null.priority
-        conda:
-            "../../envs/ips.yaml"
-        shell:
-            SCORE["shell"]
+    for group, (datasets, members) in enumerate(variant_groups(null).items(), start=1):
+
+        rule:
+            name:
+                f"score_{null.kind}_null" + (f"_{group}" if group > 1 else "")
+            input:
+                samples=expand("results/samples/{dataset}.json", dataset=datasets),
+                model=f"{MODEL_DIR}/{{model}}.path",
+            output:
+                [variant_path(null, "values", d) for d in datasets],
+            params:
+                **SCORE["params"],
+                shard=0,
+                shard_size=variant_shard_size(null),
+                target="",  # each samples file's own
+                setting=variant_flags(null, datasets),
+            log:
+                f"logs/{run_dir}/score/{{model}}.log",
+            benchmark:
+                f"results/benchmarks/{run_dir}/score/{{model}}.tsv"
+            wildcard_constraints:
+                model="|".join(map(re.escape, members)),
+            threads: 1
+            resources:
+                **SCORE["resources"],
+            priority: null.priority
+            conda:
+                "../../envs/ips.yaml"
+            shell:
+                SCORE["shell"]
 
     rule:
         name:
