@@ -15,7 +15,7 @@ import xarray as xr
 import yaml
 from test_workflow import snakemake
 
-from ips.config import MODEL_ATTRIBUTES, validate
+from ips.config import MODEL_ATTRIBUTES, dataset_models, dataset_settings, validate
 from ips.models.random_weights import CLASSES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +51,16 @@ def test_the_miniature_is_the_paper_study_model_for_model():
     assert {e["source"]["random"] for e in MINIATURE["models"].values()} == set(CLASSES)
     assert set(MINIATURE["datasets"]) == {"arc-challenge", "mmlu", "dolly"}
     assert MINIATURE["perturbations"]["names"] == ["paraphrase", "reorder"]
+    # Appendix K as paper.yaml sets it: Dolly on the Llama-2 family (and its twins), merged
+    assert MINIATURE["datasets"]["dolly"]["models"] == PAPER["datasets"]["dolly"]["models"]
+    for study in (MINIATURE, PAPER):
+        config = validate(copy.deepcopy(study), "config")
+        llama2 = [m for m, e in config["models"].items() if e["series"] == "llama-2"]
+        assert len(llama2) == 6 + 6 * (study is MINIATURE)  # the miniature's twins too
+        assert dataset_models(config, "dolly") == llama2
+        assert dataset_models(config, "mmlu") == list(config["models"])
+        assert dataset_settings(config, "dolly")["variables"]["merge_phrases"] is True
+        assert dataset_settings(config, "mmlu")["variables"]["merge_phrases"] is False
 
 
 @pytest.fixture(scope="module")
