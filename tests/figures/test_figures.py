@@ -20,6 +20,8 @@ from ips.figures.plots.perturbation import perturbation_figure
 from ips.figures.plots.ranking import consistency_figure, ranking_figure
 from ips.figures.plots.representation import representation_figure
 from ips.figures.plots.robustness import tau_figure
+from ips.figures.plots.scale import scale_figure
+from ips.figures.plots.shots import shot_curve_figure, shot_curves
 from ips.figures.plots.sparsity import matching_figure, sparsity_figure
 from ips.figures.style import MIN_WIDTH
 from ips.figures.tables.results import FACTOR_COLUMNS, TABLE_COLUMNS
@@ -119,6 +121,63 @@ def test_table_is_tidy(results):
     assert row["few_samples"] == "true"
     assert float(row["ips_ci_low"]) <= 1.3 <= float(row["ips_ci_high"])
     assert {r["group"] for r in rows if r["model"] == "qwen-1b"} == {"0shot", "1shot", "2shot"}
+
+
+def test_the_shot_curve_joins_the_zero_shot_pairs_to_each_k(results):
+    """Fig. 8's line of qwen-1b: its T1|T4 pair at 0 shots (pair14 = 1.55), then its 1- and
+    2-shot IPS (1.4, 1.35), as the builder made them; a model with one k has two points."""
+    _, _, factors, _, _ = results
+    curves = shot_curves(read_factors(factors).comparisons("few_shot"))
+    x, y, n = curves["mmlu", "qwen-1b"]
+    assert x.tolist() == [0, 1, 2] and y == pytest.approx([1.55, 1.4, 1.35])
+    assert n[0] == -1 and (n[1:] == 12).all()
+    x, y, _ = curves["arc-easy", "qwen-1b-instruct"]
+    assert x.tolist() == [0, 1] and y[1] == pytest.approx(1.3)
+    assert {m for _, m in curves} == {"qwen-1b", "qwen-1b-instruct"}
+
+
+def test_tables_4_5_split_by_architecture_and_table_1_lists_the_models(results):
+    _, _, _, out, _ = results
+    with open(out / "models_table.csv", newline="") as f:
+        models = list(csv.DictReader(f))
+    # by family and series, smallest first; every dataset the model ran on
+    assert [r["model"] for r in models] == ["a-rather-long-model-name-7b-chat", "qwen-1b",
+                                            "qwen-1b-instruct", "qwen-4b"]
+    assert {r["datasets"] for r in models} == {"arc-easy mmlu"}
+    assert models[3]["params"] == "4000000000" and models[3]["control_of"] == ""
+    with open(out / "perturbation_types_dense.csv", newline="") as f:
+        dense = list(csv.DictReader(f))
+    with open(out / "perturbation_types_moe.csv", newline="") as f:
+        moe = list(csv.DictReader(f))
+    assert len(dense) == 8 and {r["architecture"] for r in dense} == {"dense"} and moe == []
+
+
+def test_the_paper_map_places_every_figure_and_table_of_the_paper(results):
+    """Figs. 1-58 and Tables 1-7 each once, in order; every file named is one that `ips
+    figures` writes (here, or in a τ set), and a missing one says why."""
+    from ips.figures.text.paper_map import PAPER_MAP
+
+    _, _, _, out, _ = results
+    with open(out / "paper_map.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["paper"], r["file"]) for r in rows] == [(i.paper, i.file) for i in PAPER_MAP]
+    figures = [r["paper"] for r in rows if r["paper"].startswith("Fig.")]
+    numbers = [int(p.split()[1].rstrip("abcd-")) for p in figures]
+    assert sorted(set(numbers)) == list(range(1, 59)) and numbers == sorted(numbers)
+    assert [r["paper"] for r in rows if r["paper"].startswith("Table")] == [
+        f"Table {k}" for k in range(1, 8)]
+    known = {*FILES, "case_study_{model}_{dataset}.png"}
+    for r in rows:
+        if r["file"]:
+            assert r["file"].rsplit("/", 1)[-1] in known, r
+            assert r["written"] == ("" if r["file"].startswith("../tau/") else
+                                    "no" if r["file"].startswith("case_study") else "yes"), r
+        else:
+            assert r["note"].startswith("none: "), r
+    text = (out / "README.md").read_text()
+    assert "## The paper's figures and tables" in text
+    assert "| Table 5 | IPS by perturbation type, MoE models | `perturbation_types_moe.csv` |" in text
+    assert "| Fig. 55 | 0-shot vs few-shot | — | none: " in text
 
 
 def test_readme_names_files_and_absent_factors(results):
@@ -304,6 +363,8 @@ FIGURE_FUNCTIONS = {
     "factor_few_shot": lambda es, fac, p: factor_figure(fac.comparisons("few_shot"), "few_shot",
                                                         None, 0.1, p),
     "perturbation": lambda es, fac, p: perturbation_figure(es, 0.1, p),
+    "ips_by_scale": lambda es, fac, p: scale_figure(es, "0shot", 0.1, p, "IPS", bands=("all",)),
+    "few_shot_curve": lambda es, fac, p: shot_curve_figure(fac, 0.1, p),
     "representation": lambda es, fac, p: representation_figure(es, 0.1, p),
     "types": lambda es, fac, p: types_figure(es, 0.1, p),
     "sparsity": lambda es, fac, p: sparsity_figure(es, 0.1, p),

@@ -41,14 +41,17 @@ from ips.figures.plots.ranking import consistency_figure, ranking_figure
 from ips.figures.plots.representation import representation_figure
 from ips.figures.plots.robustness import tau_figure
 from ips.figures.plots.scale import scale_figure
-from ips.figures.plots.shots import few_shot_band_figure
+from ips.figures.plots.shots import few_shot_band_figure, shot_curve_figure
 from ips.figures.plots.sparsity import matching_figure, sparsity_figure
 from ips.figures.style import banner
 from ips.figures.tables.appendix import (
     MATCHED_COLUMNS,
+    MODEL_COLUMNS,
     PERTURBATION_COLUMNS,
+    PERTURBATION_TABLES,
     REPRESENTATION_COLUMNS,
     matched_rows,
+    model_rows,
     perturbation_rows,
     representation_rows,
 )
@@ -71,6 +74,7 @@ from ips.figures.tables.results import (
     write_table,
 )
 from ips.figures.text.captions import FIGURES, TABLES, case_study_name
+from ips.figures.text.paper_map import PAPER_MAP_COLUMNS, paper_map_rows
 from ips.figures.text.readme import readme_text
 from ips.formats.factors import FactorsFile, read_factors
 from ips.formats.metrics import Entry, read_metrics
@@ -166,14 +170,19 @@ def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path,
     write_csv(tau_rows(factors.tau, entries), TAU_COLUMNS, out / "tau_robustness.csv")
     write_csv(tau_pair_rows(factors.ds, entries), TAU_PAIR_COLUMNS, out / "tau_pairs.csv")
     write_csv(tau_table_rows(entries), tau_table_columns(entries), out / "tau_table.csv")
-    write_csv(perturbation, PERTURBATION_COLUMNS, out / "perturbation_types.csv")
+    write_csv(model_rows(entries), MODEL_COLUMNS, out / "models_table.csv")
+    for name, arch in PERTURBATION_TABLES.items():
+        write_csv([r for r in perturbation if r["architecture"] == arch], PERTURBATION_COLUMNS,
+                  out / name)
     write_csv(representation_rows(entries, factors), REPRESENTATION_COLUMNS,
               out / "representation_pairs.csv")
     write_csv(matched, MATCHED_COLUMNS, out / "moe_matched.csv")
     rows = claims(entries, factors.ds, draws=draws, seed=seed, perturbation=perturbation,
                   matched=matched, hypotheses=hypotheses)
     write_csv([r.row() for r in rows], verdicts.COLUMNS, out / "claims.csv")
-    (out / "README.md").write_text(readme_text(entries, factors, tau, cases, rows),
+    paper_map = paper_map_rows([*figure_files(), *cases, *TABLES])
+    write_csv(paper_map, PAPER_MAP_COLUMNS, out / "paper_map.csv")
+    (out / "README.md").write_text(readme_text(entries, factors, tau, cases, rows, paper_map),
                                    encoding="utf-8")
     return [*figure_files(), *cases, *TABLES, "README.md"]
 
@@ -193,6 +202,9 @@ def _draw_figures(entries: list[Entry], factors: FactorsFile, tau: float,
                  "IPS by order band across model sizes (0-shot templates)")
     scale_figure(entries, PERTURBATION_GROUP, tau, out / "perturbation_group_scale_by_order.png",
                  f"IPS by order band across model sizes ({PERTURBATION_GROUP} group)")
+    scale_figure(entries, MAIN_GROUP, tau, out / "ips_by_scale.png",
+                 "IPS across model sizes (0-shot templates)", bands=("all",))
+    shot_curve_figure(factors, tau, out / "few_shot_curve.png")
     few_shot_band_figure(factors, tau, out / "few_shot_by_order.png")
     tau_figure(entries, factors.tau, tau, out / "tau_robustness.png")
     perturbation_figure(entries, tau, out / "perturbation_types.png")

@@ -296,7 +296,7 @@ def perturbation_claims(rows: Sequence[dict], datasets: Sequence[str],
                         seed: int = 0, draw_of: dict[str, int] | None = None) -> list[Claim]:
     """Appendix G: per dataset, how many dense (MoE) models have a higher mean IPS over the
     0-shot pairs that add tokens (alter tokens) than over those that alter (add) them, among
-    the models valued on both kinds (`more_sensitive` of `perturbation_types.csv`; a tie
+    the models valued on both kinds (`more_sensitive` of `perturbation_types_*.csv`; a tie
     counts for neither side and leaves n); beside the same share among their controls
     (`control_of`: model → the model it is a control of, or None; `draw_of`: a control →
     its draw, 1 if not given), draw by draw (`controls.against`)."""

@@ -1,9 +1,10 @@
-"""IPS of each order band against model size within each series (paper Figs. 11, 22; on the
-reworded prompts of the perturbation group, Fig. 14)."""
+"""IPS against model size within each series (paper Fig. 6), and of each order band (Figs. 11,
+22; on the reworded prompts of the perturbation group, Fig. 14)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -46,11 +47,12 @@ def _line_label(key: tuple[str, str, str]) -> str:
 
 
 def scale_figure(entries: list[Entry], group: str, tau: float, path: Path,
-                 title: str) -> list[Path]:
-    """One panel per dataset (rows) and order band (columns): IPS^band of `group` against the
-    parameter count (log axis), one line per series, type and architecture with at least two
-    sizes (solid: instruct, dashed: base), whiskers the 95% bootstrap interval, open markers
-    where it rests on fewer than MIN_RELIABLE_N samples."""
+                 title: str, bands: Sequence[str] = BANDS) -> list[Path]:
+    """One panel per dataset (rows) and order band of `bands` (columns; `("all",)`: IPS
+    itself, Fig. 6): IPS^band of `group` against the parameter count (log axis), one line per
+    series, type and architecture with at least two sizes (solid: instruct, dashed: base),
+    whiskers the 95% bootstrap interval, open markers where it rests on fewer than
+    MIN_RELIABLE_N samples."""
     entries = [e for e in entries if group in e.ds["group"].values]
     if not entries:
         fig, (ax,) = panels(1, 8.0, 2.6, f"{title}, τ = {tau:g}")
@@ -66,11 +68,11 @@ def scale_figure(entries: list[Entry], group: str, tau: float, path: Path,
     text = (f"Not drawn, the only size of their series, type and architecture: {len(alone)} "
             f"model(s) ({', '.join(alone[:8])}{', …' if len(alone) > 8 else ''})"
             if alone else "")
-    fig, axes = grid(len(datasets), len(BANDS), 4.0, 3.4,
+    fig, axes = grid(len(datasets), len(bands), 4.0, 3.4,
                      f"{title}, τ = {tau:g} (whiskers: 95% CI; open marker: n < 10 samples)",
                      text)
     for row, d in zip(axes, datasets):
-        for ax, band in zip(row, BANDS):
+        for ax, band in zip(row, bands):
             ax.set_title(f"{d}: {band_label(band)}", fontsize=10)
             if not lines[d]:
                 note(ax, f"no series with two sizes on the {group} group")

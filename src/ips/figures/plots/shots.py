@@ -1,6 +1,6 @@
-"""0-shot against each k-shot setting by order band for every model (paper Fig. 23), from the
-few-shot comparisons of `ips factors`: the k-shot group's template pairs against the same
-pairs without examples."""
+"""IPS from 0 to k shots for every model (paper Fig. 8), and 0-shot against each k-shot
+setting by order band (Fig. 23), from the few-shot comparisons of `ips factors`: the k-shot
+group's template pairs against the same pairs without examples."""
 
 from __future__ import annotations
 
@@ -94,4 +94,58 @@ def few_shot_band_figure(factors: FactorsFile, tau: float, path: Path) -> list[P
                       label=f"{MAIN_GROUP} (same pairs)")]
     handles += [Line2D([], [], marker="o", color=color[k], label=f"{k}-shot") for k in ks]
     legend_below(fig, handles, ncols=len(handles))
+    return save(fig, path)
+
+
+def shot_curves(rows: xr.Dataset) -> dict[tuple[str, str], tuple[np.ndarray, ...]]:
+    """Per (dataset, model) of the few-shot comparisons `rows`: the shots (0, then each k),
+    IPS there (band all: at 0 the compared template pairs without examples, `ips_b`, which
+    every k shares; at k their k-shot IPS, `ips_a`) and the samples each k-shot test rests on
+    (-1 at 0)."""
+    owner = rows["model_a"].values.astype(str)
+    dataset = rows["comparison_dataset"].values.astype(str)
+    a = rows["ips_a"].sel(band="all").values.astype(float)
+    b = rows["ips_b"].sel(band="all").values.astype(float)
+    n = (rows["n_tested"].sel(band="all").values.astype(int) if "n_tested" in rows
+         else np.zeros(a.size, int))
+    ks = np.array([_k(s) for s in rows["setting_a"].values.astype(str)])
+    curves = {}
+    for key in dict.fromkeys(zip(dataset, owner)):
+        at = np.flatnonzero((dataset == key[0]) & (owner == key[1]))
+        at = at[np.argsort(ks[at])]
+        curves[key] = (np.r_[0, ks[at]], np.r_[b[at[0]], a[at]], np.r_[-1, n[at]])
+    return curves
+
+
+def shot_curve_figure(factors: FactorsFile, tau: float, path: Path) -> list[Path]:
+    """IPS against the number of examples, 0 → 1 → 2 → 3-shot, one line per model and one
+    panel per dataset (paper Fig. 8; `shot_curves`); an open marker where the k-shot IPS
+    rests on fewer than MIN_RELIABLE_N samples."""
+    rows = factors.comparisons("few_shot")
+    title = f"IPS from 0 to k shots, τ = {tau:g} (the few-shot template pairs at every k)"
+    if not rows.sizes["comparison"]:
+        fig, (ax,) = panels(1, 8.0, 2.6, title)
+        note(ax, "few-shot: absent\n" + factors.absent.get("few_shot", "no comparison"))
+        blank(ax)
+        return save(fig, path)
+    curves = shot_curves(rows)
+    datasets = list(dict.fromkeys(d for d, _ in curves))
+    models = list(dict.fromkeys(m for _, m in curves))
+    color = dict(zip(models, colors(len(models))))
+    fig, axes = panels(len(datasets), 4.6, 3.8, f"{title}\nopen marker: n < 10 samples")
+    for ax, d in zip(axes, datasets):
+        for (dataset, m), (x, y, n) in curves.items():
+            if dataset != d:
+                continue
+            ax.plot(x, y, color=color[m], linewidth=1.0)
+            for xi, yi, ni in zip(x, y, n):
+                ax.plot(xi, yi, "o", ms=4, color=color[m],
+                        mfc="white" if ni >= 0 and few(ni) else color[m])
+        ax.set_xticks(range(max(int(x.max()) for x, _, _ in curves.values()) + 1))
+        ax.set_xlabel("examples in the prompt (shots)", fontsize=8)
+        ax.set_ylabel(band_label("all"), fontsize=8)
+        ax.set_title(d, fontsize=10)
+        ax.tick_params(labelsize=7)
+    handles = [Line2D([], [], color=color[m], marker="o", ms=4, label=m) for m in models]
+    legend_below(fig, handles, ncols=min(4, len(handles)))
     return save(fig, path)

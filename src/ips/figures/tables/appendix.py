@@ -1,5 +1,7 @@
-"""The paper's appendix tables, one row per model or model pair: IPS by perturbation type
-(Appendix G, Tables 4/5: `perturbation_types.csv`), the representation baseline of every
+"""The paper's appendix tables, one row per model or model pair: the models (Appendix E.2,
+Table 1: `models_table.csv`), IPS by perturbation type (Appendix G, Table 4 of the dense models:
+`perturbation_types_dense.csv`, Table 5 of the MoE models: `perturbation_types_moe.csv`),
+the representation baseline of every
 base/instruct pair (Appendix H, Table 6: `representation_pairs.csv`) and every MoE model
 against the dense model of its family and type with the closest activated parameters
 (Appendix I, Table 7: `moe_matched.csv`). The claims on them are `ips.comparisons.claims`
@@ -61,7 +63,38 @@ def _larger(a: float, b: float, smaller_wins: bool = False) -> str:
     return "a" if (a > b) != smaller_wins else "b"
 
 
+# ------------------------------------------------------------------- Appendix E.2, Table 1
+
+MODEL_COLUMNS = ("model", *MODEL_ATTRIBUTES, "datasets", "control_of", "weights")
+
+
+def model_rows(entries: list[Entry]) -> list[dict]:
+    """One row per model, grouped by family and series as Table 1 is, smallest first: its
+    attributes, the datasets it ran on and, for a control, the model it controls."""
+    by_model: dict[str, list[Entry]] = {}
+    for e in entries:
+        by_model.setdefault(e.model, []).append(e)
+    rows = [{"model": m, **{k: attr_text(es[0].attrs.get(k)) for k in MODEL_ATTRIBUTES},
+             "datasets": " ".join(dict.fromkeys(e.dataset for e in es)),
+             "control_of": es[0].control_of or "", "weights": weights(es)}
+            for m, es in by_model.items()]
+    return sorted(rows, key=lambda r: (r["family"], r["series"], r["control_of"] != "",
+                                       _count(r["params"]), r["model"]))
+
+
+def _count(text: str) -> float:
+    """A parameter count as `attr_text` writes it, for sorting; unknown ones last."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.inf
+
+
 # ------------------------------------------------------------------- Appendix G, Tables 4/5
+
+#: the two tables of Appendix G: dense models (Table 4) and MoE models (Table 5)
+PERTURBATION_TABLES = {"perturbation_types_dense.csv": "dense",
+                       "perturbation_types_moe.csv": "moe"}
 
 
 def perturbation_rows(entries: list[Entry], draws: int, seed: int) -> list[dict]:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ips.analysis.uncertainty import EXACT_MAX, MIN_RELIABLE_N
+from ips.figures.tables.appendix import PERTURBATION_TABLES
 
 INTERACTIONS, MODELS, FACTOR_SECTION, ROBUSTNESS, TABLE_SECTION = (
     "1 Interactions", "2 IPS of the models", "3 Factors", "4 Robustness and baselines",
@@ -24,6 +25,9 @@ class Caption(NamedTuple):
     section: str
 
 
+#: an architecture as the text writes it
+ARCHITECTURES = {"dense": "dense", "moe": "MoE"}
+
 #: a factor in a few words (figure titles, legends, the README)
 FACTOR_TITLES = {
     "instruct_vs_base": "instruct vs base",
@@ -32,9 +36,9 @@ FACTOR_TITLES = {
     "few_shot": "k-shot vs 0-shot (same template pairs)",
 }
 _FACTOR_TITLES = {"instruct_vs_base": "Instruct vs base models (paper Fig. 5)",
-                  "scale": "Model scale (paper Fig. 6)",
+                  "scale": "Larger vs next smaller model (beside paper Fig. 6)",
                   "dense_vs_moe": "Dense vs MoE (paper Fig. 7)",
-                  "few_shot": "Few-shot vs 0-shot (paper Fig. 8)"}
+                  "few_shot": "Few-shot vs 0-shot (beside paper Fig. 8)"}
 
 FIGURES = {
     "sparsity": Caption(
@@ -72,6 +76,20 @@ FIGURES = {
         f"on, n (Figs. 5-8); bars hatched where n < {MIN_RELIABLE_N}; an absent factor is "
         "named with its reason",
         FACTOR_SECTION) for f in FACTOR_TITLES},
+    "ips_by_scale": Caption(
+        "IPS across model scales (paper Fig. 6)",
+        "IPS on the 0-shot templates against the parameter count (log axis), one panel per "
+        "dataset, one line per series, type and architecture with at least two sizes (solid: "
+        "instruct, dashed: base), with 95% intervals (Fig. 6; the paper reads scale as a "
+        "trend, not as a relative change, Section 4.3); an open marker rests on fewer than "
+        f"{MIN_RELIABLE_N} samples",
+        FACTOR_SECTION),
+    "few_shot_curve": Caption(
+        "IPS from 0 to k shots (paper Fig. 8)",
+        "IPS of the few-shot template pairs (T1, T4 by default) at 0, 1, 2 and 3 examples, one "
+        "line per model and one panel per dataset (Fig. 8); an open marker where the "
+        f"k-shot comparison rests on fewer than {MIN_RELIABLE_N} samples",
+        FACTOR_SECTION),
     "ips_by_order": Caption(
         "IPS by interaction order (paper Figs. 9, 20)",
         "IPS of low-, mid- and high-order interactions (order bands of ⌊n/3⌋, ⌊2n/3⌋) per "
@@ -225,6 +243,12 @@ TABLES = {
         "prediction test of the model's IPS against them (docs/method.md#controls-as-a-"
         "distribution; `ips.controls`)",
         TABLE_SECTION),
+    "models_table.csv": Caption(
+        "The models (paper Table 1)",
+        "every model by family and series, smallest first: type, architecture, parameters "
+        "and activated parameters as the run read them (the entry's, else the checkpoint's), "
+        "the datasets it ran on and, for a control, the model it controls",
+        TABLE_SECTION),
     "tau_robustness.csv": Caption(
         "τ robustness table (paper Table 2)",
         "per dataset, the agreement of the models' IPS (0-shot, band all) between every two τ "
@@ -244,15 +268,15 @@ TABLES = {
         "column per τ, within a dataset sorted by IPS at the sweep's first τ as the paper "
         "sorts (least sensitive first)",
         TABLE_SECTION),
-    "perturbation_types.csv": Caption(
-        "IPS by perturbation type (paper Tables 4, 5)",
-        "per model and dataset, the mean IPS of the 0-shot template pairs that alter tokens "
-        "(case) and of those that add tokens (separators, markers), each with its 95% "
+    **{name: Caption(
+        f"IPS by perturbation type, {ARCHITECTURES[arch]} models (paper Table {table})",
+        f"per {ARCHITECTURES[arch]} model and dataset, the mean IPS of the 0-shot template pairs that alter "
+        "tokens (case) and of those that add tokens (separators, markers), each with its 95% "
         "bootstrap interval, samples and pairs; `more_sensitive` (the larger, the paper's "
         "bold); and the paired sign-flip test of the per-sample difference adding − "
         "altering with its n (whether the model's difference is more than sample noise); "
         "the counts per architecture are claims",
-        TABLE_SECTION),
+        TABLE_SECTION) for (name, arch), table in zip(PERTURBATION_TABLES.items(), (4, 5))},
     "representation_pairs.csv": Caption(
         "Representation baseline per base/instruct pair (paper Table 6)",
         "every base/instruct pair of the instruct_vs_base factor with each model's cosine "
@@ -268,6 +292,12 @@ TABLES = {
         "docs/method.md#tables-factors-figures): both IPS (0-shot, band all) with 95% paired "
         "bootstrap intervals, ΔIPS = (IPS_dense − IPS_MoE)/IPS_MoE with its interval, and "
         "the paired sign-flip p with its n",
+        TABLE_SECTION),
+    "paper_map.csv": Caption(
+        "Where the paper's figures and tables are",
+        "every figure and table of the paper, in its order, with the file that holds it "
+        "(here, or in the figure set at another τ) and which panel, or why none does; "
+        "`written` says whether this run wrote the file",
         TABLE_SECTION),
     "claims.csv": Caption(
         "The paper's claims on these models",

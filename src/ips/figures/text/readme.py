@@ -23,6 +23,7 @@ from ips.figures.text.captions import (
     TABLES,
     case_study_name,
 )
+from ips.figures.text.paper_map import paper_map_markdown
 from ips.formats.factors import FactorsFile
 from ips.formats.metrics import WEIGHTS, Entry
 from ips.interactions.sparse import UNRELIABLE_HELDOUT
@@ -30,7 +31,8 @@ from ips.nulls import variant, variants
 
 
 def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
-           case_names: Sequence[str] = (), rows: Sequence[verdicts.Claim] = ()) -> str:
+                case_names: Sequence[str] = (), rows: Sequence[verdicts.Claim] = (),
+                paper_map: Sequence[dict] = ()) -> str:
     datasets = datasets_of(entries)
     models = list(dict.fromkeys(e.model for e in entries))
     warning = random_note(entries)
@@ -71,6 +73,7 @@ def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
         lines.append(f"- `{CASE_STUDY}.png`: not drawn in this run (no case or no drawing "
                      "code).")
     lines += [f"- `{name}`: {c.text}." for name, c in TABLES.items()]
+    lines += paper_map_markdown(paper_map) if paper_map else []
     lines += sparse_section(entries)
     lines += null_section(entries)
     lines += control_section(entries)
