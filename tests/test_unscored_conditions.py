@@ -130,11 +130,41 @@ def test_missing_rows_leave_the_template_group_alone_and_the_perturbation_group_
     assert np.isfinite(lacking.sel(pair=~is_pert, band="all")).all()
     assert np.allclose(got["accuracy"].sel(condition="A1-paraphrase"),
                        pert["accuracy"].sel(condition="A1-paraphrase"))
-    with pytest.raises(InputError, match="need every condition scored"):
-        from ips.analysis.nulls import Settings
 
-        summarize(*([p] for p in _run(tmp_path, "null", _dataset(), scored)),
-                  null=Settings((0.1,), 1))
+
+
+def test_the_nulls_leave_out_what_was_not_scored(tmp_path):
+    """The template group's Gaussian null and ceiling equal a run over the template
+    conditions alone (the noise of a condition is drawn by its position, and the templates
+    come first); in the perturbation group every null rests on the items with rewordings,
+    as its IPS does, and the matched null is NaN exactly where the pair is missing."""
+    from ips.analysis.nulls import Settings
+
+    scored = np.ones((len(SAMPLES), len(CONDITIONS)), bool)
+    scored[LACKING, 3:] = False
+    null = Settings((0.01, 0.1), 1)
+    got = summarize(*([p] for p in _run(tmp_path, "nm", _dataset(), scored)), n_boot=200,
+                    draws=99, null=null)
+    truth = summarize(*([p] for p in _run(tmp_path, "nt", _dataset(
+        GROUPS["0shot"], {"0shot": GROUPS["0shot"]}))), n_boot=200, draws=99, null=null)
+    for name in ("null_ips", "null_n_valued", "ceiling_ips", "ceiling_n_valued"):
+        assert np.allclose(got[name].sel(group="0shot"), truth[name].sel(group="0shot"),
+                           equal_nan=True), name
+    have = [s for i, s in enumerate(SAMPLES) if i not in LACKING]
+    lacking = [SAMPLES[i] for i in LACKING]
+    full = summarize(*([p] for p in _run(tmp_path, "nf", _dataset())), n_boot=200, draws=99,
+                     null=null)
+    for name in ("null", "matched_null", "ceiling"):
+        per_sample = got[f"sample_{name}_ips"].sel(group="perturbation", band="all")
+        assert np.isnan(per_sample.sel(sample=lacking)).all(), name
+        # as where every row was scored (s7's n has no other sample: no ceiling either way)
+        valued = np.isfinite(full[f"sample_{name}_ips"].sel(group="perturbation", band="all"))
+        assert (np.isfinite(per_sample) == valued).sel(sample=have).all(), name
+        assert valued.sel(sample=have).sum() >= 4, name
+    pair = got["sample_pair_matched_null"].sel(band="all")
+    is_pert = (got["pair_group"] == "perturbation").values
+    assert np.isnan(pair.sel(sample=lacking).values[:, is_pert]).all()
+    assert np.isfinite(pair.sel(sample=have).values).all()
 
 
 def test_scored_round_trips_and_old_files_read_as_all_scored(tmp_path):
@@ -205,7 +235,7 @@ def test_samples_score_fit_metrics_with_items_lacking_rewordings(tmp_path, tiny_
                  ["score", "--config", config, "--model", "tiny", "--dataset", "dolly",
                   "--samples", samples, "--threads", 1, "--out", values],
                  ["fit", values, "--out", fit],
-                 ["metrics", "--values", values, "--interactions", fit, "--null-draws", 0,
+                 ["metrics", "--values", values, "--interactions", fit, "--null-levels", 0.01,
                   "--resamples", 100, "--permutations", 99, "--out", out]):
         assert main([str(a) for a in args]) == 0, args[0]
     lacking = [s.item.id not in keep for s in load_samples(samples).samples]
@@ -219,6 +249,6 @@ def test_samples_score_fit_metrics_with_items_lacking_rewordings(tmp_path, tiny_
         assert int(m["n_valued_samples"].sel(group="0shot", band="all")) <= 4
         assert int(m["n_valued_samples"].sel(group="perturbation", band="all")) <= 4 - sum(
             lacking)
-    # the nulls need every condition: a one-line error before any null is drawn
-    assert main([str(a) for a in ("metrics", "--values", values, "--interactions", fit,
-                                  "--out", tmp_path / "n.nc")]) != 0
+        # the null rests on the items the perturbation group's IPS rests on
+        assert (int(m["null_n_valued"].sel(group="perturbation", band="all").squeeze())
+                == int(m["n_valued_samples"].sel(group="perturbation", band="all")))

@@ -48,6 +48,11 @@ def test_planted_game_null_by_hand(delta, expected):
     assert got.sweep[1] == pytest.approx(expected, abs=1e-12)
 
 
+def per_game(v, n_vars):
+    """Each game's n (sample, condition) from its sample's."""
+    return np.broadcast_to(n_vars[:, None], v.shape[:-1])
+
+
 def test_without_noise_the_null_is_exactly_zero():
     """A game against itself (level 0, or ε = 0): every term |Ĩ − Ĩ| is 0."""
     rng = np.random.default_rng(1)
@@ -57,11 +62,11 @@ def test_without_noise_the_null_is_exactly_zero():
     norm = fitted_norm(v, n_vars[:, None])
     eps = rng.standard_normal(v.shape)
     for level, noise in ((0.0, eps), (0.05, np.zeros_like(v))):
-        got = nulls.gaussian_null(v, n_vars, norm, exact, level, noise, 0.1, SWEEP)
+        got = nulls.gaussian_null(v, per_game(v, n_vars), norm, exact, level, noise, 0.1, SWEEP)
         assert np.all(got.bands[..., 0] == 0.0) and np.all(got.sweep == 0.0)
     pairs = np.array([[0, 1]])
     same = np.stack([v[:, 0], v[:, 0]], 1)
-    got, sigma = nulls.matched_null(same, n_vars, fitted_norm(same, n_vars[:, None]), pairs,
+    got, sigma = nulls.matched_null(same, per_game(same, n_vars), fitted_norm(same, n_vars[:, None]), pairs,
                                     exact, rng.standard_normal((3, 2, 1, 16)), 0.1, SWEEP)
     # identical games: the slope is cov/var of the same numbers, exactly 1
     assert sigma.shape == (3, 1, 2) and np.all(sigma == 0.0)
@@ -76,7 +81,7 @@ def test_the_null_grows_with_the_noise_level():
     n_vars = np.full(12, 5)
     norm = fitted_norm(v, n_vars[:, None])
     eps = rng.standard_normal(v.shape)
-    means = [np.nanmean(nulls.gaussian_null(v, n_vars, norm, exact, c, eps, 0.1, SWEEP)
+    means = [np.nanmean(nulls.gaussian_null(v, per_game(v, n_vars), norm, exact, c, eps, 0.1, SWEEP)
                         .bands[..., 0]) for c in (0.001, 0.01, 0.1)]
     assert 0 < means[0] < means[1] < means[2]
 
@@ -168,7 +173,7 @@ def test_matched_null_gives_each_side_its_own_residual():
     v[:, 1] = 2.0 * v[:, 0] + 1.0 + 0.3 * rng.normal(size=(2, 8))
     v[1, :, 4:] = np.nan
     eps = rng.standard_normal((2, 2, 1, 8))
-    got, sigma = nulls.matched_null(v, n_vars, fitted_norm(v, n_vars[:, None]),
+    got, sigma = nulls.matched_null(v, per_game(v, n_vars), fitted_norm(v, n_vars[:, None]),
                                     np.array([[0, 1]]), exact, eps, 0.1, SWEEP)
     for s, n in enumerate(n_vars):
         games = v[s, 0, :1 << n], v[s, 1, :1 << n]
@@ -195,7 +200,7 @@ def test_an_affine_change_has_no_matched_null():
     a = np.array([0.2, 3.0, 40.0])
     v[:, 1] = a[:, None] * v[:, 0] + np.array([[-1.0], [5.0], [0.0]])
     n_vars = np.full(3, 4)
-    got, sigma = nulls.matched_null(v, n_vars, fitted_norm(v, n_vars[:, None]),
+    got, sigma = nulls.matched_null(v, per_game(v, n_vars), fitted_norm(v, n_vars[:, None]),
                                     np.array([[0, 1]]), exact,
                                     rng.standard_normal((3, 2, 1, 16)), 0.1, SWEEP)
     assert np.all(sigma < 1e-12 * np.nanmax(np.abs(v)))
@@ -311,13 +316,13 @@ def test_variant_null_of_the_planted_game_by_hand():
     v = np.array([[[0.0, 0.0, 0.0, 1.0]]])
     half = np.array([[[0.0, 0.4, 0.0, 1.0]]])
     n_vars = np.array([2])
-    got = nulls.variant_null(v, half, n_vars, fitted_norm(v, n_vars[:, None]),
+    got = nulls.variant_null(v, half, per_game(v, n_vars), fitted_norm(v, n_vars[:, None]),
                                fitted_norm(half, n_vars[:, None]), 0.1, SWEEP)
     assert got.game.bands[0, 0, 0] == pytest.approx(4 / 3, abs=1e-12)
     assert got.jaccard[0, 0] == pytest.approx(1 / 3)
     assert np.allclose(np.sort(got.abs_dv), [0, 0, 0, 0.4])
     assert got.dv_rel[0, 0] == pytest.approx(np.sqrt(0.03))
-    same = nulls.variant_null(v, v, n_vars, fitted_norm(v, n_vars[:, None]),
+    same = nulls.variant_null(v, v, per_game(v, n_vars), fitted_norm(v, n_vars[:, None]),
                                 fitted_norm(v, n_vars[:, None]), 0.1, SWEEP)
     assert same.game.bands[0, 0, 0] == 0.0 and same.jaccard[0, 0] == 1.0
     assert nulls.nan_median(np.array([np.nan, 1.0, 3.0])) == 2.0

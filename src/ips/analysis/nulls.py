@@ -170,11 +170,12 @@ def perturb(v: NDArray[np.float64], n_vars: NDArray[np.int64], sigma: NDArray[np
 
 def fit_games(v: NDArray[np.float64], n_vars: NDArray[np.int64],
               fit: Fitter) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(and_, or_) of every game of v (..., 2**n_max), NaN beyond 2**n, grouped by n."""
+    """(and_, or_) of every game of v (..., 2**n_max), NaN beyond 2**n, grouped by n; a game
+    of n = 0 (one that was not scored) is not fitted and stays NaN."""
     flat = v.reshape(-1, v.shape[-1])
     nv = np.broadcast_to(np.asarray(n_vars), v.shape[:-1]).reshape(-1)
     and_, or_ = np.full(flat.shape, np.nan), np.full(flat.shape, np.nan)
-    for n in np.unique(nv).tolist():
+    for n in np.unique(nv[nv > 0]).tolist():
         idx = np.flatnonzero(nv == n)
         and_[idx, : 1 << n], or_[idx, : 1 << n] = fit(flat[idx, : 1 << n])
     return and_.reshape(v.shape), or_.reshape(v.shape)
@@ -203,25 +204,28 @@ def _band_scores(norm_a, norm_b, tau: float) -> NDArray[np.float64]:
                      for band in (None, *layout.BANDS)], -1)
 
 
-def gaussian_null(v: NDArray[np.float64], n_vars: NDArray[np.int64],
+def gaussian_null(v: NDArray[np.float64], n_games: NDArray[np.int64],
                   norm: NDArray[np.float64], fit: Fitter, level: float,
                   eps: NDArray[np.float64], tau: float, sweep: NDArray[np.float64]) -> GameNull:
     """The Gaussian null of every game of v (sample, condition, 2**n_max) at one level for
     one draw of ε (v's shape): v + level·range(v)·ε fitted by ``fit`` and scored against
-    ``norm`` (the normalised interactions of v's own fit, (sample, condition, 2, 2**n_max))."""
-    noisy = perturb(v, n_vars[:, None], level * game_range(v, n_vars[:, None]), eps)
-    return _null_of(noisy, n_vars[:, None], norm, fit, tau, sweep)
+    ``norm`` (the normalised interactions of v's own fit, (sample, condition, 2, 2**n_max)).
+    ``n_games`` (sample, condition): each game's n, 0 for one not scored (NaN out)."""
+    noisy = perturb(v, n_games, level * game_range(v, n_games), eps)
+    return _null_of(noisy, n_games, norm, fit, tau, sweep)
 
 
-def matched_null(v: NDArray[np.float64], n_vars: NDArray[np.int64],
+def matched_null(v: NDArray[np.float64], n_games: NDArray[np.int64],
                  norm: NDArray[np.float64], pairs: NDArray[np.int64], fit: Fitter,
                  eps: NDArray[np.float64], tau: float,
                  sweep: NDArray[np.float64]) -> tuple[GameNull, NDArray[np.float64]]:
     """The matched-size null of every (sample, pair) of condition indices ``pairs`` (P, 2)
     for one draw ε (sample, 2, P, 2**n_max: side T, side T̂), and each side's noise size σ
     (sample, P, 2): side T's `residual_size` of v_T on v_T̂, side T̂'s of v_T̂ on v_T. The null
-    is the mean of the two sides (nan-mean: a side with an empty U does not count)."""
-    nv = n_vars[:, None]
+    is the mean of the two sides (nan-mean: a side with an empty U does not count); NaN for
+    a pair with a game not scored (n 0 in ``n_games``, (sample, condition))."""
+    a, b = n_games[:, pairs[:, 0]], n_games[:, pairs[:, 1]]
+    nv = np.where((a > 0) & (b > 0), a, 0)
     games = v[:, pairs[:, 0]], v[:, pairs[:, 1]]
     sigma = np.stack([residual_size(games[1], games[0], nv),
                       residual_size(games[0], games[1], nv)], -1)
@@ -274,15 +278,24 @@ def ceiling(norm: NDArray[np.float64], partners: NDArray[np.int64],
     (sample, P, band): the mean over the sample's ``partners`` s' (`ceiling_partners`) of
     ips(x, Ĩ_T of s, Ĩ_T̂ of s'), from the normalised interactions ``norm`` (sample,
     condition, 2, 2**n_max) matched by bitmask (partners have the same n); NaN where the
-    sample has no partner or every U is empty."""
+    sample has no partner, lacks the pair (a game not scored) or every U is empty."""
     own = norm[:, pairs[:, 0]]
     rows = np.arange(len(norm))
+    has_pair = _valued(own) & _valued(norm[:, pairs[:, 1]])  # the pair the sample's IPS has
     cells = []
     for col in partners.T:
         other = norm[np.where(col >= 0, col, rows)][:, pairs[:, 1]]
-        cells.append(np.where((col >= 0)[:, None, None], _band_scores(own, other, tau),
-                              np.nan))
+        ok = (col >= 0)[:, None] & has_pair & _valued(other)
+        cell = np.full((*ok.shape, len(layout.BANDS) + 1), np.nan)
+        cell[ok] = _band_scores(own[ok], other[ok], tau)
+        cells.append(cell)
     return nan_mean(np.stack(cells), 0)
+
+
+def _valued(norm: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Which rows (..., 2, M) of normalised interactions have an Ω (n ≥ 1: a game that was
+    scored); mask 1 ({0}) is in every non-empty Ω."""
+    return np.isfinite(norm[..., 0, 1])
 
 
 @dataclass(frozen=True)
@@ -299,20 +312,21 @@ class VariantNull:
 
 
 def variant_null(v: NDArray[np.float64], v_other: NDArray[np.float64],
-                 n_vars: NDArray[np.int64], norm: NDArray[np.float64],
+                 n_games: NDArray[np.int64], norm: NDArray[np.float64],
                  norm_other: NDArray[np.float64], tau: float,
                  sweep: NDArray[np.float64]) -> VariantNull:
     """The null of games (sample, condition, 2**n_max) scored twice, the second time with one
     setting changed (a variant: another precision, another baseline), from their values and
-    normalised fits (sample, condition, 2, 2**n_max)."""
-    nv = np.broadcast_to(n_vars[:, None], v.shape[:-1])
+    normalised fits (sample, condition, 2, 2**n_max); ``n_games`` (sample, condition) their n,
+    0 for a game not scored (left out)."""
+    nv = np.broadcast_to(n_games, v.shape[:-1])
     a, b = metrics.salient(norm, tau), metrics.salient(norm_other, tau)
     union = (a | b).sum((-2, -1))
     with np.errstate(invalid="ignore", divide="ignore"):
         jaccard = np.where(union > 0, (a & b).sum((-2, -1)) / union, np.nan)
         dv_rel = change_size(v, v_other, nv) / game_range(v, nv)
     return VariantNull(score_against(norm, norm_other, tau, sweep), jaccard,
-                       np.abs(v_other - v)[_masked(v, nv)], dv_rel)
+                       np.abs(v_other - v)[_masked(v, nv) & (nv > 0)[..., None]], dv_rel)
 
 
 def nan_mean(x: NDArray[np.float64], axis) -> NDArray[np.float64]:
@@ -330,9 +344,17 @@ def nan_median(x: NDArray[np.float64]) -> float:
 
 
 def _null_of(noisy, n_vars, norm, fit, tau, sweep) -> GameNull:
-    and_, or_ = fit_games(noisy, np.broadcast_to(n_vars, noisy.shape[:-1]), fit)
-    norm_null = metrics.normalize(and_, or_, np.broadcast_to(n_vars, noisy.shape[:-1]))
-    return score_against(norm, norm_null, tau, sweep)
+    """The perturbed games `noisy` fitted and scored against `norm`, where n > 0 (NaN
+    elsewhere: a game not scored, or a pair with one)."""
+    n = np.broadcast_to(n_vars, noisy.shape[:-1])
+    and_, or_ = fit_games(noisy, n, fit)
+    norm_null = metrics.normalize(and_, or_, n)
+    ok = n > 0
+    got = score_against(norm[ok], norm_null[ok], tau, sweep)
+    bands = np.full((*n.shape, got.bands.shape[-1]), np.nan)
+    swept = np.full((*n.shape, len(sweep)), np.nan)
+    bands[ok], swept[ok] = got.bands, got.sweep
+    return GameNull(bands, swept)
 
 
 def fitter(fit_attrs: dict) -> Fitter:
@@ -368,23 +390,28 @@ def null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_grou
         return {}, {}
     t0 = time.perf_counter()
     fit = fitter(merged.fit_attrs)
-    v, n_vars, samples = merged.v, merged.n_vars, merged.samples
+    v, samples = merged.v, merged.samples
+    n_games = merged.n_games  # 0 for a game not scored: NaN in every null
     S, C, M = v.shape
-    ranges = game_range(v, n_vars[:, None])
+    ranges = game_range(v, n_games)
     data = {"sample_v_range": (("sample", "condition"), ranges[order])}
     coords = {"null_level": np.asarray(null.levels, np.float64)}
     game, game_sweep = [], []
     for c in null.levels:
-        runs = [gaussian_null(v, n_vars, norm, fit, c,
+        runs = [gaussian_null(v, n_games, norm, fit, c,
                                     standard_noise(samples, (C, M), null.seed, 1,
                                                          round(c * 1e9), d), tau, sweep)
                 for d in range(null.draws)]
         game.append(nan_mean(np.stack([r.bands for r in runs]), 0))  # (S, C, B)
         game_sweep.append(nan_mean(np.stack([r.sweep for r in runs]), 0))
     game, game_sweep = np.stack(game, 2), np.stack(game_sweep, 2)  # (S, C, L, B|T)
-    members = [merged.group_conditions(g) for g in groups]
-    sample_null = np.stack([nan_mean(game[:, m], 1) for m in members], 1)[order]
-    sample_sweep = np.stack([nan_mean(game_sweep[:, m], 1) for m in members], 1)[order]
+    # a group's null per sample: the mean over its games in a pair of the group with both
+    # sides scored, so that it rests on the samples and games that the group's IPS does
+    paired = [_paired_games(merged.scored, g["pairs"]) for g in per_group]
+    sample_null = np.stack([nan_mean(np.where(p[..., None, None], game, np.nan), 1)
+                            for p in paired], 1)[order]
+    sample_sweep = np.stack([nan_mean(np.where(p[..., None, None], game_sweep, np.nan), 1)
+                             for p in paired], 1)[order]
     data |= _over_samples("null", sample_null, ("group", "null_level", "band"), counts, level)
     data["null_ips_sweep"] = (("tau", "group", "null_level"),
                               np.moveaxis(nan_mean(sample_sweep, 0), -1, 0))
@@ -398,6 +425,18 @@ def null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_grou
              ", matched-size null of every pair" if null.matched else "",
              time.perf_counter() - t0)
     return data, coords
+
+
+def _paired_games(scored: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """(sample, condition): the games that sit in one of `pairs` (P, 2) of condition indices
+    with both sides scored."""
+    pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+    both = scored[:, pairs[:, 0]] & scored[:, pairs[:, 1]]
+    out = np.zeros_like(scored)
+    for side in (0, 1):
+        for k, c in enumerate(pairs[:, side]):
+            out[:, c] |= both[:, k]
+    return out
 
 
 def variant_variables(kind: str, merged: Merged, norm: np.ndarray, groups: Sequence[str],
@@ -421,8 +460,8 @@ def variant_variables(kind: str, merged: Merged, norm: np.ndarray, groups: Seque
     by = variant(kind).by
     for k, p in enumerate(runs):
         si, ci = _variant_index(kind, merged, p)
-        got = variant_null(merged.v[si][:, ci], p.v, p.n_vars, norm[si][:, ci],
-                           metrics.normalize(p.and_, p.or_, p.n_vars[:, None]), tau, sweep)
+        got = variant_null(merged.v[si][:, ci], p.v, p.n_games, norm[si][:, ci],
+                           metrics.normalize(p.and_, p.or_, p.n_games), tau, sweep)
         for gi, member in enumerate(members):
             mine = member[ci]
             if mine.any():
@@ -504,8 +543,8 @@ def _matched_variables(merged: Merged, norm: np.ndarray, per_group: list[dict], 
     runs, sigma = [], np.zeros((S, len(pairs), 2))
     for d in range(null.draws):
         eps = standard_noise(merged.samples, (2, len(pairs), M), null.seed, 2, d)
-        got, sigma = matched_null(merged.v, merged.n_vars, norm, pairs, fit, eps, tau,
-                                        sweep)
+        got, sigma = matched_null(merged.v, merged.n_games, norm, pairs, fit, eps, tau,
+                                  sweep)
         runs.append(got.bands)
     pair_null = nan_mean(np.stack(runs), 0)[order]  # (S, P, B)
     change = change_size(merged.v[:, pairs[:, 0]], merged.v[:, pairs[:, 1]],

@@ -10,7 +10,8 @@ missing: its interactions are normalised with n = 0 (an empty Ω), so every pair
 no value (`ips.analysis.metrics.pair_sides`, counted in `n_missing_pairs`), and the output-level
 numbers leave its prediction out. A group's IPS thus averages over the samples scored under
 its pairs (`n_valued_samples`), and a group without the missing conditions is unchanged. The
-nulls and the variants need every condition scored (`InputError` otherwise).
+nulls leave such a game out, and every pair with it (`ips.analysis.nulls`), so that a group's
+null rests on the games its IPS rests on.
 """
 
 from __future__ import annotations
@@ -123,17 +124,9 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
     """
     variant_runs = variant_runs or {}
     null = nulls.Settings((), 0) if null is None else null
-    if not merged.scored.all() and (null.draws or any(variant_runs.values())):
-        s, c = (int(i[0]) for i in np.nonzero(~merged.scored))
-        raise InputError(f"{merged.values_files[0]}: sample {merged.samples[s]!s} was not "
-                         f"scored under {merged.conditions['condition'][c]!s} (a rewording it "
-                         "lacks); the null IPS and the variant nulls need every condition "
-                         "scored: compute the metrics without them (nulls.draws: 0, no "
-                         "precision or baseline runs)")
     tau, sweep = _checked_taus(tau, tau_sweep)
     if merged.games is None:  # an unscored row has n = 0: an empty Ω, missing in every pair
-        norm = metrics.normalize(merged.and_, merged.or_,
-                                 np.where(merged.scored, merged.n_vars[:, None], 0))
+        norm = metrics.normalize(merged.and_, merged.or_, merged.n_games)
         layout = None
     else:  # on the sets of the games' entries: any n, the same numbers (ips.interactions.sparse)
         norm, layout = sparse_metrics.entry_grid(merged.games)

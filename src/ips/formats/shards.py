@@ -94,6 +94,12 @@ class Merged:
         if self.scored is None:
             self.scored = np.ones(self.v.shape[:2], dtype=bool)
 
+    @property
+    def n_games(self) -> np.ndarray:
+        """(sample, condition): each game's n, 0 for a row not scored (normalised, an empty
+        Ω: missing in every pair and every null)."""
+        return np.where(self.scored, self.n_vars[:, None], 0)
+
     def group_conditions(self, name: str) -> np.ndarray:
         """The condition indices of group `name`, in the group's order."""
         index = {str(c): i for i, c in enumerate(self.conditions["condition"])}
