@@ -157,6 +157,10 @@ def validate(config: dict, source: str = "config") -> dict:
         raise ConfigError(f"{source}: n_max: {config['n_max']} needs `sampling: {{mode: sparse}}`; "
                           f"exhaustive sampling scores 2**n_max masked prompts per prompt, "
                           f"n_max <= {EXHAUSTIVE_MAX_N}")
+    if config["sampling"]["mode"] == "sparse" and config["normalisation"] != "nonempty":
+        raise ConfigError(f"{source}: normalisation: {config['normalisation']} needs the "
+                          "empty set's effects of exhaustive fits; sparse sampling takes "
+                          "nonempty")
     datasets = config["datasets"]
     _check_templates(config["templates"], config["few_shot"],
                      {ITEM_TYPES[e["format"]].kind for e in datasets.values()}, source)

@@ -92,6 +92,33 @@ def test_normalize_max_equals_min_is_zero():
     np.testing.assert_array_equal(out0[:, 1:], np.zeros((2, 3)))
 
 
+def test_the_papers_normalisation_takes_the_empty_set_into_min_and_max():
+    """n = 2, AND (∅, {0}, {1}, {0,1}) = (8, 1, -0.5, 2), OR = (-2, 0.25, 0, 4): over the six
+    non-empty effects Min = 0, Max = 4, so Ĩ = I / 4; over all eight (the paper's 2^(n+1))
+    Max = |I_AND(∅)| = 8: Ĩ = I / 8, and no interaction of Ω reaches 1. With |I(∅)| the
+    largest, the paper's rule halves every Ĩ here: at τ = 0.2 the non-empty rule keeps 3
+    salient interactions (AND{0} 0.25, AND{0,1} 0.5, OR{0,1} 1), the paper's 2 (AND{0,1} at
+    0.25, OR{0,1} at 0.5)."""
+    and_ = np.array([8.0, 1.0, -0.5, 2.0])
+    or_ = np.array([-2.0, 0.25, 0.0, 4.0])
+    nonempty = M.normalize(and_, or_)
+    paper = M.normalize(and_, or_, normalisation="paper")
+    np.testing.assert_allclose(nonempty[:, 1:], np.stack([and_, or_])[:, 1:] / 4)
+    np.testing.assert_allclose(paper[:, 1:], np.stack([and_, or_])[:, 1:] / 8)
+    assert np.isnan(paper[:, 0]).all() and np.abs(paper[:, 1:]).max() == 0.5
+    assert M.salient(nonempty, 0.2).sum() == 3 and M.salient(paper, 0.2).sum() == 2
+    # Min over all eight: |I| = 0 is there either way; a row whose smallest |I| is ∅'s
+    lo = M.normalize(np.array([0.1, 1.0, 2.0, 3.0]), np.array([0.2, 1.0, 2.0, 3.0]),
+                     normalisation="paper")
+    np.testing.assert_allclose(lo[0, 1:], (np.array([1.0, 2.0, 3.0]) - 0.1) / 2.9)
+    # an empty Ω stays empty; an unknown rule or a NaN ∅ is refused
+    assert np.isnan(M.normalize(and_, or_, 0, normalisation="paper")).all()
+    with pytest.raises(ValueError, match="normalisation must be one of nonempty, paper"):
+        M.normalize(and_, or_, normalisation="all")
+    with pytest.raises(ValueError, match="the empty set's AND and OR effects"):
+        M.normalize(np.r_[np.nan, and_[1:]], or_, 2, normalisation="paper")
+
+
 def test_numerical_zeros_have_no_sign():
     """A fit's ±1e-12 for a zero interaction normalises to exactly 0, so a pair (≈0 under T,
     salient under T̂) is 'same sign, different effect' whatever the sign of the noise."""

@@ -105,6 +105,34 @@ def test_metrics_equal_an_independent_computation(shards, tmp_path):
     assert ds["template"].values.tolist() == TEMPLATES
 
 
+def test_the_papers_normalisation_reaches_ips_and_every_null(shards, tmp_path):
+    """`--normalisation paper`: IPS per group and band is metrics.ips of the fit normalised
+    over all 2^(n+1) effects, the file says which rule it used, and the nulls of a game
+    against itself stay 0 (they normalise as the run does: a null fitted under the other
+    rule than the run's would not)."""
+    full, paths, _ = shards
+    out = tmp_path / "paper.nc"
+    assert run_metrics(out, [paths["full"][0]], [paths["full"][1]], "--normalisation", "paper",
+                       "--null-levels", 1e-9) == 0
+    with xr.open_dataset(paths["full"][1], engine="h5netcdf") as fit:
+        norm = metrics.normalize(fit["and"].values, fit["or"].values, normalisation="paper")
+    cond = list(full["condition"].values)
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert ds.attrs["normalisation"] == "paper"
+        for g, names in GROUPS.items():
+            sub = norm[:, [cond.index(c) for c in names]]
+            for band in BANDS:
+                ref = metrics.ips(sub, tau=0.1, band=None if band == "all" else band)
+                np.testing.assert_allclose(ds["ips"].sel(group=g, band=band), ref.value,
+                                           rtol=1e-9, equal_nan=True)
+        assert float(np.nanmax(ds["null_ips"].sel(band="all"))) < 1e-6
+        default = tmp_path / "default.nc"
+        assert run_metrics(default, [paths["full"][0]], [paths["full"][1]]) == 0
+        with xr.open_dataset(default, engine="h5netcdf") as other:
+            assert other.attrs["normalisation"] == "nonempty"
+            assert not np.allclose(other["ips"], ds["ips"], equal_nan=True)
+
+
 def test_shard_merge_equals_unsharded(shards):
     _, paths, _ = shards
     merged = summarize([paths[1][0], paths[0][0]], [paths[1][1], paths[0][1]], tau=0.1)

@@ -33,6 +33,7 @@ for tree in ANALYSES:
             null_draws=config["nulls"]["noise"]["draws"],
             matched_null="" if config["nulls"]["noise"]["matched"] else "--no-matched-null",
             variants=variant_metrics_flags if tree.main_games else "",
+            normalisation=config["normalisation"],
         log:
             tree.log("metrics/{model}/{dataset}.log"),
         benchmark:
@@ -44,7 +45,8 @@ for tree in ANALYSES:
             "--tau {params.tau} --tau-sweep {params.tau_sweep} --seed {params.seed} "
             "--resamples {params.resamples} --level {params.level} --permutations {params.permutations} "
             "--null-levels {params.null_levels} --null-draws {params.null_draws} "
-            "{params.matched_null} {params.variants} --out {output} 2> {log}"
+            "{params.matched_null} {params.variants} --normalisation {params.normalisation} "
+            "--out {output} 2> {log}"
 
     rule:
         name:
@@ -102,13 +104,14 @@ rule export_run:
         directory("results/export/{model}/{dataset}"),
     params:
         tau=config["tau"],
+        normalisation=config["normalisation"],
     log:
         "logs/export/{model}/{dataset}.log",
     conda:
         "../../envs/ips.yaml"
     shell:
         "python -m ips export --values {input.values} --interactions {input.interactions} "
-        "--tau {params.tau} --out {output} 2> {log}"
+        "--tau {params.tau} --normalisation {params.normalisation} --out {output} 2> {log}"
 
 
 rule export:

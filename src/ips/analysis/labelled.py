@@ -15,8 +15,8 @@ its values and interactions files (`ips.formats.shards.load`):
   masked prompt x_S (``words``), and ``v``, the scored output v(x_S).
 
 It writes and reads itself (`save`, `load`: Parquet, or CSV for a path ending in .csv), and
-its ``tau`` and the model and dataset travel in the file names' directory (`save`) or the
-columns. Only exhaustive fits carry every subset; a sparse fit's estimate is refused.
+its ``tau`` and ``normalisation`` (the set `normalize` ran over) and the model and dataset
+travel in the file names' directory (`save`) or the columns. Only exhaustive fits carry every subset; a sparse fit's estimate is refused.
 """
 
 from __future__ import annotations
@@ -44,11 +44,12 @@ class LabelledInteractions:
     interactions: object  # pandas.DataFrame
     values: object  # pandas.DataFrame
     tau: float
+    normalisation: str = "nonempty"  # ips.analysis.metrics.NORMALISATIONS
 
     @classmethod
     def from_files(cls, values: Sequence[str | os.PathLike],
-                   interactions: Sequence[str | os.PathLike], tau: float
-                   ) -> LabelledInteractions:
+                   interactions: Sequence[str | os.PathLike], tau: float,
+                   normalisation: str = "nonempty") -> LabelledInteractions:
         """Read the shards of one model on one dataset (values files and, in the same order,
         their interactions files) and label them; `InputError` for a sparse fit."""
         from ips.formats.shards import load
@@ -60,11 +61,12 @@ class LabelledInteractions:
         return cls.from_arrays(merged.attrs["model"], merged.attrs["dataset"],
                                merged.samples, merged.conditions["condition"], merged.n_vars,
                                merged.words, merged.and_, merged.or_, merged.v, tau,
-                               merged.scored)
+                               merged.scored, normalisation)
 
     @classmethod
     def from_arrays(cls, model: str, dataset: str, samples, conditions, n_vars, words,
-                    and_, or_, v, tau: float, scored=None) -> LabelledInteractions:
+                    and_, or_, v, tau: float, scored=None,
+                    normalisation: str = "nonempty") -> LabelledInteractions:
         """The tables of arrays indexed (sample, condition, mask) as the files hold them;
         `scored` (sample, condition; None: all): a row not scored (a rewording the sample
         lacks) has no row in either table."""
@@ -74,7 +76,8 @@ class LabelledInteractions:
 
         n_vars = np.asarray(n_vars, np.int64)
         scored = np.ones(and_.shape[:2], bool) if scored is None else np.asarray(scored, bool)
-        norm = normalize(and_, or_, np.where(scored, n_vars[:, None], 0))
+        norm = normalize(and_, or_, np.where(scored, n_vars[:, None], 0),
+                         normalisation=normalisation)
         rows, value_rows = [], []
         for s, sample in enumerate(samples):
             n = int(n_vars[s])
@@ -98,7 +101,7 @@ class LabelledInteractions:
                 value_rows.append(pd.DataFrame({**label, "mask": masks, "words": subset,
                                                 "order": order, "v": v[s, c, :1 << n]}))
         return cls(pd.concat(rows, ignore_index=True), pd.concat(value_rows, ignore_index=True),
-                   float(tau))
+                   float(tau), normalisation)
 
     def to_frame(self):
         """The interactions table (a `pandas.DataFrame`)."""
@@ -112,7 +115,8 @@ class LabelledInteractions:
     def save(self, directory: str | os.PathLike) -> list[Path]:
         """Write both tables into `directory` in every format of `FORMATS`
         (`interactions.parquet`, `interactions.csv`, `values.parquet`, `values.csv`); τ is
-        the directory's `tau` file. Returns the paths written."""
+        the directory's `tau` file, the normalisation its `normalisation` file. Returns the
+        paths written."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         written = []
@@ -125,7 +129,8 @@ class LabelledInteractions:
                     table.to_csv(path, index=False)
                 written.append(path)
         (out / "tau").write_text(f"{self.tau!r}\n", encoding="utf-8")
-        return [*written, out / "tau"]
+        (out / "normalisation").write_text(f"{self.normalisation}\n", encoding="utf-8")
+        return [*written, out / "tau", out / "normalisation"]
 
     @classmethod
     def load(cls, directory: str | os.PathLike, fmt: str = "parquet") -> LabelledInteractions:
@@ -145,5 +150,7 @@ class LabelledInteractions:
         if fmt == "csv":
             tables["interactions"]["words"] = tables["interactions"]["words"].fillna("")
             tables["values"]["words"] = tables["values"]["words"].fillna("")
+        rule = out / "normalisation"  # exports before the setting: the one rule there was
         return cls(tables["interactions"], tables["values"],
-                   float(paths["tau"].read_text(encoding="utf-8")))
+                   float(paths["tau"].read_text(encoding="utf-8")),
+                   rule.read_text(encoding="utf-8").strip() if rule.is_file() else "nonempty")

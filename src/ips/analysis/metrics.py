@@ -84,20 +84,29 @@ __all__ = [
 
 
 DEFAULT_TAU: float = 0.1
+#: the sets of effects the min-max normalisation runs over (`normalize`; config key
+#: `normalisation`): Ω's non-empty interactions (the default), or all 2^(n+1), ∅'s included
+NORMALISATIONS = ("nonempty", "paper")
 
 
 def normalize(
-    and_: ArrayLike, or_: ArrayLike, n_vars: ArrayLike | None = None
+    and_: ArrayLike, or_: ArrayLike, n_vars: ArrayLike | None = None, *,
+    normalisation: str = "nonempty",
 ) -> NDArray[np.float64]:
     """Min-max normalised interactions Ĩ over Ω (Section 3.2).
 
         Ĩ(kind, S) = sgn(I) · (|I| − Min) / (Max − Min),   (kind, S) ∈ Ω,
 
     with Min / Max the minimum / maximum of |I| over the 2·(2^n − 1) non-empty AND and OR
-    interactions of the row (mask 0 never enters).  Hence |Ĩ| ∈ [0, 1], the largest |I| maps
-    to ±1 and the smallest to 0.  If Max == Min (all |I| equal) nothing stands out and the
-    whole row is Ĩ = 0.  An |I| ≤ ZERO_TOL·Max (1e-6: below the float32 precision of v) is
-    taken as exactly 0 first, so that a solver's ±1e-12 for a zero interaction has no sign.
+    interactions of the row (``normalisation="nonempty"``, the default: mask 0 never
+    enters), or over all 2^(n+1) AND and OR effects, the empty set's two included
+    (``"paper"``: Section 3.1 read literally; docs/method.md#departures-from-the-paper).
+    Ĩ is defined on Ω either way, ∅ being no interaction between variables. Hence |Ĩ| ≤ 1,
+    the largest |I| maps to ±1 and the smallest to 0 (with ``"paper"`` the largest may be
+    the empty set's, and then no Ĩ of Ω reaches 1).  If Max == Min (all |I| equal) nothing
+    stands out and the whole row is Ĩ = 0.  An |I| ≤ ZERO_TOL·Max (1e-6: below the float32
+    precision of v) is taken as exactly 0 first, so that a solver's ±1e-12 for a zero
+    interaction has no sign.
 
     Parameters
     ----------
@@ -105,6 +114,7 @@ def normalize(
     n_vars : optional int array broadcastable to ``and_.shape[:-1]``.  If omitted, n of every
         row is read from its NaN padding (which must then be exactly the entries m >= 2**n).
         If given, the entries m >= 2**n are ignored whatever they hold.
+    normalisation : "nonempty" or "paper" (`NORMALISATIONS`), the set Min and Max run over.
 
     Returns
     -------
@@ -116,6 +126,9 @@ def normalize(
         shapes of ``and_`` / ``or_`` differ or are not 2**n_max long; NaN or ±inf inside Ω;
         ``n_vars`` not an integer in 0..n_max or not broadcastable; AND and OR padding disagree.
     """
+    if normalisation not in NORMALISATIONS:
+        raise ValueError(f"normalisation must be one of {', '.join(NORMALISATIONS)}; "
+                         f"got {normalisation!r}")
     a = as_float(and_, "and_")
     o = as_float(or_, "or_")
     if a.ndim == 0 or o.ndim == 0:
@@ -128,13 +141,19 @@ def normalize(
     x = np.stack([a, o], axis=-2)  # (..., 2, M)
     masks = np.arange(M)
     in_omega = (masks >= 1) & (masks < (np.int64(1) << n)[..., None, None])  # (..., 1, M)
+    # the effects Min and Max run over: Ω, and with "paper" the empty set's of a row with Ω
+    scale = in_omega | ((masks == 0) & (n >= 1)[..., None, None]
+                        if normalisation == "paper" else False)
     absx = np.abs(x)
-    hi = np.max(np.where(in_omega, absx, -np.inf), axis=(-2, -1), keepdims=True)
+    if np.any(scale & ~np.isfinite(x)):
+        raise ValueError("normalisation 'paper' needs the empty set's AND and OR effects "
+                         "(entry 0) finite in every row with variables")
+    hi = np.max(np.where(scale, absx, -np.inf), axis=(-2, -1), keepdims=True)
     # numerical zeros (a solver's ±1e-12 where the fit is 0) are 0: their sign is noise
     zero = absx <= ZERO_TOL * hi
     x = np.where(zero, 0.0, x)
     absx = np.where(zero, 0.0, absx)
-    lo = np.min(np.where(in_omega, absx, np.inf), axis=(-2, -1), keepdims=True)
+    lo = np.min(np.where(scale, absx, np.inf), axis=(-2, -1), keepdims=True)
     den = hi - lo
     flat = ~(den > 0)  # Max == Min (or empty Ω): nothing stands out
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -206,19 +206,21 @@ def _band_scores(norm_a, norm_b, tau: float) -> NDArray[np.float64]:
 
 def gaussian_null(v: NDArray[np.float64], n_games: NDArray[np.int64],
                   norm: NDArray[np.float64], fit: Fitter, level: float,
-                  eps: NDArray[np.float64], tau: float, sweep: NDArray[np.float64]) -> GameNull:
+                  eps: NDArray[np.float64], tau: float, sweep: NDArray[np.float64],
+                  normalisation: str = "nonempty") -> GameNull:
     """The Gaussian null of every game of v (sample, condition, 2**n_max) at one level for
     one draw of ε (v's shape): v + level·range(v)·ε fitted by ``fit`` and scored against
     ``norm`` (the normalised interactions of v's own fit, (sample, condition, 2, 2**n_max)).
-    ``n_games`` (sample, condition): each game's n, 0 for one not scored (NaN out)."""
+    ``n_games`` (sample, condition): each game's n, 0 for one not scored (NaN out).
+    ``normalisation``: `ips.analysis.metrics.normalize`'s, that of ``norm``."""
     noisy = perturb(v, n_games, level * game_range(v, n_games), eps)
-    return _null_of(noisy, n_games, norm, fit, tau, sweep)
+    return _null_of(noisy, n_games, norm, fit, tau, sweep, normalisation)
 
 
 def matched_null(v: NDArray[np.float64], n_games: NDArray[np.int64],
                  norm: NDArray[np.float64], pairs: NDArray[np.int64], fit: Fitter,
-                 eps: NDArray[np.float64], tau: float,
-                 sweep: NDArray[np.float64]) -> tuple[GameNull, NDArray[np.float64]]:
+                 eps: NDArray[np.float64], tau: float, sweep: NDArray[np.float64],
+                 normalisation: str = "nonempty") -> tuple[GameNull, NDArray[np.float64]]:
     """The matched-size null of every (sample, pair) of condition indices ``pairs`` (P, 2)
     for one draw ε (sample, 2, P, 2**n_max: side T, side T̂), and each side's noise size σ
     (sample, P, 2): side T's `residual_size` of v_T on v_T̂, side T̂'s of v_T̂ on v_T. The null
@@ -232,7 +234,8 @@ def matched_null(v: NDArray[np.float64], n_games: NDArray[np.int64],
     sides = []
     for side in (0, 1):
         noisy = perturb(games[side], nv, sigma[..., side], eps[:, side])
-        sides.append(_null_of(noisy, nv, norm[:, pairs[:, side]], fit, tau, sweep))
+        sides.append(_null_of(noisy, nv, norm[:, pairs[:, side]], fit, tau, sweep,
+                              normalisation))
     mean = GameNull(nan_mean(np.stack([s.bands for s in sides]), 0),
                     nan_mean(np.stack([s.sweep for s in sides]), 0))
     return mean, sigma
@@ -343,12 +346,12 @@ def nan_median(x: NDArray[np.float64]) -> float:
     return float(np.median(x)) if x.size else float("nan")
 
 
-def _null_of(noisy, n_vars, norm, fit, tau, sweep) -> GameNull:
-    """The perturbed games `noisy` fitted and scored against `norm`, where n > 0 (NaN
-    elsewhere: a game not scored, or a pair with one)."""
+def _null_of(noisy, n_vars, norm, fit, tau, sweep, normalisation) -> GameNull:
+    """The perturbed games `noisy` fitted, normalised as `norm` was, and scored against
+    `norm`, where n > 0 (NaN elsewhere: a game not scored, or a pair with one)."""
     n = np.broadcast_to(n_vars, noisy.shape[:-1])
     and_, or_ = fit_games(noisy, n, fit)
-    norm_null = metrics.normalize(and_, or_, n)
+    norm_null = metrics.normalize(and_, or_, n, normalisation=normalisation)
     ok = n > 0
     got = score_against(norm[ok], norm_null[ok], tau, sweep)
     bands = np.full((*n.shape, got.bands.shape[-1]), np.nan)
@@ -377,7 +380,7 @@ def fitter(fit_attrs: dict) -> Fitter:
 
 def null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_group: list[dict],
                     tau: float, sweep: np.ndarray, null: Settings, order: np.ndarray,
-                    counts: np.ndarray, level: float):
+                    counts: np.ndarray, level: float, normalisation: str = "nonempty"):
     """The null IPS beside IPS (`ips.analysis.nulls`): the Gaussian null per sample, group, level
     and band (with intervals over samples, n and the τ sweep), the matched-size null per sample
     and pair, the size of every pair's change, the ceiling per sample and group, and the range
@@ -399,8 +402,8 @@ def null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_grou
     game, game_sweep = [], []
     for c in null.levels:
         runs = [gaussian_null(v, n_games, norm, fit, c,
-                                    standard_noise(samples, (C, M), null.seed, 1,
-                                                         round(c * 1e9), d), tau, sweep)
+                              standard_noise(samples, (C, M), null.seed, 1, round(c * 1e9), d),
+                              tau, sweep, normalisation)
                 for d in range(null.draws)]
         game.append(nan_mean(np.stack([r.bands for r in runs]), 0))  # (S, C, B)
         game_sweep.append(nan_mean(np.stack([r.sweep for r in runs]), 0))
@@ -417,7 +420,7 @@ def null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_grou
                               np.moveaxis(nan_mean(sample_sweep, 0), -1, 0))
     if null.matched:
         data |= _matched_variables(merged, norm, per_group, tau, sweep, null, fit, order,
-                                   counts, level, ranges)
+                                   counts, level, ranges, normalisation)
         coords["pair_side"] = labels("ab")
     data |= _ceiling_variables(merged, norm, per_group, tau, null.seed, order, counts, level)
     log.info("null IPS: %d games x %d levels x %d draws%s, ceiling, %.1f s", S * C,
@@ -441,7 +444,8 @@ def _paired_games(scored: np.ndarray, pairs: np.ndarray) -> np.ndarray:
 
 def variant_variables(kind: str, merged: Merged, norm: np.ndarray, groups: Sequence[str],
                         runs: Sequence[Merged], tau: float, sweep: np.ndarray,
-                        order: np.ndarray, counts: np.ndarray, level: float):
+                        order: np.ndarray, counts: np.ndarray, level: float,
+                        normalisation: str = "nonempty"):
     """A variant (`kind`: `precision`, the same games in another precision, or `baseline`,
     under another baseline; `variant_null` scores either pair of fits) of every run: per
     sample and condition group (the mean over the group's conditions scored again; NaN for a sample or group with none), setting and band with intervals, n and
@@ -461,7 +465,8 @@ def variant_variables(kind: str, merged: Merged, norm: np.ndarray, groups: Seque
     for k, p in enumerate(runs):
         si, ci = _variant_index(kind, merged, p)
         got = variant_null(merged.v[si][:, ci], p.v, p.n_games, norm[si][:, ci],
-                           metrics.normalize(p.and_, p.or_, p.n_games), tau, sweep)
+                           metrics.normalize(p.and_, p.or_, p.n_games,
+                                             normalisation=normalisation), tau, sweep)
         for gi, member in enumerate(members):
             mine = member[ci]
             if mine.any():
@@ -534,7 +539,8 @@ def _group_means(per_pair: np.ndarray, per_group: list[dict]) -> np.ndarray:
 
 def _matched_variables(merged: Merged, norm: np.ndarray, per_group: list[dict], tau: float,
                        sweep: np.ndarray, null: Settings, fit, order: np.ndarray,
-                       counts: np.ndarray, level: float, ranges: np.ndarray) -> dict:
+                       counts: np.ndarray, level: float, ranges: np.ndarray,
+                       normalisation: str) -> dict:
     """The matched-size null of every pair (sample, pair, band), per group and sample; the
     noise size of each side (`residual_size`); and the raw size of each pair's change
     sd(v_b − v_a), absolute and relative to the mean range of its games."""
@@ -544,7 +550,7 @@ def _matched_variables(merged: Merged, norm: np.ndarray, per_group: list[dict], 
     for d in range(null.draws):
         eps = standard_noise(merged.samples, (2, len(pairs), M), null.seed, 2, d)
         got, sigma = matched_null(merged.v, merged.n_games, norm, pairs, fit, eps, tau,
-                                  sweep)
+                                  sweep, normalisation)
         runs.append(got.bands)
     pair_null = nan_mean(np.stack(runs), 0)[order]  # (S, P, B)
     change = change_size(merged.v[:, pairs[:, 0]], merged.v[:, pairs[:, 1]],

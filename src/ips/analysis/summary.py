@@ -111,7 +111,8 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
             tau_sweep: Sequence[float] | None = None, seed: int = 0,
             n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
             draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None,
-            variant_runs: Mapping[str, Sequence[Merged]] | None = None) -> xr.Dataset:
+            variant_runs: Mapping[str, Sequence[Merged]] | None = None,
+            normalisation: str = "nonempty") -> xr.Dataset:
     """The metrics of one (model, dataset); see the module docstring for the layout.
 
     ``seed``, ``n_boot`` and ``level`` set the bootstrap of the confidence intervals,
@@ -120,14 +121,20 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
     on how the samples were sharded). ``null``: the null IPS to compute (`ips.analysis.nulls`;
     None: none). ``variant_runs``: per variant (`ips.nulls.variants`, by kind), runs of some of
     the same games with its one setting changed (`load_variant`: other precisions, other
-    baselines), each scored against this run as that null.
+    baselines), each scored against this run as that null. ``normalisation``: the set the
+    min-max normalisation runs over (`ips.analysis.metrics.normalize`), for IPS and every
+    null alike; "paper" needs exhaustive fits.
     """
     variant_runs = variant_runs or {}
     null = nulls.Settings((), 0) if null is None else null
     tau, sweep = _checked_taus(tau, tau_sweep)
     if merged.games is None:  # an unscored row has n = 0: an empty Ω, missing in every pair
-        norm = metrics.normalize(merged.and_, merged.or_, merged.n_games)
+        norm = metrics.normalize(merged.and_, merged.or_, merged.n_games,
+                                 normalisation=normalisation)
         layout = None
+    elif normalisation != "nonempty":
+        raise InputError(f"{merged.interactions_files[0]}: sparse fits are normalised over "
+                         "their non-empty entries only; use --normalisation nonempty")
     else:  # on the sets of the games' entries: any n, the same numbers (ips.interactions.sparse)
         norm, layout = sparse_metrics.entry_grid(merged.games)
     pred = _predictions(merged)
@@ -145,15 +152,16 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         _sample_variables(merged, per_group, order, seed, n_boot, level, draws),
         _fit_variables(merged, norm, layout, tau, order),
         null_variables(merged, norm, groups, per_group, tau, sweep, null, order, counts,
-                        level),
+                       level, normalisation),
         *(variant_variables(v.kind, merged, norm, groups, variant_runs.get(v.kind, ()), tau,
-                              sweep, order, counts, level) for v in variants()),
+                            sweep, order, counts, level, normalisation) for v in variants()),
         _peer_variables(merged, groups, per_group, order, counts, level),
         (case_data, case_coords),
     ):
         data.update(d)
         coords.update(c)
     attrs = {**_attributes(merged, tau, seed, n_boot, level, draws), **case_attrs,
+             "normalisation": normalisation,
              "null": null_attribute(merged, null),
              **{v.kind: _variant_attribute(v.kind, merged, variant_runs.get(v.kind, ()))
                 for v in variants()}}
@@ -464,12 +472,13 @@ def summarize(values: Sequence[str | os.PathLike],
               n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
               draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None,
               variant_runs: Mapping[str, tuple[Sequence[str | os.PathLike],
-                                               Sequence[str | os.PathLike]]] | None = None
-              ) -> xr.Dataset:
+                                               Sequence[str | os.PathLike]]] | None = None,
+              normalisation: str = "nonempty") -> xr.Dataset:
     """Read, check and merge the shards (and the runs of each variant: ``variant_runs``,
     kind → (values files, interactions files)), then compute the metrics (what `ips
     metrics` does)."""
     return compute(load(values, interactions), tau, tau_sweep, seed=seed, n_boot=n_boot,
                    level=level, draws=draws, null=null,
                    variant_runs={k: load_variant(k, *files)
-                                 for k, files in (variant_runs or {}).items()})
+                                 for k, files in (variant_runs or {}).items()},
+                   normalisation=normalisation)

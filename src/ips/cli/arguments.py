@@ -169,14 +169,20 @@ def model_spec(args: argparse.Namespace, config: dict | None):
 
 
 def add_run(p: argparse.ArgumentParser) -> None:
-    """The shards of one model on one dataset and the salience threshold (`ips metrics`,
-    `ips export`)."""
+    """The shards of one model on one dataset, the salience threshold and the normalisation
+    (`ips metrics`, `ips export`)."""
+    from ips.analysis.metrics import NORMALISATIONS
+
     p.add_argument("--values", type=Path, nargs="+", required=True, metavar="V.h5",
                    help="values files (one per shard)")
     p.add_argument("--interactions", type=Path, nargs="+", required=True, metavar="I.h5",
                    help="interactions files, one per values file, in the same order")
     p.add_argument("--tau", type=unit, default=0.1,
                    help="salience threshold in (0, 1) (default: %(default)s)")
+    p.add_argument("--normalisation", choices=NORMALISATIONS, default=default("normalisation"),
+                   help="the effects the min-max normalisation runs over: the non-empty AND "
+                   "and OR interactions, or all 2^(n+1) with the empty set's (`paper`: "
+                   "Section 3.1 read literally; exhaustive fits) (default: %(default)s)")
 
 
 def add_uncertainty(p: argparse.ArgumentParser) -> None:

@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
         if not path.is_file():
             raise InputError(f"{path}: no such file; score and fit the run first")
     t0 = time.perf_counter()
-    table = LabelledInteractions.from_files(args.values, args.interactions, args.tau)
+    table = LabelledInteractions.from_files(args.values, args.interactions, args.tau,
+                                            args.normalisation)
     with atomic_dir(args.out) as tmp:
         table.save(tmp)
     t = table.interactions

@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
                    seed=args.seed, n_boot=args.resamples, level=args.level,
                    draws=args.permutations, null=null,
                    variant_runs={v.kind: (getattr(args, f"{v.kind}_values"),
-                                      getattr(args, f"{v.kind}_interactions")) for v in variants()})
+                                      getattr(args, f"{v.kind}_interactions")) for v in variants()},
+                   normalisation=args.normalisation)
     write_metrics(ds, args.out)
     ips0 = ds["ips"].sel(band="all").values
     a = ds.attrs
