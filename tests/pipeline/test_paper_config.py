@@ -62,7 +62,8 @@ def test_datasets(config):
     assert set(config["datasets"]) == {"arc-challenge", "mmlu", "dolly"}
     dolly = config["datasets"]["dolly"]  # Appendices K and L: every bundled record, 3 as shots
     assert dolly == {"format": "dolly", "source": "bundled", "fields": ["instruction"],
-                     "n_items": 17}
+                     "n_items": 17, "models": [{"series": "llama-2"}],
+                     "variables": {"merge_phrases": True}}  # K: the Llama-2 family, K.2
     arc, mmlu = config["datasets"]["arc-challenge"], config["datasets"]["mmlu"]
     assert arc["format"] == "arc" and arc["subset"] == "ARC-Challenge"
     assert arc["source"] in ("bundled", "allenai/ai2_arc")
@@ -163,6 +164,7 @@ def test_mask_tokens_of_appendix_e4(specs):
         "llama-3-8b": 128255, "llama-3-8b-instruct": 128255,
         "llama-moe-v2-3_8b-2_8-sft": 128009,
         "qwen3-8b": 151654, "qwen3-8b-instruct": 151654,
+        "qwen2-7b": 151646,  # <|PAD_TOKEN|>: a row of the embedding past the tokenizer
         "qwen3-14b": 151654, "qwen3-14b-instruct": 151654,
         "olmo-1b": 1, "olmo-7b": 1, "olmo-7b-instruct": 1, "olmoe-7b": 1, "olmoe-7b-instruct": 1,
         "olmo-2-1b-instruct": 100257, "olmo-2-7b-instruct": 100257,
