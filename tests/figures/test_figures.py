@@ -16,6 +16,7 @@ from ips.figures.make import FILES, figure_files, make_figures
 from ips.figures.plots.factors import factor_figure, factors_figure
 from ips.figures.plots.interaction_types import types_figure
 from ips.figures.plots.order import order_figure
+from ips.figures.plots.overview import overview_figure
 from ips.figures.plots.perturbation import perturbation_figure
 from ips.figures.plots.ranking import consistency_figure, ranking_figure
 from ips.figures.plots.representation import representation_figure
@@ -363,6 +364,7 @@ FIGURE_FUNCTIONS = {
     "factor_few_shot": lambda es, fac, p: factor_figure(fac.comparisons("few_shot"), "few_shot",
                                                         None, 0.1, p),
     "perturbation": lambda es, fac, p: perturbation_figure(es, 0.1, p),
+    "overview": lambda es, fac, p: overview_figure(es, 0.1, p),
     "ips_by_scale": lambda es, fac, p: scale_figure(es, "0shot", 0.1, p, "IPS", bands=("all",)),
     "few_shot_curve": lambda es, fac, p: shot_curve_figure(fac, 0.1, p),
     "representation": lambda es, fac, p: representation_figure(es, 0.1, p),
@@ -404,7 +406,7 @@ def computed(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", ["sparsity", "matching", "types", "representation",
-                                  "perturbation", "factor_instruct", "consistency"])
+                                  "perturbation", "factor_instruct", "consistency", "overview"])
 def test_figures_from_computed_metrics(computed, tmp_path, name):
     paths, factors = computed
     entries = [read_metrics(p) for p in paths]

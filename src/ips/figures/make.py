@@ -36,6 +36,7 @@ from ips.figures.plots.factors import draw_factors
 from ips.figures.plots.interaction_types import types_figure
 from ips.figures.plots.nulls import nulls_figure
 from ips.figures.plots.order import order_figure
+from ips.figures.plots.overview import overview_figure
 from ips.figures.plots.perturbation import perturbation_figure
 from ips.figures.plots.ranking import consistency_figure, ranking_figure
 from ips.figures.plots.representation import representation_figure
@@ -190,6 +191,7 @@ def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path,
 def _draw_figures(entries: list[Entry], factors: FactorsFile, tau: float,
                   out: Path) -> list[str]:
     """Every figure of `FIGURES` and the case studies (whose names it returns)."""
+    overview_figure(entries, tau, out / "overview.png")
     sparsity_figure(entries, tau, out / "sparsity.png")
     matching_figure(entries, out / "universal_matching.png")
     types_figure(entries, tau, out / "interaction_types.png")

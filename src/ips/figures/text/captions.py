@@ -41,6 +41,13 @@ _FACTOR_TITLES = {"instruct_vs_base": "Instruct vs base models (paper Fig. 5)",
                   "few_shot": "Few-shot vs 0-shot (beside paper Fig. 8)"}
 
 FIGURES = {
+    "overview": Caption(
+        "The method on one item (paper Fig. 1)",
+        "one item as the run computed it: its variables under one template, v(x_S) of all "
+        "2^n masked inputs in ascending order (the full and the empty input named), and its "
+        "largest salient AND and OR interactions Ĩ with ±τ (Fig. 1; the case-study sample "
+        "of the first model and dataset that has one, under its first template)",
+        INTERACTIONS),
     "sparsity": Caption(
         "Sparsity of the interactions (paper Fig. 2a)",
         "normalised interactions |Ĩ| in descending order, mean over samples and templates, "

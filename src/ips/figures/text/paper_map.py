@@ -68,9 +68,8 @@ def _tau_set(tau: str) -> str:
 
 
 PAPER_MAP: tuple[PaperItem, ...] = (
-    PaperItem("Fig. 1", "the method: masked inputs, v, salient AND/OR interactions", "",
-              "none: an overview drawing; case_study_<model>_<dataset>.png shows one item's "
-              "salient interactions under two templates"),
+    PaperItem("Fig. 1", "the method: masked inputs, v, salient AND/OR interactions",
+              "overview.png", "one item as the run computed it, not a schematic"),
     PaperItem("Fig. 2a", "sparsity of the interactions", "sparsity.png", "one line per model"),
     PaperItem("Fig. 2b", "universal matching", "universal_matching.png", ""),
     PaperItem("Fig. 3a", "case studies", f"{CASE_STUDY}.png", "one file per model and dataset"),
