@@ -962,10 +962,39 @@ def deciding_run_prose() -> list[tuple[str, list]]:
          "baseline", [Cell(len(newly), "newly decided")]),
     ]
 
+def normalisation_prose() -> list[tuple[str, list]]:
+    """docs/method.md's departures row on the normalisation, from
+    studies/normalisation/default_run.csv."""
+    with open(ROOT / "studies/normalisation/default_run.csv", newline="") as f:
+        rows = {(r["model"], r["dataset"]): r for r in csv.DictReader(f)}
+
+    def cell(model, dataset, column):
+        return float(rows[model, dataset][column])
+
+    def spread(model):
+        medians = [cell(model, d, "empty_over_max_median") for d in DATASETS]
+        return [min(medians), max(medians)]
+
+    return [
+        ("is a median {}–{} times the largest interaction for SmolLM2 and {}–{} times for "
+         "Gemma 3", [*spread(S), *spread(G)]),
+        ("(IPS undefined; {} salient interactions become {} on ARC-Easy) and SmolLM2 keeps about "
+         "a tenth of its salient set ({} → {} on ARC-Easy, mean Jaccard {}), its IPS moving {} → "
+         "{} (ARC-Easy) and {} → {} (MMLU), n = {} items each",
+         [cell(G, "arc-easy", "salient_nonempty"), cell(G, "arc-easy", "salient_paper"),
+          cell(S, "arc-easy", "salient_nonempty"), cell(S, "arc-easy", "salient_paper"),
+          cell(S, "arc-easy", "jaccard_mean"),
+          cell(S, "arc-easy", "ips_nonempty"), cell(S, "arc-easy", "ips_paper"),
+          cell(S, "mmlu", "ips_nonempty"), cell(S, "mmlu", "ips_paper"),
+          cell(S, "mmlu", "n_valued_nonempty")]),
+    ]
+
+
 QUOTES = [("docs/evidence.md", p, list(v))
           for p, v in evidence_tables() + evidence_prose() + baselines_prose()
           + deciding_run_prose()] + [
-    ("docs/evidence.md", p, list(v)) for p, v in readme_evidence()]
+    ("docs/evidence.md", p, list(v)) for p, v in readme_evidence()] + [
+    ("docs/method.md", p, list(v)) for p, v in normalisation_prose()]
 
 
 def agrees(printed: str, value: float) -> bool:
