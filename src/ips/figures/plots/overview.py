@@ -72,8 +72,9 @@ def overview_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     middle.tick_params(labelsize=7)
     rows = [(abs(norm[k, m]), kind, m, norm[k, m]) for k, kind in enumerate(("AND", "OR"))
             for m in range(1, 1 << n) if abs(norm[k, m]) > tau]
+    right.set_title(f"the largest {min(len(rows), 2 * SHOWN)} of its {len(rows)} salient "
+                    "interactions Ĩ (|Ĩ| > τ)", fontsize=10)
     rows = sorted(rows, reverse=True)[:2 * SHOWN]
-    right.set_title(f"salient interactions Ĩ (|Ĩ| > τ): {len(rows)} shown", fontsize=10)
     if not rows:
         note(right, "no salient interaction")
     else:
