@@ -29,9 +29,10 @@ LACKING = [1, 4, 6]  # samples without rewordings: their last two conditions are
 
 def _perturbation_file(tmp_path, keep):
     """The bundled rewordings of the Dolly records `keep` only."""
-    from ips.prompts.templates import _read_yaml
+    from importlib import resources
 
-    raw, _ = _read_yaml(None, "dolly_perturbations.yaml", "perturbation")
+    raw = yaml.safe_load((resources.files("ips") / "data" / "dolly_perturbations.yaml")
+                         .read_text(encoding="utf-8"))
     path = tmp_path / "rewordings.yaml"
     path.write_text(yaml.safe_dump({k: raw[k] for k in keep}))
     return path

@@ -49,7 +49,6 @@ from ips.figures.tables.appendix import (
     MATCHED_COLUMNS,
     MODEL_COLUMNS,
     PERTURBATION_COLUMNS,
-    PERTURBATION_TABLES,
     REPRESENTATION_COLUMNS,
     matched_rows,
     model_rows,
@@ -74,11 +73,11 @@ from ips.figures.tables.results import (
     write_csv,
     write_table,
 )
-from ips.figures.text.captions import FIGURES, TABLES, case_study_name
+from ips.figures.text.captions import FIGURES, PERTURBATION_TABLES, TABLES, case_study_name
 from ips.figures.text.paper_map import PAPER_MAP_COLUMNS, paper_map_rows
 from ips.figures.text.readme import readme_text
 from ips.formats.factors import FactorsFile, read_factors
-from ips.formats.metrics import Entry, read_metrics
+from ips.formats.metrics import Entry, read_metrics, weights
 from ips.interactions.sparse import UNRELIABLE_HELDOUT
 from ips.outputs import atomic_dir
 
@@ -181,7 +180,7 @@ def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path,
     rows = claims(entries, factors.ds, draws=draws, seed=seed, perturbation=perturbation,
                   matched=matched, hypotheses=hypotheses)
     write_csv([r.row() for r in rows], verdicts.COLUMNS, out / "claims.csv")
-    paper_map = paper_map_rows([*figure_files(), *cases, *TABLES])
+    paper_map = paper_map_rows([*figure_files(), *cases, *TABLES], weights(entries))
     write_csv(paper_map, PAPER_MAP_COLUMNS, out / "paper_map.csv")
     (out / "README.md").write_text(readme_text(entries, factors, tau, cases, rows, paper_map),
                                    encoding="utf-8")

@@ -92,9 +92,6 @@ def _count(text: str) -> float:
 
 # ------------------------------------------------------------------- Appendix G, Tables 4/5
 
-#: the two tables of Appendix G: dense models (Table 4) and MoE models (Table 5)
-PERTURBATION_TABLES = {"perturbation_types_dense.csv": "dense",
-                       "perturbation_types_moe.csv": "moe"}
 
 
 def perturbation_rows(entries: list[Entry], draws: int, seed: int) -> list[dict]:

@@ -3,5 +3,6 @@
 Modules:
 
 * ``captions``  one caption per figure and table (light: every Snakemake start reads it)
-* ``readme``    the README of a figures directory
+* ``readme``     the README of a figures directory
+* ``paper_map``  where each figure and table of the paper is, or why none is
 """

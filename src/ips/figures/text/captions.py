@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ips.analysis.uncertainty import EXACT_MAX, MIN_RELIABLE_N
-from ips.figures.tables.appendix import PERTURBATION_TABLES
 
 INTERACTIONS, MODELS, FACTOR_SECTION, ROBUSTNESS, TABLE_SECTION = (
     "1 Interactions", "2 IPS of the models", "3 Factors", "4 Robustness and baselines",
@@ -27,6 +26,10 @@ class Caption(NamedTuple):
 
 #: an architecture as the text writes it
 ARCHITECTURES = {"dense": "dense", "moe": "MoE"}
+#: the two tables of Appendix G (`ips.figures.tables.appendix`), by the architecture of their
+#: models: dense (Table 4) and MoE (Table 5)
+PERTURBATION_TABLES = {"perturbation_types_dense.csv": "dense",
+                       "perturbation_types_moe.csv": "moe"}
 
 #: a factor in a few words (figure titles, legends, the README)
 FACTOR_TITLES = {

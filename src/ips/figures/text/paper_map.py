@@ -11,8 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ips.figures.tables.appendix import PERTURBATION_TABLES
-from ips.figures.text.captions import ARCHITECTURES, CASE_STUDY, FACTOR_TITLES
+from ips.figures.text.captions import (
+    ARCHITECTURES,
+    CASE_STUDY,
+    FACTOR_TITLES,
+    PERTURBATION_TABLES,
+)
 
 
 class PaperItem(NamedTuple):
@@ -115,12 +119,13 @@ PAPER_MAP: tuple[PaperItem, ...] = (
 )
 """Every figure and table of the paper, in its order."""
 
-PAPER_MAP_COLUMNS = ("paper", "shows", "file", "note", "written")
+PAPER_MAP_COLUMNS = ("paper", "shows", "file", "note", "written", "weights")
 
 
-def paper_map_rows(written: Sequence[str]) -> list[dict]:
+def paper_map_rows(written: Sequence[str], weights: str) -> list[dict]:
     """`PAPER_MAP` as table rows, with `written`: whether this run wrote the file (`yes`,
-    `no`; empty for another τ's figure set, which another job draws)."""
+    `no`; empty for another τ's figure set, which another job draws), and the run's
+    `weights` (`ips.formats.metrics.weights`), as every table ends."""
     case = CASE_STUDY.split("{", 1)[0]
     rows = []
     for item in PAPER_MAP:
@@ -130,7 +135,7 @@ def paper_map_rows(written: Sequence[str]) -> list[dict]:
             here = "yes" if any(n.startswith(case) for n in written) else "no"
         else:
             here = "yes" if item.file in written else "no"
-        rows.append({**item._asdict(), "written": here})
+        rows.append({**item._asdict(), "written": here, "weights": weights})
     return rows
 
 
