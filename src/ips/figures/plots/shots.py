@@ -39,6 +39,14 @@ def _ci(rows: xr.Dataset, name: str, band: str) -> np.ndarray:
     return rows[f"{name}_ci"].sel(band=band).values.astype(float)
 
 
+def _absent(factors: FactorsFile, title: str, path: Path) -> list[Path]:
+    """A figure saying why there is no few-shot comparison."""
+    fig, (ax,) = panels(1, 8.0, 2.6, title)
+    note(ax, "few-shot: absent\n" + factors.absent.get("few_shot", "no comparison"))
+    blank(ax)
+    return save(fig, path)
+
+
 def few_shot_band_figure(factors: FactorsFile, tau: float, path: Path) -> list[Path]:
     """One panel per dataset (rows) and order band (columns), one row of marks per model:
     for every k-shot comparison a segment from the 0-shot IPS^band of the compared template
@@ -49,10 +57,7 @@ def few_shot_band_figure(factors: FactorsFile, tau: float, path: Path) -> list[P
     rows = factors.comparisons("few_shot")
     title = f"0-shot vs k-shot by order band, τ = {tau:g} (same template pairs)"
     if not rows.sizes["comparison"]:
-        fig, (ax,) = panels(1, 8.0, 2.6, title)
-        note(ax, "few-shot: absent\n" + factors.absent.get("few_shot", "no comparison"))
-        blank(ax)
-        return save(fig, path)
+        return _absent(factors, title, path)
     dataset = rows["comparison_dataset"].values.astype(str)
     datasets = list(dict.fromkeys(dataset))
     ks = sorted({_k(s) for s in rows["setting_a"].values.astype(str)})
@@ -124,10 +129,7 @@ def shot_curve_figure(factors: FactorsFile, tau: float, path: Path) -> list[Path
     rows = factors.comparisons("few_shot")
     title = f"IPS from 0 to k shots, τ = {tau:g} (the few-shot template pairs at every k)"
     if not rows.sizes["comparison"]:
-        fig, (ax,) = panels(1, 8.0, 2.6, title)
-        note(ax, "few-shot: absent\n" + factors.absent.get("few_shot", "no comparison"))
-        blank(ax)
-        return save(fig, path)
+        return _absent(factors, title, path)
     curves = shot_curves(rows)
     datasets = list(dict.fromkeys(d for d, _ in curves))
     models = list(dict.fromkeys(m for _, m in curves))
