@@ -1,5 +1,7 @@
 """config.yaml is valid, matches the schema's defaults, and bad values are rejected."""
 
+import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -331,3 +333,53 @@ def test_a_bad_dataset_setting_is_one_line_naming_the_field(dolly, message):
     with pytest.raises(ConfigError) as e:
         ips_validate(per_dataset_config(**dolly))
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("perturbations, few_shot, message", [
+    ({"names": [], "shots": [1]}, {"shots": [1, 2]},
+     "config: perturbations.shots: [1], but perturbations.names is empty; name the rewordings "
+     "to score with examples or leave the shots out"),
+    ({"names": ["paraphrase"], "shots": [1, 3]}, {"shots": [1, 2]},
+     "config: perturbations.shots.1: 3 is not in few_shot.shots (1, 2); name one of them or "
+     "add it there"),
+    ({"names": ["paraphrase"], "shots": [1]}, {"shots": []},
+     "config: perturbations.shots.0: 1 is not in few_shot.shots (none); name one of them or "
+     "add it there"),
+])
+def test_reworded_prompts_take_examples_only_of_the_few_shot_ks(perturbations, few_shot,
+                                                                 message):
+    """`perturbations.shots` (Figs. 12d, 55) needs rewordings and the k of few_shot.shots:
+    else one line naming the field, in a config and in a dataset's JSON settings alike."""
+    from ips.config import ConfigError, check_settings, dataset_settings
+    from ips.config import validate as ips_validate
+
+    config = {"datasets": {"dolly": {"format": "dolly"}}, "perturbations": perturbations,
+              "few_shot": few_shot}
+    with pytest.raises(ConfigError) as e:
+        ips_validate(config)
+    assert str(e.value) == message
+    settings = {**dataset_settings(ips_validate({"datasets": config["datasets"]}), "dolly"),
+                "perturbations": perturbations, "few_shot": few_shot}
+    with pytest.raises(ConfigError) as e:
+        check_settings(settings)
+    assert str(e.value) == message.replace("config:", "settings:", 1)
+
+
+def test_an_empty_perturbations_shots_leaves_the_settings_as_they_were():
+    """A run without `perturbations.shots` passes the samples the settings it passed before
+    the key existed (a changed workflow param would draw every run's samples again); one
+    with it passes it, and its JSON settings validate to the same."""
+    from ips.config import check_settings, dataset_settings
+    from ips.config import validate as ips_validate
+
+    base = {"datasets": {"dolly": {"format": "dolly"}},
+            "perturbations": {"names": ["paraphrase", "reorder"]}}
+    plain = dataset_settings(ips_validate(copy.deepcopy(base)), "dolly")
+    assert plain["perturbations"] == {"names": ["paraphrase", "reorder"], "file": None}
+    assert check_settings(json.loads(json.dumps(plain))) == plain
+    config = ips_validate({**copy.deepcopy(base),
+                           "perturbations": {"names": ["paraphrase"], "shots": [2]}})
+    assert config["perturbations"]["shots"] == [2]
+    shot = dataset_settings(config, "dolly")
+    assert shot["perturbations"] == {"names": ["paraphrase"], "file": None, "shots": [2]}
+    assert check_settings(json.loads(json.dumps(shot))) == shot

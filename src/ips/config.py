@@ -165,6 +165,7 @@ def validate(config: dict, source: str = "config") -> dict:
     _check_templates(config["templates"], config["few_shot"],
                      {ITEM_TYPES[e["format"]].kind for e in datasets.values()}, source)
     _check_paper_shots(config["few_shot"], source)
+    _check_perturbation_shots(config["perturbations"], config["few_shot"], source)
     for name, entry in datasets.items():
         _check_dataset(name, entry, f"datasets.{name}", source)
         _check_dataset_settings(config, name, source)
@@ -212,6 +213,7 @@ def validate_settings(settings: dict, source: str = "settings") -> dict:
     _check_templates(settings["templates"], settings["few_shot"],
                      {ITEM_TYPES[entry["format"]].kind}, source)
     _check_paper_shots(settings["few_shot"], source)
+    _check_perturbation_shots(settings["perturbations"], settings["few_shot"], source)
     _check_dataset(settings["dataset"], entry, "entry", source)
     return settings
 
@@ -375,6 +377,22 @@ def _check_paper_shots(few_shot: dict, source: str) -> None:
                           "lower the shots or draw the examples (examples: drawn)")
 
 
+def _check_perturbation_shots(perturbations: dict, few_shot: dict, source: str) -> None:
+    """`perturbations.shots` gives reworded prompts k examples (Figs. 12d, 55): it needs
+    rewordings (`perturbations.names`), and each k is one of `few_shot.shots`, beside which
+    the reworded k-shot prompts are read."""
+    shots, few = perturbations["shots"], few_shot["shots"]
+    if shots and not perturbations["names"]:
+        raise ConfigError(f"{source}: perturbations.shots: {shots}, but perturbations.names is "
+                          "empty; name the rewordings to score with examples or leave the "
+                          "shots out")
+    for i, k in enumerate(shots):
+        if k not in few:
+            raise ConfigError(f"{source}: perturbations.shots.{i}: {k} is not in "
+                              f"few_shot.shots ({', '.join(map(str, few)) or 'none'}); "
+                              "name one of them or add it there")
+
+
 def _check_dataset(name: str, entry: dict, field: str, source: str) -> None:
     """What can be checked of a dataset entry without reading it: its fields exist in items
     of its format, and its local source exists."""
@@ -535,9 +553,14 @@ def check_settings(settings: dict) -> dict:
 def _own_settings(settings: dict) -> dict:
     """`settings` with the dataset entry's own `n_max` and `variables` in place of the
     top-level ones, and without the entry's `models`: which models run a dataset does not
-    decide its samples, so changing it draws nothing again."""
+    decide its samples, so changing it draws nothing again. An empty `perturbations.shots`
+    is left out: the settings are then those written before the key existed, a workflow
+    param that would otherwise draw every run's samples again."""
     entry = settings["entry"]
     entry.pop("models", None)
+    if not settings["perturbations"].get("shots"):
+        settings["perturbations"] = {k: v for k, v in settings["perturbations"].items()
+                                     if k != "shots"}
     settings["n_max"] = entry.pop("n_max", settings["n_max"])
     settings["variables"] = _variables({**settings["variables"], **entry.pop("variables", {})})
     return settings

@@ -3,9 +3,11 @@ the samples file, the log counts, and `ips samples` with a reference model."""
 
 import json
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from transformers import AutoTokenizer
 
 from ips.cli.main import main
@@ -178,3 +180,54 @@ def test_bundled_arc_challenge_items_are_no_longer_skipped():
     reduced = [s for s in longest.samples if s.reduction.reduced]
     assert reduced and all(len(s.variables) == 8 < s.reduction.n_units for s in reduced)
     assert {s.item.id for s in reduced}.isdisjoint(s.item.id for s in skip.samples)
+
+
+def a1(instruction: str, context: str = "") -> str:
+    """Template A1 written out by hand from src/ips/data/templates.yaml."""
+    if context:
+        return ("Below is an instruction that describes a task, paired with an input that "
+                "provides further context. Write a response that appropriately completes the "
+                f"request.\n\n### Instruction:\n{instruction}\n\n### Input:\n{context}\n\n"
+                "### Response:\n")
+    return ("Below is an instruction that describes a task. Write a response that "
+            f"appropriately completes the request.\n\n### Instruction:\n{instruction}\n\n"
+            "### Response:\n")
+
+
+def test_a_reworded_prompt_with_examples_rewords_the_query_only(tmp_path):
+    """`perturbations.shots: [1]`: A1-paraphrase-1shot is A1-1shot's example, unreworded,
+    then the reworded query with its variables where the rewording put them; an item the
+    perturbation file does not reword lacks both reworded conditions and keeps A1-1shot."""
+    shipped = yaml.safe_load((Path(__file__).parents[2] / "src/ips/data/dolly_perturbations.yaml")
+                             .read_text(encoding="utf-8"))
+    keep = [f"dolly-{i:03d}" for i in range(0, 20, 2)]
+    file = tmp_path / "rewordings.yaml"
+    file.write_text(yaml.safe_dump({k: shipped[k] for k in keep}))
+    config = validate({
+        "n_max": 4, "n_items": 8, "seed": 1,
+        "templates": {"instruction": ["A1", "A2"]},
+        "few_shot": {"templates": [], "shots": [1]},
+        "perturbations": {"names": ["paraphrase"], "file": str(file), "shots": [1]},
+        "datasets": {"dolly": {"format": "dolly", "fields": ["instruction"]}},
+    })
+    ss = prepare_samples(dataset_settings(config, "dolly"))
+    assert ss.groups == {"0shot": ["A1", "A2"], "perturbation": ["A1", "A1-paraphrase"],
+                         "perturbation-1shot": ["A1-1shot", "A1-paraphrase-1shot"]}
+    (shot,) = ss.shots
+    example = a1(shot.instruction, shot.context) + shot.response + "\n\n"
+    assert shipped[shot.id]["paraphrase"]["instruction"] not in example  # as the dataset has it
+    with_it = [s for s in ss.samples if s.item.id in keep]
+    assert 0 < len(with_it) < len(ss.samples)
+    for s in ss.samples:
+        assert s.prompts["A1-1shot"].text == example + a1(s.item.instruction, s.item.context)
+        if s.item.id not in keep:
+            assert not {"A1-paraphrase", "A1-paraphrase-1shot"} & set(s.prompts)
+            continue
+        p = shipped[s.item.id]["paraphrase"]
+        prompt = s.prompts["A1-paraphrase-1shot"]
+        assert prompt.text == example + a1(p["instruction"], s.item.context)
+        assert prompt.text.removeprefix(example) == s.prompts["A1-paraphrase"].text
+        moved = [p.get("variables", {}).get(v.text, v.text) for v in s.variables]
+        assert [prompt.text[a:b] for a, b in prompt.spans] == moved
+        assert min(a for a, _ in prompt.spans) >= len(example)  # in the query, never the example
+    assert ss.perturbed() == {"A1-paraphrase": len(with_it), "A1-paraphrase-1shot": len(with_it)}

@@ -9,9 +9,11 @@ from ips.prompts.datasets import load_items
 from ips.prompts.items import InstructionItem, MCQItem
 from ips.prompts.samples import prepare_samples
 from ips.prompts.templates import (
+    Condition,
     Perturbation,
     TemplateError,
     conditions,
+    dataset_conditions,
     load_perturbations,
     load_templates,
     perturb,
@@ -91,6 +93,42 @@ def test_conditions_and_groups():
     assert groups["perturbation"] == ["A1", "A1-paraphrase"]
     assert conds[-1].perturbation == "paraphrase" and conds[-1].template == "A1"
     assert template_pairs(groups["0shot"]) == [("A1", "A2")]
+
+
+def test_reworded_prompts_at_k_shots_are_groups_of_their_own():
+    """`perturbations.shots` (Figs. 12d, 55): `perturbation-{k}shot` is the first template and
+    its rewordings with k examples; `{base}-{k}shot` is the k-shot template condition where
+    there is one (never twice), else a condition of its own."""
+    conds, groups = conditions(["A1", "A2", "A3"], ["A1", "A3"], [1, 2],
+                               ["paraphrase", "reorder"], [1, 2])
+    assert [c.name for c in conds] == [
+        "A1", "A2", "A3", "A1-1shot", "A3-1shot", "A1-2shot", "A3-2shot", "A1-paraphrase",
+        "A1-reorder", "A1-paraphrase-1shot", "A1-reorder-1shot", "A1-paraphrase-2shot",
+        "A1-reorder-2shot"]
+    assert groups == {
+        "0shot": ["A1", "A2", "A3"], "1shot": ["A1-1shot", "A3-1shot"],
+        "2shot": ["A1-2shot", "A3-2shot"], "perturbation": ["A1", "A1-paraphrase", "A1-reorder"],
+        "perturbation-1shot": ["A1-1shot", "A1-paraphrase-1shot", "A1-reorder-1shot"],
+        "perturbation-2shot": ["A1-2shot", "A1-paraphrase-2shot", "A1-reorder-2shot"]}
+    assert conds[-1] == Condition("A1-reorder-2shot", "A1", 2, "reorder")
+    # the first template is no few-shot template: its k-shot condition comes with the group
+    conds, groups = conditions(["A1", "A2"], ["A2"], [1, 2], ["paraphrase"], [2])
+    assert [c.name for c in conds[:4]] == ["A1", "A2", "A2-1shot", "A2-2shot"]
+    assert conds[4:] == [Condition("A1-paraphrase", "A1", 0, "paraphrase"),
+                         Condition("A1-2shot", "A1", 2), Condition("A1-paraphrase-2shot", "A1",
+                                                                   2, "paraphrase")]
+    assert groups["perturbation-2shot"] == ["A1-2shot", "A1-paraphrase-2shot"]
+    assert "perturbation-1shot" not in groups
+    # an MCQ dataset has no rewordings, at 0 shots or at k
+    kinds = {"mcq": ["T1", "T2"], "instruction": ["A1", "A2"]}
+    pert = {"names": ["paraphrase"], "shots": [1]}
+    few = {"templates": ["T1", "A2"], "shots": [1]}
+    assert set(dataset_conditions("mcq", kinds, few, pert)[1]) == {"0shot", "1shot"}
+    assert set(dataset_conditions("instruction", kinds, few, pert)[1]) == {
+        "0shot", "1shot", "perturbation", "perturbation-1shot"}
+    # settings written before perturbations.shots existed have none
+    assert set(dataset_conditions("instruction", kinds, few, {"names": ["paraphrase"]})[1]) == {
+        "0shot", "1shot", "perturbation"}
 
 
 def write(tmp_path, text):

@@ -5,8 +5,12 @@ have variables, at most `n_max` of them after the reduction rule `variables.redu
 `ips.prompts.variables`, and every template condition renders), fixes the few-shot examples, and
 renders every (item, condition) prompt with its variables' spans. An item without a rewording
 of the perturbation file (`perturbations.file`) lacks that perturbation condition in its
-`prompts` (it is not scored, `ips.formats.values`' `scored`); `SampleSet.perturbed` counts the
-items that have each. It depends on no model, except for the one reference model of the
+`prompts`, at 0 and at k shots (it is not scored, `ips.formats.values`' `scored`);
+`SampleSet.perturbed` counts the items that have each. A reworded condition with k shots
+(`perturbations.shots`) writes the same k examples as the plain k-shot condition, as the
+dataset gives them, and the query reworded: the two prompts of a pair differ only in the
+query's wording, as at 0 shots (the paper does not say; Appendix L rewords the instruction
+under test). It depends on no model, except for the one reference model of the
 `occlusion` rule, so every model is explained over the same variables and prompts. The result round-trips through JSON (`results/samples/{dataset}.json`),
 with each sample's `Reduction` (units before reduction, whether reduced, the rule, occlusion
 scores and reference model).
@@ -137,8 +141,8 @@ def prepare_samples(settings: dict, occlusion: Callable | None = None) -> Sample
         s = prepared[item.id]
         for c in conditions:  # shots are known once the items are drawn
             if c.shots and c.name in s.prompts:
-                s.prompts[c.name] = render(templates[c.template], item, s.variables,
-                                           drawn.shots[: c.shots], templates)
+                s.prompts[c.name] = _render(c, item, s.variables, templates, perturbations,
+                                            drawn.shots[: c.shots])
         samples.append(s)
     skipped = dict(Counter(loaded.skipped) + Counter(drawn.skipped))
     sample_set = SampleSet(name, kind, conditions, groups, samples, list(drawn.shots), skipped,
@@ -185,17 +189,25 @@ def _prepare(item: Item, settings: dict, templates, conditions, perturbations: d
         return s.reason if s.code == "none" else f"more than {n_max} variables"
     if reduction.scores:
         reduction = replace(reduction, reference_model=occlusion.model)
-    prompts = {}
-    for c in conditions:
-        fields, vs = None, variables
-        if c.perturbation:
-            p = perturbations.get(item.id, {}).get(c.perturbation)
-            if p is None:  # the item runs its other conditions; this one is not scored
-                continue
-            fields, vs = perturb(item, variables, p)
-        # shots are rendered after sampling; here only the item's own rendering is checked
-        prompts[c.name] = render(templates[c.template], item, vs, fields=fields)
+    # shots are rendered after sampling; here only the item's own rendering is checked
+    prompts = {c.name: p for c in conditions
+               if (p := _render(c, item, variables, templates, perturbations)) is not None}
     return Sample(item, variables, prompts, reduction)
+
+
+def _render(c: Condition, item: Item, variables: list[Variable], templates, perturbations: dict,
+            shots: Sequence[Item] = ()) -> Prompt | None:
+    """The item's prompt under `c` after the solved examples `shots`, the item reworded when
+    `c` has a perturbation (the examples are not: see the module docstring); None when the
+    perturbation file has no such rewording of the item (it runs its other conditions, this
+    one is not scored)."""
+    fields, vs = None, variables
+    if c.perturbation:
+        p = perturbations.get(item.id, {}).get(c.perturbation)
+        if p is None:
+            return None
+        fields, vs = perturb(item, variables, p)
+    return render(templates[c.template], item, vs, shots, templates, fields)
 
 
 def _report(sample_set: SampleSet, drawn) -> None:

@@ -5,7 +5,8 @@ string over the item's fields. Rendering concatenates literal text and field tex
 offset of every field in the prompt is known, and a variable at `field[start:end]` lands at
 `offset(field) + start` in the prompt. Few-shot conditions prepend k solved
 examples rendered with the same template (Appendix E.6). Perturbation conditions
-(Appendix L) replace a field's wording and say where each variable lies in the new wording.
+(Appendix L) replace a field's wording and say where each variable lies in the new wording;
+a perturbation condition with k shots does both, its examples left as they are written.
 """
 
 from __future__ import annotations
@@ -352,6 +353,8 @@ class Condition:
 
 #: the group of the plain templates (no examples, no perturbation), compared in the main results
 ZERO_SHOT = "0shot"
+#: the group of the first template and its rewordings (Appendix L)
+PERTURBATION = "perturbation"
 
 
 def conditions(
@@ -359,11 +362,16 @@ def conditions(
     few_shot_templates: Sequence[str] = (),
     shots: Sequence[int] = (),
     perturbations: Sequence[str] = (),
+    perturbation_shots: Sequence[int] = (),
 ) -> tuple[list[Condition], dict[str, list[str]]]:
     """The conditions of one dataset and the groups IPS compares pairwise.
 
     Group `0shot` holds the plain templates; `{k}shot` holds the few-shot templates with k
-    examples; `perturbation` holds the first template and its perturbed wordings.
+    examples; `perturbation` holds the first template and its perturbed wordings, and
+    `perturbation-{k}shot` (k of `perturbation_shots`) the same prompts with k examples
+    (Figs. 12d, 55): `{base}-{k}shot` (the k-shot template condition where the first
+    template is a few-shot template, else one of its own) and `{base}-{p}-{k}shot` for each
+    perturbation p.
     """
     out = [Condition(t, t) for t in template_names]
     groups: dict[str, list[str]] = {ZERO_SHOT: list(template_names)}
@@ -375,7 +383,14 @@ def conditions(
         base = template_names[0]
         names = [f"{base}-{p}" for p in perturbations]
         out += [Condition(n, base, 0, p) for n, p in zip(names, perturbations)]
-        groups["perturbation"] = [base, *names]
+        groups[PERTURBATION] = [base, *names]
+        for k in perturbation_shots:
+            plain = f"{base}-{k}shot"
+            if plain not in {c.name for c in out}:
+                out.append(Condition(plain, base, k))
+            reworded = [f"{n}-{k}shot" for n in names]
+            out += [Condition(n, base, k, p) for n, p in zip(reworded, perturbations)]
+            groups[f"{PERTURBATION}-{k}shot"] = [plain, *reworded]
     return out, groups
 
 
@@ -390,9 +405,12 @@ def dataset_conditions(kind: str, templates: Mapping, few_shot: Mapping,
                        perturbations: Mapping) -> tuple[list[Condition], dict[str, list[str]]]:
     """`conditions` of a dataset of `kind` ("mcq" | "instruction") under the config's
     `templates`, `few_shot` and `perturbations`: the few-shot templates of its own kind
-    (Appendix E.6 for MCQ, Fig. 12d for instruction datasets), perturbations an instruction
-    setting (Appendix L)."""
+    (Appendix E.6 for MCQ, Fig. 48 for instruction datasets), perturbations and their
+    k-shot counts (`perturbations.shots`, Figs. 12d, 55) an instruction setting (Appendix L);
+    a settings dict without `perturbations.shots` has none."""
     kinds = _template_kinds(templates.get("file"))
     shot_templates = [t for t in few_shot["templates"] if kinds[t] == kind]
+    instruction = kind == "instruction"
     return conditions(templates[kind], shot_templates, few_shot["shots"] if shot_templates else (),
-                      perturbations.get("names", []) if kind == "instruction" else [])
+                      perturbations.get("names", []) if instruction else [],
+                      perturbations.get("shots", []) if instruction else [])
