@@ -114,6 +114,73 @@ def test_few_shot_against_the_same_template_pair_of_0shot(tmp_path):
     assert json.loads(out.attrs["absent"]) == {f: ABSENT[f] for f in FACTORS[:3]}
 
 
+def with_reworded(ds, pairs):
+    """`ds` (of `make_metrics`) with condition groups of T1's rewordings (Appendix L) and their
+    pairs {(group, a, b): pair_ips}: each group a copy of the 0-shot group, each pair a copy
+    of the first 0-shot pair at that value (its per-sample values shifted alike)."""
+    first = ds.isel(pair=[0])
+    pair_vars = [v for v in ds.data_vars if "pair" in ds[v].dims]
+    parts = [ds[pair_vars]]
+    for (g, a, b), value in pairs.items():
+        p = first[pair_vars].copy(deep=True)
+        if "sample_pair_ips" in p:
+            p["sample_pair_ips"] = p["sample_pair_ips"] + (value - p["pair_ips"])
+        p["pair_ips"][:] = value
+        parts.append(p.assign_coords(pair=[f"{g}:{a}|{b}"], pair_a=("pair", [a]),
+                                     pair_b=("pair", [b]), pair_group=("pair", [g]),
+                                     pair_label=("pair", ["perturbation"])))
+    groups = sorted({g for g, _, _ in pairs})
+    group_vars = [v for v in ds.data_vars if "group" in ds[v].dims]
+    zero = ds[group_vars].sel(group=["0shot"])
+    grown = xr.concat([ds[group_vars], *(zero.assign_coords(group=[g]) for g in groups)],
+                      "group")
+    names = sorted({c for _, a, b in pairs for c in (a, b)} - set(ds["condition"].values))
+    return (ds.drop_dims(["pair", "group", "condition"])
+            .assign(xr.concat(parts, "pair", coords="minimal", compat="override"))
+            .assign(grown)
+            .assign_coords(condition=[*ds["condition"].values, *names],
+                           template=("condition", [*ds["template"].values, *["T1"] * len(names)]))
+            .assign_attrs(ds.attrs))
+
+
+def test_few_shot_on_reworded_prompts_against_the_same_pairs_without_examples(tmp_path):
+    """`perturbation-1shot` against `perturbation` pair by pair (Figs. 12d, 55), a pair keyed
+    by its conditions less `-1shot`: (T1-1shot, T1-paraphrase-1shot) against (T1,
+    T1-paraphrase); a 1-shot pair whose counterpart is not in `perturbation` is left out, and
+    a model without that group gets a note. The 1-shot templates keep their comparison."""
+    reworded = {("perturbation", "T1", "T1-paraphrase"): 1.8,
+                ("perturbation", "T1", "T1-reorder"): 1.5,
+                ("perturbation-1shot", "T1-1shot", "T1-paraphrase-1shot"): 1.2,
+                ("perturbation-1shot", "T1-1shot", "T1-reorder-1shot"): 1.0,
+                # (T1-paraphrase, T1-reorder) is not in `perturbation`: left out
+                ("perturbation-1shot", "T1-paraphrase-1shot", "T1-reorder-1shot"): 0.9}
+    alone = {k: v for k, v in reworded.items() if k[0] == "perturbation-1shot"}
+    ms = [with_reworded(make_metrics("m", attrs(), pair=1.45, pair14=1.6, shots={1: 1.2},
+                                     samples=12), reworded),
+          with_reworded(make_metrics("n", attrs(series="other"), shots={1: 1.2}), alone)]
+    out = compare(write_all(tmp_path, ms))
+    r = rows(out, "few_shot", "perturbation-1shot")
+    assert r.sizes["comparison"] == 1 and r["model_a"].item() == "m"
+    assert (r["setting_a"].item(), r["setting_b"].item()) == ("perturbation-1shot",
+                                                              "perturbation")
+    assert r["templates"].item() == "T1–T1-paraphrase;T1–T1-reorder"
+    np.testing.assert_allclose(r["ips_a"].values[0], (1.2 + 1.0) / 2)
+    np.testing.assert_allclose(r["ips_b"].values[0], (1.8 + 1.5) / 2)
+    np.testing.assert_allclose(r["delta_ips"].values[0], 1.1 / 1.65 - 1)
+    assert int(r["n_paired"].item()) == 12
+    s = ((out["summary_factor"] == "few_shot")
+         & (out["summary_group"] == "perturbation-1shot")).values
+    np.testing.assert_allclose(out["delta_ips_mean"].values[s][0], 1.1 / 1.65 - 1)
+    # the template few-shot of both models as without the reworded prompts
+    r = rows(out, "few_shot", "1shot")
+    assert list(r["model_a"].values) == ["m", "n"]
+    np.testing.assert_allclose(r["ips_b"].sel(band="all").values, [1.6, 1.6])
+    assert json.loads(out.attrs["few_shot_notes"]) == [
+        "arc: n: group perturbation-1shot has no template pair that is in perturbation"]
+    assert out["factor_note"].sel(factor="few_shot").item() == (
+        "present; arc: 3 (model, k-shot group) comparison(s)")
+
+
 def test_no_factor_at_all_is_reported_not_faked(tmp_path):
     ms = [make_metrics("a", attrs(family="x", series="x")),
           make_metrics("b", attrs(family="y", series="y", type="instruct"))]

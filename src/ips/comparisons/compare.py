@@ -8,15 +8,17 @@ made within one dataset, between A (the model or setting *with* the factor) and 
 | `instruct_vs_base` | type instruct | type base | same family, series and params |
 | `scale` | larger params | next smaller params | same series, type and architecture; adjacent sizes only (each size against the next smaller one present) |
 | `dense_vs_moe` | architecture dense | architecture moe | same family and type; every dense × moe pair (paper 4.3 averages over all of them) |
-| `few_shot` | k-shot group | 0-shot group, same model | the k-shot group's template pairs (T1, T4 by default) against the 0-shot value of the *same* template pairs |
+| `few_shot` | k-shot group | its group without examples, same model | `{k}shot` against `0shot`: the k-shot group's template pairs (T1, T4 by default) against the 0-shot value of the *same* template pairs; `perturbation-{k}shot` against `perturbation` (Figs. 12d, 55): each pair of the reworded prompts with k examples against the same pair without |
 
 For the three model factors, one comparison is made for every condition group both files
-hold (`0shot`, the k-shot groups, `perturbation`), with `IPS_A`, `IPS_B` the groups' IPS.
-For `few_shot` the 0-shot group has more templates (T1–T5) than a k-shot group (T1, T4),
-so its group IPS averages other pairs: A and B are instead the mean over the k-shot group's
-pairs of `pair_ips` and the mean of `pair_ips` of the 0-shot pairs with the same two
-templates (with a single pair, A equals the k-shot group's IPS). Pairs without a 0-shot
-counterpart are left out; a group with none is reported absent.
+hold (`0shot`, the k-shot groups, `perturbation`, `perturbation-{k}shot`), with `IPS_A`,
+`IPS_B` the groups' IPS. For `few_shot` the 0-shot group has more templates (T1–T5) than a
+k-shot group (T1, T4), so its group IPS averages other pairs: A and B are instead the mean
+over the k-shot group's pairs of `pair_ips` and the mean of `pair_ips` of the pairs of the
+group without examples that have the same two conditions less their `-{k}shot`
+(T1-1shot|T4-1shot ↔ T1|T4, A1-1shot|A1-paraphrase-1shot ↔ A1|A1-paraphrase; with a
+single pair, A equals the k-shot group's IPS). Pairs without such a counterpart are left
+out; a group with none is reported absent.
 
 `ΔIPS^band = (IPS_A − IPS_B)/IPS_B` (`ips.analysis.metrics.delta_ips`) for band all, low, mid, high;
 NaN where IPS_B is 0 or either side has no value.
@@ -72,12 +74,14 @@ from ips.comparisons.robustness import ROBUSTNESS_GROUP, robustness_variables
 from ips.errors import InputError
 from ips.formats.hdf5 import labels
 from ips.formats.metrics import BANDS, Entry, read_metrics
-from ips.prompts.templates import ZERO_SHOT
+from ips.prompts.templates import PERTURBATION, ZERO_SHOT
 
 log = logging.getLogger(__name__)
 
 
-_SHOT_GROUP = re.compile(r"^(\d+)shot$")
+#: a k-shot group (`ips.prompts.templates.conditions`): `{k}shot`, compared with `0shot`, or
+#: `perturbation-{k}shot`, compared with `perturbation`
+_SHOT_GROUP = re.compile(rf"^(?:({PERTURBATION})-)?(\d+)shot$")
 
 
 def _group_ips(e: Entry, group: str) -> np.ndarray:
@@ -140,32 +144,33 @@ def _model_comparisons(factor: str, dataset: str, a: Entry, b: Entry) -> list[Co
 
 
 def _few_shot(dataset: str, e: Entry) -> tuple[list[Comparison], list[str]]:
-    """k-shot group vs the same template pairs of the 0-shot group of one model."""
+    """Each k-shot group of one model against the same pairs of its group without examples
+    (`_SHOT_GROUP`), a pair keyed by its two conditions less their `-{k}shot`."""
     groups = entry_groups(e)
     notes = []
     if ZERO_SHOT not in groups:
         return [], [f"{e.model}: no {ZERO_SHOT} group"]
     ds = e.ds
-    template = dict(zip(map(str, ds["condition"].values), map(str, ds["template"].values)))
     pair_group = ds["pair_group"].values.astype(str)
-    key = [frozenset((template[str(a)], template[str(b)]))
-           for a, b in zip(ds["pair_a"].values, ds["pair_b"].values)]
+    ends = list(zip(ds["pair_a"].values.astype(str), ds["pair_b"].values.astype(str)))
     pair_ips = ds["pair_ips"].reindex(band=list(BANDS)).values.astype(float)
-    zero = {k: i for i, (k, g) in enumerate(zip(key, pair_group)) if g == ZERO_SHOT}
     out = []
     for g in groups:
         m = _SHOT_GROUP.match(g)
-        if not m or int(m.group(1)) == 0:
+        if not m or int(m.group(2)) == 0:
             continue
-        rows = [i for i in np.flatnonzero(pair_group == g) if key[i] in zero]
+        base, suffix = m.group(1) or ZERO_SHOT, f"-{m.group(2)}shot"
+        key = [frozenset(c.removesuffix(suffix) for c in pair) for pair in ends]
+        without = {k: i for i, (k, h) in enumerate(zip(key, pair_group)) if h == base}
+        rows = [i for i in np.flatnonzero(pair_group == g) if key[i] in without]
         if not rows:
-            notes.append(f"{e.model}: group {g} has no template pair that is in {ZERO_SHOT}")
+            notes.append(f"{e.model}: group {g} has no template pair that is in {base}")
             continue
-        b_rows = [zero[key[i]] for i in rows]
+        b_rows = [without[key[i]] for i in rows]
         names = ";".join(sorted("–".join(sorted(key[i])) for i in rows))
         a_val, b_val = per_sample.nanmean(pair_ips[rows]), per_sample.nanmean(pair_ips[b_rows])
         (na, sa), (nb, sb) = _pair_null(e, rows), _pair_null(e, b_rows)
-        out.append(Comparison("few_shot", dataset, g, e.model, e.model, g, ZERO_SHOT, names,
+        out.append(Comparison("few_shot", dataset, g, e.model, e.model, g, base, names,
                               a_val, b_val, _pair_samples(e, rows), _pair_samples(e, b_rows),
                               na, nb, sa, sb))
     return out, notes
