@@ -7,8 +7,10 @@ the figures by order across scales (Figs. 11, 14, 22), on the perturbation group
 planted numbers, scipy, or definitions computed here by brute force."""
 
 import csv
+import dataclasses
 import math
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import scipy.stats
@@ -21,9 +23,10 @@ from ips.comparisons.claims.nulls import matched_claims
 from ips.comparisons.claims.verdicts import binomial_row
 from ips.comparisons.robustness import tau_differences
 from ips.figures.make import make_figures
-from ips.figures.plots.factors import group_factors_figure
+from ips.figures.numbers import factor_rows, label_columns
+from ips.figures.plots.factors import comparison_panel, group_factors_figure
 from ips.figures.plots.scale import scale_figure, series_lines
-from ips.figures.plots.shots import few_shot_band_figure
+from ips.figures.plots.shots import few_shot_band_figure, shot_curve_figure, shot_curves
 from ips.figures.tables.appendix import (
     MATCH_RATIO,
     matched_pairs,
@@ -356,8 +359,8 @@ def test_series_lines_are_the_scale_factor_groups(dolly):
 
 
 def test_the_perturbation_group_rows(dolly):
-    """The perturbation-group figures get the factors file's rows of that group; few-shot
-    compares k-shot groups with the 0-shot templates only, so it has none there."""
+    """The perturbation-group figures get the factors file's rows of that group; these five
+    models' reworded prompts are scored at 0 shots only, so few-shot has none there."""
     _, fac, _, _ = dolly
     with xr.open_dataset(fac.path, engine="h5netcdf") as ds:
         f = ds["comparison_factor"].values.astype(str)
@@ -370,6 +373,74 @@ def test_the_perturbation_group_rows(dolly):
             assert fac.summaries(name, "perturbation").sizes["summary"] == 1
     assert fac.comparisons("few_shot", "perturbation").sizes["comparison"] == 0
     assert fac.comparisons("few_shot").sizes["comparison"] == 5
+
+
+def _again(ds, dim, group, setting_b=None):
+    """`ds` with its few-shot `dim` rows ("comparison", "summary") once more, in `group`
+    (comparisons: with `setting_b` their group without examples)."""
+    rows = np.flatnonzero(ds[f"{dim}_factor"].values.astype(str) == "few_shot")
+    n = rows.size
+    extra = ds.isel({dim: rows}).assign_coords(
+        {dim: np.arange(ds.sizes[dim], ds.sizes[dim] + n), f"{dim}_group": (dim, [group] * n)})
+    if setting_b:
+        extra = extra.assign_coords(setting_a=(dim, [group] * n),
+                                    setting_b=(dim, [setting_b] * n))
+    return xr.concat([ds, extra], dim, data_vars="minimal", coords="minimal", compat="override")
+
+
+@pytest.fixture(scope="module")
+def reworded_shots(dolly, tmp_path_factory):
+    """The five models' factors file with every 1-shot comparison and summary row once more
+    as the reworded prompts' (`perturbation-1shot` against `perturbation`, Figs. 12d, 55)."""
+    _, fac, _, _ = dolly
+    ds = _again(_again(fac.ds, "comparison", "perturbation-1shot", "perturbation"), "summary",
+                "perturbation-1shot")
+    path = tmp_path_factory.mktemp("reworded") / "f.nc"
+    ds.drop_encoding().to_netcdf(path, engine="h5netcdf")  # the file read had <U12 groups
+    return fac, read_factors(path)
+
+
+def test_few_shot_rows_are_cut_by_their_group_without_examples(reworded_shots, tmp_path):
+    """The 0-shot figures keep the template few-shot rows (the shot curve unchanged); the
+    perturbation-group figures get the reworded prompts' k-shot rows (Figs. 12d, 55), its
+    panel naming both sides; the Appendix G mean of the reworded prompts keeps to the
+    perturbation group."""
+    fac, both = reworded_shots
+    main, reworded = factor_rows(both, "few_shot"), factor_rows(both, "few_shot", "perturbation")
+    assert set(main["setting_b"].values.astype(str)) == {"0shot"}
+    assert main.sizes["comparison"] == reworded.sizes["comparison"] == 5
+    assert set(reworded["comparison_group"].values.astype(str)) == {"perturbation-1shot"}
+    assert set(reworded["setting_b"].values.astype(str)) == {"perturbation"}
+    np.testing.assert_array_equal(main["ips_a"].values, fac.comparisons("few_shot")["ips_a"].values)
+    assert list(factor_rows(both, "few_shot", "perturbation", summary=True)["summary_group"]
+                .values) == ["perturbation-1shot"]
+    assert list(factor_rows(both, "few_shot", summary=True)["summary_group"].values) == ["1shot"]
+    assert factor_rows(both, "scale", "perturbation").sizes["comparison"] == 2  # as FactorsFile
+    curves = shot_curves(main)
+    assert curves.keys() == shot_curves(fac.comparisons("few_shot")).keys()
+    fig, ax = plt.subplots()
+    comparison_panel(ax, reworded, "few_shot")
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        f"{m}\nperturbation-1shot vs perturbation" for m in reworded["model_a"].values]
+    plt.close(fig)
+    for draw in (group_factors_figure, shot_curve_figure):
+        args = (both, "perturbation", 0.1) if draw is group_factors_figure else (both, 0.1)
+        assert all(p.stat().st_size > 5000 for p in draw(*args, tmp_path / f"{draw.__name__}.png"))
+
+
+def test_the_reworded_prompts_mean_leaves_their_k_shot_pairs_out(dolly):
+    """Appendix G's `perturbation` label marks every pair with a reworded condition; its mean
+    is over the perturbation group's pairs, not those of its k-shot groups."""
+    entries, _, _, _ = dolly
+    ds = entries[0].ds
+    groups = ds["pair_group"].values.astype(object)
+    labels = ds["pair_label"].values.astype(object)
+    groups[0], labels[0] = "perturbation", "perturbation"  # a pair of T1 and a rewording
+    shot = int(np.flatnonzero(groups == "1shot")[0])
+    groups[shot], labels[shot] = "perturbation-1shot", "perturbation"
+    e = dataclasses.replace(entries[0], ds=ds.assign_coords(pair_group=("pair", groups),
+                                                            pair_label=("pair", labels)))
+    assert label_columns(e, "perturbation").tolist() == [0]
 
 
 @pytest.mark.parametrize("name", ["scale", "scale_perturbation", "group_factors", "shots"])

@@ -178,7 +178,11 @@ def test_the_paper_map_places_every_figure_and_table_of_the_paper(results):
     text = (out / "README.md").read_text()
     assert "## The paper's figures and tables" in text
     assert "| Table 5 | IPS by perturbation type, MoE models | `perturbation_types_moe.csv` |" in text
-    assert "| Fig. 55 | 0-shot vs few-shot | — | none: " in text
+    # the reworded prompts' few-shot (Figs. 12d, 55): a panel, empty without perturbations.shots
+    for fig in ("12d", "55"):
+        assert f"| Fig. {fig} | 0-shot vs few-shot | `perturbation_group_factors.png` | " in text
+    assert text.count("a run without perturbations.shots scores the reworded prompts at 0 "
+                      "shots only, and the panel says so |") == 2
 
 
 def test_readme_names_files_and_absent_factors(results):

@@ -1,4 +1,5 @@
-"""Numbers shared by the figure modules: values read off the metrics entries (IPS, its
+"""Numbers shared by the figure modules: a factor's rows of the factors file on a condition
+group, values read off the metrics entries (IPS, its
 interval, its nulls, n; the mean IPS of a label's pairs), the entries by dataset, the flag of intervals from few samples and
 the text of p-values, tests and correlations. Their look (colours, legends, whiskers) is
 `ips.figures.style`'s."""
@@ -8,17 +9,36 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+import xarray as xr
 
 from ips.analysis import uncertainty
 from ips.analysis.uncertainty import MIN_RELIABLE_N
 from ips.comparisons.claims.verdicts import bootstrap_settings
+from ips.formats.factors import FactorsFile
 from ips.formats.metrics import BAND_PAIRS, Entry
-from ips.prompts.templates import ZERO_SHOT
+from ips.prompts.templates import PERTURBATION, ZERO_SHOT
 
 MAIN_GROUP = ZERO_SHOT
 """The condition group of the main comparisons (the 0-shot templates)."""
-PERTURBATION_GROUP = "perturbation"
+PERTURBATION_GROUP = PERTURBATION
 """The condition group of the reworded prompts (paraphrase, reorder; Appendix L)."""
+
+
+def factor_rows(factors: FactorsFile, factor: str, group: str = MAIN_GROUP,
+                summary: bool = False) -> xr.Dataset:
+    """The comparison rows (`summary`: the summary rows) of `factor` on `group`, as
+    `FactorsFile.comparisons` cuts them; few-shot's are those of the k-shot groups whose
+    group without examples (each comparison's `setting_b`) is `group`: `{k}shot` for the
+    0-shot templates, `perturbation-{k}shot` for the reworded prompts (Figs. 12d, 55)."""
+    if factor != "few_shot":
+        return factors.summaries(factor, group) if summary else factors.comparisons(factor, group)
+    comparisons = factors.comparisons(factor)
+    without = dict(zip(comparisons["comparison_group"].values.astype(str),
+                       comparisons["setting_b"].values.astype(str)))
+    rows, dim = (factors.summaries(factor), "summary") if summary else (comparisons,
+                                                                         "comparison")
+    keep = [without.get(g) == group for g in rows[f"{dim}_group"].values.astype(str)]
+    return rows.isel({dim: np.flatnonzero(keep)})
 
 
 def ips_value(e: Entry, group: str = MAIN_GROUP, band: str = "all") -> float:
@@ -138,14 +158,15 @@ LABELS = ("altering", "adding", "perturbation")
 
 def label_columns(e: Entry, label: str) -> np.ndarray:
     """The pairs with this label: 0-shot pairs for altering/adding, every pair of the
-    perturbation group for `perturbation`."""
+    perturbation group for `perturbation` (its k-shot groups' pairs, labelled alike, are
+    the few-shot factor's)."""
     ds = e.ds
     if ds.sizes.get("pair", 0) == 0:
         return np.zeros(0, dtype=int)
     lab = ds["pair_label"].values.astype(str)
     grp = ds["pair_group"].values.astype(str)
-    sel = (lab == label) & ((grp == MAIN_GROUP) if label != "perturbation" else True)
-    return np.flatnonzero(sel)
+    group = PERTURBATION_GROUP if label == "perturbation" else MAIN_GROUP
+    return np.flatnonzero((lab == label) & (grp == group))
 
 
 class LabelMean(NamedTuple):

@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 
 from ips.comparisons.factors import FACTORS
-from ips.figures.numbers import MAIN_GROUP, PERTURBATION_GROUP, few_note, p_text
+from ips.figures.numbers import MAIN_GROUP, PERTURBATION_GROUP, factor_rows, few_note, p_text
 from ips.figures.style import (
     band_label,
     blank,
@@ -47,15 +47,16 @@ FACTOR_SIDES = {
 
 def draw_factors(factors: FactorsFile, tau: float, out: Path) -> None:
     """`factor_<name>.png` for each factor and `factors.png`, each given its own rows; the
-    same two on the perturbation group (`perturbation_group_factors*.png`, Figs. 12, 13)."""
+    same two on the perturbation group (`perturbation_group_factors*.png`, Figs. 12, 13; its
+    few-shot rows are the reworded prompts' k-shot groups, Figs. 12d, 55)."""
     for f in FACTORS:
-        factor_figure(factors.comparisons(f), f, factors.absent.get(f), tau,
+        factor_figure(factor_rows(factors, f), f, factors.absent.get(f), tau,
                       out / f"factor_{f}.png")
-    factors_figure({f: factors.summaries(f) for f in factors.present}, factors.absent, tau,
-                   out / "factors.png")
+    factors_figure({f: factor_rows(factors, f, summary=True) for f in factors.present},
+                   factors.absent, tau, out / "factors.png")
     group_factors_figure(factors, PERTURBATION_GROUP, tau,
                          out / "perturbation_group_factors.png")
-    rows = {f: factors.summaries(f, PERTURBATION_GROUP) for f in FACTORS}
+    rows = {f: factor_rows(factors, f, PERTURBATION_GROUP, summary=True) for f in FACTORS}
     factors_figure({f: r for f, r in rows.items() if r.sizes["summary"]},
                    {f: factors.absent.get(f) or f"no comparison on the {PERTURBATION_GROUP} "
                     "group" for f, r in rows.items() if not r.sizes["summary"]}, tau,
@@ -82,7 +83,7 @@ def _label(rows: xr.Dataset, factor: str, i: int, sep: str = "\n") -> str:
     """"A\nvs B" (sep: one line where the panel has many rows)."""
     a = str(rows["model_a"].values[i])
     if factor == "few_shot":
-        return f"{a}{sep}{rows['setting_a'].values[i]} vs {MAIN_GROUP}"
+        return f"{a}{sep}{rows['setting_a'].values[i]} vs {rows['setting_b'].values[i]}"
     return f"{a}{sep}vs {rows['model_b'].values[i]}"
 
 
@@ -198,9 +199,10 @@ def comparison_panel(ax, rows: xr.Dataset, factor: str, with_dataset: bool = Fal
 def group_factors_figure(factors: FactorsFile, group: str, tau: float,
                          path: Path) -> list[Path]:
     """The four factors on one condition group (paper Fig. 12 on the reworded prompts of the
-    perturbation group): one panel per factor with its comparisons on `group` in every
-    dataset, drawn as `comparison_panel`; a factor without one says why."""
-    rows = {f: factors.comparisons(f, group) for f in FACTORS}
+    perturbation group, few-shot its k-shot groups, Fig. 12d): one panel per factor with its
+    comparisons on `group` in every dataset, drawn as `comparison_panel`; a factor without
+    one says why."""
+    rows = {f: factor_rows(factors, f, group) for f in FACTORS}
     n = max([r.sizes["comparison"] for r in rows.values()] + [2])
     fig, axes = panels(len(FACTORS), 4.0, 0.2 + comparison_height(n),
                        f"The four factors on the {group} group: IPS at τ = {tau:g}\n"
@@ -211,9 +213,8 @@ def group_factors_figure(factors: FactorsFile, group: str, tau: float,
             comparison_panel(ax, r, f, with_dataset=True)
             continue
         why = (factors.absent.get(f) or
-               ("few-shot compares the k-shot groups with the 0-shot templates, never this "
-                "group" if f == "few_shot" else f"no pair of models both have the {group} "
-                "group"))
+               (f"no k-shot group of the {group} group (config perturbations.shots)"
+                if f == "few_shot" else f"no pair of models both have the {group} group"))
         note(ax, "\n".join(textwrap.wrap(f"absent: {why}", 30)))
     legend_below(fig, [patch(SIDE_COLORS[0], "A: instruct, larger, dense, k-shot"),
                        patch(SIDE_COLORS[1], "B: base, next smaller, MoE, 0-shot")])

@@ -150,8 +150,9 @@ FIGURES = {
         "the factors of Figs. 5-8 on the perturbation group (the first template and its "
         "paraphrased and reordered wordings, Appendix L): IPS_A and IPS_B of every comparison "
         "with 95% intervals, ΔIPS and the paired sign-flip p with its n, one panel per "
-        "factor; a factor without a comparison on this group says why (few-shot compares "
-        "k-shot groups with the 0-shot templates only)",
+        "factor, few-shot the same prompts with k examples against them without "
+        "(`perturbations.shots`, Figs. 12d, 55); a factor without a comparison on this "
+        "group says why",
         ROBUSTNESS),
     "perturbation_group_factors_by_order": Caption(
         "Relative change by order on reworded prompts (paper Fig. 13)",

@@ -30,13 +30,13 @@ class PaperItem(NamedTuple):
 
 
 #: the seven figures each robustness block of the appendix repeats, as (what, file of the
-#: 0-shot templates, file of the reworded prompts (perturbation group), "" for none)
+#: 0-shot templates, file of the reworded prompts (perturbation group))
 _BLOCK = {
     "instruct": ("instruct/chat vs base", "factor_instruct_vs_base.png",
                  "perturbation_group_factors.png"),
     "scale": ("IPS across model scales", "ips_by_scale.png", "perturbation_group_factors.png"),
     "moe": ("MoE vs dense", "factor_dense_vs_moe.png", "perturbation_group_factors.png"),
-    "shots": ("0-shot vs few-shot", "few_shot_curve.png", ""),
+    "shots": ("0-shot vs few-shot", "few_shot_curve.png", "perturbation_group_factors.png"),
     "relative": ("relative change by order band", "factors.png",
                  "perturbation_group_factors_by_order.png"),
     "orders": ("IPS by order type", "ips_by_order.png", "perturbation_group_by_order.png"),
@@ -45,11 +45,18 @@ _BLOCK = {
 }
 _FACTOR_ORDER = ("instruct", "scale", "moe", "shots")
 #: the factor of each panel of perturbation_group_factors.png
-_FACTOR_PANELS = {"instruct": "instruct_vs_base", "scale": "scale", "moe": "dense_vs_moe"}
-#: where a perturbation-group figure has no file of its own (paper Figs. 12d, 55)
-_NO_PERTURBED_SHOTS = ("none: the reworded prompts are scored at 0 shots only (perturbations "
-                       "are conditions of their own, not combined with examples); the "
-                       "template few-shot of Dolly is few_shot_curve.png's Dolly panel")
+_FACTOR_PANELS = {"instruct": "instruct_vs_base", "scale": "scale", "moe": "dense_vs_moe",
+                  "shots": "few_shot"}
+#: the few-shot panel of the reworded prompts (paper Figs. 12d, 55) in a run that did not
+#: set `perturbations.shots` (the template few-shot of Dolly is few_shot_curve.png's panel)
+_NO_PERTURBED_SHOTS = ("a run without perturbations.shots scores the reworded prompts at 0 "
+                       "shots only, and the panel says so")
+
+
+def _panel(key: str) -> str:
+    """Where the factor of `key` is in perturbation_group_factors.png."""
+    note = f"as ΔIPS bars, its panel {FACTOR_TITLES[_FACTOR_PANELS[key]]}"
+    return f"{note}; {_NO_PERTURBED_SHOTS}" if key == "shots" else note
 
 
 def _block(first: int, order: Sequence[str], where: str, prefix: str = "",
@@ -58,12 +65,11 @@ def _block(first: int, order: Sequence[str], where: str, prefix: str = "",
     items = []
     for i, key in enumerate(order):
         shows, main, reworded = _BLOCK[key]
-        file = reworded if perturbed else main
-        note = where if file else _NO_PERTURBED_SHOTS
+        note = where
         if perturbed and key in _FACTOR_PANELS:
-            note += f"; as ΔIPS bars, its panel {FACTOR_TITLES[_FACTOR_PANELS[key]]}"
-        items.append(PaperItem(f"Fig. {first + i}", shows, f"{prefix}{file}" if file else "",
-                               note))
+            note += f"; {_panel(key)}"
+        items.append(PaperItem(f"Fig. {first + i}", shows,
+                               f"{prefix}{reworded if perturbed else main}", note))
     return items
 
 
@@ -84,7 +90,9 @@ PAPER_MAP: tuple[PaperItem, ...] = (
     *_block(9, ("orders", "relative", "order_scale"), "the ARC panel"),
     PaperItem("Fig. 12a-c", "the factors on reworded prompts", "perturbation_group_factors.png",
               "Dolly's reworded prompts (the perturbation group), as ΔIPS bars"),
-    PaperItem("Fig. 12d", _BLOCK["shots"][0], "", _NO_PERTURBED_SHOTS),
+    PaperItem("Fig. 12d", _BLOCK["shots"][0], _BLOCK["shots"][2],
+              f"Dolly's reworded prompts with k examples against them without (the "
+              f"perturbation-{{k}}shot groups), {_panel('shots')}"),
     *_block(13, ("relative", "order_scale"), "Dolly's reworded prompts", perturbed=True),
     PaperItem("Fig. 15", "the MCQ templates", "",
               "none: data, not a result (src/ips/data/templates.yaml, T1-T5)"),
