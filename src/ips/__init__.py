@@ -37,6 +37,7 @@ Modules:
 * ``cluster``       whether every Slurm job fits a node, before submitting
 * ``outputs``       atomic writes and safe reads of the package's files
 * ``errors``        the one-line errors of the command line
+* ``yaml_text``     YAML text read into plain data (libyaml where PyYAML has it)
 """
 
 from importlib import import_module

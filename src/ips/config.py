@@ -18,7 +18,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from ips import baselines, controls, nulls, plugins
+from ips import baselines, controls, nulls, plugins, yaml_text
 from ips.errors import ConfigError, InputError
 from ips.prompts.datasets import LOCAL_SUFFIXES, PAPER_SHOTS, local_source
 from ips.prompts.items import ITEM_TYPES
@@ -80,7 +80,7 @@ def _schema() -> dict:
 
 @functools.cache
 def _schema_file() -> dict:  # read once: every model entry is validated with it
-    return yaml.safe_load((resources.files("ips") / "data" / "config.schema.yaml").read_text())
+    return yaml_text.load((resources.files("ips") / "data" / "config.schema.yaml").read_text())
 
 
 #: the `$comment` of a definition whose description, not its pattern, says what is allowed
@@ -119,7 +119,7 @@ def _with_defaults(cls):
 
 
 def _copy(value):
-    return yaml.safe_load(yaml.safe_dump(value))
+    return copy.deepcopy(value)  # a default is plain data: no two configs share one
 
 
 _Validator = _with_defaults(jsonschema.Draft202012Validator)
@@ -508,7 +508,7 @@ def load_config(path: str | Path, overrides: dict | None = None) -> dict:
     """Read a YAML config, apply `overrides` (top-level keys), validate, fill defaults."""
     path = Path(path)
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        config = yaml_text.load(path.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file") from None
     except yaml.YAMLError as e:

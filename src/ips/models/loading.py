@@ -42,9 +42,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
-
-from ips import baselines
+from ips import baselines, yaml_text
 from ips.baselines import Baseline, Token
 from ips.config import MODEL_CACHE
 from ips.errors import ModelError
@@ -206,7 +204,7 @@ def half_precision_note(spec: ModelSpec) -> str:
 
 @functools.cache
 def _precision_nulls() -> dict:
-    return yaml.safe_load((resources.files("ips") / "data" / "precision_nulls.yaml")
+    return yaml_text.load((resources.files("ips") / "data" / "precision_nulls.yaml")
                           .read_text(encoding="utf-8")) or {}
 
 

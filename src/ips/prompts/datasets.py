@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ips import yaml_text
 from ips.prompts.items import FORMATS, N_CHOICES, DatasetError, Item, MCQItem
 from ips.prompts.parsers import PARSERS, BadRecord, default_id
 
@@ -143,9 +144,8 @@ def load_items(name: str, entry: Mapping[str, Any]) -> Loaded:
 
 def _paper_shots() -> tuple[MCQItem, ...]:
     """Appendix E.6's three ARC examples, in the paper's order (`ips/data/e6_examples.yaml`)."""
-    import yaml
 
-    raw = yaml.safe_load((importlib.resources.files("ips") / "data" / "e6_examples.yaml")
+    raw = yaml_text.load((importlib.resources.files("ips") / "data" / "e6_examples.yaml")
                          .read_text(encoding="utf-8"))
     return tuple(MCQItem(r["id"], r["question"], tuple(r["choices"]), int(r["gold"]))
                  for r in raw)

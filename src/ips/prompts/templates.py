@@ -22,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from ips import yaml_text
 from ips.errors import InputError
 from ips.prompts.items import LETTERS, InstructionItem, Item, MCQItem
 from ips.prompts.variables import Variable
@@ -91,7 +92,7 @@ def _read_yaml(path: str | Path | None, shipped: str, what: str):
         if not source.is_file():
             raise TemplateError(f"{label}: no such {what} file")
     try:
-        raw = yaml.safe_load(source.read_text(encoding="utf-8"))
+        raw = yaml_text.load(source.read_text(encoding="utf-8"))
     except yaml.YAMLError as e:
         raise TemplateError(f"{label}: not valid YAML ({' '.join(str(e).split())})") from None
     if raw is not None and not isinstance(raw, dict):
