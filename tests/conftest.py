@@ -9,6 +9,7 @@ from pathlib import Path
 
 import huggingface_hub.constants
 import pytest
+from filelock import FileLock
 from hypothesis import settings
 
 from ips.config import DEFAULT_MODEL, DEFAULT_MODEL_ENTRY
@@ -27,8 +28,8 @@ settings.load_profile("derandomized")
 #: the longest files (minutes each), collected first: `make test` hands whole files to its two
 #: workers in collection order, so the short files fill the end of the run instead of one
 #: long file running alone there
-LONG_FIRST = ("tests/pipeline/test_slurm.py", "tests/pipeline/test_workflow.py",
-              "tests/pipeline/test_miniature.py")
+LONG_FIRST = ("tests/pipeline/test_workflow.py", "tests/pipeline/test_slurm.py",
+              "tests/pipeline/test_miniature.py", "tests/pipeline/test_workflow_runs.py")
 
 
 def pytest_collection_modifyitems(items):
@@ -48,15 +49,21 @@ def smollm2_spec() -> ModelSpec:
 
 
 @pytest.fixture(scope="session")
-def smollm2_cache(tmp_path_factory) -> Path:
-    """A model cache for the session, holding the converted SmolLM2."""
-    return tmp_path_factory.mktemp("models")
+def smollm2_cache(tmp_path_factory, worker_id) -> Path:
+    """A model cache for the session, holding the converted SmolLM2: one for all the test
+    workers of a run (their base directories' parent), so that it is converted once."""
+    root = tmp_path_factory.getbasetemp()
+    cache = (root if worker_id == "master" else root.parent) / "models"
+    cache.mkdir(exist_ok=True)
+    return cache
 
 
 @pytest.fixture(scope="session")
 def smollm2_dir(smollm2_spec, smollm2_cache) -> Path:
-    """SmolLM2 converted to safetensors once per session (about 25 s)."""
-    return prepare_model(smollm2_spec, smollm2_cache)
+    """SmolLM2 converted to safetensors once per run (about 25 s), by whichever worker
+    asks first while the other waits on the lock; later calls find it in the cache."""
+    with FileLock(smollm2_cache / "convert.lock"):
+        return prepare_model(smollm2_spec, smollm2_cache)
 
 
 @pytest.fixture(scope="session")

@@ -48,7 +48,9 @@ def paper_scale(tmp_path_factory):
                                    shots={1: base - 0.1, 2: base - 0.05, 3: base}))
     paths = write_all(tmp, ms)
     factors = tmp / "factors.nc"
-    assert main(["factors", "--metrics", *map(str, paths), "--out", str(factors)]) == 0
+    # few replicates and draws: the layout, not the intervals, is under test
+    assert main(["factors", "--metrics", *map(str, paths), "--resamples", "100",
+                 "--permutations", "99", "--out", str(factors)]) == 0
     return [read_metrics(p) for p in paths], read_factors(factors), tmp
 
 
