@@ -366,9 +366,10 @@ def test_reworded_prompts_take_examples_only_of_the_few_shot_ks(perturbations, f
 
 
 def test_an_empty_perturbations_shots_leaves_the_settings_as_they_were():
-    """A run without `perturbations.shots` passes the samples the settings it passed before
-    the key existed (a changed workflow param would draw every run's samples again); one
-    with it passes it, and its JSON settings validate to the same."""
+    """A run without `perturbations.shots`, and an MCQ dataset of a run with it, pass the
+    samples the settings they passed before the key existed (a changed workflow param would
+    draw those samples again); a Dolly of a run with it passes it, and JSON settings
+    validate to the same."""
     from ips.config import check_settings, dataset_settings
     from ips.config import validate as ips_validate
 
@@ -383,3 +384,12 @@ def test_an_empty_perturbations_shots_leaves_the_settings_as_they_were():
     shot = dataset_settings(config, "dolly")
     assert shot["perturbations"] == {"names": ["paraphrase"], "file": None, "shots": [2]}
     assert check_settings(json.loads(json.dumps(shot))) == shot
+    # an MCQ dataset has no reworded prompts: its settings do not change with the key
+    mcq = {"format": "arc", "subset": "ARC-Easy"}
+    without = dataset_settings(ips_validate({**copy.deepcopy(base), "datasets": {"arc": mcq}}),
+                               "arc")
+    with_shots = dataset_settings(ips_validate({
+        **copy.deepcopy(base), "datasets": {"arc": mcq},
+        "perturbations": {"names": ["paraphrase", "reorder"], "shots": [1]}}), "arc")
+    assert with_shots == without and "shots" not in with_shots["perturbations"]
+    assert check_settings(json.loads(json.dumps(with_shots))) == with_shots

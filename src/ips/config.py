@@ -553,12 +553,14 @@ def check_settings(settings: dict) -> dict:
 def _own_settings(settings: dict) -> dict:
     """`settings` with the dataset entry's own `n_max` and `variables` in place of the
     top-level ones, and without the entry's `models`: which models run a dataset does not
-    decide its samples, so changing it draws nothing again. An empty `perturbations.shots`
-    is left out: the settings are then those written before the key existed, a workflow
-    param that would otherwise draw every run's samples again."""
+    decide its samples, so changing it draws nothing again. `perturbations.shots` is left
+    out where it is empty or the dataset has no reworded prompts (an MCQ format): the
+    settings are then those written before the key existed, a workflow param that would
+    otherwise draw those runs' samples again."""
     entry = settings["entry"]
     entry.pop("models", None)
-    if not settings["perturbations"].get("shots"):
+    mcq = ITEM_TYPES[entry["format"]].kind == "mcq"
+    if mcq or not settings["perturbations"].get("shots"):
         settings["perturbations"] = {k: v for k, v in settings["perturbations"].items()
                                      if k != "shots"}
     settings["n_max"] = entry.pop("n_max", settings["n_max"])
