@@ -73,7 +73,9 @@ DOLLY = {"dolly": {"format": "dolly", "fields": ["instruction"], "n_items": 2}}
 def finished(tmp_path_factory, tiny_llama_dir):
     """A workdir where the whole tiny workflow has run through results/figures."""
     work = tmp_path_factory.mktemp("workflow")
-    cfg = tiny_config(tiny_llama_dir, perturbations={"names": ["paraphrase", "reorder"]},
+    # the reworded prompts at 1 shot too (Figs. 12d, 55)
+    cfg = tiny_config(tiny_llama_dir, perturbations={"names": ["paraphrase", "reorder"],
+                                                     "shots": [1]},
                       baselines={"others": ["delete"], "shards": 1},
                       # the baseline null with the plug-in's baseline: named in the config alone
                       plugins=[PLUGIN],
@@ -149,11 +151,14 @@ def test_whole_dag_produces_tables_and_figures(finished):
     with xr.open_dataset(finished / "results/factors/factors.nc", engine="h5netcdf") as f:
         assert "p_value" in f and "delta_ips_ci" in f
         assert json.loads(f.attrs["test"])["draws"] == 199
-    # few-shot on both datasets, each with the templates of its kind (Dolly: Fig. 12d)
+    # few-shot on both datasets, each with the templates of its kind (Dolly: Fig. 48), and
+    # on Dolly's reworded prompts against the same prompts at 0 shots (Figs. 12d, 55)
     with open(figures / "factors_table.csv", newline="") as fh:
-        few = {(r["dataset"], r["templates"]) for r in csv.DictReader(fh)
-               if r["factor"] == "few_shot" and r["band"] == "all"}
-    assert few == {("arc-easy", "T1–T4"), ("dolly", "A1–A4")}
+        few = {(r["dataset"], r["setting_a"], r["setting_b"], r["templates"])
+               for r in csv.DictReader(fh) if r["factor"] == "few_shot" and r["band"] == "all"}
+    assert few == {("arc-easy", "1shot", "0shot", "T1–T4"), ("dolly", "1shot", "0shot", "A1–A4"),
+                   ("dolly", "perturbation-1shot", "perturbation",
+                    "A1-paraphrase–A1-reorder;A1–A1-paraphrase;A1–A1-reorder")}
     for model in ("tiny-a", "tiny-b"):
         m = xr.open_dataset(finished / f"results/metrics/{model}/arc-easy.nc", engine="h5netcdf")
         value = float(m["ips"].sel(group="0shot", band="all"))
@@ -174,11 +179,13 @@ def test_whole_dag_produces_tables_and_figures(finished):
         assert len(words) == 3 and not {w.lower() for w in words} & {"the", "a", "of", "in"}
         assert s["reduction"]["reduced"] and s["reduction"]["n_units"] > 3
         assert set(s["prompts"]) == {"A1", "A2", "A3", "A4", "A1-paraphrase", "A1-reorder",
-                                     "A1-1shot", "A4-1shot"}
+                                     "A1-1shot", "A4-1shot", "A1-paraphrase-1shot",
+                                     "A1-reorder-1shot"}
     log = (finished / "logs/prepare_samples/dolly.log").read_text()
     assert "reduced to n_max = 3 (longest)" in log
     with xr.open_dataset(finished / "results/metrics/tiny-a/dolly.nc", engine="h5netcdf") as m:
-        assert list(m["group"].values) == ["0shot", "1shot", "perturbation"]
+        assert list(m["group"].values) == ["0shot", "1shot", "perturbation",
+                                           "perturbation-1shot"]
         assert np.isfinite(float(m["ips"].sel(group="perturbation", band="all")))
         assert set(m["pair_label"].values) >= {"perturbation", "altering", "adding"}
     # the claims table: every verdict from the allowed set, n beside every estimate
