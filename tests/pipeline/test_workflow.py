@@ -87,7 +87,7 @@ def finished(tmp_path_factory, tiny_llama_dir):
     cfg["datasets"] |= DOLLY
     (work / "config.yaml").write_text(yaml.safe_dump(cfg))
     t0 = time.perf_counter()
-    r = snakemake(work)
+    r = snakemake(work, timeout=1200)  # 4-5 min alone; past 10 min on a loaded machine
     assert r.returncode == 0, r.stderr[-4000:]
     print(f"tiny workflow: {time.perf_counter() - t0:.1f} s")
     return work
