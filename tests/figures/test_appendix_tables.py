@@ -23,7 +23,7 @@ from ips.comparisons.claims.nulls import matched_claims
 from ips.comparisons.claims.verdicts import binomial_row
 from ips.comparisons.robustness import tau_differences
 from ips.figures.make import make_figures
-from ips.figures.numbers import factor_rows, label_columns
+from ips.figures.numbers import label_columns
 from ips.figures.plots.factors import comparison_panel, group_factors_figure
 from ips.figures.plots.scale import scale_figure, series_lines
 from ips.figures.plots.shots import few_shot_band_figure, shot_curve_figure, shot_curves
@@ -406,16 +406,14 @@ def test_few_shot_rows_are_cut_by_their_group_without_examples(reworded_shots, t
     panel naming both sides; the Appendix G mean of the reworded prompts keeps to the
     perturbation group."""
     fac, both = reworded_shots
-    main, reworded = factor_rows(both, "few_shot"), factor_rows(both, "few_shot", "perturbation")
+    main, reworded = both.comparisons("few_shot"), both.comparisons("few_shot", "perturbation")
     assert set(main["setting_b"].values.astype(str)) == {"0shot"}
     assert main.sizes["comparison"] == reworded.sizes["comparison"] == 5
     assert set(reworded["comparison_group"].values.astype(str)) == {"perturbation-1shot"}
     assert set(reworded["setting_b"].values.astype(str)) == {"perturbation"}
     np.testing.assert_array_equal(main["ips_a"].values, fac.comparisons("few_shot")["ips_a"].values)
-    assert list(factor_rows(both, "few_shot", "perturbation", summary=True)["summary_group"]
-                .values) == ["perturbation-1shot"]
-    assert list(factor_rows(both, "few_shot", summary=True)["summary_group"].values) == ["1shot"]
-    assert factor_rows(both, "scale", "perturbation").sizes["comparison"] == 2  # as FactorsFile
+    assert list(both.summaries("few_shot", "perturbation")["summary_group"].values) == ["perturbation-1shot"]
+    assert list(both.summaries("few_shot")["summary_group"].values) == ["1shot"]
     curves = shot_curves(main)
     assert curves.keys() == shot_curves(fac.comparisons("few_shot")).keys()
     fig, ax = plt.subplots()

@@ -36,9 +36,10 @@ import numpy as np
 
 from ips.analysis import metrics
 from ips.analysis.nulls import nan_mean
-from ips.comparisons.claims.verdicts import MAIN_GROUP, spearman_permutation
+from ips.comparisons.claims.verdicts import spearman_permutation
 from ips.errors import InputError
 from ips.formats.shards import Merged
+from ips.prompts.templates import ZERO_SHOT
 
 DECIDED = ("supported", "contradicted")
 
@@ -156,7 +157,7 @@ def agreement(own: Merged, other: Merged, tau: float, draws: int = 9999, seed: i
     groups = [own.group_conditions(g) for g in own.groups]
     pairs = np.concatenate([idx[metrics.all_pairs(len(idx))] for idx in groups if len(idx) > 1])
     per_pair = [metrics.ips(n, pairs, tau).per_pair for n in norm]  # (sample, pair)
-    main = own.group_conditions(MAIN_GROUP if MAIN_GROUP in own.groups else next(iter(own.groups)))
+    main = own.group_conditions(ZERO_SHOT if ZERO_SHOT in own.groups else next(iter(own.groups)))
     per_sample = [metrics.ips(n[:, main], None, tau).per_sample for n in norm]
     pair_means = [nan_mean(p, 0) for p in per_pair]
     between = metrics.pair_sensitivity(*norm, tau).value  # (sample, condition)

@@ -31,7 +31,7 @@ from ips.analysis.uncertainty import DRAWS
 from ips.comparisons.claims import verdicts
 from ips.comparisons.claims.table import claims
 from ips.errors import InputError
-from ips.figures.numbers import MAIN_GROUP, PERTURBATION_GROUP, random_note
+from ips.figures.numbers import random_note
 from ips.figures.plots.factors import draw_factors
 from ips.figures.plots.interaction_types import types_figure
 from ips.figures.plots.nulls import nulls_figure
@@ -80,6 +80,7 @@ from ips.formats.factors import FactorsFile, read_factors
 from ips.formats.metrics import Entry, read_metrics, weights
 from ips.interactions.sparse import UNRELIABLE_HELDOUT
 from ips.outputs import atomic_dir
+from ips.prompts.templates import PERTURBATION, ZERO_SHOT
 
 log = logging.getLogger(__name__)
 
@@ -198,12 +199,12 @@ def _draw_figures(entries: list[Entry], factors: FactorsFile, tau: float,
     consistency_figure(entries, tau, out / "ips_vs_consistency.png")
     draw_factors(factors, tau, out)
     order_figure(entries, tau, out / "ips_by_order.png")
-    order_figure(entries, tau, out / "perturbation_group_by_order.png", PERTURBATION_GROUP)
-    scale_figure(entries, MAIN_GROUP, tau, out / "scale_by_order.png",
+    order_figure(entries, tau, out / "perturbation_group_by_order.png", PERTURBATION)
+    scale_figure(entries, ZERO_SHOT, tau, out / "scale_by_order.png",
                  "IPS by order band across model sizes (0-shot templates)")
-    scale_figure(entries, PERTURBATION_GROUP, tau, out / "perturbation_group_scale_by_order.png",
-                 f"IPS by order band across model sizes ({PERTURBATION_GROUP} group)")
-    scale_figure(entries, MAIN_GROUP, tau, out / "ips_by_scale.png",
+    scale_figure(entries, PERTURBATION, tau, out / "perturbation_group_scale_by_order.png",
+                 f"IPS by order band across model sizes ({PERTURBATION} group)")
+    scale_figure(entries, ZERO_SHOT, tau, out / "ips_by_scale.png",
                  "IPS across model sizes (0-shot templates)", bands=("all",))
     shot_curve_figure(factors, tau, out / "few_shot_curve.png")
     few_shot_band_figure(factors, tau, out / "few_shot_by_order.png")

@@ -1,5 +1,4 @@
-"""Numbers shared by the figure modules: a factor's rows of the factors file on a condition
-group, values read off the metrics entries (IPS, its
+"""Numbers shared by the figure modules: values read off the metrics entries (IPS, its
 interval, its nulls, n; the mean IPS of a label's pairs), the entries by dataset, the flag of intervals from few samples and
 the text of p-values, tests and correlations. Their look (colours, legends, whiskers) is
 `ips.figures.style`'s."""
@@ -9,45 +8,21 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-import xarray as xr
 
 from ips.analysis import uncertainty
 from ips.analysis.uncertainty import MIN_RELIABLE_N
 from ips.comparisons.claims.verdicts import bootstrap_settings
-from ips.formats.factors import FactorsFile
 from ips.formats.metrics import BAND_PAIRS, Entry
 from ips.prompts.templates import PERTURBATION, ZERO_SHOT
 
-MAIN_GROUP = ZERO_SHOT
-"""The condition group of the main comparisons (the 0-shot templates)."""
-PERTURBATION_GROUP = PERTURBATION
-"""The condition group of the reworded prompts (paraphrase, reorder; Appendix L)."""
 
-
-def factor_rows(factors: FactorsFile, factor: str, group: str = MAIN_GROUP,
-                summary: bool = False) -> xr.Dataset:
-    """The comparison rows (`summary`: the summary rows) of `factor` on `group`, as
-    `FactorsFile.comparisons` cuts them; few-shot's are those of the k-shot groups whose
-    group without examples (each comparison's `setting_b`) is `group`: `{k}shot` for the
-    0-shot templates, `perturbation-{k}shot` for the reworded prompts (Figs. 12d, 55)."""
-    if factor != "few_shot":
-        return factors.summaries(factor, group) if summary else factors.comparisons(factor, group)
-    comparisons = factors.comparisons(factor)
-    without = dict(zip(comparisons["comparison_group"].values.astype(str),
-                       comparisons["setting_b"].values.astype(str)))
-    rows, dim = (factors.summaries(factor), "summary") if summary else (comparisons,
-                                                                         "comparison")
-    keep = [without.get(g) == group for g in rows[f"{dim}_group"].values.astype(str)]
-    return rows.isel({dim: np.flatnonzero(keep)})
-
-
-def ips_value(e: Entry, group: str = MAIN_GROUP, band: str = "all") -> float:
+def ips_value(e: Entry, group: str = ZERO_SHOT, band: str = "all") -> float:
     if group not in e.ds["group"].values:
         return float("nan")
     return float(e.ds["ips"].sel(group=group, band=band))
 
 
-def ips_ci(e: Entry, group: str = MAIN_GROUP, band: str = "all") -> tuple[float, float]:
+def ips_ci(e: Entry, group: str = ZERO_SHOT, band: str = "all") -> tuple[float, float]:
     """Bootstrap interval of IPS; NaN when the metrics file has none."""
     if "ips_ci" not in e.ds.variables or group not in e.ds["group"].values:
         return float("nan"), float("nan")
@@ -55,7 +30,7 @@ def ips_ci(e: Entry, group: str = MAIN_GROUP, band: str = "all") -> tuple[float,
     return float(lo), float(hi)
 
 
-def null_values(e: Entry, group: str = MAIN_GROUP, band: str = "all") -> dict[str, np.ndarray]:
+def null_values(e: Entry, group: str = ZERO_SHOT, band: str = "all") -> dict[str, np.ndarray]:
     """The nulls of a group and band to mark beside its IPS: `matched` (one value) and
     `gaussian` (one per level); empty where the metrics file has none."""
     ds, out = e.ds, {}
@@ -68,7 +43,7 @@ def null_values(e: Entry, group: str = MAIN_GROUP, band: str = "all") -> dict[st
     return out
 
 
-def n_valued(e: Entry, group: str = MAIN_GROUP, band: str = "all") -> int:
+def n_valued(e: Entry, group: str = ZERO_SHOT, band: str = "all") -> int:
     """Samples behind IPS and its interval (0 without that group)."""
     if group not in e.ds["group"].values:
         return 0
@@ -117,7 +92,7 @@ def p_text(p: float, n: int | None = None) -> str:
     return text if n is None else f"sign-flip {text}, n = {int(n)}"
 
 
-def band_test_text(e: Entry, group: str = MAIN_GROUP) -> str:
+def band_test_text(e: Entry, group: str = ZERO_SHOT) -> str:
     """Holm-adjusted sign-flip p-values of the order bands (`BAND_PAIRS` order) of a group,
     e.g. "Holm p .250/.500/.250 (n=3)"; "Holm p n/a" where the metrics file has none."""
     if "band_p_holm" not in e.ds.variables or group not in e.ds["group"].values:
@@ -165,7 +140,7 @@ def label_columns(e: Entry, label: str) -> np.ndarray:
         return np.zeros(0, dtype=int)
     lab = ds["pair_label"].values.astype(str)
     grp = ds["pair_group"].values.astype(str)
-    group = PERTURBATION_GROUP if label == "perturbation" else MAIN_GROUP
+    group = PERTURBATION if label == "perturbation" else ZERO_SHOT
     return np.flatnonzero((lab == label) & (grp == group))
 
 

@@ -96,9 +96,10 @@ class FactorsFile:
         return [f for f in self.notes if f not in self.absent]
 
     def comparisons(self, factor: str, group: str = ZERO_SHOT) -> xr.Dataset:
-        """The `comparison` rows of `factor`: those on `group` (the 0-shot group unless
-        given) for a model factor; for few-shot every k-shot group when `group` is the 0-shot
-        group (their counterpart), else none."""
+        """The `comparison` rows of `factor` on `group` (the 0-shot group unless given). A
+        few-shot row belongs to the group its prompts without examples come from (its
+        `setting_b`): the `{k}shot` groups to the 0-shot templates, the `perturbation-{k}shot`
+        groups to the reworded prompts (Figs. 12d, 55)."""
         return self._rows("comparison", factor, group)
 
     def summaries(self, factor: str, group: str = ZERO_SHOT) -> xr.Dataset:
@@ -108,8 +109,11 @@ class FactorsFile:
     def _rows(self, dim: str, factor: str, group: str) -> xr.Dataset:
         f = self.ds[f"{dim}_factor"].values.astype(str)
         g = self.ds[f"{dim}_group"].values.astype(str)
-        rows = (f == factor) & ((g == group) if factor != "few_shot" else group == ZERO_SHOT)
-        return self.ds.isel({dim: np.flatnonzero(rows)})
+        if factor == "few_shot":
+            without = dict(zip(self.ds["comparison_group"].values.astype(str),
+                               self.ds["setting_b"].values.astype(str)))
+            g = np.array([without.get(x, x) for x in g])
+        return self.ds.isel({dim: np.flatnonzero((f == factor) & (g == group))})
 
 
 def read_factors(path: str | os.PathLike) -> FactorsFile:

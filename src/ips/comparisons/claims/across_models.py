@@ -12,7 +12,6 @@ import xarray as xr
 from ips import controls
 from ips.comparisons.claims.controls import against, decide, decide_stored
 from ips.comparisons.claims.verdicts import (
-    MAIN_GROUP,
     MIN_MODELS,
     Claim,
     ControlSpec,
@@ -29,6 +28,7 @@ from ips.comparisons.claims.verdicts import (
 from ips.comparisons.factors import FACTORS
 from ips.comparisons.robustness import ROBUSTNESS_GROUP, tau_sweep
 from ips.formats.metrics import WEIGHTS, Entry, weights
+from ips.prompts.templates import ZERO_SHOT
 
 TAU_SPEARMAN = 0.9
 """'Rankings stable across τ' (paper: mean Spearman 0.9905) read as: mean Spearman ≥ this."""
@@ -40,9 +40,9 @@ def _rank_claim(entries: list[Entry], dataset: str, claim: str, paper: str, valu
     and `value(entry)`, with its permutation p; raw verdict: ρ has sign `sign`; beside the
     same ρ across their controls (`controls.against`, a swap test over models)."""
     def row(mine: list[Entry]) -> Claim:
-        units = [(e.control_of or e.model, (float(e.ds["ips"].sel(group=MAIN_GROUP, band="all")),
+        units = [(e.control_of or e.model, (float(e.ds["ips"].sel(group=ZERO_SHOT, band="all")),
                                          value(e)))
-                 for e in mine if e.dataset == dataset and MAIN_GROUP in e.ds["group"].values]
+                 for e in mine if e.dataset == dataset and ZERO_SHOT in e.ds["group"].values]
         units = [u for u in units if all(np.isfinite(u[1]))]
         if len(units) < MIN_MODELS:
             return Claim(claim, dataset, paper, n=len(units),
@@ -68,7 +68,7 @@ def consistency_claims(entries: list[Entry], datasets: list[str], draws: int,
     """IPS correlates negatively with output consistency across models (Section 3.4, Fig. 4b)."""
     paper = "IPS correlates negatively with output consistency across models (Fig. 4b)"
     return [_rank_claim(entries, d, "ips_vs_consistency", paper,
-                        lambda e: float(e.ds["output_consistency"].sel(group=MAIN_GROUP)), -1,
+                        lambda e: float(e.ds["output_consistency"].sel(group=ZERO_SHOT)), -1,
                         draws, seed) for d in datasets]
 
 
@@ -100,7 +100,7 @@ def peer_claims(entries: list[Entry], datasets: list[str], draws: int,
                 continue
             out.append(_rank_claim(
                 mine, d, f"ips_vs_{name}", paper,
-                lambda e, k=name: float(e.ds["peer_value"].sel(group=MAIN_GROUP, peer=k)),
+                lambda e, k=name: float(e.ds["peer_value"].sel(group=ZERO_SHOT, peer=k)),
                 sign, draws, seed))
     return out
 

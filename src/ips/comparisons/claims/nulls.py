@@ -12,7 +12,6 @@ from ips.analysis import peers, uncertainty
 from ips.comparisons.claims.controls import decide_stored
 from ips.comparisons.claims.verdicts import (
     ALPHA,
-    MAIN_GROUP,
     Claim,
     ControlSpec,
     directional,
@@ -26,6 +25,7 @@ from ips.comparisons.claims.verdicts import (
 )
 from ips.formats.metrics import Entry
 from ips.nulls import variants
+from ips.prompts.templates import ZERO_SHOT
 
 NULL_CLAIMS = {
     "template_below_matched_null": (
@@ -56,7 +56,7 @@ VARIANT_CLAIMS = {v.claim: v.paper for v in variants()}
 
 
 def _paired_row(e: Entry, claim: str, d: np.ndarray, sign: int, what: str, draws: int,
-                seed: int, where: str = "", family: int = 1, group: str = MAIN_GROUP) -> Claim:
+                seed: int, where: str = "", family: int = 1, group: str = ZERO_SHOT) -> Claim:
     """A directional row on per-sample differences d (S,): their mean, the two-sided paired
     sign-flip p, the interval that inverts that test and the mean it detects with 80 %
     power. A row of a ``family`` of k tests is Bonferroni-adjusted (p·k, interval and mde at
@@ -82,25 +82,25 @@ def null_claims(e: Entry, draws: int, seed: int) -> list[Claim]:
     matched-size null, above the Gaussian null at every level, and its association with the
     range of v over samples."""
     ds = e.ds
-    scope = join_scope(e.model, e.dataset, MAIN_GROUP)
-    if "sample_null_ips" not in ds or MAIN_GROUP not in ds["group"].values:
+    scope = join_scope(e.model, e.dataset, ZERO_SHOT)
+    if "sample_null_ips" not in ds or ZERO_SHOT not in ds["group"].values:
         return [Claim(c, scope, p, note="metrics file has no null IPS (nulls.draws = 0, a "
                       "sparse fit, or an older file); rerun ips metrics")
                 for c, p in NULL_CLAIMS.items()]
-    ips = ds["sample_ips"].sel(group=MAIN_GROUP, band="all").values.astype(float)
+    ips = ds["sample_ips"].sel(group=ZERO_SHOT, band="all").values.astype(float)
     out = []
     if "sample_matched_null_ips" in ds:
-        matched = ds["sample_matched_null_ips"].sel(group=MAIN_GROUP, band="all").values
+        matched = ds["sample_matched_null_ips"].sel(group=ZERO_SHOT, band="all").values
         out.append(_paired_row(e, "template_below_matched_null", ips - matched, -1,
                                "IPS − matched-size null IPS", draws, seed))
         out += _order_beyond_null(e, draws, seed)
         out.append(_beyond_size(e, draws, seed))
     for c in ds["null_level"].values:
-        null = ds["sample_null_ips"].sel(group=MAIN_GROUP, null_level=c, band="all").values
+        null = ds["sample_null_ips"].sel(group=ZERO_SHOT, null_level=c, band="all").values
         out.append(_paired_row(e, "template_above_gaussian_null", ips - null, +1,
                                "IPS − Gaussian null IPS", draws, seed,
                                f"noise {float(c):.3g} × range of v"))
-    members = list(json.loads(ds.attrs["groups"])[MAIN_GROUP])
+    members = list(json.loads(ds.attrs["groups"])[ZERO_SHOT])
     spread = ds["sample_v_range"].sel(condition=members).values.mean(axis=1)
     ok = np.isfinite(ips) & np.isfinite(spread)
     n = int(ok.sum())
@@ -126,15 +126,15 @@ def _beyond_size(e: Entry, draws: int, seed: int) -> Claim:
     same R² of the pairs' matched-size null; the row tests R²_null − R²_IPS (sign +)."""
     ds, claim = e.ds, "ips_beyond_change_size"
     if "sample_pair_dv_unmasked" not in ds:
-        return Claim(claim, join_scope(e.model, e.dataset, MAIN_GROUP), NULL_CLAIMS[claim],
+        return Claim(claim, join_scope(e.model, e.dataset, ZERO_SHOT), NULL_CLAIMS[claim],
                      note="metrics file without |Δv(x_N)| per pair; rerun ips metrics")
-    pairs = ds["pair_group"].values == MAIN_GROUP
+    pairs = ds["pair_group"].values == ZERO_SHOT
     sizes = (ds["sample_pair_dv_unmasked"].values[:, pairs],
              ds["sample_pair_change"].values[:, pairs])
     r2 = {name: peers.size_r2(ds[var].sel(band="all").values[:, pairs], *sizes)
           for name, var in (("ips", "sample_pair_ips"), ("null", "sample_pair_matched_null"))}
     if not np.isfinite(r2["null"] - r2["ips"]).any():
-        return Claim(claim, join_scope(e.model, e.dataset, MAIN_GROUP), NULL_CLAIMS[claim],
+        return Claim(claim, join_scope(e.model, e.dataset, ZERO_SHOT), NULL_CLAIMS[claim],
                      note=f"no sample has 4 template pairs valued (the group has "
                      f"{int(pairs.sum())}): a fit of 3 coefficients leaves no residual")
     row = _paired_row(e, claim, r2["null"] - r2["ips"], +1, "R²(matched null) − R²(IPS)",
@@ -149,7 +149,7 @@ def _order_beyond_null(e: Entry, draws: int, seed: int) -> list[Claim]:
     """The order bands of IPS minus its matched-size null (the noise-aware reading of
     `order_claims`, beside it): per sample (IPS − N)^lo − (IPS − N)^hi, Bonferroni-adjusted
     over the two rows (Holm, as `order_claims`, would reject where no interval says so)."""
-    x = (e.ds["sample_ips"] - e.ds["sample_matched_null_ips"]).sel(group=MAIN_GROUP)
+    x = (e.ds["sample_ips"] - e.ds["sample_matched_null_ips"]).sel(group=ZERO_SHOT)
     return [_paired_row(e, f"order_{lo}_below_{hi}_beyond_null",
                         (x.sel(band=lo) - x.sel(band=hi)).values, -1,
                         f"(IPS − matched null)^{lo} − (IPS − matched null)^{hi}", draws, seed,

@@ -10,7 +10,6 @@ import numpy as np
 from ips.analysis import uncertainty
 from ips.comparisons.claims.verdicts import (
     ALPHA,
-    MAIN_GROUP,
     Claim,
     ControlSpec,
     bootstrap_settings,
@@ -22,6 +21,7 @@ from ips.comparisons.claims.verdicts import (
     within,
 )
 from ips.formats.metrics import Entry
+from ips.prompts.templates import ZERO_SHOT
 
 SPARSE_SHARE = 0.10
 """'Only a small set of interactions is salient' read as: at most this share of Ω above τ."""
@@ -153,14 +153,14 @@ def type_claims(e: Entry) -> list[Claim]:
          "prediction unchanged: most salient interactions are still unstable (opposite sign "
          "or a different effect); read as more than 50%"),
     ]
-    if "sample_type_count" not in ds or MAIN_GROUP not in ds["group"].values:
+    if "sample_type_count" not in ds or ZERO_SHOT not in ds["group"].values:
         why = ("metrics file has no per-sample type counts; rerun ips metrics"
-               if "sample_type_count" not in ds else f"no {MAIN_GROUP} group")
+               if "sample_type_count" not in ds else f"no {ZERO_SHOT} group")
         return [Claim(c, scope, p, note=why) for c, *_, p in specs]
     seed, n_boot, level = bootstrap_settings(e)
     out = []
     for claim, changed, types, (lo, hi), paper in specs:
-        counts = (ds["sample_type_count"].sel(group=MAIN_GROUP, changed=changed)
+        counts = (ds["sample_type_count"].sel(group=ZERO_SHOT, changed=changed)
                   .transpose("sample", "type").values.astype(float))
         est, ci, n, records, p = _share_ci(counts, types, seed, n_boot, level, (lo, hi))
         if n == 0:
@@ -184,18 +184,18 @@ def order_claims(e: Entry) -> list[Claim]:
     scope = join_scope(e.model, e.dataset)
     specs = [("order_low_below_mid", "low-mid", "IPS^low < IPS^mid for every model (Fig. 9)"),
              ("order_mid_below_high", "mid-high", "IPS^mid < IPS^high for every model (Fig. 9)")]
-    if "band_p_holm" not in ds or MAIN_GROUP not in ds["group"].values:
+    if "band_p_holm" not in ds or ZERO_SHOT not in ds["group"].values:
         return [Claim(c, scope, p, note="metrics file has no band tests; rerun ips metrics")
                 for c, _, p in specs]
     out = []
     for claim, pair, paper in specs:
-        sel = dict(group=MAIN_GROUP, band_pair=pair)
+        sel = dict(group=ZERO_SHOT, band_pair=pair)
         est = float(ds["band_diff"].sel(**sel))
         p = float(ds["band_p_holm"].sel(**sel))
         n = int(ds["band_n"].sel(**sel))
         lo, hi = pair.split("-")
-        d = (ds["sample_ips"].sel(group=MAIN_GROUP, band=lo)
-             - ds["sample_ips"].sel(group=MAIN_GROUP, band=hi)).values.astype(float)
+        d = (ds["sample_ips"].sel(group=ZERO_SHOT, band=lo)
+             - ds["sample_ips"].sel(group=ZERO_SHOT, band=hi)).values.astype(float)
         # Holm's first step tests at α/3: a conservative level for its power
         mde = (uncertainty.sign_flip_mde_of(d, level=1 - ALPHA / 3)
                if np.isfinite(d).sum() == n else np.nan)

@@ -17,11 +17,12 @@ from dataclasses import replace
 import numpy as np
 
 from ips.analysis.nulls import SATURATED, saturation
-from ips.comparisons.claims.verdicts import MAIN_GROUP, Claim, join_notes
+from ips.comparisons.claims.verdicts import Claim, join_notes
 from ips.formats.metrics import Entry
+from ips.prompts.templates import ZERO_SHOT
 
 
-def cell_saturation(e: Entry, group: str = MAIN_GROUP) -> float:
+def cell_saturation(e: Entry, group: str = ZERO_SHOT) -> float:
     """IPS / ceiling of one metrics file's group (band all); NaN without a ceiling."""
     ds = e.ds
     if "ceiling_ips" not in ds or group not in ds["group"].values:
@@ -48,7 +49,7 @@ def flagged(rows: Sequence[Claim], ratios: Mapping[tuple[str, str, str], float],
         mine = {k: x for k, x in ratios.items() if k[0] in named and k[1] in named}
         if not mine:
             mine = {k: x for k, x in ratios.items() if k[0] in trained and k[1] in named}
-        wanted = (named & groups) or {MAIN_GROUP}
+        wanted = (named & groups) or {ZERO_SHOT}
         top = max((x for k, x in mine.items() if k[2] in wanted and np.isfinite(x)),
                   default=np.nan)
         note = (f"saturated: IPS is {top:.2f} of its ceiling (≥ {SATURATED:g}), as far as "

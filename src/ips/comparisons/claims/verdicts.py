@@ -12,7 +12,6 @@ import numpy as np
 
 from ips.analysis import uncertainty
 from ips.formats.metrics import WEIGHTS, Entry
-from ips.prompts.templates import ZERO_SHOT
 
 ALPHA = 0.05
 """Significance level of every directional verdict."""
@@ -22,8 +21,6 @@ VERDICTS = ("supported", "contradicted", "undecided", "untestable", "control")
 """`control`: the row of a control's entry, itself a control (its raw verdict says what
 random weights earn)."""
 
-
-MAIN_GROUP = ZERO_SHOT
 
 
 MIN_MODELS = 3

@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 
 from ips.comparisons.factors import FACTORS
-from ips.figures.numbers import MAIN_GROUP, PERTURBATION_GROUP, factor_rows, few_note, p_text
+from ips.figures.numbers import few_note, p_text
 from ips.figures.style import (
     band_label,
     blank,
@@ -34,6 +34,7 @@ from ips.figures.style import (
 from ips.figures.text.captions import FACTOR_TITLES
 from ips.formats.factors import FactorsFile
 from ips.formats.metrics import BANDS
+from ips.prompts.templates import PERTURBATION, ZERO_SHOT
 
 SIDE_COLORS = ("#1b9e77", "#bdbdbd")  # A (has the factor), B
 #: what A and B of a factor are (legend of the factor figures)
@@ -50,17 +51,17 @@ def draw_factors(factors: FactorsFile, tau: float, out: Path) -> None:
     same two on the perturbation group (`perturbation_group_factors*.png`, Figs. 12, 13; its
     few-shot rows are the reworded prompts' k-shot groups, Figs. 12d, 55)."""
     for f in FACTORS:
-        factor_figure(factor_rows(factors, f), f, factors.absent.get(f), tau,
+        factor_figure(factors.comparisons(f), f, factors.absent.get(f), tau,
                       out / f"factor_{f}.png")
-    factors_figure({f: factor_rows(factors, f, summary=True) for f in factors.present},
+    factors_figure({f: factors.summaries(f) for f in factors.present},
                    factors.absent, tau, out / "factors.png")
-    group_factors_figure(factors, PERTURBATION_GROUP, tau,
+    group_factors_figure(factors, PERTURBATION, tau,
                          out / "perturbation_group_factors.png")
-    rows = {f: factor_rows(factors, f, PERTURBATION_GROUP, summary=True) for f in FACTORS}
+    rows = {f: factors.summaries(f, PERTURBATION) for f in FACTORS}
     factors_figure({f: r for f, r in rows.items() if r.sizes["summary"]},
-                   {f: factors.absent.get(f) or f"no comparison on the {PERTURBATION_GROUP} "
+                   {f: factors.absent.get(f) or f"no comparison on the {PERTURBATION} "
                     "group" for f, r in rows.items() if not r.sizes["summary"]}, tau,
-                   out / "perturbation_group_factors_by_order.png", PERTURBATION_GROUP)
+                   out / "perturbation_group_factors_by_order.png", PERTURBATION)
 
 
 def _absent_figure(title: str, lines: list[str], path: Path) -> list[Path]:
@@ -99,7 +100,7 @@ def factor_figure(rows: xr.Dataset, factor: str, absent: str | None, tau: float,
     dataset = rows["comparison_dataset"].values.astype(str)
     datasets = list(dict.fromkeys(dataset))
     if not datasets:
-        return _absent_figure(title, [f"no comparison on the {MAIN_GROUP} group"], path)
+        return _absent_figure(title, [f"no comparison on the {ZERO_SHOT} group"], path)
     n = max(int(np.sum(dataset == d)) for d in datasets)
     if factor == "few_shot" and n > 20:
         return _few_shot_forest(rows, datasets, title, path)
@@ -145,7 +146,7 @@ def _few_shot_forest(rows: xr.Dataset, datasets: list[str], title: str,
         ax.grid(axis="y", color="#eeeeee", lw=0.6)
         ax.set_xlabel("ΔIPS (%)", fontsize=8)
         ax.set_title(d, fontsize=10)
-    legend_below(fig, [patch(col[k], f"{k} vs {MAIN_GROUP}") for k in ks], ncols=len(ks))
+    legend_below(fig, [patch(col[k], f"{k} vs {ZERO_SHOT}") for k in ks], ncols=len(ks))
     return save(fig, path)
 
 
@@ -202,7 +203,7 @@ def group_factors_figure(factors: FactorsFile, group: str, tau: float,
     perturbation group, few-shot its k-shot groups, Fig. 12d): one panel per factor with its
     comparisons on `group` in every dataset, drawn as `comparison_panel`; a factor without
     one says why."""
-    rows = {f: factor_rows(factors, f, group) for f in FACTORS}
+    rows = {f: factors.comparisons(f, group) for f in FACTORS}
     n = max([r.sizes["comparison"] for r in rows.values()] + [2])
     fig, axes = panels(len(FACTORS), 4.0, 0.2 + comparison_height(n),
                        f"The four factors on the {group} group: IPS at τ = {tau:g}\n"
@@ -222,13 +223,13 @@ def group_factors_figure(factors: FactorsFile, group: str, tau: float,
 
 
 def factors_figure(summaries: dict[str, xr.Dataset], absent: dict[str, str], tau: float,
-                   path: Path, group: str = MAIN_GROUP) -> list[Path]:
+                   path: Path, group: str = ZERO_SHOT) -> list[Path]:
     """Mean ΔIPS = (IPS_A − IPS_B)/IPS_B by order band of every present factor (one panel
     each from its `summary` rows, one bar per dataset / k-shot group), with the bootstrap
     interval of the mean; hatched where its sign-flip test rests on fewer than MIN_RELIABLE_N
     samples. `absent`: the factors without a comparison, and why; `group`: the condition
     group of the model factors' rows (the title names any but the 0-shot group)."""
-    where = "" if group == MAIN_GROUP else f" on the {group} group"
+    where = "" if group == ZERO_SHOT else f" on the {group} group"
     if not summaries:
         lines = [f"No factor comparison{where} is possible with the configured models:"]
         lines += [f"{FACTOR_TITLES.get(f, f)}: {r}" for f, r in absent.items()]

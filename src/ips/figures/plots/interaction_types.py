@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ips.analysis.interaction_types import INTERACTION_TYPE_NAMES, INTERACTION_TYPES
-from ips.figures.numbers import MAIN_GROUP, by_dataset, datasets_of
+from ips.figures.numbers import by_dataset, datasets_of
 from ips.figures.style import (
     INTERACTION_TYPE_COLORS,
     legend_below,
@@ -20,6 +20,7 @@ from ips.figures.style import (
     save,
 )
 from ips.formats.metrics import Entry
+from ips.prompts.templates import ZERO_SHOT
 
 CHANGED_TEXT = {"yes": "changed", "no": "same"}
 
@@ -34,7 +35,7 @@ def types_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
                        f"Types of salient interactions by prediction change (0-shot, τ = {tau:g})")
     for ax, d in zip(axes, datasets):
         rows = [e for e in by_dataset(entries, d)
-                if "type_share" in e.ds and MAIN_GROUP in e.ds["group"].values]
+                if "type_share" in e.ds and ZERO_SHOT in e.ds["group"].values]
         ax.set_title(d, fontsize=10)
         if not rows:
             note(ax, "no 0-shot interaction types")
@@ -42,9 +43,9 @@ def types_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
         labels, y = [], 0
         for e in rows:
             for ch in ("yes", "no"):
-                share = e.ds["type_share"].sel(group=MAIN_GROUP, changed=ch).reindex(
+                share = e.ds["type_share"].sel(group=ZERO_SHOT, changed=ch).reindex(
                     type=list(INTERACTION_TYPES)).values.astype(float)
-                cells = (int(e.ds["n_type_cells"].sel(group=MAIN_GROUP, changed=ch))
+                cells = (int(e.ds["n_type_cells"].sel(group=ZERO_SHOT, changed=ch))
                          if "n_type_cells" in e.ds else 0)
                 left = 0.0
                 if np.isfinite(share).all():

@@ -13,7 +13,6 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from ips.figures.numbers import (
-    MAIN_GROUP,
     by_dataset,
     datasets_of,
     ips_ci,
@@ -32,6 +31,7 @@ from ips.figures.style import (
 )
 from ips.formats.metrics import Entry
 from ips.nulls import variants
+from ips.prompts.templates import ZERO_SHOT
 
 PAIR_COLOR = "#1f78b4"
 #: the ceiling's mark: the IPS of unrelated samples (`ips.analysis.nulls.ceiling`)
@@ -39,7 +39,7 @@ CEILING_MARK = {"marker": "s", "ms": 6, "mfc": "none", "color": "#e31a1c", "ls":
 
 
 def _has_null(e: Entry) -> bool:
-    return "null_ips" in e.ds and MAIN_GROUP in e.ds["group"].values
+    return "null_ips" in e.ds and ZERO_SHOT in e.ds["group"].values
 
 
 def nulls_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
@@ -54,7 +54,7 @@ def nulls_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     n = max([len([e for e in rows if e.dataset == d]) for d in datasets] + [1])
     levels = sorted({float(c) for e in rows for c in e.ds["null_level"].values})
     fig, axes = panels(len(datasets), 5.2, max(3.0, 1.6 + row_height(n) * n),
-                       f"IPS beside its nulls, τ = {tau:g} ({MAIN_GROUP} templates, band all; "
+                       f"IPS beside its nulls, τ = {tau:g} ({ZERO_SHOT} templates, band all; "
                        "whiskers: 95% CI)\nGaussian null ticks at c = "
                        + ", ".join(f"{c:g}" for c in levels)
                        + " (noise of c × range of v); right: pairs above their matched null")
@@ -106,9 +106,9 @@ def _panel(ax, rows: list[Entry], n: int) -> None:
 def _variant_ips(e: Entry, kind: str) -> list[float]:
     """The precision or baseline null of each setting (main group, band all)."""
     ds = e.ds
-    if f"{kind}_null_ips" not in ds or MAIN_GROUP not in ds["group"].values:
+    if f"{kind}_null_ips" not in ds or ZERO_SHOT not in ds["group"].values:
         return []
-    vals = ds[f"{kind}_null_ips"].sel(group=MAIN_GROUP, band="all").values.astype(float).ravel()
+    vals = ds[f"{kind}_null_ips"].sel(group=ZERO_SHOT, band="all").values.astype(float).ravel()
     return [float(x) for x in vals if np.isfinite(x)]
 
 
@@ -117,7 +117,7 @@ def _ceiling(e: Entry) -> float:
     ds = e.ds
     if "ceiling_ips" not in ds:
         return float("nan")
-    return float(ds["ceiling_ips"].sel(group=MAIN_GROUP, band="all"))
+    return float(ds["ceiling_ips"].sel(group=ZERO_SHOT, band="all"))
 
 
 def _above(e: Entry) -> str:
@@ -125,7 +125,7 @@ def _above(e: Entry) -> str:
     ds = e.ds
     if "sample_pair_matched_null" not in ds:
         return "–"
-    cols = np.flatnonzero(ds["pair_group"].values.astype(str) == MAIN_GROUP)
+    cols = np.flatnonzero(ds["pair_group"].values.astype(str) == ZERO_SHOT)
     pair = ds["sample_pair_ips"].sel(band="all").values[:, cols].ravel()
     null = ds["sample_pair_matched_null"].sel(band="all").values[:, cols].ravel()
     ok = np.isfinite(pair) & np.isfinite(null)

@@ -9,7 +9,6 @@ import numpy as np
 
 from ips.analysis.layout import BANDS
 from ips.figures.numbers import (
-    MAIN_GROUP,
     band_test_text,
     by_dataset,
     datasets_of,
@@ -35,10 +34,11 @@ from ips.figures.style import (
     whiskers,
 )
 from ips.formats.metrics import Entry
+from ips.prompts.templates import ZERO_SHOT
 
 
 def order_figure(entries: list[Entry], tau: float, path: Path,
-                 group: str = MAIN_GROUP) -> list[Path]:
+                 group: str = ZERO_SHOT) -> list[Path]:
     """Horizontal bars IPS^low/mid/high of `group` (the 0-shot templates; `perturbation` for
     Fig. 56) per model and dataset, with 95% CIs; under each model the Holm-adjusted p-values
     of its three band tests (low-mid, mid-high, low-high); bars from fewer than
@@ -46,7 +46,7 @@ def order_figure(entries: list[Entry], tau: float, path: Path,
     one panel says so."""
     datasets = [d for d in datasets_of(entries)
                 if any(group in e.ds["group"].values for e in by_dataset(entries, d))]
-    what = "0-shot templates" if group == MAIN_GROUP else f"{group} group"
+    what = "0-shot templates" if group == ZERO_SHOT else f"{group} group"
     if not datasets:
         fig, (ax,) = panels(1, 5.2, 2.6, f"IPS by interaction order, τ = {tau:g} ({what})")
         note(ax, f"no dataset has the {group} group (config perturbations)")

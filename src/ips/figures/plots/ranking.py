@@ -12,7 +12,6 @@ from ips.analysis.nulls import SATURATED
 from ips.analysis.uncertainty import MIN_RELIABLE_N
 from ips.comparisons.claims.saturation import cell_saturation
 from ips.figures.numbers import (
-    MAIN_GROUP,
     by_dataset,
     correlation_text,
     datasets_of,
@@ -40,6 +39,7 @@ from ips.figures.style import (
     whiskers,
 )
 from ips.formats.metrics import Entry
+from ips.prompts.templates import ZERO_SHOT
 
 
 def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
@@ -111,8 +111,8 @@ def consistency_figure(entries: list[Entry], tau: float, path: Path) -> list[Pat
         for e in rows:
             v = ips_value(e)
             ds = e.ds
-            c = (float(ds["output_consistency"].sel(group=MAIN_GROUP))
-                 if "output_consistency" in ds and MAIN_GROUP in ds["group"].values
+            c = (float(ds["output_consistency"].sel(group=ZERO_SHOT))
+                 if "output_consistency" in ds and ZERO_SHOT in ds["group"].values
                  else float("nan"))
             xs.append(c)
             ys.append(v)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ips.figures.numbers import MAIN_GROUP, correlation_text, datasets_of
+from ips.figures.numbers import correlation_text, datasets_of
 from ips.figures.style import (
     MAX_LEGEND,
     family_colors,
@@ -20,6 +20,7 @@ from ips.figures.style import (
     save,
 )
 from ips.formats.metrics import Entry
+from ips.prompts.templates import ZERO_SHOT
 
 MEASURES = (("rep_cosine", "cosine similarity of the hidden states"),
             ("rep_l2", "L2 distance of the hidden states"))
@@ -47,7 +48,7 @@ def representation_figure(entries: list[Entry], tau: float, path: Path) -> list[
                 ds = e.ds
                 if name not in ds or ds.sizes.get("pair", 0) == 0:
                     continue
-                sel = ds["pair_group"].values.astype(str) == MAIN_GROUP
+                sel = ds["pair_group"].values.astype(str) == ZERO_SHOT
                 x = ds[name].values[sel].astype(float)
                 y = ds["pair_ips"].sel(band="all").values[sel].astype(float)
                 ok = np.isfinite(x) & np.isfinite(y)

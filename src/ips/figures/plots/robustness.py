@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ips.figures.numbers import MAIN_GROUP, by_dataset, datasets_of, robustness_text
+from ips.figures.numbers import by_dataset, datasets_of, robustness_text
 from ips.figures.style import colors, grid, legend_below, model_colors, panels, save
 from ips.formats.factors import TauRobustness
 from ips.formats.metrics import Entry
+from ips.prompts.templates import ZERO_SHOT
 
 #: beyond this many models the lines are drawn in one panel per family, coloured by series
 MAX_LINES = 12
@@ -39,13 +40,13 @@ def tau_figure(entries: list[Entry], robustness: dict[str, TauRobustness], tau: 
 
 
 def _line(ax, e: Entry, color, label: str, style: str = "-", band: bool = True) -> None:
-    if MAIN_GROUP not in e.ds["group"].values:
+    if ZERO_SHOT not in e.ds["group"].values:
         return
     taus = e.ds["tau"].values
-    ax.plot(taus, e.ds["ips_sweep"].sel(group=MAIN_GROUP).values, style, marker="o",
+    ax.plot(taus, e.ds["ips_sweep"].sel(group=ZERO_SHOT).values, style, marker="o",
             markersize=2.5, color=color, label=label, linewidth=1)
     if band and "ips_sweep_ci" in e.ds:  # 95% bootstrap band
-        ci = e.ds["ips_sweep_ci"].sel(group=MAIN_GROUP).values
+        ci = e.ds["ips_sweep_ci"].sel(group=ZERO_SHOT).values
         ax.fill_between(taus, ci[:, 0], ci[:, 1], color=color, alpha=0.15, linewidth=0)
 
 

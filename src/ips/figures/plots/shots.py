@@ -11,7 +11,7 @@ import xarray as xr
 from matplotlib.lines import Line2D
 
 from ips.analysis.layout import BANDS
-from ips.figures.numbers import MAIN_GROUP, factor_rows, few
+from ips.figures.numbers import few
 from ips.figures.style import (
     band_label,
     blank,
@@ -24,6 +24,7 @@ from ips.figures.style import (
     whiskers,
 )
 from ips.formats.factors import FactorsFile
+from ips.prompts.templates import ZERO_SHOT
 
 ZERO_COLOR = "#999999"
 
@@ -54,7 +55,7 @@ def few_shot_band_figure(factors: FactorsFile, tau: float, path: Path) -> list[P
     paired-bootstrap interval, a cross instead of a dot where the test rests on fewer than
     MIN_RELIABLE_N samples. Models are ordered by their 0-shot IPS (band all) of the first
     comparison, least sensitive on top."""
-    rows = factor_rows(factors, "few_shot")
+    rows = factors.comparisons("few_shot")
     title = f"0-shot vs k-shot by order band, τ = {tau:g} (same template pairs)"
     if not rows.sizes["comparison"]:
         return _absent(factors, title, path)
@@ -96,7 +97,7 @@ def few_shot_band_figure(factors: FactorsFile, tau: float, path: Path) -> list[P
             ax.tick_params(axis="x", labelsize=7)
             ax.set_title(f"{d}: {band_label(band)}", fontsize=10)
     handles = [Line2D([], [], marker="o", ls="", color=ZERO_COLOR, mfc="white",
-                      label=f"{MAIN_GROUP} (same pairs)")]
+                      label=f"{ZERO_SHOT} (same pairs)")]
     handles += [Line2D([], [], marker="o", color=color[k], label=f"{k}-shot") for k in ks]
     legend_below(fig, handles, ncols=len(handles))
     return save(fig, path)
@@ -126,7 +127,7 @@ def shot_curve_figure(factors: FactorsFile, tau: float, path: Path) -> list[Path
     """IPS against the number of examples, 0 → 1 → 2 → 3-shot, one line per model and one
     panel per dataset (paper Fig. 8; `shot_curves`); an open marker where the k-shot IPS
     rests on fewer than MIN_RELIABLE_N samples."""
-    rows = factor_rows(factors, "few_shot")
+    rows = factors.comparisons("few_shot")
     title = f"IPS from 0 to k shots, τ = {tau:g} (the few-shot template pairs at every k)"
     if not rows.sizes["comparison"]:
         return _absent(factors, title, path)

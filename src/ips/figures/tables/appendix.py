@@ -21,10 +21,11 @@ from ips.analysis import uncertainty
 from ips.analysis.uncertainty import MIN_RELIABLE_N, sign_flip_label
 from ips.comparisons.claims.verdicts import bootstrap_settings
 from ips.config import MODEL_ATTRIBUTES
-from ips.figures.numbers import MAIN_GROUP, ips_value, label_columns, label_mean
+from ips.figures.numbers import ips_value, label_columns, label_mean
 from ips.figures.tables.results import attr_text
 from ips.formats.factors import FactorsFile
 from ips.formats.metrics import Entry, weights
+from ips.prompts.templates import ZERO_SHOT
 
 PERTURBATION_COLUMNS = (
     "model", "dataset", *MODEL_ATTRIBUTES,
@@ -134,7 +135,7 @@ def _rep_mean(e: Entry, name: str) -> float:
     ds = e.ds
     if name not in ds or ds.sizes.get("pair", 0) == 0:
         return float("nan")
-    x = ds[name].values[ds["pair_group"].values.astype(str) == MAIN_GROUP].astype(float)
+    x = ds[name].values[ds["pair_group"].values.astype(str) == ZERO_SHOT].astype(float)
     return float(_nanmean(x, 0)) if x.size else float("nan")
 
 
@@ -201,9 +202,9 @@ def matched_pairs(entries: list[Entry]) -> list[tuple[Entry, Entry | None]]:
 
 def _sample_ips(e: Entry) -> dict[str, float]:
     """Per-sample IPS of the 0-shot group (band all) by sample id; {} without them."""
-    if "sample_ips" not in e.ds.variables or MAIN_GROUP not in e.ds["group"].values:
+    if "sample_ips" not in e.ds.variables or ZERO_SHOT not in e.ds["group"].values:
         return {}
-    x = e.ds["sample_ips"].sel(group=MAIN_GROUP, band="all").values.astype(float)
+    x = e.ds["sample_ips"].sel(group=ZERO_SHOT, band="all").values.astype(float)
     return dict(zip(e.ds["sample"].values.astype(str), x))
 
 

@@ -24,10 +24,10 @@ from ips.analysis.peers import PEERS
 from ips.analysis.uncertainty import EXACT_MAX, MIN_RELIABLE_N, sign_flip_label
 from ips.config import MODEL_ATTRIBUTES
 from ips.errors import InputError
-from ips.figures.numbers import MAIN_GROUP
 from ips.formats.factors import TauDifferences, TauRobustness
 from ips.formats.metrics import BANDS, Entry, weights
 from ips.nulls import variants
+from ips.prompts.templates import ZERO_SHOT
 
 TABLE_COLUMNS = ("model", "dataset", "group", "band", "ips", "ips_ci_low", "ips_ci_high",
                  "n_valued_samples", "n_empty_pairs", "matched_null_ips", "matched_null_ci_low",
@@ -298,9 +298,9 @@ def tau_table_rows(entries: Sequence[Entry]) -> list[dict]:
             raise InputError(f"{e.path}: τ sweep {t.tolist()} differs from {taus.tolist()} of "
                              f"{first.path}; run `ips metrics` with one --tau-sweep for all "
                              "models")
-        sweep = (e.ds["ips_sweep"].sel(group=MAIN_GROUP).values.astype(float)
-                 if MAIN_GROUP in e.ds["group"].values else np.full(taus.size, np.nan))
-        rows.append({"model": e.model, "dataset": e.dataset, "group": MAIN_GROUP,
+        sweep = (e.ds["ips_sweep"].sel(group=ZERO_SHOT).values.astype(float)
+                 if ZERO_SHOT in e.ds["group"].values else np.full(taus.size, np.nan))
+        rows.append({"model": e.model, "dataset": e.dataset, "group": ZERO_SHOT,
                      **{k: attr_text(e.attrs.get(k)) for k in TAU_TABLE_HEAD[3:]},
                      **dict(zip(map(_tau_name, taus), sweep.tolist())),
                      "weights": weights([e])})

@@ -13,7 +13,7 @@ from ips.analysis.nulls import SATURATED, saturation
 from ips.analysis.uncertainty import EXACT_MAX, MIN_RELIABLE_N
 from ips.comparisons.claims import verdicts
 from ips.comparisons.claims.table import claims_markdown, claims_summary
-from ips.figures.numbers import MAIN_GROUP, datasets_of, random_note, robustness_text
+from ips.figures.numbers import datasets_of, random_note, robustness_text
 from ips.figures.tables.results import control_rows, null_rows, peer_rows
 from ips.figures.text.captions import (
     CASE_STUDY,
@@ -28,6 +28,7 @@ from ips.formats.factors import FactorsFile
 from ips.formats.metrics import WEIGHTS, Entry
 from ips.interactions.sparse import UNRELIABLE_HELDOUT
 from ips.nulls import variant, variants
+from ips.prompts.templates import ZERO_SHOT
 
 
 def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
@@ -153,13 +154,13 @@ def null_section(entries: list[Entry]) -> list[str]:
     """IPS beside its nulls per model and dataset (main group, band all; `ips.analysis.nulls`),
     then each variant in every group that has it."""
     every = [r for r in null_rows(entries) if r["band"] == "all"]
-    rows = [r for r in every if r["group"] == MAIN_GROUP]
+    rows = [r for r in every if r["group"] == ZERO_SHOT]
     if not rows:
         return []
 
     levels = sorted({r["level"] for r in rows if r["null"] == "gaussian"})
     lines = ["", "## IPS beside its nulls", "",
-             f"{MAIN_GROUP}, band all. Gaussian null at c: IPS of each game against its own fit "
+             f"{ZERO_SHOT}, band all. Gaussian null at c: IPS of each game against its own fit "
              "after noise of c × (max v − min v) on every value; matched-size null: IPS of "
              "noise of the size of each template pair's own change, less the part of it an "
              "affine map a·v + b (a ≥ 0) carries, which IPS cannot see; ceiling: IPS of "
@@ -190,11 +191,11 @@ def null_section(entries: list[Entry]) -> list[str]:
 
 def control_section(entries: list[Entry]) -> list[str]:
     """Each model's IPS beside its controls' draws (main group, band all; `control_rows`)."""
-    rows = [r for r in control_rows(entries) if r["group"] == MAIN_GROUP and r["band"] == "all"]
+    rows = [r for r in control_rows(entries) if r["group"] == ZERO_SHOT and r["band"] == "all"]
     if not rows:
         return []
     lines = ["", "## IPS beside its controls", "",
-             f"{MAIN_GROUP}, band all: each model's IPS beside its controls' (untrained twins: "
+             f"{ZERO_SHOT}, band all: each model's IPS beside its controls' (untrained twins: "
              "its class's weights drawn again), as their mean ± sd over the draws (the spread "
              "between weight draws) and, with two or more, the prediction test of the model's "
              "IPS against them (`control_table.csv`; docs/method.md#controls-as-a-distribution "
@@ -221,11 +222,11 @@ def _saturation_text(ips: float, ceiling: float) -> str:
 def peer_section(entries: list[Entry]) -> list[str]:
     """IPS beside what other tools report on the same outputs, per model and dataset (main
     group; `ips.analysis.peers`)."""
-    rows = [r for r in peer_rows(entries) if r["group"] == MAIN_GROUP]
+    rows = [r for r in peer_rows(entries) if r["group"] == ZERO_SHOT]
     if not rows:
         return []
     lines = ["", "## IPS beside what other tools report", "",
-             f"{MAIN_GROUP}, on the same scored outputs: the spread of accuracy over the "
+             f"{ZERO_SHOT}, on the same scored outputs: the spread of accuracy over the "
              "templates (FormatSpread), ProSA's PSS (a uniform guesser among 4 options gives "
              "0.375), the consistency rate of lm-evaluation-harness's SCORE (such a guesser: "
              "0.25), and the mean |Δv(x_N)| of the unmasked prompt between two templates "
