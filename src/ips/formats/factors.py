@@ -109,9 +109,10 @@ class FactorsFile:
     def _rows(self, dim: str, factor: str, group: str) -> xr.Dataset:
         f = self.ds[f"{dim}_factor"].values.astype(str)
         g = self.ds[f"{dim}_group"].values.astype(str)
-        if factor == "few_shot":
-            without = dict(zip(self.ds["comparison_group"].values.astype(str),
-                               self.ds["setting_b"].values.astype(str)))
+        if factor == "few_shot":  # a model factor's rows share group names: keep them out
+            few = self.ds["comparison_factor"].values.astype(str) == factor
+            without = dict(zip(self.ds["comparison_group"].values[few].astype(str),
+                               self.ds["setting_b"].values[few].astype(str)))
             g = np.array([without.get(x, x) for x in g])
         return self.ds.isel({dim: np.flatnonzero((f == factor) & (g == group))})
 
