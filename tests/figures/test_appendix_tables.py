@@ -426,6 +426,27 @@ def test_few_shot_rows_are_cut_by_their_group_without_examples(reworded_shots, t
         assert all(p.stat().st_size > 5000 for p in draw(*args, tmp_path / f"{draw.__name__}.png"))
 
 
+def test_a_model_factors_k_shot_rows_do_not_move_the_few_shot_rows(dolly, tmp_path):
+    """A model factor compares at k shots too (its group `1shot`, its `setting_b` that same
+    group); placed after the few-shot rows in the file, those rows must not remap the group
+    `1shot` to itself and so drop the few-shot rows from the 0-shot group."""
+    _, fac, _, _ = dolly
+    ds = fac.ds
+    f = ds["comparison_factor"].values.astype(str)
+    g = ds["comparison_group"].values.astype(str)
+    scale = np.flatnonzero((f == "scale") & (g == "1shot"))
+    assert scale.size > 0 and set(ds["setting_b"].values[scale].astype(str)) == {"1shot"}
+    order = np.concatenate([np.flatnonzero(f == "few_shot"), scale])  # scale rows last
+    rest = np.setdiff1d(np.arange(ds.sizes["comparison"]), order)
+    path = tmp_path / "f.nc"
+    ds.isel(comparison=np.concatenate([rest, order])).drop_encoding().to_netcdf(
+        path, engine="h5netcdf")
+    moved = read_factors(path)
+    assert moved.comparisons("few_shot").sizes["comparison"] == 5
+    assert set(moved.comparisons("few_shot")["setting_b"].values.astype(str)) == {"0shot"}
+    assert moved.comparisons("scale", "1shot").sizes["comparison"] == scale.size
+
+
 def test_the_reworded_prompts_mean_leaves_their_k_shot_pairs_out(dolly):
     """Appendix G's `perturbation` label marks every pair with a reworded condition; its mean
     is over the perturbation group's pairs, not those of its k-shot groups."""
