@@ -25,6 +25,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 N = "{}"  # a number's place in a passage
@@ -64,15 +65,21 @@ class Cell(float):
 
 
 @cache
+def table_rows(name: str) -> tuple[dict[str, str], ...]:
+    """Every row of a committed table, the twins' included."""
+    # a study's tables: studies/evidence/ for a bare name, studies/<study>/ for "study/name"
+    path = ROOT / "studies" / (name if "/" in name else f"evidence/{name}")
+    with open(path, newline="", encoding="utf-8") as f:
+        return tuple(csv.DictReader(f))
+
+
+@cache
 def table(name: str) -> tuple[dict[str, str], ...]:
     """A committed table without the untrained twins' rows (a claims row of a twin reads
     `control`; other tables name the twin's model): the quoted numbers are the trained
     models'; the twins enter through the claims table's control columns."""
-    # a study's tables: studies/evidence/ for a bare name, studies/<study>/ for "study/name"
-    path = ROOT / "studies" / (name if "/" in name else f"evidence/{name}")
-    with open(path, newline="", encoding="utf-8") as f:
-        return tuple(r for r in csv.DictReader(f)
-                     if r.get("verdict") != "control" and not r.get("model", "").endswith("-twin"))
+    return tuple(r for r in table_rows(name)
+                 if r.get("verdict") != "control" and not r.get("model", "").endswith("-twin"))
 
 
 def rows(name: str, **where) -> list[dict[str, str]]:
@@ -991,58 +998,72 @@ def normalisation_prose() -> list[tuple[str, list]]:
     ]
 
 
+#: the confirmatory run's hypotheses as its config declares them (claim, scope, direction)
+HYPOTHESES = yaml.safe_load(
+    (ROOT / "workflow/configs/confirm.yaml").read_text(encoding="utf-8"))["hypotheses"]
+CONFIRM = "confirm/claims.csv"
+
+
+def hypothesis(k: int, column: str = "estimate") -> Cell:
+    """A column of the row of hypothesis H(k + 1) in the confirmatory run's claims table."""
+    return claim(HYPOTHESES[k]["claim"], HYPOTHESES[k]["scope"], column, CONFIRM)
+
+
+def confirm_verdict(k: int) -> str:
+    """The final verdict (beside the twins) of H(k + 1)'s row."""
+    (row,) = rows(CONFIRM, claim=HYPOTHESES[k]["claim"], scope=HYPOTHESES[k]["scope"])
+    return row["verdict"]
+
+
+def holds(k: int) -> str:
+    """Whether H(k + 1) holds: its final verdict the one declared and holm_p < α."""
+    return ("yes" if confirm_verdict(k) == HYPOTHESES[k]["direction"]
+            and hypothesis(k, "holm_p") < 0.05 else "no")
+
+
 def confirm_prose() -> list[tuple[str, list]]:
-    """The numbers of evidence.md's confirmatory results, its "In short" and the README's
-    "What it found" (studies/confirm/claims.csv): each hypothesis' row and its twins, and
-    whether it holds (its final verdict the one predicted and holm_p < 0.05)."""
-    c = "confirm/claims.csv"
-    few = {m: f"mmlu / {m} / 1shot vs 0shot" for m in (G, Q05, Q15)}
-    hyp = [("factor_few_shot", few[G]), ("factor_few_shot", few[Q05]),
-           ("factor_few_shot", few[Q15]),
-           ("factor_scale", f"mmlu / {Q15} vs {Q05} / 0shot"),
-           ("types_unchanged_unstable", f"{S} / mmlu")]
-
-    def final(k):
-        (row,) = rows(c, claim=hyp[k][0], scope=hyp[k][1])
-        return row["verdict"]
-
-    def holds(k):
-        return "yes" if final(k) == "supported" and claim(*hyp[k], "holm_p", c) < 0.05 else "no"
+    """The numbers of evidence.md's confirmatory results and its "In short"
+    (studies/confirm/claims.csv): each hypothesis' row beside its twins, and whether it
+    holds."""
+    c = CONFIRM
+    assert [(h["claim"], h["scope"].split(" / ")[:2]) for h in HYPOTHESES] == [
+        ("factor_few_shot", ["mmlu", G]), ("factor_few_shot", ["mmlu", Q05]),
+        ("factor_few_shot", ["mmlu", Q15]), ("factor_scale", ["mmlu", f"{Q15} vs {Q05}"]),
+        ("types_unchanged_unstable", [S, "mmlu"])], "the order evidence.md gives them in"
 
     def factor_row(k):
-        est = pct(*(claim(*hyp[k], col, c) for col in ("estimate", "ci_low", "ci_high")))
-        twins = pct(claim(*hyp[k], "control_estimate", c), claim(*hyp[k], "control_sd", c))
-        return [*est, claim(*hyp[k], "p_value", c), *twins,
-                claim(*hyp[k], "control_p", c), claim(*hyp[k], "holm_p", c)]
+        return [*pct(*(hypothesis(k, col) for col in ("estimate", "ci_low", "ci_high"))),
+                hypothesis(k, "p_value"),
+                *pct(hypothesis(k, "control_estimate"), hypothesis(k, "control_sd")),
+                hypothesis(k, "control_p"), hypothesis(k, "holm_p")]
 
-    shares = [claim(*hyp[4], col, c) for col in ("estimate", "ci_low", "ci_high")]
-    h5 = [*shares, claim(*hyp[4], "control_estimate", c), claim(*hyp[4], "control_sd", c),
-          claim(*hyp[4], "control_p", c), claim(*hyp[4], "holm_p", c)]
+    shares = [hypothesis(4, col) for col in ("estimate", "ci_low", "ci_high")]
+    h5 = [*shares, *(hypothesis(4, col) for col in ("control_estimate", "control_sd",
+                                                     "control_p", "holm_p"))]
     names = ["Gemma 3 1-shot", "Qwen 0.5B 1-shot", "Qwen 1.5B 1-shot", "1.5B vs 0.5B, 0-shot"]
-    table = [(f"| H{k + 1} | {names[k]} {N} % [{N}, {N}], p = {N} | {N} % ± {N} % | {N} | {N} "
-              f"| {final(k)} | {holds(k)} |", factor_row(k)) for k in range(4)]
+    table_lines = [(f"| H{k + 1} | {names[k]} {N} % [{N}, {N}], p = {N} | {N} % ± {N} % | {N} "
+                    f"| {N} | {confirm_verdict(k)} | {holds(k)} |", factor_row(k)) for k in range(4)]
     saturation = cell("confirm/ips_table.csv", "ips_over_ceiling", model=S, group="0shot",
                       band="all")
-    own_mde = [claim(*hyp[k], "mde", c) for k in range(4)]
-    control_mde = [claim(*hyp[k], "control_mde", c) for k in range(5)]
-    sd = [claim(*hyp[k], "control_sd", c) for k in range(4)]
-    holm = [claim(*hyp[k], "holm_p", c) for k in range(1, 5)]
+    own_mde = [hypothesis(k, "mde") for k in range(4)]
+    control_mde = [hypothesis(k, "control_mde") for k in range(4)]
+    sd = [hypothesis(k, "control_sd") for k in range(4)]
+    holm = [hypothesis(k, "holm_p") for k in range(1, 5)]
     smol = f"mmlu / {S} / 1shot vs 0shot"
     matched = [claim("template_below_matched_null", f"{m} / mmlu / 0shot", col, c)
                for col in ("estimate", "control_estimate") for m in (G, Q05, Q15)]
-    trained = [r for r in table_rows(c) if r["verdict"] != "control"]
-    decidable = [r for r in table_rows(c) if r["q_value"]]
+    trained = table(c)
     return [
-        *table,
+        *table_lines,
         (f"| H5 | SmolLM2 unstable share {N} [{N}, {N}], no bootstrap resample of 2,000 at 0.5 "
-         f"| {N} ± {N} | {N} | {N} | {final(4)}, saturated | {holds(4)} |", h5),
+         f"| {N} ± {N} | {N} | {N} | {confirm_verdict(4)}, saturated | {holds(4)} |", h5),
         ("the twins +{} % ± {} %), but the twins of Gemma 3 and the two Qwen models spread by "
          "sd {}–{} in ΔIPS, which put the control's mde at {}–{}. The own tests' mde came out "
          "as planned ({}–{}",
          [*pct(claim("factor_few_shot", smol, "control_estimate", c),
                claim("factor_few_shot", smol, "control_sd", c)),
-          *span(sd), min(control_mde[:4]), max(control_mde[:4]), *span(own_mde)]),
-        ("; {} for H5)", [claim(*hyp[4], "mde", c)]),
+          *span(sd), *span(control_mde), *span(own_mde)]),
+        ("; {} for H5)", [hypothesis(4, "mde")]),
         ("the control's mde, `control_mde`, is {} at K = 3", [control_mde[0]]),
         ("Its 0-shot IPS is {} of its ceiling", [saturation]),
         ("Of its {} rows ({} the trained models'), the own tests decide {} and {} stand beside "
@@ -1051,43 +1072,38 @@ def confirm_prose() -> list[tuple[str, list]]:
           Cell(sum(r["raw_verdict"] in DECIDED for r in trained), "raw decided"),
           Cell(sum(r["verdict"] in DECIDED for r in trained), "final decided"),
           Cell(sum(r["verdict"] in DECIDED and float(r["q_value"]) <= 0.05 for r in trained),
-               "q ≤ 0.05"), Cell(len(decidable), "decidable")]),
+               "q ≤ 0.05"), Cell(sum(bool(r["q_value"]) for r in table_rows(c)), "decidable")]),
         ("(per-item IPS − null {}, {}, {}: a template changes their interactions less than "
          "noise of the size of its change would; the twins of Gemma 3 and Qwen 0.5B lie below "
          "theirs too, by less, {} and {}, those of Qwen 1.5B at +{})", matched),
-        ("one shot lowers IPS for Qwen2.5-Coder 0.5B ({} %) and 1.5B ({} %), the larger "
-         "Qwen2.5-Coder has lower IPS ({} %), and SmolLM2's salient interactions stay unstable "
-         "under an unchanged prediction ({}, its twins {}; on a saturated cell), each beyond "
-         "its three twins (Holm p = {}–{}). Gemma 3's few-shot drop ({} %, own p = {}) "
-         "replicates but cannot be told from its twins' spread (Holm p = {})",
-         [*pct(claim(*hyp[1], "estimate", c), claim(*hyp[2], "estimate", c),
-               claim(*hyp[3], "estimate", c)), shares[0],
-          claim(*hyp[4], "control_estimate", c), *span(holm),
-          *pct(claim(*hyp[0], "estimate", c)), claim(*hyp[0], "p_value", c),
-          claim(*hyp[0], "holm_p", c)]),
+        ("one shot lowers IPS for Qwen2.5-Coder 0.5B ({} %, its twins {} %) and 1.5B ({} %, "
+         "twins {} %), the larger Qwen2.5-Coder has lower IPS ({} %, twins {} %), and "
+         "SmolLM2's salient interactions stay unstable under an unchanged prediction ({}, its "
+         "twins {}; on a saturated cell), each beyond its three twins (Holm p = {}–{}). Gemma "
+         "3's few-shot drop ({} %, own p = {}) replicates but cannot be told from its twins' "
+         "spread ({} % ± {} %; Holm p = {})", confirmed() + [
+             *span(holm), *pct(hypothesis(0)), hypothesis(0, "p_value"),
+             *pct(hypothesis(0, "control_estimate"), hypothesis(0, "control_sd")),
+             hypothesis(0, "holm_p")]),
     ]
+
+
+def confirmed() -> list[Cell]:
+    """H2-H4's estimates beside their twins' means (in %), then H5's and its twins'."""
+    return [*pct(*(hypothesis(k, col) for k in (1, 2, 3)
+                   for col in ("estimate", "control_estimate"))),
+            hypothesis(4), hypothesis(4, "control_estimate")]
 
 
 def readme_confirm() -> list[tuple[str, list]]:
     """The README's "What it found" (studies/confirm/claims.csv)."""
-    c = "confirm/claims.csv"
-    few = {m: f"mmlu / {m} / 1shot vs 0shot" for m in (G, Q05, Q15)}
-    unstable = ("types_unchanged_unstable", f"{S} / mmlu")
-    return [("one shot lowers IPS for Qwen2.5-Coder 0.5B ({} %) and 1.5B ({} %), the larger of "
-             "the two has lower IPS ({} %), and SmolLM2's salient interactions stay unstable "
-             "where its answer does not change ({}, its twins {}; its IPS is at its ceiling). "
-             "Gemma 3's few-shot drop ({} %) replicates",
-             [*pct(claim("factor_few_shot", few[Q05], name=c),
-                   claim("factor_few_shot", few[Q15], name=c),
-                   claim("factor_scale", f"mmlu / {Q15} vs {Q05} / 0shot", name=c)),
-              claim(*unstable, name=c), claim(*unstable, "control_estimate", c),
-              *pct(claim("factor_few_shot", few[G], name=c))])]
-
-
-def table_rows(name: str) -> list[dict[str, str]]:
-    """Every row of a committed table, the twins' included."""
-    with open(ROOT / "studies" / name, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+    return [("one shot lowers IPS for Qwen2.5-Coder 0.5B ({} %, its twins {} %) and 1.5B "
+             "({} %, twins {} %), the larger of the two has lower IPS ({} %, twins {} %), and "
+             "SmolLM2's salient interactions stay unstable where its answer does not change "
+             "({}, its twins {}; its IPS is at its ceiling). Gemma 3's few-shot drop ({} %) "
+             "replicates but cannot be told from its twins ({} % ± {} %)",
+             [*confirmed(), *pct(hypothesis(0), hypothesis(0, "control_estimate"),
+                                 hypothesis(0, "control_sd"))])]
 
 
 QUOTES = [("docs/evidence.md", p, list(v))

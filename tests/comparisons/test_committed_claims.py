@@ -1,6 +1,7 @@
 """The committed claims tables say what their tests say: no row has an interval and a p-value
-that disagree about the value its test is against (0, or ½ for a count of models), and no row
-is decided in `verdict` without its control deciding the difference."""
+that disagree about the value its test is against (0, ½ for a count of models, a level row's
+bounds that bind), and no row is decided in `verdict` without its control deciding the
+difference."""
 
 import csv
 import re
