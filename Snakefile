@@ -29,7 +29,15 @@ except ConfigError as e:
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/prepare.smk"
+if ARCHIVE:
+
+    include: "workflow/rules/archive.smk"
+
+else:
+
+    include: "workflow/rules/prepare.smk"
+
+
 include: "workflow/rules/score.smk"
 include: "workflow/rules/analysis.smk"
 

@@ -29,7 +29,8 @@ settings.load_profile("derandomized")
 #: workers in collection order, so the short files fill the end of the run instead of one
 #: long file running alone there
 LONG_FIRST = ("tests/pipeline/test_workflow.py", "tests/pipeline/test_slurm.py",
-              "tests/pipeline/test_miniature.py", "tests/pipeline/test_workflow_runs.py")
+              "tests/pipeline/test_miniature.py", "tests/pipeline/test_workflow_runs.py",
+              "tests/pipeline/test_studies.py")
 
 
 def pytest_collection_modifyitems(items):

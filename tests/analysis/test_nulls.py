@@ -1,5 +1,5 @@
-"""Null IPS (ips.analysis.nulls) against hand-computed games and invariants, and in `ips
-metrics`."""
+"""Null IPS (ips.analysis.nulls, fitted by ips.analysis.null_fits) against hand-computed games
+and invariants, and in `ips metrics`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from builders import make_values, write_pair
-from ips.analysis import metrics, nulls
+from ips.analysis import metrics, null_fits, nulls
 from ips.analysis.summary import summarize
 from ips.formats.shards import load
 from ips.interactions import and_or
@@ -22,8 +22,19 @@ def exact(rows):
     return res.and_, res.or_
 
 
+def gaussian_null(v, n_games, norm, fit, level, eps, tau, sweep):
+    """The Gaussian null as `ips metrics` makes it: fitted, then scored at τ."""
+    fits = null_fits.gaussian_fit(v, n_games, fit, level, eps)
+    return nulls.score_fits(*fits, n_games, norm, tau, sweep, "nonempty")
+
+
+def matched_null(v, n_games, norm, pairs, fit, eps, tau, sweep):
+    and_, or_, sigma, nv = null_fits.matched_fit(v, n_games, pairs, fit, eps)
+    return nulls.matched_score(and_, or_, nv, norm, pairs, tau, sweep), sigma
+
+
 def fitted_norm(v, n_vars):
-    and_, or_ = nulls.fit_games(v, n_vars, exact)
+    and_, or_ = null_fits.fit_games(v, n_vars, exact)
     return metrics.normalize(and_, or_, n_vars)
 
 
@@ -36,7 +47,7 @@ def test_planted_game_null_by_hand(delta, expected):
     δ = 0.1 (0.056) U = {AND{1,2}} and ips = 0. In the bands (n = 2): low is empty, mid
     (the singletons) 2 or no value, high (AND{1,2}) 0."""
     v = np.array([[0.0, 0.0, 0.0, 1.0], [0.0, delta, 0.0, 1.0]])
-    and_, or_ = nulls.fit_games(v, np.array([2, 2]), exact)
+    and_, or_ = null_fits.fit_games(v, np.array([2, 2]), exact)
     assert np.allclose(and_[1], [0, delta / 2, 0, 1 - delta], atol=1e-9)
     norm = metrics.normalize(and_, or_, np.array([2, 2]))
     got = nulls.score_against(norm[0], norm[1], 0.1, SWEEP)
@@ -62,11 +73,11 @@ def test_without_noise_the_null_is_exactly_zero():
     norm = fitted_norm(v, n_vars[:, None])
     eps = rng.standard_normal(v.shape)
     for level, noise in ((0.0, eps), (0.05, np.zeros_like(v))):
-        got = nulls.gaussian_null(v, per_game(v, n_vars), norm, exact, level, noise, 0.1, SWEEP)
+        got = gaussian_null(v, per_game(v, n_vars), norm, exact, level, noise, 0.1, SWEEP)
         assert np.all(got.bands[..., 0] == 0.0) and np.all(got.sweep == 0.0)
     pairs = np.array([[0, 1]])
     same = np.stack([v[:, 0], v[:, 0]], 1)
-    got, sigma = nulls.matched_null(same, per_game(same, n_vars), fitted_norm(same, n_vars[:, None]), pairs,
+    got, sigma = matched_null(same, per_game(same, n_vars), fitted_norm(same, n_vars[:, None]), pairs,
                                     exact, rng.standard_normal((3, 2, 1, 16)), 0.1, SWEEP)
     # identical games: the slope is cov/var of the same numbers, exactly 1
     assert sigma.shape == (3, 1, 2) and np.all(sigma == 0.0)
@@ -81,7 +92,7 @@ def test_the_null_grows_with_the_noise_level():
     n_vars = np.full(12, 5)
     norm = fitted_norm(v, n_vars[:, None])
     eps = rng.standard_normal(v.shape)
-    means = [np.nanmean(nulls.gaussian_null(v, per_game(v, n_vars), norm, exact, c, eps, 0.1, SWEEP)
+    means = [np.nanmean(gaussian_null(v, per_game(v, n_vars), norm, exact, c, eps, 0.1, SWEEP)
                         .bands[..., 0]) for c in (0.001, 0.01, 0.1)]
     assert 0 < means[0] < means[1] < means[2]
 
@@ -173,7 +184,7 @@ def test_matched_null_gives_each_side_its_own_residual():
     v[:, 1] = 2.0 * v[:, 0] + 1.0 + 0.3 * rng.normal(size=(2, 8))
     v[1, :, 4:] = np.nan
     eps = rng.standard_normal((2, 2, 1, 8))
-    got, sigma = nulls.matched_null(v, per_game(v, n_vars), fitted_norm(v, n_vars[:, None]),
+    got, sigma = matched_null(v, per_game(v, n_vars), fitted_norm(v, n_vars[:, None]),
                                     np.array([[0, 1]]), exact, eps, 0.1, SWEEP)
     for s, n in enumerate(n_vars):
         games = v[s, 0, :1 << n], v[s, 1, :1 << n]
@@ -200,7 +211,7 @@ def test_an_affine_change_has_no_matched_null():
     a = np.array([0.2, 3.0, 40.0])
     v[:, 1] = a[:, None] * v[:, 0] + np.array([[-1.0], [5.0], [0.0]])
     n_vars = np.full(3, 4)
-    got, sigma = nulls.matched_null(v, per_game(v, n_vars), fitted_norm(v, n_vars[:, None]),
+    got, sigma = matched_null(v, per_game(v, n_vars), fitted_norm(v, n_vars[:, None]),
                                     np.array([[0, 1]]), exact,
                                     rng.standard_normal((3, 2, 1, 16)), 0.1, SWEEP)
     assert np.all(sigma < 1e-12 * np.nanmax(np.abs(v)))
@@ -284,16 +295,16 @@ def test_ceiling_is_the_mean_over_partners_of_the_pair_ips():
 def test_noise_is_per_sample_and_seeded():
     """A sample's noise depends on its id, the seed and the stream, not on its neighbours
     (so sharding cannot change a null), and is standard normal."""
-    one = nulls.standard_noise(["a", "b"], (3, 8), 0, 1, 7)
-    again = nulls.standard_noise(["b", "c", "a"], (3, 8), 0, 1, 7)
+    one = null_fits.standard_noise(["a", "b"], (3, 8), 0, 1, 7)
+    again = null_fits.standard_noise(["b", "c", "a"], (3, 8), 0, 1, 7)
     assert np.array_equal(one[0], again[2]) and np.array_equal(one[1], again[0])
-    assert not np.array_equal(one, nulls.standard_noise(["a", "b"], (3, 8), 1, 1, 7))
-    assert not np.array_equal(one, nulls.standard_noise(["a", "b"], (3, 8), 0, 2, 7))
-    big = nulls.standard_noise(["x"], (20000,), 0, 1)
+    assert not np.array_equal(one, null_fits.standard_noise(["a", "b"], (3, 8), 1, 1, 7))
+    assert not np.array_equal(one, null_fits.standard_noise(["a", "b"], (3, 8), 0, 2, 7))
+    big = null_fits.standard_noise(["x"], (20000,), 0, 1)
     assert abs(big.mean()) < 0.03 and abs(big.std() - 1) < 0.03
     v = np.zeros((1, 2, 8))
     v[0, 1, 4:] = np.nan
-    moved = nulls.perturb(v, np.array([[3, 2]]), np.array([[2.0, 0.5]]), np.ones_like(v))
+    moved = null_fits.perturb(v, np.array([[3, 2]]), np.array([[2.0, 0.5]]), np.ones_like(v))
     assert np.array_equal(moved[0, 0], np.full(8, 2.0))
     assert np.array_equal(moved[0, 1, :4], np.full(4, 0.5)) and np.all(np.isnan(moved[0, 1, 4:]))
 
@@ -304,7 +315,7 @@ def test_fitter_follows_the_fit_file():
                           ({"solver_requested": "sgd", "noise": 0.0, "sgd_learning_rate": 1e-3,
                             "sgd_steps": 50}, {"solver": "sgd", "learning_rate": 1e-3,
                                                "steps": 50})):
-        and_, or_ = nulls.fitter(attrs)(v)
+        and_, or_ = null_fits.fitter(attrs)(v)
         ref = and_or(v, **kwargs)
         assert np.allclose(and_, ref.and_) and np.allclose(or_, ref.or_)
 

@@ -291,6 +291,13 @@ def test_changing_tau_reruns_only_the_analysis(finished):
     assert r.returncode == 0, r.stderr
     # figure_taus' 0.2 set stays; its 0.1, the main set's τ before, is now a set of its own
     assert jobs(r.stdout + r.stderr) == ANALYSIS
+    # no fit of any kind: the games' and the nulls' fits (null_fits) read no τ
+    alt = finished / "config-tau.yaml"
+    alt.write_text(yaml.safe_dump({"tau": 0.15, "tau_sweep": [0.1, 0.3],
+                                   "figure_taus": [0.2, 0.3]}))
+    r = snakemake(finished, "-n", "--configfile", finished / "config.yaml", alt)
+    assert r.returncode == 0, r.stderr
+    assert not [rule for rule in jobs(r.stdout + r.stderr) if "fit" in rule]
 
 
 def test_figure_sets_at_other_taus_from_the_same_fits(finished):
@@ -325,7 +332,8 @@ def test_changing_a_null_reruns_only_what_it_needs(finished):
     base = finished / "config.yaml"  # a config file on the command line replaces config.yaml
     r = snakemake(finished, "-n", "--configfile", base, alt)
     assert r.returncode == 0, r.stderr
-    assert jobs(r.stdout + r.stderr) == ANALYSIS
+    # the nulls' fits of both trees of games again, and what reads them
+    assert jobs(r.stdout + r.stderr) == ANALYSIS | {"null_fits": 4, "null_fits_baseline": 4}
     alt.write_text(yaml.safe_dump({"nulls": {"precision": {"dtypes": ["float16"]}}}))
     r = snakemake(finished, "-n", "--configfile", base, alt)
     assert r.returncode == 0, r.stderr
@@ -460,3 +468,37 @@ def test_the_export_target_writes_each_runs_tidy_tables(finished):
             for ds in values:
                 ds.close()
             assert (finished / "logs/export" / model / f"{dataset}.log").is_file()
+
+
+def test_a_study_rebuilt_from_its_archive_loads_no_model(finished, tmp_path):
+    """`ips archive pack` keeps the run's samples and values files; a run of the same config
+    with `archive:` restores them instead of scoring (no model prepared, no dataset read) and
+    makes every tree's tables again, equal to the run's to the last digit."""
+    from ips.formats.archive import manifest
+    from ips.formats.tables import compare_tables
+
+    archive = tmp_path / "archive"
+    r = subprocess.run([sys.executable, "-m", "ips", "archive", "pack", "--results",
+                        finished / "results", "--config", finished / "config.yaml",
+                        "--archive", archive], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    values = [p for p in manifest(archive) if "/values/" in f"/{p}"]
+    # 2 models x (arc-easy 2 shards + dolly 1) main, deletion's first shards, 2 nulls' runs
+    assert len(values) == 6 + 4 + 4 + 4
+    rebuild = tmp_path / "rebuild"
+    args = ("--configfile", archive / "config.yaml", "--config", f"archive={archive}")
+    r = snakemake(rebuild, "--list-rules", *args)
+    assert r.returncode == 0, r.stderr
+    rules = r.stdout.split()
+    assert "restore_values" in rules and "prepare_samples" in rules and "fit" in rules
+    assert not [rule for rule in rules if rule.startswith(("score", "prepare_model"))]
+    r = snakemake(rebuild, *args)
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert not (rebuild / "resources").exists()  # where models are prepared
+    for path in values:
+        assert (rebuild / "results" / path).read_bytes() == \
+            (finished / "results" / path).read_bytes(), path
+    for tree in ("results/figures", "results/baselines/delete/figures",
+                 "results/tau/0.2/figures"):
+        diffs = compare_tables(finished / tree, rebuild / tree)
+        assert len(diffs) >= 5 and all(d.equal for d in diffs), [d.line() for d in diffs]

@@ -6,6 +6,39 @@
 report: "../report/workflow.rst"
 
 
+# The nulls' perturbed games fitted once per tree of games (ips.analysis.null_fits): none
+# of it reads τ, so another τ, τ sweep or figure τ scores these fits again and refits nothing.
+for tree in TREES:
+
+    rule:
+        name:
+            f"null_fits{tree.suffix}"
+        input:
+            values=shard_files(tree.path("values/{model}/{dataset}/{shard}.h5"), tree.first),
+            interactions=shard_files(tree.path("interactions/{model}/{dataset}/{shard}.h5"),
+                                     tree.first),
+        output:
+            tree.path("null_fits/{model}/{dataset}.h5"),
+        params:
+            seed=config["seed"],
+            null_levels=" ".join(map(str, config["nulls"]["noise"]["levels"])),
+            null_draws=config["nulls"]["noise"]["draws"],
+            matched_null="" if config["nulls"]["noise"]["matched"] else "--no-matched-null",
+        log:
+            tree.log("null_fits/{model}/{dataset}.log"),
+        benchmark:
+            tree.path("benchmarks/null_fits/{model}/{dataset}.tsv")
+        resources:
+            mem_mb=2000,
+            runtime=240,
+        conda:
+            "../../envs/ips.yaml"
+        shell:
+            "python -m ips null-fits --values {input.values} --interactions {input.interactions} "
+            "--seed {params.seed} --null-levels {params.null_levels} "
+            "--null-draws {params.null_draws} {params.matched_null} --out {output} 2> {log}"
+
+
 # Each tree (`Tree`: each baseline's, each other τ's) gets its metrics, factors and figures;
 # the variants are read beside the main games only.
 for tree in ANALYSES:
@@ -17,6 +50,7 @@ for tree in ANALYSES:
             values=shard_files(tree.game("values/{model}/{dataset}/{shard}.h5"), tree.first),
             interactions=shard_files(tree.game("interactions/{model}/{dataset}/{shard}.h5"),
                                      tree.first),
+            null_fits=tree.game("null_fits/{model}/{dataset}.h5"),
             # each variant's runs (ips.nulls.variants): precision_values, … mask_interactions
             **{f"{null.kind}_{kind}": variant_files(null, kind) for null in variants()
                for kind in ("values", "interactions") if tree.main_games},
@@ -29,9 +63,6 @@ for tree in ANALYSES:
             resamples=config["bootstrap"]["resamples"],
             level=config["bootstrap"]["level"],
             permutations=config["permutation"]["draws"],
-            null_levels=" ".join(map(str, config["nulls"]["noise"]["levels"])),
-            null_draws=config["nulls"]["noise"]["draws"],
-            matched_null="" if config["nulls"]["noise"]["matched"] else "--no-matched-null",
             variants=variant_metrics_flags if tree.main_games else "",
             normalisation=config["normalisation"],
         log:
@@ -44,9 +75,8 @@ for tree in ANALYSES:
             "python -m ips metrics --values {input.values} --interactions {input.interactions} "
             "--tau {params.tau} --tau-sweep {params.tau_sweep} --seed {params.seed} "
             "--resamples {params.resamples} --level {params.level} --permutations {params.permutations} "
-            "--null-levels {params.null_levels} --null-draws {params.null_draws} "
-            "{params.matched_null} {params.variants} --normalisation {params.normalisation} "
-            "--out {output} 2> {log}"
+            "--null-fits {input.null_fits} {params.variants} "
+            "--normalisation {params.normalisation} --out {output} 2> {log}"
 
     rule:
         name:

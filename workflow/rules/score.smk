@@ -45,32 +45,34 @@ FIT = dict(
 # `--baseline`).
 for tree in TREES:
 
-    rule:
-        name:
-            f"score{tree.suffix}"
-        input:
-            samples="results/samples/{dataset}.json",
-            model=f"{MODEL_DIR}/{{model}}.path",
-        output:
-            tree.path("values/{model}/{dataset}/{shard}.h5"),
-        params:
-            **SCORE["params"],
-            shard=lambda wildcards: wildcards.shard,
-            shard_size=f"--shard-size {config['shard_size']}",
-            target=target_flag,
-            setting=baseline_flag if tree.suffix else entry_plugin_flag,
-        log:
-            tree.log("score/{model}/{dataset}/{shard}.log"),
-        benchmark:
-            tree.path("benchmarks/score/{model}/{dataset}/{shard}.tsv")
-        threads: 1
-        resources:
-            **SCORE["resources"],
-        priority: BASELINE_PRIORITY if tree.suffix else 0
-        conda:
-            "../../envs/ips.yaml"
-        shell:
-            SCORE["shell"]
+    if not ARCHIVE:  # restored from the archive instead (archive.smk)
+
+        rule:
+            name:
+                f"score{tree.suffix}"
+            input:
+                samples="results/samples/{dataset}.json",
+                model=f"{MODEL_DIR}/{{model}}.path",
+            output:
+                tree.path("values/{model}/{dataset}/{shard}.h5"),
+            params:
+                **SCORE["params"],
+                shard=lambda wildcards: wildcards.shard,
+                shard_size=f"--shard-size {config['shard_size']}",
+                target=target_flag,
+                setting=baseline_flag if tree.suffix else entry_plugin_flag,
+            log:
+                tree.log("score/{model}/{dataset}/{shard}.log"),
+            benchmark:
+                tree.path("benchmarks/score/{model}/{dataset}/{shard}.tsv")
+            threads: 1
+            resources:
+                **SCORE["resources"],
+            priority: BASELINE_PRIORITY if tree.suffix else 0
+            conda:
+                "../../envs/ips.yaml"
+            shell:
+                SCORE["shell"]
 
     rule:
         name:
@@ -104,7 +106,8 @@ for tree in TREES:
 for null in variants():
     run_dir = f"{null.folder()}/{{{null.setting}}}"
 
-    for group, (datasets, members) in enumerate(variant_groups(null).items(), start=1):
+    for group, (datasets, members) in enumerate(
+            variant_groups(null).items() if not ARCHIVE else (), start=1):
 
         rule:
             name:

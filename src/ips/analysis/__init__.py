@@ -11,6 +11,7 @@ Modules:
 * ``diagnostics``        output consistency and the other diagnostics beside IPS
 * ``uncertainty``        bootstrap intervals and sign-flip tests
 * ``nulls``              null IPS: Gaussian, matched-size, precision and baseline nulls
+* ``null_fits``          the nulls' perturbed games and their fits, made once for every τ
 * ``peers``              what other prompt-sensitivity tools report
 * ``summary``            the metrics of one (model, dataset) from its merged shards
 * ``case_study``         one sample under a template pair (Section 3.3)

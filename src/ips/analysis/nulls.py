@@ -70,9 +70,9 @@ import json
 import logging
 import time
 import warnings
-import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -83,6 +83,9 @@ from ips.formats.hdf5 import labels
 from ips.formats.metrics import BANDS
 from ips.formats.shards import Merged
 from ips.nulls import variant
+
+if TYPE_CHECKING:
+    from ips.formats.null_fits import NullFits
 
 log = logging.getLogger(__name__)
 
@@ -100,25 +103,21 @@ class Settings:
     seed: int = 0
 
 
-#: fits games of one n: rows (k, 2**n) → (and_, or_) of the same shape
-Fitter = Callable[[NDArray[np.float64]], tuple[NDArray[np.float64], NDArray[np.float64]]]
-
-
-def _masked(v: NDArray[np.float64], n_vars: NDArray[np.int64]) -> NDArray[np.bool_]:
+def game_masks(v: NDArray[np.float64], n_vars: NDArray[np.int64]) -> NDArray[np.bool_]:
     """True on the first 2**n entries of every game (v: (..., 2**n_max), n_vars: v.shape[:-1])."""
     return np.arange(v.shape[-1]) < (np.int64(1) << np.asarray(n_vars))[..., None]
 
 
 def game_range(v: NDArray[np.float64], n_vars: NDArray[np.int64]) -> NDArray[np.float64]:
     """max_T v(x_T) − min_T v(x_T) of every game, over its 2**n masks."""
-    inside = _masked(v, n_vars)
+    inside = game_masks(v, n_vars)
     return (np.max(np.where(inside, v, -np.inf), -1) - np.min(np.where(inside, v, np.inf), -1))
 
 
 def change_size(v_a: NDArray[np.float64], v_b: NDArray[np.float64],
                 n_vars: NDArray[np.int64]) -> NDArray[np.float64]:
     """σ = sd_T(v_b − v_a) over each game's 2**n masks (population sd)."""
-    inside = _masked(v_a, n_vars)
+    inside = game_masks(v_a, n_vars)
     d = np.where(inside, v_b - v_a, 0.0)
     size = inside.sum(-1)
     mean = d.sum(-1) / size
@@ -135,7 +134,7 @@ def residual_size(v_from: NDArray[np.float64], v_to: NDArray[np.float64],
     a = 0 where v_from is constant (any a fits as well; then σ = sd(v_to)). The constraint is
     a clip: for a fixed a the best b is the one above, and what is left is a convex quadratic
     in a. The padding (entries ≥ 2**n) does not enter."""
-    inside = _masked(v_from, n_vars)
+    inside = game_masks(v_from, n_vars)
     size = inside.sum(-1)
 
     def centred(x):
@@ -150,35 +149,6 @@ def residual_size(v_from: NDArray[np.float64], v_to: NDArray[np.float64],
         a = np.where(flat, 0.0, np.maximum(cov, 0.0) / np.where(flat, 1.0, var))
     r = t - a[..., None] * f
     return np.sqrt((r * r).sum(-1) / size)
-
-
-def standard_noise(samples, shape: tuple[int, ...], seed: int, *stream: int
-                   ) -> NDArray[np.float64]:
-    """ε iid N(0, 1) of shape (sample, *shape), each sample's drawn from its own generator
-    seeded by (seed, *stream, CRC-32 of its id): the same sample gets the same noise whatever
-    the shard it is in and whatever other samples are there (as the bootstrap's sorted ids)."""
-    return np.stack([np.random.default_rng([seed, *stream, zlib.crc32(str(s).encode())])
-                     .standard_normal(shape) for s in samples]) if len(samples) else \
-        np.zeros((0, *shape))
-
-
-def perturb(v: NDArray[np.float64], n_vars: NDArray[np.int64], sigma: NDArray[np.float64],
-            eps: NDArray[np.float64]) -> NDArray[np.float64]:
-    """v + σ·ε on each game's 2**n masks (ε of v's shape); the padding is left as it is."""
-    return np.where(_masked(v, n_vars), v + np.asarray(sigma)[..., None] * eps, v)
-
-
-def fit_games(v: NDArray[np.float64], n_vars: NDArray[np.int64],
-              fit: Fitter) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(and_, or_) of every game of v (..., 2**n_max), NaN beyond 2**n, grouped by n; a game
-    of n = 0 (one that was not scored) is not fitted and stays NaN."""
-    flat = v.reshape(-1, v.shape[-1])
-    nv = np.broadcast_to(np.asarray(n_vars), v.shape[:-1]).reshape(-1)
-    and_, or_ = np.full(flat.shape, np.nan), np.full(flat.shape, np.nan)
-    for n in np.unique(nv[nv > 0]).tolist():
-        idx = np.flatnonzero(nv == n)
-        and_[idx, : 1 << n], or_[idx, : 1 << n] = fit(flat[idx, : 1 << n])
-    return and_.reshape(v.shape), or_.reshape(v.shape)
 
 
 @dataclass(frozen=True)
@@ -204,41 +174,16 @@ def _band_scores(norm_a, norm_b, tau: float) -> NDArray[np.float64]:
                      for band in (None, *layout.BANDS)], -1)
 
 
-def gaussian_null(v: NDArray[np.float64], n_games: NDArray[np.int64],
-                  norm: NDArray[np.float64], fit: Fitter, level: float,
-                  eps: NDArray[np.float64], tau: float, sweep: NDArray[np.float64],
+def matched_score(and_, or_, nv, norm: NDArray[np.float64], pairs: NDArray[np.int64],
+                  tau: float, sweep: NDArray[np.float64],
                   normalisation: str = "nonempty") -> GameNull:
-    """The Gaussian null of every game of v (sample, condition, 2**n_max) at one level for
-    one draw of ε (v's shape): v + level·range(v)·ε fitted by ``fit`` and scored against
-    ``norm`` (the normalised interactions of v's own fit, (sample, condition, 2, 2**n_max)).
-    ``n_games`` (sample, condition): each game's n, 0 for one not scored (NaN out).
-    ``normalisation``: `ips.analysis.metrics.normalize`'s, that of ``norm``."""
-    noisy = perturb(v, n_games, level * game_range(v, n_games), eps)
-    return _null_of(noisy, n_games, norm, fit, tau, sweep, normalisation)
-
-
-def matched_null(v: NDArray[np.float64], n_games: NDArray[np.int64],
-                 norm: NDArray[np.float64], pairs: NDArray[np.int64], fit: Fitter,
-                 eps: NDArray[np.float64], tau: float, sweep: NDArray[np.float64],
-                 normalisation: str = "nonempty") -> tuple[GameNull, NDArray[np.float64]]:
-    """The matched-size null of every (sample, pair) of condition indices ``pairs`` (P, 2)
-    for one draw ε (sample, 2, P, 2**n_max: side T, side T̂), and each side's noise size σ
-    (sample, P, 2): side T's `residual_size` of v_T on v_T̂, side T̂'s of v_T̂ on v_T. The null
-    is the mean of the two sides (nan-mean: a side with an empty U does not count); NaN for
-    a pair with a game not scored (n 0 in ``n_games``, (sample, condition))."""
-    a, b = n_games[:, pairs[:, 0]], n_games[:, pairs[:, 1]]
-    nv = np.where((a > 0) & (b > 0), a, 0)
-    games = v[:, pairs[:, 0]], v[:, pairs[:, 1]]
-    sigma = np.stack([residual_size(games[1], games[0], nv),
-                      residual_size(games[0], games[1], nv)], -1)
-    sides = []
-    for side in (0, 1):
-        noisy = perturb(games[side], nv, sigma[..., side], eps[:, side])
-        sides.append(_null_of(noisy, nv, norm[:, pairs[:, side]], fit, tau, sweep,
-                              normalisation))
-    mean = GameNull(nan_mean(np.stack([s.bands for s in sides]), 0),
+    """The matched-size null of every (sample, pair) from its `matched_fit`: each side's fit
+    scored against its own game's ``norm``, and the mean of the two sides (nan-mean: a side
+    with an empty U does not count)."""
+    sides = [score_fits(and_[k], or_[k], nv, norm[:, pairs[:, k]], tau, sweep, normalisation)
+             for k in (0, 1)]
+    return GameNull(nan_mean(np.stack([s.bands for s in sides]), 0),
                     nan_mean(np.stack([s.sweep for s in sides]), 0))
-    return mean, sigma
 
 
 #: how many other samples of its n each sample's ceiling compares it with (at most)
@@ -329,7 +274,7 @@ def variant_null(v: NDArray[np.float64], v_other: NDArray[np.float64],
         jaccard = np.where(union > 0, (a & b).sum((-2, -1)) / union, np.nan)
         dv_rel = change_size(v, v_other, nv) / game_range(v, nv)
     return VariantNull(score_against(norm, norm_other, tau, sweep), jaccard,
-                       np.abs(v_other - v)[_masked(v, nv) & (nv > 0)[..., None]], dv_rel)
+                       np.abs(v_other - v)[game_masks(v, nv) & (nv > 0)[..., None]], dv_rel)
 
 
 def nan_mean(x: NDArray[np.float64], axis) -> NDArray[np.float64]:
@@ -346,11 +291,10 @@ def nan_median(x: NDArray[np.float64]) -> float:
     return float(np.median(x)) if x.size else float("nan")
 
 
-def _null_of(noisy, n_vars, norm, fit, tau, sweep, normalisation) -> GameNull:
-    """The perturbed games `noisy` fitted, normalised as `norm` was, and scored against
+def score_fits(and_, or_, n_vars, norm, tau, sweep, normalisation) -> GameNull:
+    """Perturbed games' fits (..., 2**n_max) normalised as `norm` was and scored against
     `norm`, where n > 0 (NaN elsewhere: a game not scored, or a pair with one)."""
-    n = np.broadcast_to(n_vars, noisy.shape[:-1])
-    and_, or_ = fit_games(noisy, n, fit)
+    n = np.broadcast_to(n_vars, and_.shape[:-1])
     norm_null = metrics.normalize(and_, or_, n, normalisation=normalisation)
     ok = n > 0
     got = score_against(norm[ok], norm_null[ok], tau, sweep)
@@ -360,51 +304,26 @@ def _null_of(noisy, n_vars, norm, fit, tau, sweep, normalisation) -> GameNull:
     return GameNull(bands, swept)
 
 
-def fitter(fit_attrs: dict) -> Fitter:
-    """The fit that made an interactions file (its attributes `solver_requested`, `noise`, and sgd's
-    `sgd_learning_rate`, `sgd_steps`), so that a null is fitted as its reference was."""
-    from ips.interactions import and_or
-
-    solver = str(fit_attrs.get("solver_requested", "auto"))
-    options = {"noise": float(fit_attrs.get("noise", 0.0))}
-    if solver == "sgd":
-        options |= {"learning_rate": float(fit_attrs["sgd_learning_rate"]),
-                    "steps": int(fit_attrs["sgd_steps"])}
-
-    def fit(rows):
-        res = and_or(rows, solver=solver, **options)
-        return res.and_, res.or_
-
-    return fit
-
-
 def null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_group: list[dict],
-                    tau: float, sweep: np.ndarray, null: Settings, order: np.ndarray,
-                    counts: np.ndarray, level: float, normalisation: str = "nonempty"):
-    """The null IPS beside IPS (`ips.analysis.nulls`): the Gaussian null per sample, group, level
-    and band (with intervals over samples, n and the τ sweep), the matched-size null per sample
-    and pair, the size of every pair's change, the ceiling per sample and group, and the range
-    of every game."""
-    if null.draws == 0:
-        return {}, {}
-    if merged.games is not None:
-        log.warning("%s: null IPS not computed (sparse fits: only exhaustive fits have one)",
-                    merged.values_files[0])
+                   tau: float, sweep: np.ndarray, fits: NullFits, order: np.ndarray,
+                   counts: np.ndarray, level: float, normalisation: str = "nonempty"):
+    """The null IPS beside IPS (`ips.analysis.nulls`), scored at τ from the perturbed games'
+    ``fits`` (`ips.analysis.null_fits`; of no draw: no null): the Gaussian null per sample, group,
+    level and band (with intervals over samples, n and the τ sweep), the matched-size null
+    per sample and pair, the size of every pair's change, the ceiling per sample and group,
+    and the range of every game."""
+    if fits.draws == 0:
         return {}, {}
     t0 = time.perf_counter()
-    fit = fitter(merged.fit_attrs)
-    v, samples = merged.v, merged.samples
+    null = fits  # its settings: levels, draws, matched, seed
     n_games = merged.n_games  # 0 for a game not scored: NaN in every null
-    S, C, M = v.shape
-    ranges = game_range(v, n_games)
+    ranges = game_range(merged.v, n_games)
     data = {"sample_v_range": (("sample", "condition"), ranges[order])}
     coords = {"null_level": np.asarray(null.levels, np.float64)}
     game, game_sweep = [], []
-    for c in null.levels:
-        runs = [gaussian_null(v, n_games, norm, fit, c,
-                              standard_noise(samples, (C, M), null.seed, 1, round(c * 1e9), d),
-                              tau, sweep, normalisation)
-                for d in range(null.draws)]
+    for k in range(len(null.levels)):
+        runs = [score_fits(fits.gaussian_and[k, d], fits.gaussian_or[k, d], n_games, norm, tau,
+                           sweep, normalisation) for d in range(null.draws)]
         game.append(nan_mean(np.stack([r.bands for r in runs]), 0))  # (S, C, B)
         game_sweep.append(nan_mean(np.stack([r.sweep for r in runs]), 0))
     game, game_sweep = np.stack(game, 2), np.stack(game_sweep, 2)  # (S, C, L, B|T)
@@ -419,12 +338,12 @@ def null_variables(merged: Merged, norm: np.ndarray, groups: list[str], per_grou
     data["null_ips_sweep"] = (("tau", "group", "null_level"),
                               np.moveaxis(nan_mean(sample_sweep, 0), -1, 0))
     if null.matched:
-        data |= _matched_variables(merged, norm, per_group, tau, sweep, null, fit, order,
-                                   counts, level, ranges, normalisation)
+        data |= _matched_variables(merged, norm, per_group, tau, sweep, fits, order, counts,
+                                   level, ranges, normalisation)
         coords["pair_side"] = labels("ab")
     data |= _ceiling_variables(merged, norm, per_group, tau, null.seed, order, counts, level)
-    log.info("null IPS: %d games x %d levels x %d draws%s, ceiling, %.1f s", S * C,
-             len(null.levels), null.draws,
+    log.info("null IPS scored at τ=%g: %d games x %d levels x %d draws%s, ceiling, %.1f s",
+             tau, n_games.size, len(null.levels), null.draws,
              ", matched-size null of every pair" if null.matched else "",
              time.perf_counter() - t0)
     return data, coords
@@ -538,20 +457,15 @@ def _group_means(per_pair: np.ndarray, per_group: list[dict]) -> np.ndarray:
 
 
 def _matched_variables(merged: Merged, norm: np.ndarray, per_group: list[dict], tau: float,
-                       sweep: np.ndarray, null: Settings, fit, order: np.ndarray,
+                       sweep: np.ndarray, fits: NullFits, order: np.ndarray,
                        counts: np.ndarray, level: float, ranges: np.ndarray,
                        normalisation: str) -> dict:
     """The matched-size null of every pair (sample, pair, band), per group and sample; the
     noise size of each side (`residual_size`); and the raw size of each pair's change
     sd(v_b − v_a), absolute and relative to the mean range of its games."""
-    pairs = np.concatenate([g["pairs"] for g in per_group]).reshape(-1, 2)
-    S, _, M = merged.v.shape
-    runs, sigma = [], np.zeros((S, len(pairs), 2))
-    for d in range(null.draws):
-        eps = standard_noise(merged.samples, (2, len(pairs), M), null.seed, 2, d)
-        got, sigma = matched_null(merged.v, merged.n_games, norm, pairs, fit, eps, tau,
-                                  sweep, normalisation)
-        runs.append(got.bands)
+    pairs, sigma = fits.pairs, fits.sigma
+    runs = [matched_score(fits.matched_and[d], fits.matched_or[d], fits.pair_n, norm, pairs,
+                          tau, sweep, normalisation).bands for d in range(fits.draws)]
     pair_null = nan_mean(np.stack(runs), 0)[order]  # (S, P, B)
     change = change_size(merged.v[:, pairs[:, 0]], merged.v[:, pairs[:, 1]],
                                merged.n_vars[:, None])

@@ -36,10 +36,12 @@ from ips.analysis import (
 )
 from ips.analysis.case_study import case_study_data
 from ips.analysis.layout import SetLayout
+from ips.analysis.null_fits import check, fit_nulls, settings
 from ips.analysis.nulls import null_attribute, null_variables, variant_variables
 from ips.errors import InputError
 from ips.formats.hdf5 import labels
 from ips.formats.metrics import BAND_PAIRS, BANDS, CHANGED, PERTURBATION_LABEL
+from ips.formats.null_fits import NullFits, read_null_fits
 from ips.formats.shards import Merged, load, load_variant
 from ips.formats.values import design_row
 from ips.nulls import variant, variants
@@ -112,7 +114,7 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
             n_boot: int = uncertainty.N_BOOT, level: float = uncertainty.LEVEL,
             draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None,
             variant_runs: Mapping[str, Sequence[Merged]] | None = None,
-            normalisation: str = "nonempty") -> xr.Dataset:
+            normalisation: str = "nonempty", fits: NullFits | None = None) -> xr.Dataset:
     """The metrics of one (model, dataset); see the module docstring for the layout.
 
     ``seed``, ``n_boot`` and ``level`` set the bootstrap of the confidence intervals,
@@ -123,10 +125,14 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
     the same games with its one setting changed (`load_variant`: other precisions, other
     baselines), each scored against this run as that null. ``normalisation``: the set the
     min-max normalisation runs over (`ips.analysis.metrics.normalize`), for IPS and every
-    null alike; "paper" needs exhaustive fits.
+    null alike; "paper" needs exhaustive fits. ``fits``: the nulls' perturbed games fitted
+    beforehand (`ips.analysis.null_fits`, of these games), scored here instead of fitting
+    ``null``'s: the same numbers, and their settings replace ``null``.
     """
     variant_runs = variant_runs or {}
-    null = nulls.Settings((), 0) if null is None else null
+    if fits is None:  # fitted here unless given (`ips.analysis.null_fits`)
+        fits = fit_nulls(merged, nulls.Settings((), 0) if null is None else null)
+    null = settings(fits)
     tau, sweep = _checked_taus(tau, tau_sweep)
     if merged.games is None:  # an unscored row has n = 0: an empty Ω, missing in every pair
         norm = metrics.normalize(merged.and_, merged.or_, merged.n_games,
@@ -151,7 +157,7 @@ def compute(merged: Merged, tau: float = metrics.DEFAULT_TAU,
         _pair_variables(merged, groups, per_group, pred),
         _sample_variables(merged, per_group, order, seed, n_boot, level, draws),
         _fit_variables(merged, norm, layout, tau, order),
-        null_variables(merged, norm, groups, per_group, tau, sweep, null, order, counts,
+        null_variables(merged, norm, groups, per_group, tau, sweep, fits, order, counts,
                        level, normalisation),
         *(variant_variables(v.kind, merged, norm, groups, variant_runs.get(v.kind, ()), tau,
                             sweep, order, counts, level, normalisation) for v in variants()),
@@ -473,12 +479,19 @@ def summarize(values: Sequence[str | os.PathLike],
               draws: int = uncertainty.DRAWS, null: nulls.Settings | None = None,
               variant_runs: Mapping[str, tuple[Sequence[str | os.PathLike],
                                                Sequence[str | os.PathLike]]] | None = None,
-              normalisation: str = "nonempty") -> xr.Dataset:
+              normalisation: str = "nonempty",
+              null_fits: str | os.PathLike | None = None) -> xr.Dataset:
     """Read, check and merge the shards (and the runs of each variant: ``variant_runs``,
-    kind → (values files, interactions files)), then compute the metrics (what `ips
-    metrics` does)."""
-    return compute(load(values, interactions), tau, tau_sweep, seed=seed, n_boot=n_boot,
+    kind → (values files, interactions files); and the nulls' fits ``null_fits``, a file of
+    `ips null-fits` on the same shards), then compute the metrics (what `ips metrics`
+    does)."""
+    merged = load(values, interactions)
+    fits = None
+    if null_fits is not None:
+        fits = read_null_fits(null_fits)
+        check(fits, merged, null_fits)
+    return compute(merged, tau, tau_sweep, seed=seed, n_boot=n_boot,
                    level=level, draws=draws, null=null,
                    variant_runs={k: load_variant(k, *files)
                                  for k, files in (variant_runs or {}).items()},
-                   normalisation=normalisation)
+                   normalisation=normalisation, fits=fits)

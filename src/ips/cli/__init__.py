@@ -12,10 +12,12 @@ Modules:
 * ``prepare_model``  `ips prepare-model`
 * ``score``          `ips score`
 * ``fit``            `ips fit`
+* ``null_fits``      `ips null-fits`
 * ``metrics``        `ips metrics`
 * ``export``         `ips export`
 * ``factors``        `ips factors`
 * ``baselines``      `ips baselines`
 * ``figures``        `ips figures`
 * ``explain``        `ips explain`
+* ``archive``        `ips archive` (a study's raw scores; its tables against a rebuild's)
 """

@@ -185,6 +185,20 @@ def add_run(p: argparse.ArgumentParser) -> None:
                    "Section 3.1 read literally; exhaustive fits) (default: %(default)s)")
 
 
+def add_nulls(p: argparse.ArgumentParser) -> None:
+    """The Gaussian and matched-size nulls' settings (`ips metrics`, `ips null-fits`)."""
+    nulls = default("nulls")["noise"]
+    p.add_argument("--null-levels", type=unit, nargs="+", default=nulls["levels"], metavar="C",
+                   help="Gaussian null levels: noise of C times the range of v on every value "
+                   "of a game, refitted and scored against its fit (default: %(default)s)")
+    p.add_argument("--null-draws", type=int_between(0, 1000), default=nulls["draws"],
+                   metavar="K", help="noise draws per game and level (and per side of a pair "
+                   "for the matched-size null); 0 computes no null (default: %(default)s)")
+    p.add_argument("--no-matched-null", dest="matched_null", action="store_false",
+                   default=nulls["matched"],
+                   help="skip the matched-size null of every template pair")
+
+
 def add_uncertainty(p: argparse.ArgumentParser) -> None:
     """The bootstrap and sign-flip options of `ips metrics` and `ips factors`."""
     from ips.analysis.uncertainty import DRAWS, EXACT_MAX, LEVEL, N_BOOT

@@ -14,6 +14,7 @@ import sys
 
 from ips import __version__, plugins
 from ips.cli import (
+    archive,
     baselines,
     explain,
     export,
@@ -21,6 +22,7 @@ from ips.cli import (
     figures,
     fit,
     metrics,
+    null_fits,
     prepare_model,
     samples,
     score,
@@ -55,12 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
     prepare_model.add_parser(sub, common)
     score.add_parser(sub, common)
     fit.add_parser(sub, common)
+    null_fits.add_parser(sub, common)
     metrics.add_parser(sub, common)
     export.add_parser(sub, common)
     factors.add_parser(sub, common)
     figures.add_parser(sub, common)
     baselines.add_parser(sub, common)
     explain.add_parser(sub, common)
+    archive.add_parser(sub, common)
     return parser
 
 

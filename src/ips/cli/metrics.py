@@ -7,8 +7,7 @@ import logging
 import time
 from pathlib import Path
 
-from ips.cli.arguments import add_run, add_uncertainty, int_between, unit
-from ips.config import default
+from ips.cli.arguments import add_nulls, add_run, add_uncertainty, unit
 from ips.nulls import variants
 
 log = logging.getLogger("ips")
@@ -31,16 +30,11 @@ def add_parser(sub, common) -> None:
     p.add_argument("--tau-sweep", type=unit, nargs="+", default=None, metavar="TAU",
                    help="thresholds of the τ sweep (default: 0.05 0.06 ... 0.20)")
     add_uncertainty(p)
-    nulls = default("nulls")["noise"]
-    p.add_argument("--null-levels", type=unit, nargs="+", default=nulls["levels"], metavar="C",
-                   help="Gaussian null levels: noise of C times the range of v on every value "
-                   "of a game, refitted and scored against its fit (default: %(default)s)")
-    p.add_argument("--null-draws", type=int_between(0, 1000), default=nulls["draws"],
-                   metavar="K", help="noise draws per game and level (and per side of a pair "
-                   "for the matched-size null); 0 computes no null (default: %(default)s)")
-    p.add_argument("--no-matched-null", dest="matched_null", action="store_false",
-                   default=nulls["matched"],
-                   help="skip the matched-size null of every template pair")
+    add_nulls(p)
+    p.add_argument("--null-fits", type=Path, default=None, metavar="F.h5",
+                   help="the nulls' fits of the same shards (`ips null-fits`): scored at "
+                   "--tau instead of fitting the nulls here, with the file's null settings "
+                   "(the same numbers; a new τ refits nothing)")
     for v in variants():  # one pair of options Per variant (ips.nulls)
         p.add_argument(f"--{v.kind}-values", type=Path, nargs="*", default=[], metavar="V.h5",
                        help=f"values files of some of the same games scored {v.changes} "
@@ -63,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
                    draws=args.permutations, null=null,
                    variant_runs={v.kind: (getattr(args, f"{v.kind}_values"),
                                       getattr(args, f"{v.kind}_interactions")) for v in variants()},
-                   normalisation=args.normalisation)
+                   normalisation=args.normalisation, null_fits=args.null_fits)
     write_metrics(ds, args.out)
     ips0 = ds["ips"].sel(band="all").values
     a = ds.attrs

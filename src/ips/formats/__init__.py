@@ -10,4 +10,7 @@ Modules:
 * ``interactions``  the interactions file of `ips fit`
 * ``metrics``       the metrics file of `ips metrics`
 * ``factors``       the factors file of `ips factors`
+* ``null_fits``     the null-fits file of `ips null-fits`
+* ``archive``       a study's archive: its raw scores, compressed, with a manifest
+* ``tables``        a study's committed CSV tables against the same tables made again
 """
