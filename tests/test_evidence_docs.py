@@ -1,6 +1,8 @@
 """The numbers that docs/evidence.md (its sections, and "In short", once the README's) quote from the committed
-tables (studies/evidence/*.csv, studies/scale/*.csv, studies/confirm/*.csv) are those tables'
-numbers; the README's findings too.
+tables (studies/evidence/*.csv, studies/scale/*.csv) are those tables' numbers. The passages
+that its template (docs/templates/docs/evidence.md.j2) reads from the tables itself, the
+confirmatory run's and the README's findings, are rendered by `make docs` instead
+(tests/figures/test_docs.py checks that they are current).
 
 QUOTES holds every such passage, each with `{}` (or `N` in an f-string) where a number stands and
 the values the tables give for those numbers, read from the CSVs as the study wrote them: cells,
@@ -25,7 +27,6 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 N = "{}"  # a number's place in a passage
@@ -998,118 +999,9 @@ def normalisation_prose() -> list[tuple[str, list]]:
     ]
 
 
-#: the confirmatory run's hypotheses as its config declares them (claim, scope, direction)
-HYPOTHESES = yaml.safe_load(
-    (ROOT / "workflow/configs/confirm.yaml").read_text(encoding="utf-8"))["hypotheses"]
-CONFIRM = "confirm/claims.csv"
-
-
-def hypothesis(k: int, column: str = "estimate") -> Cell:
-    """A column of the row of hypothesis H(k + 1) in the confirmatory run's claims table."""
-    return claim(HYPOTHESES[k]["claim"], HYPOTHESES[k]["scope"], column, CONFIRM)
-
-
-def confirm_verdict(k: int) -> str:
-    """The final verdict (beside the twins) of H(k + 1)'s row."""
-    (row,) = rows(CONFIRM, claim=HYPOTHESES[k]["claim"], scope=HYPOTHESES[k]["scope"])
-    return row["verdict"]
-
-
-def holds(k: int) -> str:
-    """Whether H(k + 1) holds: its final verdict the one declared and holm_p < α."""
-    return ("yes" if confirm_verdict(k) == HYPOTHESES[k]["direction"]
-            and hypothesis(k, "holm_p") < 0.05 else "no")
-
-
-def confirm_prose() -> list[tuple[str, list]]:
-    """The numbers of evidence.md's confirmatory results and its "In short"
-    (studies/confirm/claims.csv): each hypothesis' row beside its twins, and whether it
-    holds."""
-    c = CONFIRM
-    assert [(h["claim"], h["scope"].split(" / ")[:2]) for h in HYPOTHESES] == [
-        ("factor_few_shot", ["mmlu", G]), ("factor_few_shot", ["mmlu", Q05]),
-        ("factor_few_shot", ["mmlu", Q15]), ("factor_scale", ["mmlu", f"{Q15} vs {Q05}"]),
-        ("types_unchanged_unstable", [S, "mmlu"])], "the order evidence.md gives them in"
-
-    def factor_row(k):
-        return [*pct(*(hypothesis(k, col) for col in ("estimate", "ci_low", "ci_high"))),
-                hypothesis(k, "p_value"),
-                *pct(hypothesis(k, "control_estimate"), hypothesis(k, "control_sd")),
-                hypothesis(k, "control_p"), hypothesis(k, "holm_p")]
-
-    shares = [hypothesis(4, col) for col in ("estimate", "ci_low", "ci_high")]
-    h5 = [*shares, *(hypothesis(4, col) for col in ("control_estimate", "control_sd",
-                                                     "control_p", "holm_p"))]
-    names = ["Gemma 3 1-shot", "Qwen 0.5B 1-shot", "Qwen 1.5B 1-shot", "1.5B vs 0.5B, 0-shot"]
-    table_lines = [(f"| H{k + 1} | {names[k]} {N} % [{N}, {N}], p = {N} | {N} % ± {N} % | {N} "
-                    f"| {N} | {confirm_verdict(k)} | {holds(k)} |", factor_row(k)) for k in range(4)]
-    saturation = cell("confirm/ips_table.csv", "ips_over_ceiling", model=S, group="0shot",
-                      band="all")
-    own_mde = [hypothesis(k, "mde") for k in range(4)]
-    control_mde = [hypothesis(k, "control_mde") for k in range(4)]
-    sd = [hypothesis(k, "control_sd") for k in range(4)]
-    holm = [hypothesis(k, "holm_p") for k in range(1, 5)]
-    smol = f"mmlu / {S} / 1shot vs 0shot"
-    matched = [claim("template_below_matched_null", f"{m} / mmlu / 0shot", col, c)
-               for col in ("estimate", "control_estimate") for m in (G, Q05, Q15)]
-    trained = table(c)
-    return [
-        *table_lines,
-        (f"| H5 | SmolLM2 unstable share {N} [{N}, {N}], no bootstrap resample of 2,000 at 0.5 "
-         f"| {N} ± {N} | {N} | {N} | {confirm_verdict(4)}, saturated | {holds(4)} |", h5),
-        ("the twins +{} % ± {} %), but the twins of Gemma 3 and the two Qwen models spread by "
-         "sd {}–{} in ΔIPS, which put the control's mde at {}–{}. The own tests' mde came out "
-         "as planned ({}–{}",
-         [*pct(claim("factor_few_shot", smol, "control_estimate", c),
-               claim("factor_few_shot", smol, "control_sd", c)),
-          *span(sd), *span(control_mde), *span(own_mde)]),
-        ("; {} for H5)", [hypothesis(4, "mde")]),
-        ("the control's mde, `control_mde`, is {} at K = 3", [control_mde[0]]),
-        ("Its 0-shot IPS is {} of its ceiling", [saturation]),
-        ("Of its {} rows ({} the trained models'), the own tests decide {} and {} stand beside "
-         "the twins; {} have q ≤ 0.05 (Benjamini–Hochberg over the {} decidable rows)",
-         [Cell(len(table_rows(c)), "rows"), Cell(len(trained), "trained rows"),
-          Cell(sum(r["raw_verdict"] in DECIDED for r in trained), "raw decided"),
-          Cell(sum(r["verdict"] in DECIDED for r in trained), "final decided"),
-          Cell(sum(r["verdict"] in DECIDED and float(r["q_value"]) <= 0.05 for r in trained),
-               "q ≤ 0.05"), Cell(sum(bool(r["q_value"]) for r in table_rows(c)), "decidable")]),
-        ("(per-item IPS − null {}, {}, {}: a template changes their interactions less than "
-         "noise of the size of its change would; the twins of Gemma 3 and Qwen 0.5B lie below "
-         "theirs too, by less, {} and {}, those of Qwen 1.5B at +{})", matched),
-        ("one shot lowers IPS for Qwen2.5-Coder 0.5B ({} %, its twins {} %) and 1.5B ({} %, "
-         "twins {} %), the larger Qwen2.5-Coder has lower IPS ({} %, twins {} %), and "
-         "SmolLM2's salient interactions stay unstable under an unchanged prediction ({}, its "
-         "twins {}; on a saturated cell), each beyond its three twins (Holm p = {}–{}). Gemma "
-         "3's few-shot drop ({} %, own p = {}) replicates but cannot be told from its twins' "
-         "spread ({} % ± {} %; Holm p = {})", confirmed() + [
-             *span(holm), *pct(hypothesis(0)), hypothesis(0, "p_value"),
-             *pct(hypothesis(0, "control_estimate"), hypothesis(0, "control_sd")),
-             hypothesis(0, "holm_p")]),
-    ]
-
-
-def confirmed() -> list[Cell]:
-    """H2-H4's estimates beside their twins' means (in %), then H5's and its twins'."""
-    return [*pct(*(hypothesis(k, col) for k in (1, 2, 3)
-                   for col in ("estimate", "control_estimate"))),
-            hypothesis(4), hypothesis(4, "control_estimate")]
-
-
-def readme_confirm() -> list[tuple[str, list]]:
-    """The README's "What it found" (studies/confirm/claims.csv)."""
-    return [("one shot lowers IPS for Qwen2.5-Coder 0.5B ({} %, its twins {} %) and 1.5B "
-             "({} %, twins {} %), the larger of the two has lower IPS ({} %, twins {} %), and "
-             "SmolLM2's salient interactions stay unstable where its answer does not change "
-             "({}, its twins {}; its IPS is at its ceiling). Gemma 3's few-shot drop ({} %) "
-             "replicates but cannot be told from its twins ({} % ± {} %)",
-             [*confirmed(), *pct(hypothesis(0), hypothesis(0, "control_estimate"),
-                                 hypothesis(0, "control_sd"))])]
-
-
 QUOTES = [("docs/evidence.md", p, list(v))
           for p, v in evidence_tables() + evidence_prose() + baselines_prose()
-          + deciding_run_prose() + confirm_prose()] + [
-    ("README.md", p, list(v)) for p, v in readme_confirm()] + [
+          + deciding_run_prose()] + [
     ("docs/evidence.md", p, list(v)) for p, v in readme_evidence()] + [
     ("docs/method.md", p, list(v)) for p, v in normalisation_prose()]
 

@@ -20,4 +20,5 @@ Modules:
 * ``figures``        `ips figures`
 * ``explain``        `ips explain`
 * ``archive``        `ips archive` (a study's raw scores; its tables against a rebuild's)
+* ``docs``           `ips docs` (documents whose numbers are read from tables)
 """

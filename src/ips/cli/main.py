@@ -16,6 +16,7 @@ from ips import __version__, plugins
 from ips.cli import (
     archive,
     baselines,
+    docs,
     explain,
     export,
     factors,
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     baselines.add_parser(sub, common)
     explain.add_parser(sub, common)
     archive.add_parser(sub, common)
+    docs.add_parser(sub, common)
     return parser
 
 

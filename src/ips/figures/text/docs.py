@@ -1,0 +1,167 @@
+"""Documents whose numbers are read from committed tables: Jinja2 templates rendered into
+Markdown (`ips docs`; the repository's own docs by `make docs`).
+
+A template ``<templates>/<path>.j2`` renders to ``<root>/<path>``: ``docs/templates/README.md.j2``
+to ``README.md``; one whose name starts with ``_`` is a part that others import, not rendered. A number that a document quotes from a table is written as an expression
+that reads it, so a changed table changes the prose, and a rendered file that differs from
+its template's output is stale (`stale`, ``ips docs --check``)::
+
+    {% set h2 = table("studies/confirm/claims.csv").row(claim="factor_few_shot",
+                                                        scope="mmlu / qwen... / 1shot vs 0shot") %}
+    one shot lowers IPS by {{ h2.estimate | pct }} (p = {{ h2.p_value | p }})
+
+`table(path)` reads a CSV (path relative to the root) once, `config(path)` a YAML file; `.row(**where)` is its one row
+whose columns equal ``where`` (an error naming the template and the filter when none or
+several match), `.rows(**where)` all of them, `.count(**where)` their number; a row's
+columns are attributes, numbers where the cell is one. The filters print numbers as the docs
+do: `num(d)` d decimals, `pct(d)` a ΔIPS as a signed percentage, `percent(d)` a share or a
+spread as one, `p` a p-value with two significant digits, `signed(d)` with its sign, `count`
+with thousands separators; a minus is the typographic one. `require(condition, why)` stops
+the rendering with ``why`` where a sentence's wording (a "never", a verdict word) no longer
+holds for its table. An undefined name is an error, never an empty string.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+from ips.errors import InputError
+
+SUFFIX = ".j2"
+MINUS = "−"
+
+
+def _text(x: float, digits: int) -> str:
+    return f"{x:.{digits}f}".replace("-", MINUS)
+
+
+def num(x, digits: int = 3) -> str:
+    return _text(float(x), digits)
+
+
+def signed(x, digits: int = 3) -> str:
+    x = float(x)
+    return ("+" if x >= 0 else "") + _text(x, digits)
+
+
+def pct(x, digits: int = 1) -> str:
+    """A relative change (−0.184) as a signed percentage (−18.4 %)."""
+    return signed(100 * float(x), digits) + " %"
+
+
+def percent(x, digits: int = 1) -> str:
+    """A share or a spread (0.065) as a percentage (6.5 %)."""
+    return _text(100 * float(x), digits) + " %"
+
+
+def p(x) -> str:
+    """A p-value with two significant digits (0.025, 0.0020, 0.00045); 1 and 0.5 stay short."""
+    x = float(x)
+    if x >= 0.1:
+        return f"{x:.2g}"
+    return f"{x:.{1 - math.floor(math.log10(x))}f}"
+
+
+def count(x) -> str:
+    return f"{int(float(x)):,}"
+
+
+class Row:
+    """One row of a table: its columns as attributes, a number where the cell is one."""
+
+    def __init__(self, cells: dict[str, str], where: str):
+        self._cells, self._where = cells, where
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            value = self._cells[name]
+        except KeyError:
+            raise InputError(f"{self._where}: no column {name!r}") from None
+        try:
+            return float(value)
+        except ValueError:
+            return value
+
+    def __getitem__(self, name: str):
+        return getattr(self, name)
+
+
+class Table:
+    """A CSV table's rows (`row`, `rows`, `count`), read once."""
+
+    def __init__(self, path: Path, name: str):
+        try:
+            with open(path, newline="", encoding="utf-8") as f:
+                self._rows = list(csv.DictReader(f))
+        except OSError as e:
+            raise InputError(f"{name}: cannot be read ({e.strerror})") from None
+        self.name = name
+
+    def rows(self, **where) -> list[Row]:
+        return [Row(r, self.name) for r in self._rows
+                if all(r.get(k) == str(v) for k, v in where.items())]
+
+    def row(self, **where) -> Row:
+        found = self.rows(**where)
+        if len(found) != 1:
+            raise InputError(f"{self.name}: {len(found)} rows where {where} (one expected)")
+        return found[0]
+
+    def count(self, **where) -> int:
+        return len(self.rows(**where))
+
+
+def _environment(root: Path, templates: Path):
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates), autoescape=False,
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    tables: dict[str, Table] = {}
+
+    def table(name: str) -> Table:
+        if name not in tables:
+            tables[name] = Table(root / name, name)
+        return tables[name]
+
+    def config(name: str):
+        from ips import yaml_text
+
+        return yaml_text.load((root / name).read_text(encoding="utf-8"))
+
+    def require(condition, why: str) -> str:
+        if not condition:
+            raise InputError(f"no longer true of its table: {why}")
+        return ""
+
+    env.globals.update(table=table, config=config, require=require)
+    env.filters.update(num=num, signed=signed, pct=pct, percent=percent, p=p, count=count)
+    return env
+
+
+def render(root: Path, templates: Path) -> dict[Path, str]:
+    """Every template under ``templates`` rendered: output path under ``root`` → text."""
+    import jinja2
+
+    root, templates = Path(root), Path(templates)
+    env = _environment(root, templates)
+    out = {}
+    for t in sorted(t for t in templates.rglob(f"*{SUFFIX}") if not t.name.startswith("_")):
+        name = t.relative_to(templates).as_posix()
+        try:
+            out[root / name[: -len(SUFFIX)]] = env.get_template(name).render()
+        except (jinja2.TemplateError, InputError) as e:
+            line = f", line {e.lineno}" if getattr(e, "lineno", None) else ""
+            raise InputError(f"{t}{line}: {e}") from None
+    if not out:
+        raise InputError(f"{templates}: no templates (*{SUFFIX})")
+    return out
+
+
+def stale(rendered: dict[Path, str]) -> list[Path]:
+    """The outputs whose file differs from what their template renders."""
+    return [path for path, text in rendered.items()
+            if not path.is_file() or path.read_text(encoding="utf-8") != text]
