@@ -1,5 +1,5 @@
 """The numbers that docs/evidence.md (its sections, and "In short", once the README's) quote from the committed
-tables (studies/evidence/*.csv, studies/scale/*.csv) are those tables' numbers. The passages
+tables (studies/evidence/*.csv, studies/retired/scale/*.csv) are those tables' numbers. The passages
 that its template (docs/templates/docs/evidence.md.j2) reads from the tables itself, the
 confirmatory run's and the README's findings, are rendered by `make docs` instead
 (tests/figures/test_docs.py checks that they are current).
@@ -190,7 +190,7 @@ def differing_masks() -> list[Cell]:
     """Salient-set Jaccard of every baseline null of both studies whose two baselines differ:
     all but Gemma 3's pad, which acts as its unk does."""
     return (mask_rows("jaccard", model=S) + mask_rows("jaccard", level="word:the")
-            + cells("scale/null_table.csv", "jaccard", null="baseline", band="all"))
+            + cells("retired/scale/null_table.csv", "jaccard", null="baseline", band="all"))
 
 
 def r_squared(model: str, dataset: str, name: str = "claims.csv") -> tuple[Cell, Cell]:
@@ -260,13 +260,13 @@ def evidence_tables() -> list[tuple[str, list]]:
     for m, label in zip(FOUR, ("SmolLM2-135M-Instruct", "Gemma 3 270M",
                                "Qwen2.5-Coder-0.5B-Instruct", "Qwen2.5-Coder-1.5B-Instruct")):
         out.append(table_row(label, [
-            (f"{N} [{N}, {N}]", [ips(m, "mmlu", name="scale/ips_table.csv", column=k)
+            (f"{N} [{N}, {N}]", [ips(m, "mmlu", name="retired/scale/ips_table.csv", column=k)
                                  for k in ("ips", "ips_ci_low", "ips_ci_high")]),
-            (N, [ips(m, "mmlu", name="scale/ips_table.csv", column="matched_null_ips")]),
-            (N, [null(m, "mmlu", "gaussian", "0.01", name="scale/null_table.csv")]),
-            (f"{N} [{N}, {N}]", [ips(m, "mmlu", "1shot", name="scale/ips_table.csv", column=k)
+            (N, [ips(m, "mmlu", name="retired/scale/ips_table.csv", column="matched_null_ips")]),
+            (N, [null(m, "mmlu", "gaussian", "0.01", name="retired/scale/null_table.csv")]),
+            (f"{N} [{N}, {N}]", [ips(m, "mmlu", "1shot", name="retired/scale/ips_table.csv", column=k)
                                  for k in ("ips", "ips_ci_low", "ips_ci_high")]),
-            (N, [ips(m, "mmlu", name="scale/ips_table.csv", column="output_consistency")])]))
+            (N, [ips(m, "mmlu", name="retired/scale/ips_table.csv", column="output_consistency")])]))
     return out
 
 
@@ -529,17 +529,17 @@ def evidence_prose() -> list[tuple[str, list]]:
 
 
 def scale_prose() -> list[tuple[str, list]]:
-    """The numbers of evidence.md's section on the four models (studies/scale/)."""
-    sc = "scale/claims.csv"
+    """The numbers of evidence.md's section on the four models (studies/retired/scale/)."""
+    sc = "retired/scale/claims.csv"
     pair = {k: f"mmlu / {Q15} vs {Q05} / {k}" for k in ("0shot", "1shot")}
     few = {m: f"mmlu / {m} / 1shot vs 0shot" for m in FOUR}
-    factor = {b: cell("scale/factors_table.csv", "delta_ips", factor="scale", group="0shot", band=b)
+    factor = {b: cell("retired/scale/factors_table.csv", "delta_ips", factor="scale", group="0shot", band=b)
               for b in ("all", "low", "mid", "high")}
-    peers = {k: [cell("scale/peer_table.csv", k, model=m, group="0shot") for m in FOUR]
+    peers = {k: [cell("retired/scale/peer_table.csv", k, model=m, group="0shot") for m in FOUR]
              for k in ("accuracy_spread", "pss", "consistency_rate", "dv_unmasked")}
     return [
         ("IPS on MMLU at τ = 0.1 (band all, 95 % bootstrap interval, n = {} items)",
-         [cells("scale/ips_table.csv", "n_valued_samples", band="all")]),
+         [cells("retired/scale/ips_table.csv", "n_valued_samples", band="all")]),
         ("ΔIPS {} % [{}, {}], lower in the sign-flip test at p = {} (n = {}). The matched-size "
          "nulls of the two differ by {} % only, and the difference beyond them (per item, "
          "(IPS_A − IPS_B) − (null_A − null_B) = {}) has p = {}. Under 1-shot T1/T4 the two are "
@@ -548,7 +548,7 @@ def scale_prose() -> list[tuple[str, list]]:
                  for k in ("estimate", "ci_low", "ci_high"))),
           claim("factor_scale", pair["0shot"], "p_value", sc),
           claim("factor_scale", pair["0shot"], "n", sc),
-          *pct(cell("scale/factors_table.csv", "delta_null", factor="scale", group="0shot",
+          *pct(cell("retired/scale/factors_table.csv", "delta_null", factor="scale", group="0shot",
                     band="all")),
           claim("factor_scale_beyond_null", pair["0shot"], name=sc),
           claim("factor_scale_beyond_null", pair["0shot"], "p_value", sc),
@@ -583,7 +583,7 @@ def scale_prose() -> list[tuple[str, list]]:
         ("Spearman ρ = {} (the paper's sign), permutation p = {}",
          [claim("ips_vs_consistency", "mmlu", k, sc) for k in ("estimate", "p_value")]),
         ("(mean Spearman {}, Pearson {}, over {} models: a coarse check)",
-         [cell("scale/tau_robustness.csv", k, dataset="mmlu")
+         [cell("retired/scale/tau_robustness.csv", k, dataset="mmlu")
           for k in ("tau_spearman", "tau_pearson", "tau_n_models")]),
         ("below its matched-size null for Gemma 3 and both Qwen models (by {}–{}, p = {} each, "
          "n = {}), and not told apart from it for SmolLM2 ({} [{}, {}], p = {})",
@@ -596,14 +596,14 @@ def scale_prose() -> list[tuple[str, list]]:
           *(claim("template_below_matched_null", scope(S, "mmlu", "0shot"), k, sc)
             for k in ("estimate", "ci_low", "ci_high", "p_value"))]),
         ("Every template IPS is {}–{} times the Gaussian 1 % null.",
-         span(1 / x for x in share("gaussian", "0.01", FOUR, ("mmlu",), "scale/null_table.csv"))),
+         span(1 / x for x in share("gaussian", "0.01", FOUR, ("mmlu",), "retired/scale/null_table.csv"))),
         ("gives an IPS between the two baselines of {} (SmolLM2), {} (Gemma 3), {} (Qwen 0.5B) "
          "and {} (Qwen 1.5B), beside template IPS of {}, {}, {} and {}: "
          "`template_above_baseline_null` is contradicted for every model (band all: {} [{}, {}], "
          "p = {}; {}, {}, {}, p = {} each; n = {}), with salient-set Jaccard {} / {} / {} / {}. "
          "The baseline null is about as large as the matched-size null ({}–{})",
-         [*(null(m, "mmlu", "baseline", "word:the", name="scale/null_table.csv") for m in FOUR),
-          *(ips(m, "mmlu", name="scale/ips_table.csv") for m in FOUR),
+         [*(null(m, "mmlu", "baseline", "word:the", name="retired/scale/null_table.csv") for m in FOUR),
+          *(ips(m, "mmlu", name="retired/scale/ips_table.csv") for m in FOUR),
           *(claim("template_above_baseline_null", mask_scope(S, "mmlu", "word:the"), k, sc)
             for k in ("estimate", "ci_low", "ci_high", "p_value")),
           *(claim("template_above_baseline_null", mask_scope(m, "mmlu", "word:the"), name=sc)
@@ -612,15 +612,15 @@ def scale_prose() -> list[tuple[str, list]]:
            for m in (G, Q05, Q15)],
           [claim("template_above_baseline_null", mask_scope(m, "mmlu", "word:the"), "n", sc)
            for m in FOUR],
-          *(null(m, "mmlu", "baseline", "word:the", "jaccard", "scale/null_table.csv") for m in FOUR),
-          *span(ips(m, "mmlu", name="scale/ips_table.csv", column="matched_null_ips")
+          *(null(m, "mmlu", "baseline", "word:the", "jaccard", "retired/scale/null_table.csv") for m in FOUR),
+          *span(ips(m, "mmlu", name="retired/scale/ips_table.csv", column="matched_null_ips")
                 for m in FOUR)]),
         ("0-shot on MMLU (`peer_table.csv`, n = {}): accuracy spread {} / {} / {} / {}, PSS {} / "
          "{} / {} / {}, consistency rate {} / {} / {} / {}, mean |Δv(x_N)| {} / {} / {} / {} "
          "(SmolLM2, Gemma 3, Qwen 0.5B, 1.5B). Spearman of IPS against them: {} (spread and PSS, "
          "p = {}), {} (consistency rate, p = {}), {} (|Δv(x_N)|, p = {}), all undecided with "
          "n = {} models",
-         [cells("scale/peer_table.csv", "accuracy_spread_n", group="0shot"),
+         [cells("retired/scale/peer_table.csv", "accuracy_spread_n", group="0shot"),
           *(v for k in peers for v in peers[k]),
           [claim(c, "mmlu", name=sc) for c in ("ips_vs_accuracy_spread", "ips_vs_pss")],
           [claim(c, "mmlu", "p_value", sc) for c in ("ips_vs_accuracy_spread", "ips_vs_pss")],
@@ -631,7 +631,7 @@ def scale_prose() -> list[tuple[str, list]]:
         ("its correctness never changes across templates (spread and PSS {} on all {} items), "
          "though its answer does (consistency rate {})",
          [[peers["accuracy_spread"][0], peers["pss"][0]],
-          cell("scale/peer_table.csv", "accuracy_spread_n", model=S, group="0shot"),
+          cell("retired/scale/peer_table.csv", "accuracy_spread_n", model=S, group="0shot"),
           peers["consistency_rate"][0]]),
         (f"{verdict('ips_beyond_change_size', scope(S, 'mmlu', '0shot'), sc)} for all four "
          "(R²_null − R²_IPS = {}, p = {}; {}, p = {}; {}, p = {}; {}, p = {}; n = {} each; "
@@ -644,7 +644,7 @@ def scale_prose() -> list[tuple[str, list]]:
          "significant (p = {} and {}).",
          [*span(claim("order_mid_below_high", scope(m, "mmlu"), "p_value", sc)
                 for m in (S, G, Q05)),
-          *(ips(Q15, "mmlu", band=b, name="scale/ips_table.csv") for b in ("low", "mid", "high")),
+          *(ips(Q15, "mmlu", band=b, name="retired/scale/ips_table.csv") for b in ("low", "mid", "high")),
           *(claim(c, scope(Q15, "mmlu"), "p_value", sc) for c in ORDER)]),
         ("Gemma 3's is contradicted (low − mid {}, p = {}, and mid − high {}, p = {}, beyond "
          "the null)",
@@ -662,8 +662,8 @@ def scale_prose() -> list[tuple[str, list]]:
 
 def twins_prose() -> list[tuple[str, list]]:
     """The numbers of evidence.md's scale section beside the untrained twins: the final
-    verdicts (`verdict`) and the control columns of studies/scale/claims.csv."""
-    sc = "scale/claims.csv"
+    verdicts (`verdict`) and the control columns of studies/retired/scale/claims.csv."""
+    sc = "retired/scale/claims.csv"
     pair = f"mmlu / {Q15} vs {Q05} / 0shot"
     few = {m: f"mmlu / {m} / 1shot vs 0shot" for m in (G, Q05, Q15)}
     trained = table(sc)
@@ -718,7 +718,7 @@ def readme_evidence() -> list[tuple[str, list]]:
     """The numbers of docs/evidence.md's "In short" (the README's evidence section before)."""
     few = [scope(d, G, f"{k}shot vs 0shot") for d in MCQ for k in ("1", "3")]
     qwen = [f"mmlu / {m} / 1shot vs 0shot" for m in (Q05, Q15)]
-    sc = "scale/claims.csv"
+    sc = "retired/scale/claims.csv"
     decided = ("supported", "contradicted")
     paper = rows("claims.csv", claim=(*PAPER, "factor_few_shot"))
 
@@ -812,11 +812,11 @@ def readme_evidence() -> list[tuple[str, list]]:
           *span(mask_rows("null_ips", model=G, level="pad")),
           *span(mask_rows("null_ips", model=G, level="word:the")),
           *span(ips(G, d) for d in DATASETS),
-          *span(cells("scale/null_table.csv", "null_ips", null="baseline", band="all")),
-          *span(ips(m, "mmlu", name="scale/ips_table.csv") for m in FOUR),
+          *span(cells("retired/scale/null_table.csv", "null_ips", null="baseline", band="all")),
+          *span(ips(m, "mmlu", name="retired/scale/ips_table.csv") for m in FOUR),
           max(claim("template_above_baseline_null", mask_scope(m, "mmlu", "word:the"), "p_value", sc)
               for m in FOUR),
-          cells("scale/null_table.csv", "n_paired", null="baseline", band="all"),
+          cells("retired/scale/null_table.csv", "n_paired", null="baseline", band="all"),
           *span(pct(*differing_masks())), *span(differing_masks())]),
         ("({} cells contradicted, {} undecided)",
          [count("claims.csv", claim="ips_beyond_change_size", verdict=v)
@@ -1036,7 +1036,7 @@ def test_every_quoted_number_is_its_tables(doc, passage, values):
 def test_the_survival_tables_are_generated_from_the_claims_table():
     """docs/evidence.md holds the two tables `evidence_tables` makes from
     studies/evidence/claims.csv: per claim and model which verdicts survive their controls, and
-    every surviving row; and the surviving rows of studies/scale/claims.csv."""
+    every surviving row; and the surviving rows of studies/retired/scale/claims.csv."""
     import evidence_tables
 
     doc = (ROOT / "docs/evidence.md").read_text(encoding="utf-8")
@@ -1044,6 +1044,6 @@ def test_the_survival_tables_are_generated_from_the_claims_table():
     for lines in (evidence_tables.survival_table(rows, {S, G}),
                   evidence_tables.surviving_rows(rows)):
         assert "\n".join(lines) in doc, "run: python tests/evidence_tables.py studies/evidence/claims.csv"
-    scale = evidence_tables.read(ROOT / "studies/scale/claims.csv")  # its surviving rows
+    scale = evidence_tables.read(ROOT / "studies/retired/scale/claims.csv")  # its surviving rows
     assert "\n".join(evidence_tables.surviving_rows(scale)) in doc, \
-        "run: python tests/evidence_tables.py studies/scale/claims.csv"
+        "run: python tests/evidence_tables.py studies/retired/scale/claims.csv"

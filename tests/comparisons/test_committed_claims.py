@@ -20,7 +20,7 @@ def rows(path: str) -> list[dict]:
 @pytest.mark.parametrize("path", [
     "studies/miniature/claims.csv",
     "studies/evidence/claims.csv",
-    "studies/scale/claims.csv",
+    "studies/retired/scale/claims.csv",
     "studies/confirm/claims.csv",
 ])
 def test_intervals_agree_with_their_tests(path):
