@@ -72,6 +72,7 @@ def test_a_template_renders_its_tables_numbers(tree):
     ('{{ table("t.csv").row(scope="y").mde }}', "t.csv: no column 'mde'"),
     ('{{ table("nope.csv").rows() }}', "nope.csv: cannot be read"),
     ('{{ estimate }}', "'estimate' is undefined"),
+    ('{{ table("t.csv").row(scope="y").verdict - 1 }}', "TypeError: unsupported operand"),
     ('{{ require(table("t.csv").row(scope="y").verdict == "supported", "y holds") }}',
      "no longer true of its table: y holds"),
 ])

@@ -153,9 +153,11 @@ def render(root: Path, templates: Path) -> dict[Path, str]:
         name = t.relative_to(templates).as_posix()
         try:
             out[root / name[: -len(SUFFIX)]] = env.get_template(name).render()
-        except (jinja2.TemplateError, InputError) as e:
+        except Exception as e:  # a template's expression can fail in any way: one line
             line = f", line {e.lineno}" if getattr(e, "lineno", None) else ""
-            raise InputError(f"{t}{line}: {e}") from None
+            what = str(e) if isinstance(e, (jinja2.TemplateError, InputError)) else \
+                f"{type(e).__name__}: {e}"
+            raise InputError(f"{t}{line}: {what}") from None
     if not out:
         raise InputError(f"{templates}: no templates (*{SUFFIX})")
     return out
