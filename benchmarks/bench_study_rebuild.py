@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("studies", nargs="*",
-                   default=sorted(m.parent.name for m in ROOT.glob(f"studies/*/archive/{MANIFEST}")))
+                   default=sorted(m.parent.parent.name for m in ROOT.glob(f"studies/*/archive/{MANIFEST}")))
     args = p.parse_args()
     for study in args.studies:
         archive = ROOT / "studies" / study / "archive"

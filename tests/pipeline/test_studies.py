@@ -11,7 +11,7 @@ import pytest
 from ips.formats.archive import MANIFEST, verify
 
 ROOT = Path(__file__).resolve().parents[2]
-STUDIES = sorted(p.parent.name for p in ROOT.glob("studies/*/archive/" + MANIFEST))
+STUDIES = sorted(p.parent.parent.name for p in ROOT.glob("studies/*/archive/" + MANIFEST))
 
 
 def test_the_confirmatory_run_has_an_archive():
