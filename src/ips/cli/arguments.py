@@ -168,15 +168,20 @@ def model_spec(args: argparse.Namespace, config: dict | None):
     return ModelSpec.from_config(args.model, config["models"][args.model])
 
 
+def add_shards(p: argparse.ArgumentParser) -> None:
+    """The shards of one model on one dataset (`ips metrics`, `ips export`, `ips null-fits`)."""
+    p.add_argument("--values", type=Path, nargs="+", required=True, metavar="V.h5",
+                   help="values files (one per shard)")
+    p.add_argument("--interactions", type=Path, nargs="+", required=True, metavar="I.h5",
+                   help="interactions files, one per values file, in the same order")
+
+
 def add_run(p: argparse.ArgumentParser) -> None:
     """The shards of one model on one dataset, the salience threshold and the normalisation
     (`ips metrics`, `ips export`)."""
     from ips.analysis.metrics import NORMALISATIONS
 
-    p.add_argument("--values", type=Path, nargs="+", required=True, metavar="V.h5",
-                   help="values files (one per shard)")
-    p.add_argument("--interactions", type=Path, nargs="+", required=True, metavar="I.h5",
-                   help="interactions files, one per values file, in the same order")
+    add_shards(p)
     p.add_argument("--tau", type=unit, default=0.1,
                    help="salience threshold in (0, 1) (default: %(default)s)")
     p.add_argument("--normalisation", choices=NORMALISATIONS, default=default("normalisation"),

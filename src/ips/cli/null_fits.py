@@ -7,7 +7,7 @@ import logging
 import time
 from pathlib import Path
 
-from ips.cli.arguments import add_nulls
+from ips.cli.arguments import add_nulls, add_shards
 
 log = logging.getLogger("ips")
 
@@ -25,10 +25,7 @@ def add_parser(sub, common) -> None:
         "numbers it would compute by fitting them itself. The layout is documented in "
         "`ips.formats.null_fits`.",
     )
-    p.add_argument("--values", type=Path, nargs="+", required=True, metavar="V.h5",
-                   help="values files (one per shard)")
-    p.add_argument("--interactions", type=Path, nargs="+", required=True, metavar="I.h5",
-                   help="interactions files, one per values file, in the same order")
+    add_shards(p)
     add_nulls(p)
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the noise draws: `ips metrics --seed` (default: %(default)s)")
