@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ips.formats.archive import MANIFEST, verify
+from ips.formats.archive import MANIFEST, manifest, verify
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDIES = sorted(p.parent.parent.name for p in ROOT.glob("studies/*/archive/" + MANIFEST))
@@ -16,6 +16,16 @@ STUDIES = sorted(p.parent.parent.name for p in ROOT.glob("studies/*/archive/" + 
 
 def test_the_confirmatory_run_has_an_archive():
     assert "confirm" in STUDIES
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_every_archived_file_is_in_git(study):
+    """A clone holds what the manifest lists (an ignore pattern once kept the files out)."""
+    archive = ROOT / "studies" / study / "archive"
+    tracked = subprocess.run(["git", "ls-files", str(archive)], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout.split()
+    listed = {f"studies/{study}/archive/results/{path}.xz" for path in manifest(archive)}
+    assert listed <= set(tracked), sorted(listed - set(tracked))[:5]
 
 
 @pytest.mark.parametrize("study", STUDIES)
