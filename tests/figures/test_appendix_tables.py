@@ -8,6 +8,7 @@ planted numbers, scipy, or definitions computed here by brute force."""
 
 import csv
 import dataclasses
+import json
 import math
 
 import matplotlib.pyplot as plt
@@ -116,6 +117,19 @@ def test_tau_tables_against_scipy(sweep_factors):
     for k in ("spearman", "pearson", "kendall", "rmse", "mad"):
         assert row[f"tau_{k}"] == pytest.approx(np.mean([r[k] for r in pairs]))
     assert row["tau_n_models"] == 4
+
+
+def test_the_tau_rows_rest_on_the_models_not_their_twins(sweep_factors, tmp_path):
+    """The factors leave the controls out, so a twin's random weights do not mark the row."""
+    entries, fac, _ = sweep_factors
+    ds = entries[0].ds.copy()
+    ds.attrs.update(model="a-twin", model_source=json.dumps({"redraw": "a", "seed": 0}),
+                    model_control=json.dumps({"kind": "twins", "of": "a"}))
+    (twin,) = [read_metrics(p) for p in write_all(tmp_path, [ds])]
+    assert twin.random_weights and twin.control_of == "a"
+    (row,) = tau_rows(fac.tau, [*entries, twin])
+    assert row["weights"] == "trained"
+    assert {r["weights"] for r in tau_pair_rows(fac.ds, [*entries, twin])} == {"trained"}
 
 
 def test_an_older_factors_file_has_no_kendall(sweep_factors, tmp_path):

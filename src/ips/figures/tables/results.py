@@ -246,7 +246,9 @@ def factor_rows(factors: xr.Dataset, entries: Sequence[Entry] = ()) -> list[dict
 
 
 def _dataset_weights(entries: Sequence[Entry], dataset: str) -> str:
-    return weights(e for e in entries if e.dataset == dataset)
+    """The weights of the models a τ-robustness row rests on: its dataset's, controls aside
+    (the factors leave them out)."""
+    return weights(e for e in entries if e.dataset == dataset and not e.control_of)
 
 
 def tau_rows(robustness: dict[str, TauRobustness], entries: Sequence[Entry] = ()) -> list[dict]:

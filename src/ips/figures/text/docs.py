@@ -11,12 +11,19 @@ its template's output is stale (`stale`, ``ips docs --check``)::
     one shot lowers IPS by {{ h2.estimate | pct }} (p = {{ h2.p_value | p }})
 
 `table(path)` reads a CSV (path relative to the root) once, `config(path)` a YAML file; `.row(**where)` is its one row
-whose columns equal ``where`` (an error naming the template and the filter when none or
-several match), `.rows(**where)` all of them, `.count(**where)` their number; a row's
-columns are attributes, numbers where the cell is one. The filters print numbers as the docs
-do: `num(d)` d decimals, `pct(d)` a ΔIPS as a signed percentage, `percent(d)` a share or a
+whose columns equal ``where`` (a list or tuple: any of its values; an error naming the
+template and the filter when none or several match), `.rows(**where)` all of them,
+`.at(*key)` the one row whose first columns hold ``key`` (``claims.at(claim, scope)``),
+`.count(**where)` their number, `.values(column, **where)` that column of them,
+`.distinct(columns, **where)` how many different combinations of ``columns`` (a
+space-separated list) they hold, and `.where(**where)` the table of those rows alone (a
+study's trained models: ``.where(weights="trained")``); a row's columns are attributes,
+numbers where the cell is one (`.get(column)`: "" where the table lacks the column). The
+filters print numbers as the docs do: `num(d)` d decimals, `pct(d)` a ΔIPS as a signed percentage, `percent(d)` a share or a
 spread as one, `p` a p-value with two significant digits, `signed(d)` with its sign, `count`
-with thousands separators; a minus is the typographic one. `require(condition, why)` stops
+with thousands separators; a minus is the typographic one. `each(fmt, *args)` prints a list
+of numbers that one number stands for ("n = 10 each") with filter ``fmt``, an error where
+they do not all print alike; `match(pattern)` the number a note's text gives. `require(condition, why)` stops
 the rendering with ``why`` where a sentence's wording (a "never", a verdict word) no longer
 holds for its table. An undefined name is an error, never an empty string.
 """
@@ -25,6 +32,8 @@ from __future__ import annotations
 
 import csv
 import math
+import re
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 from ips.errors import InputError
@@ -34,7 +43,10 @@ MINUS = "−"
 
 
 def _text(x: float, digits: int) -> str:
-    return f"{x:.{digits}f}".replace("-", MINUS)
+    text = f"{x:.{digits}f}"
+    if float(text) == 0:  # −0.004 prints 0.00, not −0.00
+        text = text.lstrip("-")
+    return text.replace("-", MINUS)
 
 
 def num(x, digits: int = 3) -> str:
@@ -57,15 +69,39 @@ def percent(x, digits: int = 1) -> str:
 
 
 def p(x) -> str:
-    """A p-value with two significant digits (0.025, 0.0020, 0.00045); 1 and 0.5 stay short."""
+    """A p-value with two significant digits, a half rounded up (0.025, 0.0020, 0.00045, 0.063
+    for 2/32, 0.70); an exact 1 or 0.5 stays short."""
     x = float(x)
-    if x >= 0.1:
-        return f"{x:.2g}"
-    return f"{x:.{1 - math.floor(math.log10(x))}f}"
+    if x == 0:
+        return "0"
+    digits = 1 - math.floor(math.log10(x))
+    text = f"{Decimal(repr(x)).quantize(Decimal(1).scaleb(-digits), ROUND_HALF_UP):f}"
+    short = text.rstrip("0").rstrip(".")
+    return short if float(short) == x else text
 
 
 def count(x) -> str:
     return f"{int(float(x)):,}"
+
+
+def match(text: str, pattern: str) -> float:
+    """The number that ``pattern``'s one group finds in a table's text cell (a note)."""
+    found = re.search(pattern, str(text))
+    if not found:
+        raise InputError(f"{pattern!r} is not in {text!r}")
+    return float(found.group(1))
+
+
+FORMATS = {"num": num, "signed": signed, "pct": pct, "percent": percent, "p": p, "count": count}
+
+
+def each(values, fmt: str, *args) -> str:
+    """Numbers that one printed number stands for, printed by ``FORMATS[fmt]``."""
+    printed = {FORMATS[fmt](v, *args) for v in values}
+    if len(printed) != 1:
+        raise InputError(f"one number stands for {len(values)} that print as "
+                         f"{sorted(printed)}: the sentence needs its range")
+    return printed.pop()
 
 
 class Row:
@@ -89,21 +125,53 @@ class Row:
     def __getitem__(self, name: str):
         return getattr(self, name)
 
+    def get(self, name: str, default=""):
+        """A column that a table may lack (an older table's): ``default`` where it does."""
+        return getattr(self, name) if name in self._cells else default
+
+
+def _matches(cell: str | None, wanted) -> bool:
+    if isinstance(wanted, (list, tuple)):
+        return cell in {str(w) for w in wanted}
+    return cell == str(wanted)
+
 
 class Table:
-    """A CSV table's rows (`row`, `rows`, `count`), read once."""
+    """A CSV table's rows (`row`, `rows`, `count`, `values`, `distinct`, `where`), read once."""
 
-    def __init__(self, path: Path, name: str):
+    def __init__(self, rows: list[dict[str, str]], columns: list[str], name: str):
+        self._rows, self.columns, self.name = rows, columns, name
+
+    @classmethod
+    def read(cls, path: Path, name: str) -> Table:
         try:
             with open(path, newline="", encoding="utf-8") as f:
-                self._rows = list(csv.DictReader(f))
+                reader = csv.DictReader(f)
+                return cls(list(reader), list(reader.fieldnames or []), name)
         except OSError as e:
             raise InputError(f"{name}: cannot be read ({e.strerror})") from None
-        self.name = name
+
+    def _select(self, where: dict) -> list[dict[str, str]]:
+        return [r for r in self._rows if all(_matches(r.get(k), v) for k, v in where.items())]
 
     def rows(self, **where) -> list[Row]:
-        return [Row(r, self.name) for r in self._rows
-                if all(r.get(k) == str(v) for k, v in where.items())]
+        return [Row(r, self.name) for r in self._select(where)]
+
+    def where(self, **where) -> Table:
+        return Table(self._select(where), self.columns, f"{self.name} where {where}")
+
+    def at(self, *key) -> Row:
+        """The one row whose first columns hold ``key``: ``claims.at(claim, scope)``."""
+        return self.row(**dict(zip(self.columns, key)))
+
+    def values(self, column: str, **where) -> list:
+        found = self.rows(**where)
+        if not found:
+            raise InputError(f"{self.name}: no rows where {where}")
+        return [r[column] for r in found]
+
+    def distinct(self, columns: str, **where) -> int:
+        return len({tuple(r[c] for c in columns.split()) for r in self._select(where)})
 
     def row(self, **where) -> Row:
         found = self.rows(**where)
@@ -124,7 +192,7 @@ def _environment(root: Path, templates: Path):
 
     def table(name: str) -> Table:
         if name not in tables:
-            tables[name] = Table(root / name, name)
+            tables[name] = Table.read(root / name, name)
         return tables[name]
 
     def config(name: str):
@@ -138,7 +206,7 @@ def _environment(root: Path, templates: Path):
         return ""
 
     env.globals.update(table=table, config=config, require=require)
-    env.filters.update(num=num, signed=signed, pct=pct, percent=percent, p=p, count=count)
+    env.filters.update(FORMATS, each=each, match=match)
     return env
 
 
