@@ -2,6 +2,7 @@
 current, numbers print as the docs print them, and a template that reads a missing row,
 column or name, or whose sentence no longer holds, stops in one line naming it."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -95,3 +96,32 @@ def test_check_names_each_stale_document(tree):
     assert subprocess.run(cmd, capture_output=True).returncode == 0
     assert (root / "out.md").read_text() == "0.05\n"
     assert subprocess.run([*cmd, "--check"], capture_output=True).returncode == 0
+
+
+def test_the_survival_tables_count_a_claims_table_by_hand(tmp_path):
+    """docs/templates/_survival.j2 on a claims table small enough to count by hand: rows are
+    grouped by claim and the model their scope names (a pair "a vs b", else all models), a
+    twin's rows (weights random) left out, and the rows that stand listed."""
+    head = "claim,scope,estimate,ci_low,ci_high,n,p_value,raw_verdict,verdict,control_estimate,control_verdict,control_p,weights\n"
+    rows = ["c,a / x,0.5,0.4,0.6,10,,supported,supported,0.1,undecided,0.01,trained",
+            "c,a / y,0.2,0.1,0.3,12,,supported,undecided,0.2,supported,0.4,trained",
+            "c,b / x,0.3,,,8,0.03,contradicted,undecided,0.3,contradicted,0.5,trained",
+            "d,x / a vs b / 0shot,-0.1,,,6,0.02,supported,supported,0.0,undecided,0.04,trained",
+            "e,x,0.9,,,,,untestable,untestable,,,,trained",
+            "c,a-twin / x,0.5,0.4,0.6,10,,supported,control,,,,random"]
+    (tmp_path / "claims.csv").write_text(head + "\n".join(rows) + "\n")
+    templates = tmp_path / "templates"
+    shutil.copytree(ROOT / "docs/templates", templates, ignore=shutil.ignore_patterns("*.md.j2"))
+    (templates / "out.md.j2").write_text(
+        '{% import "_survival.j2" as s %}{% set t = table("claims.csv").where(weights="trained") %}'
+        '{{ s.survival_table(t, ["a", "b"]) }}\n{{ s.surviving_rows(t) }}\n')
+    text = render(tmp_path, templates)[tmp_path / "out.md"]
+    assert text.splitlines()[2:] == [
+        "| `c` | a | 2 | 10–12 | 2 / 0 | 1 | 1 / 0 |",
+        "| `c` | b | 1 | 8 | 0 / 1 | 1 | 0 / 0 |",
+        "| `d` | a vs b | 1 | 6 | 1 / 0 | 0 | 1 / 0 |",
+        "| `e` | all models | 1 | – | 0 / 0 | 0 | 0 / 0 |",
+        "| claim | scope | estimate [95% CI] | n | p | twins' estimate | p (trained − twins) | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+        "| `c` | a / x | 0.5 [0.4, 0.6] | 10 | – | 0.1 | 0.01 | ✓ |",
+        "| `d` | x / a vs b / 0shot | -0.1 | 6 | 0.02 | 0 | 0.04 | ✓ |"]
