@@ -231,3 +231,47 @@ def test_a_reworded_prompt_with_examples_rewords_the_query_only(tmp_path):
         assert [prompt.text[a:b] for a, b in prompt.spans] == moved
         assert min(a for a, _ in prompt.spans) >= len(example)  # in the query, never the example
     assert ss.perturbed() == {"A1-paraphrase": len(with_it), "A1-paraphrase-1shot": len(with_it)}
+
+
+def few_shot_settings(tmp_path, shots, n_items=10, **entry):
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in RECORDS[:3]))
+    config = validate({
+        "n_max": 8, "n_items": n_items,
+        "templates": {"mcq": ["T1", "T2"]}, "few_shot": {"templates": ["T1"], "shots": shots},
+        "models": {"tiny": {"source": {"path": "unused"}, **TINY_ATTRS}},
+        "datasets": {"mine": {"format": "mcq", "source": str(data), **entry}},
+    })
+    return dataset_settings(config, "mine")
+
+
+def test_examples_taken_from_the_items_are_counted_and_advised(tmp_path, caplog):
+    """Three items and one shot: one item becomes the example, two are evaluated; the log,
+    the samples file and the short-of-n_items warning say so, and advise a few-shot split,
+    not n_max (no item had too many variables)."""
+    caplog.set_level(logging.INFO, logger="ips.prompts.samples")
+    ss = prepare_samples(few_shot_settings(tmp_path, [1]))
+    assert len(ss.samples) == 2 and len(ss.shots) == 1 and ss.shots_from == "items"
+    assert {s.item.id for s in ss.samples} | {ss.shots[0].id} == {"a", "b", "c"}
+    assert "; 1 few-shot examples of its own items, never evaluated;" in caplog.text
+    warning = next(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    assert warning.endswith("lower n_items, or add items, or give it a few-shot split "
+                            "(datasets.mine.shot_split) so that its 1 examples come from "
+                            "elsewhere")
+    assert "n_max" not in warning
+    save_samples(ss, tmp_path / "s.json")
+    assert json.loads((tmp_path / "s.json").read_text())["shots_from"] == "items"
+    assert load_samples(tmp_path / "s.json").shots_from == "items"
+
+    caplog.clear()
+    enough = prepare_samples(few_shot_settings(tmp_path, [1], n_items=2))
+    assert len(enough.samples) == 2 and not any(r.levelname == "WARNING" for r in caplog.records)
+
+
+def test_examples_that_would_take_every_item_stop_in_one_line(tmp_path):
+    with pytest.raises(InputError) as e:
+        prepare_samples(few_shot_settings(tmp_path, [1, 3]))
+    assert str(e.value) == (
+        "dataset 'mine': 3 few-shot examples (few_shot.shots) would take all of its 3 items, "
+        "leaving none to evaluate: lower few_shot.shots, or give it a few-shot split "
+        "(datasets.mine.shot_split)")

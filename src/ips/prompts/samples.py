@@ -60,6 +60,10 @@ class Sample:
     reduction: Reduction | None = None  # None: not recorded (samples built by hand)
 
 
+SHOTS_FROM = {"": "no few-shot examples", "items": "of its own items, never evaluated",
+              "shot_split": "from its few-shot split", "paper": "the paper's (Appendix E.6)"}
+
+
 @dataclass
 class SampleSet:
     """Everything scoring needs about one dataset, independent of the model."""
@@ -73,6 +77,7 @@ class SampleSet:
     skipped: dict[str, int] = field(default_factory=dict)
     n_considered: int = 0
     settings: dict = field(default_factory=dict)
+    shots_from: str = ""  # a key of SHOTS_FROM: where the few-shot examples came from
 
     def shard(self, index: int, size: int) -> list[Sample]:
         """Samples [index·size, (index+1)·size) of this set."""
@@ -131,9 +136,17 @@ def prepare_samples(settings: dict, occlusion: Callable | None = None) -> Sample
         return None
 
     paper = settings["few_shot"].get("examples") == "paper" and kind == "mcq"
+    n_shots = max((c.shots for c in conditions), default=0)
+    shot_items = None if paper else load_shot_items(name, entry)
+    shots_from = "" if not n_shots else ("paper" if paper else
+                                          "items" if shot_items is None else "shot_split")
+    if shots_from == "items" and n_shots >= len(loaded.items):
+        raise InputError(f"dataset {name!r}: {n_shots} few-shot examples (few_shot.shots) "
+                         f"would take all of its {len(loaded.items)} items, leaving none to "
+                         f"evaluate: lower few_shot.shots, or give it a few-shot split "
+                         f"(datasets.{name}.shot_split)")
     drawn = sample_items(loaded.items, n_items=settings["n_items"], seed=settings["seed"],
-                         n_shots=max((c.shots for c in conditions), default=0),
-                         shot_items=None if paper else load_shot_items(name, entry),
+                         n_shots=n_shots, shot_items=shot_items,
                          qualifies=qualifies, fixed_shots=PAPER_SHOTS if paper else None,
                          exclude=entry.get("exclude_items", ()))
     samples = []
@@ -146,7 +159,7 @@ def prepare_samples(settings: dict, occlusion: Callable | None = None) -> Sample
         samples.append(s)
     skipped = dict(Counter(loaded.skipped) + Counter(drawn.skipped))
     sample_set = SampleSet(name, kind, conditions, groups, samples, list(drawn.shots), skipped,
-                           drawn.n_considered, settings)
+                           drawn.n_considered, settings, shots_from)
     _report(sample_set, drawn)
     return sample_set
 
@@ -218,21 +231,31 @@ def _report(sample_set: SampleSet, drawn) -> None:
     n_reduced = sum(s.reduction.reduced for s in samples)
     why = ", ".join(f"{k}: {v}" for k, v in skipped.items()) or "none"
     perturbed = sample_set.perturbed()
+    shots = "" if not sample_set.shots_from else \
+        f"; {len(sample_set.shots)} few-shot examples {SHOTS_FROM[sample_set.shots_from]}"
     log.info(
         "%s: %d items drawn of %d considered: %d kept all their units, %d reduced to "
-        "n_max = %d (%s); skipped: %s; %d conditions%s",
+        "n_max = %d (%s); skipped: %s%s; %d conditions%s",
         name, len(samples), drawn.n_considered, len(samples) - n_reduced, n_reduced,
-        settings["n_max"], settings["variables"]["reduce"], why, len(sample_set.conditions),
+        settings["n_max"], settings["variables"]["reduce"], why, shots,
+        len(sample_set.conditions),
         "".join(f"; {c} on {k} of {len(samples)} items (the others lack the rewording)"
                 for c, k in perturbed.items()),
     )
+    # advice that applies: n_max only where items had too many variables, a few-shot split
+    # only where the examples took items
+    too_many = any(k.startswith("more than") for k in skipped)
+    fixes = ["lower n_items", "add items"] + (["raise n_max"] if too_many else []) + (
+        [f"give it a few-shot split (datasets.{name}.shot_split) so that its "
+         f"{len(sample_set.shots)} examples come from elsewhere"]
+        if sample_set.shots_from == "items" else [])
     if samples and not drawn.complete:  # the run goes on, with fewer samples than asked
-        log.warning("dataset %r: only %d items qualify, n_items asks for %d (skipped: %s); "
-                    "lower n_items, raise n_max or add items", name, len(samples),
-                    drawn.n_requested, why)
+        log.warning("dataset %r: only %d items qualify, n_items asks for %d (skipped: %s): %s",
+                    name, len(samples), drawn.n_requested, why, ", or ".join(fixes))
     if not samples:
-        raise InputError(f"dataset {name!r}: no item qualifies ({skipped}); raise n_max or "
-                         "change the variable selection")
+        raise InputError(f"dataset {name!r}: no item qualifies (skipped: {why}): "
+                         + ", or ".join(fixes[1:] + (["change the variable selection"]
+                                                     if too_many else [])))
     for c, k in perturbed.items():
         if k == 0:
             raise InputError(f"dataset {name!r}: condition {c!r}: none of the {len(samples)} "
@@ -250,6 +273,7 @@ def save_samples(sample_set: SampleSet, path: str | Path) -> None:
         "conditions": [asdict(c) for c in sample_set.conditions],
         "groups": sample_set.groups,
         "shots": [_item_dict(i) for i in sample_set.shots],
+        "shots_from": sample_set.shots_from,
         "skipped": sample_set.skipped,
         "perturbed": sample_set.perturbed(),  # read back from the prompts, for the reader
         "n_considered": sample_set.n_considered,
@@ -299,7 +323,7 @@ def _sample_set(doc: dict) -> SampleSet:
     return SampleSet(
         doc["dataset"], doc["kind"], [Condition(**c) for c in doc["conditions"]], doc["groups"],
         samples, [_item(i) for i in doc["shots"]], doc["skipped"], doc["n_considered"],
-        doc["settings"],
+        doc["settings"], doc.get("shots_from", ""),  # a file written before it has none
     )
 
 
