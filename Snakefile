@@ -5,7 +5,6 @@
 
 import sys
 
-from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
 
 from ips.config import ConfigError, validate
@@ -21,11 +20,22 @@ if not workflow.overwrite_configfiles:
     configfile: "config.yaml"
 
 
+# the study's config files, as its errors name them
+CONFIG_FILES = " + ".join(map(str, workflow.overwrite_configfiles or ["config.yaml"]))
+
+
+def stop(message):
+    """End the run before any job with one line, and no traceback: for a mistake in the
+    config, where "run it again" is not the advice."""
+    print(f"ips: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
 # the schema (workflow/schemas/config.schema.yaml) fills in defaults and names a bad field
 try:
-    validate(config, "config")
+    validate(config, CONFIG_FILES)
 except ConfigError as e:
-    raise WorkflowError(str(e)) from None
+    stop(e)
 
 
 include: "workflow/rules/common.smk"

