@@ -51,11 +51,13 @@ docs: $(STAMP)
 
 # A study's tables rebuilt from its archive alone (studies/NAME/archive: the raw scores and the
 # config they ran with), then compared with the committed ones: no model is loaded, so
-# `make models` is not needed (docs/workflow.md#rebuilding-a-study).
+# `make models` is not needed (docs/workflow.md#rebuilding-a-study). A study whose tables the
+# workflow does not write itself makes them in its tables.sh, from the rebuilt results/.
 study-%: $(STAMP)
 	@test -f studies/$*/archive/MANIFEST.tsv || { echo "make: studies/$* has no archive (studies/README.md lists the studies that can be rebuilt)" >&2; exit 2; }
 	$(BIN)/snakemake --cores all --directory results-study-$* \
 	    --configfile studies/$*/archive/config.yaml --config archive=$(CURDIR)/studies/$*/archive
+	if [ -f studies/$*/tables.sh ]; then PATH=$(CURDIR)/$(BIN):$$PATH bash studies/$*/tables.sh results-study-$*/results; fi
 	$(BIN)/python -m ips archive compare studies/$* results-study-$*/results/figures
 
 $(BIN)/python:

@@ -20,7 +20,7 @@ what scoring it at τ costs). Printed:
 
 With `--default-run DIR` (a finished `make figures` of config.yaml, the default run), it also
 times `snakemake --config tau=0.15 results/figures` there and lists the jobs it ran; the
-run's results are put back afterwards.
+run's results are put back afterwards (`--samples 0` times that alone).
 """
 
 from __future__ import annotations
@@ -134,8 +134,9 @@ def default_run(run_dir: Path) -> None:
     try:
         t0 = time.perf_counter()
         r = subprocess.run([str(SNAKEMAKE), "--snakefile", str(ROOT / "Snakefile"),
-                            "--directory", str(run_dir), "--cores", "2", "--config", "tau=0.15",
-                            "results/figures"], capture_output=True, text=True)
+                            "--directory", str(run_dir), "--cores", "2", "results/figures",
+                            "--config", "tau=0.15"],  # the target first: --config takes the rest
+                           capture_output=True, text=True)
         seconds = time.perf_counter() - t0
         if r.returncode:
             sys.exit(f"snakemake failed: {r.stderr[-2000:]}")
@@ -158,8 +159,9 @@ def main() -> None:
     p.add_argument("--exact-games", type=int, default=24)
     p.add_argument("--default-run", type=Path, default=None, metavar="DIR")
     args = p.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        paper_sized(args, Path(tmp))
+    if args.samples:  # --samples 0: the default run's rerun alone
+        with tempfile.TemporaryDirectory() as tmp:
+            paper_sized(args, Path(tmp))
     if args.default_run is not None:
         default_run(args.default_run)
 
