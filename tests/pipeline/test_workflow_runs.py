@@ -6,8 +6,10 @@ import csv
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -233,3 +235,25 @@ def test_a_plugin_control_runs_through_to_the_claims(tmp_path, tiny_llama_dir):
     assert paired and all(r["control_test"].startswith("paired") for r in paired)
     assert {r["verdict"] for r in mine} <= {"supported", "contradicted", "undecided",
                                            "untestable"}
+
+
+def test_a_study_runs_from_a_folder_of_its_own(tmp_path, tiny_llama_dir):
+    """`ips run` from a folder outside the checkout holding only the config and its items:
+    the relative dataset path is read there, results/, logs/ and resources/ (the prepared
+    models) are written there, and the
+    arguments after the config go to Snakemake (a target, --cores)."""
+    study = tmp_path / "mystudy"
+    study.mkdir()
+    shutil.copy(ROOT / "docs/examples/mcq.jsonl", study / "items.jsonl")
+    cfg = tiny_config(tiny_llama_dir, n_items=2, few_shot={"templates": [], "shots": []},
+                      templates={"mcq": ["T1", "T2"]},
+                      datasets={"myqa": {"format": "mcq", "source": "items.jsonl"}})
+    cfg["models"] = {"mine": cfg["models"]["tiny-a"]}
+    (study / "my.yaml").write_text(yaml.safe_dump(cfg))
+    r = subprocess.run([sys.executable, "-m", "ips", "run", "my.yaml", "interactions",
+                        "--cores", "1"], cwd=study, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (study / "results/interactions/mine/myqa/0.h5").is_file()
+    assert (study / "logs/score/mine/myqa/0.log").is_file()
+    assert sorted(p.name for p in study.iterdir()) == [".snakemake", "items.jsonl", "logs",
+                                                       "my.yaml", "resources", "results"]

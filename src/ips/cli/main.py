@@ -25,6 +25,7 @@ from ips.cli import (
     metrics,
     null_fits,
     prepare_model,
+    run,
     samples,
     score,
 )
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_parser(sub, common)
     archive.add_parser(sub, common)
     docs.add_parser(sub, common)
+    run.add_parser(sub, common)
     return parser
 
 
