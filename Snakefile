@@ -3,11 +3,8 @@
 # Every rule calls an `ips` command; config values reach rules through `params:`, so editing
 # one (e.g. tau) reruns only the jobs that depend on it.
 
-import sys
-
 from snakemake.utils import min_version
 
-from ips.config import ConfigError, validate
 
 min_version("9.0")
 
@@ -20,24 +17,8 @@ if not workflow.overwrite_configfiles:
     configfile: "config.yaml"
 
 
-# the study's config files, as its errors name them
-CONFIG_FILES = " + ".join(map(str, workflow.overwrite_configfiles or ["config.yaml"]))
-
-
-def stop(message):
-    """End the run before any job with one line, and no traceback: for a mistake in the
-    config, where "run it again" is not the advice."""
-    print(f"ips: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-# the schema (workflow/schemas/config.schema.yaml) fills in defaults and names a bad field
-try:
-    validate(config, CONFIG_FILES)
-except ConfigError as e:
-    stop(e)
-
-
+# the config validated (workflow/schemas/config.schema.yaml fills in its defaults) and the
+# helpers of every rule
 include: "workflow/rules/common.smk"
 if ARCHIVE:
 

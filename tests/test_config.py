@@ -152,7 +152,8 @@ def twin_config(**controls):
 
 
 def test_each_listed_model_gets_a_twin_entry_equal_to_its_own_but_the_source():
-    """`controls.twins`: `M-twin` holds M's entry with `source: {redraw: M, seed}`, the seed
+    """`controls.twins`: `M-twin` holds M's entry with `source: {redraw: M, seed}` and
+    `weights: random`, the seed
     controls.seed + CRC-32 of M's name (written out here: crc32(b"a") = 0xE8B7BE43), and
     `control: {kind: twins, of: M}`; added after the configured models; validating again
     changes nothing."""
@@ -168,7 +169,9 @@ def test_each_listed_model_gets_a_twin_entry_equal_to_its_own_but_the_source():
         twin = dict(config["models"][f"{name}-twin"])
         assert twin.pop("source")["redraw"] == name
         assert twin.pop("control") == {"kind": "twins", "of": name}
-        assert twin == {k: v for k, v in config["models"][name].items() if k != "source"}
+        assert twin.pop("weights") == "random"
+        assert twin == {k: v for k, v in config["models"][name].items()
+                        if k not in ("source", "weights")}
     assert config["models"]["a-twin"]["source"] == {"redraw": "a", "seed": 5 + 0xE8B7BE43}
     assert config["models"]["b-twin"]["source"]["seed"] != config["models"]["a-twin"][
         "source"]["seed"]
@@ -393,3 +396,25 @@ def test_an_empty_perturbations_shots_leaves_the_settings_as_they_were():
         "perturbations": {"names": ["paraphrase", "reorder"], "shots": [1]}}), "arc")
     assert with_shots == without and "shots" not in with_shots["perturbations"]
     assert check_settings(json.loads(json.dumps(with_shots))) == with_shots
+
+
+def test_weights_are_declared_where_the_source_cannot_say_them():
+    """`weights: random` on a path model stands; `trained` on a re-drawn model is refused;
+    a twin is random whatever its model declares."""
+    from ips.config import ConfigError
+    from ips.config import validate as ips_validate
+
+    def config(**entry):
+        return {"models": {"m": {"source": {"path": "/m"}, "family": "f", "series": "s",
+                                 "type": "base", "architecture": "dense", "params": 1000,
+                                 **entry}},
+                "controls": {"twins": ["m"]},
+                "datasets": {"arc": {"format": "arc"}}}
+
+    models = ips_validate(config(weights="trained"))["models"]
+    assert models["m"]["weights"] == "trained" and models["m-twin"]["weights"] == "random"
+    assert ips_validate(config())["models"]["m"]["weights"] is None
+    bad = config()
+    bad["models"]["r"] = {"source": {"redraw": "m", "seed": 1}, "weights": "trained"}
+    with pytest.raises(ConfigError, match="models.r.weights: trained, but its source draws"):
+        ips_validate(bad)

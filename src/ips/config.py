@@ -152,6 +152,9 @@ def validate(config: dict, source: str = "config") -> dict:
     for name, entry in config["models"].items():
         _param_counts(entry, source, f"models.{name}.")
         _check_redraw(config["models"], name, source)
+        if entry.get("weights") == "trained" and {"random", "redraw"} & set(entry["source"]):
+            raise ConfigError(f"{source}: models.{name}.weights: trained, but its source "
+                              "draws the weights at random; remove `weights`")
     _check_reference_model(config["variables"], config["models"], f"{source}: variables")
     if config["sampling"]["mode"] == "exhaustive" and config["n_max"] > EXHAUSTIVE_MAX_N:
         raise ConfigError(f"{source}: n_max: {config['n_max']} needs `sampling: {{mode: sparse}}`; "

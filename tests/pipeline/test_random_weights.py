@@ -60,6 +60,30 @@ def test_the_metrics_file_carries_the_model_source(tmp_path):
     assert weights([]) == "trained"
 
 
+def test_a_model_declared_random_is_labelled_so(tmp_path):
+    """A checkpoint of untrained weights of one's own (`weights: random` on a path model):
+    its values file's `model_weights` reaches the metrics file, and every table labels it
+    random; a declared `trained` beats nothing but the default, and a file without the
+    attribute falls back to its source."""
+    from ips.models.entries import ModelSpec
+
+    spec = ModelSpec.from_config("mine", {"source": {"path": "/m"}, "weights": "random"})
+    assert spec.random_weights
+    assert not ModelSpec.from_config("mine", {"source": {"path": "/m"}}).random_weights
+    assert ModelSpec.from_config("t", {"source": {"redraw": "m", "seed": 0}}).random_weights
+    for declared, random in (("random", True), ("trained", False)):
+        ds = make_values(["q1", "q2", "q3"], seed=5, n_max=3)
+        ds.attrs["model_source"] = json.dumps({"path": "/m"})
+        ds.attrs["model_weights"] = declared
+        v, f = write_pair(tmp_path, declared, ds)
+        out = tmp_path / f"{declared}.nc"
+        assert main(["metrics", "--values", str(v), "--interactions", str(f), "--out",
+                     str(out)]) == 0
+        e = read_metrics(out)
+        assert e.ds.attrs["model_weights"] == declared and e.random_weights == random
+        assert weights([e]) == WEIGHTS[random]
+
+
 @pytest.mark.parametrize("name, source, message", [
     ("model_source", "{not json", "attribute 'model_source' is not JSON"),
     ("model_source", '["random"]', "attribute 'model_source' is not a mapping"),

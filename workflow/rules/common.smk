@@ -13,7 +13,7 @@ from snakemake.iocontainers import InputFiles, Wildcards
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from ips import cluster
-from ips.config import MODEL_CACHE, variant_conditions, variant_settings
+from ips.config import MODEL_CACHE, ConfigError, validate, variant_conditions, variant_settings
 from ips.models.gguf import missing_packages
 from ips.models.entries import ModelSpec, job_mem_mb
 from ips.figures.text.captions import report_captions, report_section, report_subsections
@@ -23,6 +23,23 @@ from ips.prompts.samples import load_samples
 from ips import baselines, controls
 from ips.baselines import path_setting
 from ips.nulls import variant, variants
+
+# the study's config files, as its errors name them
+CONFIG_FILES = " + ".join(map(str, workflow.overwrite_configfiles or ["config.yaml"]))
+
+
+def stop(message):
+    """End the run before any job with one line, and no traceback: for a mistake in the
+    config, where "run it again" is not the advice."""
+    print(f"ips: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+# the schema fills in defaults and names a bad field, before anything reads the config
+try:
+    validate(config, CONFIG_FILES)
+except ConfigError as e:
+    stop(e)
 
 # Rules run `python -m ips ...`. Snakemake runs in the project's environment (make's .venv),
 # and its jobs use the same python; with `--sdm conda` the job's environment has the

@@ -442,6 +442,7 @@ def _attributes(merged: Merged, tau: float, seed: int, n_boot: int, level: float
         "model": a["model"],
         "model_attributes": a.get("model_attributes", "{}"),
         "model_source": a.get("model_source", ""),
+        "model_weights": a.get("model_weights", ""),
         "model_control": a.get("model_control", ""),
         "dataset": a["dataset"],
         "kind": kind,

@@ -80,7 +80,7 @@ class UntrainedTwins(Control):
                     raise ConfigError(f"{source}: models.{twin}: a model of this name is "
                                       f"configured, and controls.twins.{i} adds a twin of "
                                       f"{name!r} under it; rename the model")
-                models[twin] = cls.mark({**copy.deepcopy(entry), "source": {
+                models[twin] = cls.mark({**copy.deepcopy(entry), "weights": "random", "source": {
                     "redraw": name, "seed": twin_seed(controls["seed"], name, k)}}, name, k)
                 added.append(twin)
         return added

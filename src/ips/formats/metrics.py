@@ -5,7 +5,7 @@ read it (`read_metrics`).
 `read_metrics` checks the attributes every reader relies on and returns an `Entry`: the
 file's model, dataset and model attributes (`ips.config.MODEL_ATTRIBUTES`; `active_params`
 defaults to `params`, as for a dense model) next to the dataset itself, and whether the model
-has random weights (`Entry.random_weights`, from `model_source`).
+has random weights (`Entry.random_weights`, from `model_weights` or `model_source`).
 
 Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf")`):
 
@@ -66,7 +66,9 @@ Appendix G; `perturbation` when either condition is a reworded prompt), `type`
 
 Attributes: `model`, `model_attributes` (JSON), `model_source` (JSON: the entry's `source`
 as the values files record it, "" for values files that do not; `{"random": …}` and
-`{"redraw": …}` mark random weights), `model_control` (JSON: the entry's `control`, {kind, of[, draw]},
+`{"redraw": …}` mark random weights), `model_weights` (`trained` or `random` as the entry
+declared them or its source implies; "" in files written before), `model_control` (JSON: the
+entry's `control`, {kind, of[, draw]},
 when a control added it; "" otherwise), `dataset`, `kind`, `target`, `tau`, `groups`
 (JSON), `prediction` (`pred`, the letter argmax, for MCQ; `greedy_token` for instruction
 datasets, whose `pred` is −1), `template_file`, `values_files`, `interactions_files` (JSON lists),
@@ -138,7 +140,10 @@ class Entry:
 
     @cached_property
     def random_weights(self) -> bool:
-        """Whether the model's weights were drawn at random: a `random` or `redraw` source."""
+        """Whether the model's weights are untrained: as its entry declared them
+        (`model_weights`), else (a file written before) a `random` or `redraw` source."""
+        if declared := self.ds.attrs.get("model_weights"):
+            return declared == "random"
         return bool({"random", "redraw"} & set(json_attribute(self.ds, self.path, "model_source")))
 
     @cached_property

@@ -28,8 +28,8 @@ from ips.nulls import variant
 
 _CONDITION_COORDS = ("template", "shots", "perturbation")
 # the attributes every shard of one (model, dataset) must agree on
-_SAME_ATTRS = ("model", "model_attributes", "model_source", "model_control", "dataset", "kind",
-               "target", "groups", "sampling", "budget")
+_SAME_ATTRS = ("model", "model_attributes", "model_source", "model_weights", "model_control",
+               "dataset", "kind", "target", "groups", "sampling", "budget")
 
 
 @dataclass

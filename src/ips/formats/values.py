@@ -364,6 +364,7 @@ def _provenance(sample_set, loaded, target: str, shard: int) -> dict:
         "model": loaded.spec.name,
         "model_attributes": json.dumps(recorded_attributes(loaded.spec, loaded.model)),
         "model_source": json.dumps(loaded.spec.source.to_dict()),
+        "model_weights": "random" if loaded.spec.random_weights else "trained",
         "model_control": json.dumps(loaded.spec.control) if loaded.spec.control else "",
         "mask_token": loaded.mask_token,
         "mask_token_id": int(loaded.mask_token_id),

@@ -75,6 +75,14 @@ class ModelSpec:
     native: Literal["llama", "mixtral"] | None = None
     # {kind, of}: the control kind that added the entry and the model it controls
     control: dict[str, str] | None = None
+    # trained or random weights; None: by the source (`random_weights`)
+    weights: Literal["trained", "random"] | None = None
+
+    @property
+    def random_weights(self) -> bool:
+        """Whether the weights are untrained: declared `random`, or a `random`/`redraw`
+        source."""
+        return self.weights == "random" or self.source.kind in ("random", "redraw")
 
     @classmethod
     def from_config(cls, name: str, entry: Mapping[str, Any]) -> ModelSpec:
