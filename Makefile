@@ -20,11 +20,11 @@ TORCH_INDEX ?=
 figures: $(STAMP)
 	$(BIN)/snakemake --cores all results/figures
 
-# Two pytest workers, each given whole files (a module's fixtures are built once) in
-# collection order, the longest files first (tests/conftest.py): the slow tests wait on
-# subprocesses, Slurm's polling and model loads much of their time, which the other worker
-# fills. TEST_WORKERS=0 runs in one process.
-TEST_WORKERS ?= 2
+# Three pytest workers on the 2 cores, each given whole files (a module's fixtures are built
+# once) in collection order, the longest files first (tests/conftest.py): the slow tests
+# wait on subprocesses, Slurm's polling and model loads much of their time, which the other
+# workers fill. TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 3
 test: $(STAMP)
 	$(BIN)/ruff check
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder

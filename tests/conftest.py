@@ -28,9 +28,9 @@ settings.load_profile("derandomized")
 #: the longest files (minutes each), collected first: `make test` hands whole files to its two
 #: workers in collection order, so the short files fill the end of the run instead of one
 #: long file running alone there
-LONG_FIRST = ("tests/pipeline/test_workflow.py", "tests/pipeline/test_slurm.py",
-              "tests/pipeline/test_miniature.py", "tests/pipeline/test_workflow_runs.py",
-              "tests/pipeline/test_studies.py")
+LONG_FIRST = ("tests/pipeline/test_studies.py", "tests/pipeline/test_slurm.py",
+              "tests/pipeline/test_workflow.py", "tests/pipeline/test_miniature.py",
+              "tests/pipeline/test_workflow_runs.py")
 
 
 def pytest_collection_modifyitems(items):
