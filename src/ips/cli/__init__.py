@@ -21,4 +21,5 @@ Modules:
 * ``explain``        `ips explain`
 * ``archive``        `ips archive` (a study's raw scores; its tables against a rebuild's)
 * ``docs``           `ips docs` (documents whose numbers are read from tables)
+* ``run``            `ips run` (the workflow on a study in a folder of its own)
 """
