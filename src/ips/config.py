@@ -30,6 +30,8 @@ MODEL_CACHE = Path("resources/models")
 #: the attributes a model entry describes its model by; the factor comparisons group models by
 #: them (`ips.comparisons.compare`), and every values file records them (`model_attributes`)
 MODEL_ATTRIBUTES = ("family", "series", "type", "architecture", "params", "active_params")
+#: the source kinds whose weights are drawn, not trained (a model entry's `weights` default)
+RANDOM_SOURCES = ("random", "redraw")
 #: a model's family, series or type the entry does not give: the factor analyses leave it out
 UNKNOWN = "unknown"
 #: how the 2**n masked prompts are evaluated (`ips.scoring.engine.Engine`; schema key `scorer`)
@@ -152,7 +154,7 @@ def validate(config: dict, source: str = "config") -> dict:
     for name, entry in config["models"].items():
         _param_counts(entry, source, f"models.{name}.")
         _check_redraw(config["models"], name, source)
-        if entry.get("weights") == "trained" and {"random", "redraw"} & set(entry["source"]):
+        if entry.get("weights") == "trained" and set(RANDOM_SOURCES) & set(entry["source"]):
             raise ConfigError(f"{source}: models.{name}.weights: trained, but its source "
                               "draws the weights at random; remove `weights`")
     _check_reference_model(config["variables"], config["models"], f"{source}: variables")

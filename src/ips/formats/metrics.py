@@ -100,7 +100,7 @@ from pathlib import Path
 import xarray as xr
 
 from ips import controls
-from ips.config import MODEL_ATTRIBUTES
+from ips.config import MODEL_ATTRIBUTES, RANDOM_SOURCES
 from ips.controls import Control
 from ips.errors import InputError
 from ips.formats.hdf5 import read_dataset, write_dataset
@@ -144,7 +144,7 @@ class Entry:
         (`model_weights`), else (a file written before) a `random` or `redraw` source."""
         if declared := self.ds.attrs.get("model_weights"):
             return declared == "random"
-        return bool({"random", "redraw"} & set(json_attribute(self.ds, self.path, "model_source")))
+        return bool(set(RANDOM_SOURCES) & set(json_attribute(self.ds, self.path, "model_source")))
 
     @cached_property
     def control_record(self) -> dict:

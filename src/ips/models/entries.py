@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, get_args
 
-from ips.config import ConfigError, validate_model
+from ips.config import RANDOM_SOURCES, ConfigError, validate_model
 from ips.errors import ModelError
 
 SourceKind = Literal["hub", "path", "gguf_package", "parts", "random", "redraw"]
@@ -82,7 +82,7 @@ class ModelSpec:
     def random_weights(self) -> bool:
         """Whether the weights are untrained: declared `random`, or a `random`/`redraw`
         source."""
-        return self.weights == "random" or self.source.kind in ("random", "redraw")
+        return self.weights == "random" or self.source.kind in RANDOM_SOURCES
 
     @classmethod
     def from_config(cls, name: str, entry: Mapping[str, Any]) -> ModelSpec:
