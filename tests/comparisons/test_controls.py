@@ -64,8 +64,18 @@ def test_final_verdict_rule(raw, test, bounds, final):
     assert (r.verdict, r.raw_verdict) == (final, raw)
     if raw == "supported" and test.p_value == 0.30:
         assert "the control earns the same raw verdict, supported" in r.note
-    if np.isfinite(test.p_value):
-        assert r.control_p == test.p_value and r.control_estimate == -0.05
+    if np.isfinite(test.p_value):  # one-sided: half the two-sided p on its side
+        assert r.control_p in (test.p_value / 2, 1 - test.p_value / 2)
+        assert r.control_estimate == -0.05
+        if raw in ("supported", "contradicted"):
+            assert (r.control_p < 0.05) == (final == raw)
+
+
+def test_one_sided_p_is_half_the_two_sided_on_the_observed_side():
+    t = flip(0.04, -0.2)
+    assert controls.one_sided(t, -1) == 0.02
+    assert controls.one_sided(t, +1) == 0.98
+    assert controls.one_sided(t, 0) == 1.0
 
 
 def test_no_control_decides_nothing():
@@ -152,7 +162,7 @@ def test_per_model_rows_beside_the_twins_rows(four_with_twins):
     out = controls.with_controls(rows, entries, 999, 0)
     by_scope = {r.scope: r for r in out}
     assert by_scope["base-1b / arc"].verdict == "supported"  # far above its twin's 0.1
-    assert by_scope["base-1b / arc"].control_p == pytest.approx(2 / 2**12)
+    assert by_scope["base-1b / arc"].control_p == pytest.approx(1 / 2**12)  # one-sided
     assert by_scope["inst-1b / arc"].verdict == "undecided"  # its twin gives the same
     assert by_scope["base-1b-twin / arc"].verdict == "control"
     assert by_scope["base-1b-twin / arc"].raw_verdict == "supported"
@@ -181,7 +191,7 @@ def test_table7_row_beside_its_twins(tmp_path):
     assert row["control_delta_ips"] == pytest.approx(0.0, abs=1e-9)
     (claim,) = matched_claims([row], ["arc"])
     assert claim.raw_verdict == "supported" and claim.verdict == "supported"
-    assert claim.control_p == pytest.approx(2 / 2**12)
+    assert claim.control_p == pytest.approx(1 / 2**12)  # one-sided
 
 
 def test_factor_row_beyond_the_null_beside_the_twins(tmp_path):
@@ -237,7 +247,8 @@ def test_low_band_row_beside_the_twins(tmp_path, twin_bands, verdict):
     r = next(r for r in rows if "twin" not in r.scope)
     assert r.raw_verdict == "supported" and r.verdict == verdict
     assert r.control_estimate == pytest.approx(float(fx["control_low_gap"].values[0]))
-    assert r.control_p == float(fx["control_p_low_gap_difference"].values[0])
+    two_sided = float(fx["control_p_low_gap_difference"].values[0])
+    assert r.control_p in (two_sided / 2, 1 - two_sided / 2)
     assert (r.control_p < 0.05) == (verdict == "supported")
 
 
@@ -252,9 +263,9 @@ def test_a_two_sided_band_counts_its_control_only_outside_the_band(control, fina
 
 
 def test_several_draws_are_read_against_their_spread(four_with_twins):
-    """Three twins of one model: the row's control is the prediction test of its estimate
-    against the draws' estimates (not a paired test over samples), with their mean, spread
-    and count beside it."""
+    """Three twins of one model: the row's control is the items × draws test of its estimate
+    against the draws' (not a paired test over samples), with their mean, spread and count
+    beside it. Without noise over samples it is the prediction test against the draws."""
     paths = four_with_twins(1.6)
     entries = [read_metrics(p) for p in paths]
     base, twin = entries[0], next(e for e in entries if e.model == "base-1b-twin")
@@ -273,14 +284,16 @@ def test_several_draws_are_read_against_their_spread(four_with_twins):
     (r,) = [r for r in controls.with_controls(rows, entries, 999, 0) if r.scope == "base-1b / arc"]
     expected = uncertainty.prediction_test(1.0, [0.10, 0.20, 0.15])
     assert r.control_draws == 3 and r.control_sd == pytest.approx(0.05)
-    assert r.control_estimate == pytest.approx(0.15) and r.control_p == expected.p_value
-    assert r.control_mde == pytest.approx(expected.mde) and "prediction test" in r.control_test
-    assert r.verdict == ("supported" if expected.p_value < 0.05 else "undecided")
+    assert r.control_estimate == pytest.approx(0.15)
+    assert r.control_p == pytest.approx(expected.p_value / 2) and "ν = 2)" in r.control_test
+    assert "items × draws test" in r.control_test
+    assert r.verdict == ("supported" if expected.p_value / 2 < 0.05 else "undecided")
 
 
 def test_factor_rows_read_the_draws_of_the_twins_comparison(tmp_path):
     """Two draws of each twin: the factors file holds the twins' ΔIPS per draw (draw 1 with
-    draw 1, draw 2 with draw 2), and the factor row is read against them."""
+    draw 1, draw 2 with draw 2) and the items × draws test against them, by which the factor
+    row is read (one-sided, in the direction of its drop)."""
     base = make_metrics("base-1b", attrs("f", "s", params=1e9), ips0=1.6, samples=12,
                         own=0.05, own_seed=1)
     inst = make_metrics("inst-1b", attrs("f", "s", "instruct", params=1e9), ips0=1.0,
@@ -300,9 +313,14 @@ def test_factor_rows_read_the_draws_of_the_twins_comparison(tmp_path):
     assert c["control_delta_ips_draws"].values == pytest.approx([1.5 / 1.6 - 1, 0.0])
     (r,) = [r for r in across_models.factor_claims(fx, [read_metrics(p) for p in paths])
             if r.claim == "factor_instruct_vs_base"]
-    assert r.control_draws == 2 and "prediction test" in r.control_test
-    expected = uncertainty.prediction_test(r.estimate, [1.5 / 1.6 - 1, 0.0])
-    assert r.control_p == pytest.approx(expected.p_value)
+    assert r.control_draws == 2 and "items × draws test" in r.control_test
+    assert int(c["control_items_units"]) == 12
+    # the test reads ΔIPS of the per-sample means: about the row's estimate minus the draws'
+    assert float(c["control_items_difference"]) == pytest.approx(
+        r.estimate - np.mean([1.5 / 1.6 - 1, 0.0]), abs=0.02)
+    two_sided = float(c["control_items_p"])
+    assert r.control_p == pytest.approx(two_sided / 2 if r.estimate < np.mean(
+        [1.5 / 1.6 - 1, 0.0]) else 1 - two_sided / 2)
 
 
 def test_the_control_table_gives_each_models_ips_beside_its_twins_draws(tmp_path):

@@ -57,6 +57,32 @@ def test_rows_that_repeat_one_fact_count_once():
     np.testing.assert_allclose([r.q_value for r in rows], [0.006, 0.2, 0.06, 0.03])
 
 
+def test_a_row_its_control_leaves_undecided_counts_as_p_one():
+    """Raw supported, left undecided by its control (the trained effect runs the other way
+    against its twins): p = 1 in the family, whatever its own and its control's p."""
+    rows = corrected([row("a", "m / d", 0.01),
+                      Claim("b", "m / d", "", p_value=0.001, control_p=0.0005,
+                            raw_verdict="supported", verdict="undecided"),
+                      row("c", "m / d", 0.02)])
+    # family p: 0.01, 1, 0.02 (k = 3): q = 0.03, 1, 0.03
+    np.testing.assert_allclose([r.q_value for r in rows], [0.03, 1.0, 0.03])
+
+
+def test_rows_within_a_fact_are_corrected_at_alpha_r_over_m():
+    """Benjamini–Bogomolov: facts F (three Gaussian levels, p 0.001, 0.02, 0.03) and four
+    single rows (p 0.01, 0.2, 0.4, 0.6). Simes' p of F: min(0.003, 0.03, 0.03) = 0.003. Fact
+    q over m = 5 facts (0.003, 0.01, 0.2, 0.4, 0.6): 0.015, 0.025, 1/3, 0.5, 0.6; R = 2
+    selected. Within F, BH q (0.003, 0.03, 0.03) times m/R = 2.5: 0.0075, 0.075, 0.075,
+    so of F's rows only the first keeps q ≤ 0.05 (max with the fact's 0.015)."""
+    levels = [row(GAUSSIAN_CLAIM, f"m / d / 0shot / noise {c} × range of v", p)
+              for c, p in ((0.003, 0.001), (0.01, 0.02), (0.03, 0.03))]
+    singles = [row(x, "m / d", p) for x, p in (("a", 0.01), ("b", 0.2), ("c", 0.4),
+                                               ("e", 0.6))]
+    rows = corrected([*levels, *singles])
+    np.testing.assert_allclose([r.q_value for r in rows],
+                               [0.015, 0.075, 0.075, 0.025, 1 / 3, 0.5, 0.6])
+
+
 def test_holm_over_the_declared_hypotheses():
     """Holm over the named rows (p 0.01, 0.02) and a named row the table lacks (p = 1):
     0.03 and 0.04; other rows have no holm_p."""

@@ -10,6 +10,7 @@ Modules:
 * ``interaction_types``  interaction types over U (Fig. 3b)
 * ``diagnostics``        output consistency and the other diagnostics beside IPS
 * ``uncertainty``        bootstrap intervals and sign-flip tests
+* ``item_draw_test``     a number against K control draws, with every model's item noise
 * ``nulls``              null IPS: Gaussian, matched-size, precision and baseline nulls
 * ``null_fits``          the nulls' perturbed games and their fits, made once for every τ
 * ``peers``              what other prompt-sensitivity tools report

@@ -104,7 +104,7 @@ def item_draw_test(trained: ArrayLike, draws: ArrayLike, statistic: Statistic | 
     r0 = np.asarray(trained, dtype=np.float64)
     rk = np.asarray(draws, dtype=np.float64)
     k = rk.shape[0] if rk.ndim >= 2 else 0
-    if k >= 1:
+    if k >= 1 and r0.shape[0]:
         ok = np.isfinite(r0.reshape(r0.shape[0], -1)).all(1) & np.isfinite(
             rk.reshape(k, rk.shape[1], -1)).all((0, 2))
         r0, rk = r0[ok], rk[:, ok]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ips.analysis import uncertainty
+from ips.analysis.item_draw_test import ItemDrawTest, item_draw_test
 from ips.comparisons import low_band, per_sample
 from ips.comparisons.per_sample import Comparison
 from ips.formats.metrics import BANDS
@@ -27,8 +28,10 @@ def control_variables(comps: list[Comparison], controls: list[Comparison],
     `control_p_low_gap`, and on the per-sample differences of the two sides' gaps
     `control_p_low_gap_difference`, `n_control_low_gap`, `control_low_gap_difference`,
     `control_low_gap_mde`). On every draw (`control_draw`, 1 …): the control's ΔIPS, excess
-    and gap (`*_draws`), which a row reads as a distribution when there are two or more.
-    NaN / 0 where the controls are missing."""
+    and gap (`*_draws`); with two or more draws, the items × draws test of each
+    (`ips.analysis.item_draw_test`, over the samples all models have: `*_items_p`,
+    `*_items_difference`, `*_items_se`, `*_items_df`, `*_items_mde`, `*_items_units`), by
+    which a row is read (`ITEM_TESTS`). NaN / 0 where the controls are missing."""
     C, nb = len(comps), len(BANDS)
     K = max(draw_of.values(), default=1)
     v = {k: np.full((C, nb), np.nan) for k in _BANDED}
@@ -37,6 +40,9 @@ def control_variables(comps: list[Comparison], controls: list[Comparison],
     v["n_control_low_gap"] = np.zeros(C, np.int64)
     v.update({k: np.full((C, nb, K), np.nan) for k in _DRAWN})
     v["control_low_gap_draws"] = np.full((C, K), np.nan)
+    for prefix, banded in ITEM_TESTS.items():
+        v.update({f"{prefix}_items_{f}": np.full((C, nb) if banded else C, np.nan)
+                  for f in ITEM_FIELDS})
     found: dict[tuple, dict[int, Comparison]] = {}
     for c in controls:
         if draw_of.get(c.model_a, 1) == draw_of.get(c.model_b, 1):  # one draw on both sides
@@ -50,7 +56,10 @@ def control_variables(comps: list[Comparison], controls: list[Comparison],
             _draw(v, i, k, t)
         if 1 in drawn:
             _first_draw(v, i, c, drawn[1], draws, seed, level)
+        if len(drawn) >= 2:
+            _items_and_draws(v, i, c, [drawn[k] for k in sorted(drawn)], level)
     dims = {"control_low_gap_draws": ("comparison", "control_draw"),
+            **{f"control_low_gap_items_{f}": ("comparison",) for f in ITEM_FIELDS},
             **dict.fromkeys(_DRAWN, ("comparison", "band", "control_draw")),
             **dict.fromkeys((*_GAP, "n_control_low_gap"), ("comparison",))}
     return {k: (dims.get(k, ("comparison", "band")), x) for k, x in v.items()}
@@ -63,6 +72,78 @@ _BANDED = ("control_delta_ips", "control_p_value", "control_p", "control_differe
 _GAP = ("control_low_gap", "control_p_low_gap", "control_p_low_gap_difference",
         "control_low_gap_difference", "control_low_gap_mde")
 _DRAWN = ("control_delta_ips_draws", "control_excess_draws")
+
+
+#: the items × draws tests stored, by prefix: banded (per comparison and band) or not
+ITEM_TESTS = {"control": True, "control_excess": True, "control_low_gap": False}
+#: the fields of each (`ItemDrawTest`'s), as `<prefix>_items_<field>`
+ITEM_FIELDS = ("p", "difference", "se", "df", "mde", "units")
+
+
+def stored_test(c, prefix: str, estimates: np.ndarray) -> ItemDrawTest | None:
+    """The items × draws test stored under ``prefix`` for one comparison (and band) ``c``
+    of a factors file, with its draws' ``estimates`` (their sd); None where none is."""
+    name = f"{prefix}_items_p"
+    if name not in c or not np.isfinite(float(c[name])):
+        return None
+    x = np.asarray(estimates, float)
+    x = x[np.isfinite(x)]
+
+    def get(f: str) -> float:
+        return float(c[f"{prefix}_items_{f}"])
+
+    return ItemDrawTest(get("p"), int(x.size), get("difference"), "items × draws",
+                        float(np.std(x, ddof=1)) if x.size > 1 else np.nan, get("mde"),
+                        int(get("units")), get("se"), get("df"))
+
+
+def _put(v: dict, prefix: str, at: tuple, t: ItemDrawTest) -> None:
+    for f, x in zip(ITEM_FIELDS, (t.p_value, t.mean_difference, t.se, t.df, t.mde,
+                                  t.units), strict=True):
+        v[f"{prefix}_items_{f}"][at] = x
+
+
+def _ratio(r: np.ndarray) -> float:
+    """ΔIPS of records (n, 2) of (A_s, B_s): mean A / mean B − 1."""
+    b = float(r[:, 1].mean())
+    return float(r[:, 0].mean()) / b - 1.0 if b != 0 else np.nan
+
+
+def _max_mean(r: np.ndarray) -> float:
+    """The low-band gap of records (n, 2) of per-sample gaps: the larger mean."""
+    return float(r.mean(0).max())
+
+
+def _stacked(tables: list[dict | None]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The records of the samples every model has, (n, …) for the trained model and
+    (K, n, …) for the draws; None where a model has none."""
+    if any(t is None for t in tables):
+        return None
+    ids = sorted(set.intersection(*(set(t) for t in tables)))
+    if len(ids) < 2:
+        return None
+    x = np.array([[np.asarray(t[s], float) for s in ids] for t in tables])
+    return x[0], x[1:]
+
+
+def _items_and_draws(v: dict, i: int, c: Comparison, drawn: list[Comparison],
+                     level: float) -> None:
+    """Comparison i against its K ≥ 2 draws by the items × draws test, per band for ΔIPS
+    (records: the per-sample sides) and the excess (per-sample excess), and for the gap."""
+    both = _stacked([per_sample.sides(x.samples_a, x.samples_b) for x in (c, *drawn)])
+    if both is not None:  # (…, n, 2, band)
+        for b in range(both[0].shape[-1]):
+            _put(v, "control", (i, b), item_draw_test(both[0][..., b], both[1][..., b],
+                                                      _ratio, level))
+    both = _stacked([per_sample.excess(x) for x in (c, *drawn)])
+    if both is not None:  # (…, n, band)
+        for b in range(both[0].shape[-1]):
+            _put(v, "control_excess", (i, b), item_draw_test(both[0][:, b], both[1][:, :, b],
+                                                             None, level))
+    both = _stacked([low_band.gaps(per_sample.sides(x.samples_a, x.samples_b))
+                     for x in (c, *drawn)])
+    if both is not None:  # (…, n, 2)
+        _put(v, "control_low_gap", (i,), item_draw_test(both[0], both[1], _max_mean, level))
 
 
 def _draw(v: dict, i: int, k: int, t: Comparison) -> None:

@@ -10,6 +10,7 @@ import numpy as np
 import xarray as xr
 
 from ips import controls
+from ips.comparisons.beside_controls import stored_test
 from ips.comparisons.claims.controls import against, decide, decide_stored
 from ips.comparisons.claims.verdicts import (
     MIN_MODELS,
@@ -233,8 +234,10 @@ def _controlled(r: Claim, c: xr.Dataset) -> Claim:
         return float(c[name]) if name in c else np.nan
 
     drawn = c[names[6]].values.astype(float).ravel() if names[6] in c else ()
+    prefix = names[0].removesuffix("_delta_ips")  # control, control_excess, control_low_gap
     return decide_stored(r, value(names[0]), value(names[1]), value(names[2]),
-                         int(c[names[3]]), value(names[4]), -1, value(names[5]), drawn)
+                         int(c[names[3]]), value(names[4]), -1, value(names[5]), drawn,
+                         stored_test(c, prefix, drawn))
 
 
 def _low_falls_most(c: xr.Dataset, factor: str, scope: str) -> Claim:

@@ -12,18 +12,24 @@ controls of its two models. Its columns:
   mean over draws, and the first draw's verdict, where there are several);
 * ``control_draws``, ``control_sd``: how many draws of the control, and the spread of the
   statistic between them;
-* ``control_p``, ``control_test``, ``control_mde``: the two-sided test of trained − control,
-  and the difference it detects with 80 % power. With two or more draws the unit is the draw
-  (docs/method.md#controls-as-a-distribution): the prediction test of the trained estimate
-  against the draws' estimates (`uncertainty.prediction_test`), so a fixed offset of one draw
-  is not read as signal. With one draw there is no spread between draws to read it against:
-  a paired test over the units both have (samples for a per-model row, models for a row
-  across models: the sign-flip test of the per-sample differences for a row on per-sample
-  values, else the swap test of the row's statistic, `uncertainty.swap_test`), which reads
-  that draw's offset as signal (its false-positive rate is in docs/method.md);
+* ``control_p``, ``control_test``, ``control_mde``: the test of trained − control, one-sided
+  in the direction the row's verdict needs (below), and the difference it detects with 80 %
+  power. With two or more draws (docs/method.md#the-control-test) the items × draws test
+  (`ips.analysis.item_draw_test`): the trained estimate against the draws' mean, with the
+  draws' spread and every model's noise over the row's units (samples, or models for a row
+  across models) both in its variance, so neither a fixed offset of one draw nor a trained
+  model's larger noise over items is read as signal. A row whose control draws are stored
+  as estimates only reads them by the prediction test (`uncertainty.prediction_test`), the
+  draws' spread alone. With one draw there is no spread between draws to read it against:
+  a paired test over the units both have (the sign-flip test of the per-sample differences
+  for a row on per-sample values, else the swap test of the row's statistic,
+  `uncertainty.swap_test`), which reads that draw's offset as signal (its false-positive
+  rate is in docs/method.md). Each of these tests is symmetric under H0, so its one-sided
+  p is half its two-sided p on the side of the observed difference, and 1 minus that half on
+  the other;
 * ``verdict``, the final verdict: ``supported`` or ``contradicted`` only when the raw verdict
-  is, and the trained models differ from their controls (control_p < α) in the direction of
-  the raw effect (the estimate's side of its reference: 0 for a difference, ½ for a share of
+  is, and the trained models differ from their controls in the direction of the raw effect
+  (control_p < α) (the estimate's side of its reference: 0 for a difference, ½ for a share of
   models, the threshold of a descriptive row; for a level row, `level_side`). Otherwise a
   decided raw verdict becomes ``undecided`` and the note says why (no control, or the control
   earns it too). A row of a control entry is itself a control: its verdict is ``control``.
@@ -38,13 +44,30 @@ import numpy as np
 
 from ips import controls
 from ips.analysis import uncertainty
-from ips.comparisons.claims.verdicts import ALPHA, Claim, directional, join_notes, mean_statistic
+from ips.analysis.item_draw_test import ItemDrawTest, item_draw_test
+from ips.comparisons.claims.verdicts import (
+    ALPHA,
+    DECIDED,
+    Claim,
+    directional,
+    join_notes,
+    mean_statistic,
+)
 from ips.formats.metrics import Entry
 
-DECIDED = ("supported", "contradicted")
-
 #: what the control test of a row tests: one draw (over paired units) or several
-ControlTest = uncertainty.SignFlipTest | uncertainty.PredictionTest
+ControlTest = uncertainty.SignFlipTest | uncertainty.PredictionTest | ItemDrawTest
+
+
+def one_sided(test: ControlTest, side: int) -> float:
+    """The test's p against a difference on ``side`` (module docstring): half its two-sided
+    p on the observed side, 1 minus that half on the other; 1 for side 0, which no difference
+    can make the trained model's."""
+    p = float(test.p_value)
+    if side == 0:
+        return 1.0
+    half = p / 2
+    return half if np.sign(test.mean_difference) == side else 1.0 - half
 
 
 def level_side(raw: str, estimate: float, bounds: tuple[float, float],
@@ -79,32 +102,43 @@ def decide(row: Claim, control_estimate: float, control_verdict: str,
                f"raw verdict ({raw}) cannot be told from what random weights earn")
         return replace(row, raw_verdict=raw, verdict="undecided" if raw in DECIDED else raw,
                        note=join_notes(row.note, why if raw in DECIDED else ""))
-    delta, p = float(test.mean_difference), float(test.p_value)
+    delta = float(test.mean_difference)
     side = (level_side(raw, row.estimate, bounds, control_estimate) if bounds is not None
-            else np.sign(row.estimate - reference))
-    beyond = p < ALPHA and np.sign(delta) == side != 0
+            else int(np.sign(row.estimate - reference)))
+    p = one_sided(test, side)
+    beyond = p < ALPHA
     verdict = raw if raw not in DECIDED or beyond else "undecided"
-    several = isinstance(test, uncertainty.PredictionTest)
-    if several:
+    toward = {1: "above", -1: "below"}.get(side, "either way")
+    if isinstance(test, ItemDrawTest):
         spread, mde = test.sd, test.mde
         said = (f"control {control_estimate:.3g} ± {spread:.2g} (mean ± sd over {test.n} "
-                f"draws); trained − control {delta:+.3g}, p = {p:.2g} against the draws")
+                f"draws); trained − control {delta:+.3g} ± {test.se:.2g}, p = {p:.2g} "
+                f"{toward}")
+        what = (f"items × draws test of the trained estimate against {test.n} draws of the "
+                f"control over {test.units} units (t, ν = {test.df:.3g}), one-sided")
+    elif isinstance(test, uncertainty.PredictionTest):
+        spread, mde = test.sd, test.mde
+        said = (f"control {control_estimate:.3g} ± {spread:.2g} (mean ± sd over {test.n} "
+                f"draws); trained − control {delta:+.3g}, p = {p:.2g} {toward} against the "
+                "draws")
         what = (f"prediction test of the trained estimate against {test.n} draws of the "
-                f"control (t, {test.n - 1} df): the unit is the draw")
+                f"control (t, {test.n - 1} df), one-sided: the unit is the draw, its noise "
+                "over items not counted (draws stored as estimates)")
     else:
         spread = np.nan
         said = (f"control {control_estimate:.3g} ({control_verdict or 'no verdict'}; one draw); "
-                f"trained − control {delta:+.3g}, p = {p:.2g} over {test.n} {units}")
+                f"trained − control {delta:+.3g}, p = {p:.2g} {toward} over {test.n} {units}")
         what = (f"paired {'sign-flip' if units == 'samples' else 'swap'} test "
-                f"({test.method}) of trained − control over {test.n} {units}, one draw: "
-                "its offset counts as signal")
+                f"({test.method}) of trained − control over {test.n} {units}, one draw, "
+                "one-sided: its offset counts as signal")
     if raw in DECIDED and control_verdict == raw:
         said += f"; the control earns the same raw verdict, {raw}"
     elif raw in DECIDED and not beyond:
         said += "; the trained models do not differ from it beyond chance in that direction"
     return replace(row, raw_verdict=raw, verdict=verdict, control_estimate=control_estimate,
                    control_verdict=control_verdict, control_p=p, control_test=what,
-                   control_draws=test.n if several else 1, control_sd=spread,
+                   control_draws=1 if isinstance(test, uncertainty.SignFlipTest) else test.n,
+                   control_sd=spread,
                    control_mde=float(mde), note=join_notes(row.note, said))
 
 
@@ -119,13 +153,17 @@ def decide_draws(row: Claim, estimates: Sequence[float], verdict: str,
 
 def decide_stored(row: Claim, control: float, control_p: float, p_difference: float, n: int,
                   difference: float, sign: int, mde: float = np.nan,
-                  draws: Sequence[float] = ()) -> Claim:
+                  draws: Sequence[float] = (), items: ItemDrawTest | None = None) -> Claim:
     """`decide` a row whose control was tested where the per-sample data were (the factors
     file, Table 7): the control's estimate and own p (its raw verdict: `directional` with
     the row's ``sign``), and the sign-flip test of trained − control over n samples (its p,
     mean difference and mde); n = 0: no control. ``draws``: the control's estimate on each
-    draw; with two or more finite the row is read against them instead (`decide_draws`)."""
+    draw; with two or more finite the row is read against them instead: by ``items``, their
+    items × draws test where it was stored, else by their estimates (`decide_draws`)."""
     verdict = directional(control, control_p, sign) if np.isfinite(control) else ""
+    if items is not None:
+        return decide(row, float(np.nanmean(np.asarray(draws, float))), verdict, items,
+                      "samples")
     if np.isfinite(np.asarray(draws, float)).sum() >= 2:
         return decide_draws(row, draws, verdict)
     if not n:
@@ -135,35 +173,38 @@ def decide_stored(row: Claim, control: float, control_p: float, p_difference: fl
     return decide(row, control, verdict, test, "samples", mde=mde)
 
 
-def paired_records(a: Claim, b: Claim) -> tuple[np.ndarray, np.ndarray]:
-    """The records of the units both rows have, in sorted order, finite on both sides."""
-    pos_b = {u: i for i, u in enumerate(b.spec.units)}
-    keep = sorted((u, i, pos_b[u]) for i, u in enumerate(a.spec.units) if u in pos_b)
-    ra = np.asarray([a.spec.records[i] for _, i, _ in keep], float)
-    rb = np.asarray([b.spec.records[j] for _, _, j in keep], float)
-    if ra.size:
-        ok = np.isfinite(ra.reshape(len(keep), -1)).all(1) & np.isfinite(
-            rb.reshape(len(keep), -1)).all(1)
-        ra, rb = ra[ok], rb[ok]
-    return ra, rb
+def paired_records(a: Claim, *others: Claim) -> tuple[np.ndarray, ...]:
+    """The records of the units all rows have, in sorted order, finite on every row: row
+    a's first, then each other's."""
+    at = [{u: i for i, u in enumerate(o.spec.units)} for o in others]
+    keep = sorted((u, i) for i, u in enumerate(a.spec.units) if all(u in p for p in at))
+    out = [np.asarray([a.spec.records[i] for _, i in keep], float)]
+    out += [np.asarray([o.spec.records[p[u]] for u, _ in keep], float)
+            for o, p in zip(others, at, strict=True)]
+    if keep:
+        ok = np.logical_and.reduce([np.isfinite(r.reshape(len(keep), -1)).all(1) for r in out])
+        out = [r[ok] for r in out]
+    return tuple(out)
 
 
 def against(row: Claim, controls: Sequence[Claim], units: str, draws: int,
             seed: int) -> Claim:
-    """`decide` a row against the same row of each draw of its control: with one draw by
-    pairing their records (its test's mde where the statistic is a per-sample mean), with
-    two or more against the draws' estimates (`decide_draws`)."""
+    """`decide` a row against the same row of each draw of its control, pairing their
+    records by unit: with one draw by a paired test (its mde where the statistic is a
+    per-sample mean), with two or more by the items × draws test."""
     controls = [c for c in controls if c is not None]
     if row.spec is None or not controls or any(c.spec is None for c in controls):
         return decide(row, np.nan, "", None, units)
     first = controls[0]
+    mean = row.spec.statistic is mean_statistic and np.ndim(row.spec.records) == 1
     if len(controls) >= 2:
-        return decide_draws(row, [c.estimate for c in controls], first.verdict,
-                            row.spec.reference, row.spec.bounds)
+        mine, *theirs = paired_records(row, *controls)
+        test = item_draw_test(mine, np.stack(theirs), None if mean else row.spec.statistic)
+        return decide(row, float(np.nanmean([c.estimate for c in controls])), first.verdict,
+                      test, units, row.spec.reference, row.spec.bounds)
     ra, rb = paired_records(row, first)
     test = uncertainty.swap_test(ra, rb, row.spec.statistic, draws, seed)
-    mde = (uncertainty.sign_flip_mde_of(ra - rb)
-           if row.spec.statistic is mean_statistic and ra.ndim == 1 else np.nan)
+    mde = uncertainty.sign_flip_mde_of(ra - rb) if mean else np.nan
     return decide(row, first.estimate, first.verdict, test, units, row.spec.reference,
                   row.spec.bounds, mde)
 

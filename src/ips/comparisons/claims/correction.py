@@ -4,15 +4,22 @@
 Each row is tested at α alone; a table holds hundreds. Two corrections, over the table's
 *decidable* rows: those of trained models (not a control's own rows) whose test gives a p.
 A row's p for the correction is the one its final verdict rests on (`tested_p`): its own p,
-and where its control was tested, the larger of that and the control's p (both must hold).
+and where its control was tested, the larger of that and the control's p, which is one-sided
+in the direction of the row's verdict (`controls.one_sided`): both must hold. A row whose
+own test decides but whose control leaves it undecided (no control, the control earns it
+too, or the trained effect runs the other way against it) counts as p = 1: it is in the
+family, and it cannot be a discovery.
 
 * ``q_value``: Benjamini–Hochberg over the decidable rows, where the rows that repeat one
   fact count as one hypothesis: a null's levels, bands or settings at one scope (`repeats`:
   the rows of such a claim that differ only in their scope's last part). The fact's p is
   Simes' combination of theirs, min_i k·p_(i)/i over its k rows (valid, as BH is, for
-  positively dependent tests); each row's q is the larger of its fact's BH q and its own BH
-  q within the fact, so a row stands when its fact survives the correction and the row the
-  correction within its fact.
+  positively dependent tests). Within a fact the rows are corrected as Benjamini and
+  Bogomolov (2014) do after selecting R of m facts: BH at α·R/m, written as the q-value
+  q_within·m/R. A row's q is the larger of its fact's BH q and that, so q ≤ α exactly when
+  its fact is selected at α and the row survives its fact's correction at α·R/m (R counted
+  at α = 0.05: read the column at that α). A fact of one row is its row: its q is the fact's
+  (a selected fact's one p is below α·R/m already).
 * ``holm_p``: Holm over the rows the config names in `hypotheses` (claim and scope: the
   confirmatory family), with the same p; NaN outside it. A named row that is not decidable,
   or that the table lacks, counts in the family as p = 1: it does not hold.
@@ -27,7 +34,7 @@ import numpy as np
 
 from ips import nulls
 from ips.analysis.uncertainty import benjamini_hochberg, holm
-from ips.comparisons.claims.verdicts import Claim
+from ips.comparisons.claims.verdicts import ALPHA, DECIDED, Claim
 
 GAUSSIAN_CLAIM = "template_above_gaussian_null"
 
@@ -43,6 +50,8 @@ def tested_p(row: Claim) -> float:
     decidable."""
     if row.verdict in ("control", "untestable") or not np.isfinite(row.p_value):
         return np.nan
+    if row.raw_verdict in DECIDED and row.verdict not in DECIDED:
+        return 1.0
     return float(np.fmax(row.p_value, row.control_p))  # fmax: a NaN control_p is ignored
 
 
@@ -65,9 +74,10 @@ def corrected(rows: Sequence[Claim], hypotheses: Sequence[dict] = ()) -> list[Cl
     members = list(facts.values())
     within = [benjamini_hochberg(p[m]) for m in members]
     fact_q = benjamini_hochberg([w.min() for w in within]) if members else []  # Simes' p
+    share = len(members) / max(int(np.sum(np.asarray(fact_q) <= ALPHA)), 1)  # m / R
     q = np.full(len(rows), np.nan)
     for m, w, fq in zip(members, within, fact_q, strict=True):
-        q[m] = np.maximum(fq, w)
+        q[m] = fq if len(m) == 1 else np.maximum(fq, np.minimum(1.0, w * share))
     at = {(r.claim, r.scope): i for i, r in enumerate(rows)}
     named = [at.get((h["claim"], h["scope"])) for h in hypotheses]
     # a hypothesis without a decidable row counts in the family, as p = 1

@@ -20,6 +20,8 @@ ALPHA = 0.05
 VERDICTS = ("supported", "contradicted", "undecided", "untestable", "control")
 """`control`: the row of a control's entry, itself a control (its raw verdict says what
 random weights earn)."""
+DECIDED = ("supported", "contradicted")
+"""The verdicts that decide a claim."""
 
 
 
