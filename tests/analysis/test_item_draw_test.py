@@ -103,3 +103,14 @@ def test_the_mde_is_the_shift_detected_with_eighty_percent_power():
         z[0] += mde
         hits += item_draw_test(z[0], z[1:]).one_sided(+1) < 0.05
     assert 0.72 <= hits / 400 <= 0.88
+
+
+def test_degrees_of_freedom_are_at_least_one():
+    """Satterthwaite's ν with R subtracted can fall below 1 on small draws: it is floored."""
+    rng = np.random.default_rng(9)
+    for _ in range(300):
+        k, n = rng.integers(2, 6), rng.integers(2, 12)
+        y = rng.standard_normal((k + 1, n)) * rng.uniform(0.01, 3, (k + 1, 1))
+        y += rng.uniform(0, 2) * rng.standard_normal((k + 1, 1))
+        got = item_draw_test(y[0], y[1:])
+        assert got.df >= 1.0 and np.isfinite(got.mde)

@@ -130,6 +130,7 @@ def item_draw_test(trained: ArrayLike, draws: ArrayLike, statistic: Statistic | 
             df = min(df, k - 1.0)
     else:
         v, df = v_d, float(n - 1)
+    df = max(df, 1.0)  # the subtracted R can drive the plug-in ν below the one df it has
     delta = x - float(c.mean())
     draw_sd = math.sqrt(max(s2 - resid, 0.0))
     if not v > 0:  # no spread anywhere: the exchangeable rank p, as `prediction_test`'s
@@ -149,7 +150,7 @@ def item_draw_test(trained: ArrayLike, draws: ArrayLike, statistic: Statistic | 
 def _one_sided_mde(df: float, alpha: float, power: float) -> float:
     """The noncentrality δ at which the one-sided t test on ν = df degrees of freedom
     rejects at ``alpha`` with probability ``power``: scipy's noncentral t from ν = 3, below
-    it E_V[Φ(δ − c·√(V/ν))] over V ~ χ²_ν integrated numerically (c the critical t; the
+    it E_U[Φ(δ − c·U)] over U = χ_ν/√ν integrated numerically (c the critical t; the
     noncentral t is unreliable near ν = 1). The caller rounds ν to 0.1, which moves the
     mde by well under 1 %."""
     from scipy import integrate, optimize, stats
@@ -160,8 +161,9 @@ def _one_sided_mde(df: float, alpha: float, power: float) -> float:
             return float(stats.nct.sf(crit, df, delta)) - power
     else:
         def short(delta: float) -> float:
-            def at(v: float) -> float:
-                return stats.norm.cdf(delta - crit * math.sqrt(v / df)) * stats.chi2.pdf(v, df)
+            def at(u: float) -> float:
+                return stats.norm.cdf(delta - crit * u) * stats.chi.pdf(u * math.sqrt(df),
+                                                                         df) * math.sqrt(df)
             return integrate.quad(at, 0, np.inf, limit=200)[0] - power
 
     upper = max(crit, 1.0)
