@@ -1,8 +1,8 @@
 """False positives and power of the control rule: a "trained" model that is one more weight
 draw, with more noise over items than its twins.
 
-Run:  .venv/bin/python benchmarks/bench_control_rule.py [--sims 2000] [--n 10]
-      [--out studies/control-rule/simulation.csv]
+Run:  .venv/bin/python benchmarks/bench_control_rule.py [--sims 20000] [--power-sims 2000]
+      [--n 10] [--out studies/control-rule/simulation.csv]   (about 6 min on 2 idle cores)
 
 Every draw k (the "trained" one, k = 0, and K twins) has an effect θ_k = μ + σ_d·z_k (μ = 1,
 shared by all draws, so the trained draw's own test decides often; σ_d the spread between
@@ -35,7 +35,7 @@ from ips.analysis.item_draw_test import item_draw_test
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHA = 0.05
-COLUMNS = ("spread", "trained_item_sd", "draws", "items", "sims", "fp_today", "fp_new",
+COLUMNS = ("spread", "trained_item_sd", "draws", "items", "sims", "power_sims", "fp_today", "fp_new",
            "fp_full_today", "fp_full_new", "power_today", "power_today_one_sided",
            "power_new", "mc_error", "commit", "date")
 
@@ -64,7 +64,8 @@ def _cell(n: int, k: int, ratio: float, spread: float, shift: float, sims: int,
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sims", type=int, default=2000)
+    ap.add_argument("--sims", type=int, default=20000, help="null rows a cell")
+    ap.add_argument("--power-sims", type=int, default=2000, help="shifted rows a cell")
     ap.add_argument("--n", type=int, default=10, help="items per row")
     ap.add_argument("--out", type=Path, default=ROOT / "studies/control-rule/simulation.csv")
     args = ap.parse_args()
@@ -72,7 +73,8 @@ def main() -> None:
     mc = 1.96 * np.sqrt(ALPHA * (1 - ALPHA) / args.sims)
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
-    print(f"n = {args.n} items, {args.sims} rows a cell (Monte Carlo ±{mc:.3f} at 5 %), "
+    print(f"n = {args.n} items, {args.sims} null and {args.power_sims} shifted rows a cell "
+          f"(Monte Carlo ±{mc:.3f} at 5 %), "
           f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print("| σ_d | trained item sd | K | false positives: today | new | full rule: today | "
           "new | power: today | today one-sided | new |")
@@ -84,9 +86,10 @@ def main() -> None:
                 seed = int(1000 * spread + 10 * ratio + k)
                 null = _cell(args.n, k, ratio, spread, 0.0, args.sims, seed)
                 sd = np.sqrt(spread**2 * (1 + 1 / k) + (ratio**2 + 1 / k) / args.n)
-                alt = _cell(args.n, k, ratio, spread, 2.5 * sd, args.sims, seed + 1)
+                alt = _cell(args.n, k, ratio, spread, 2.5 * sd, args.power_sims, seed + 1)
                 rows.append(dict(zip(COLUMNS, (
-                    spread, ratio, k, args.n, args.sims, *np.round(null[:4], 4),
+                    spread, ratio, k, args.n, args.sims, args.power_sims,
+                    *np.round(null[:4], 4),
                     round(alt[0], 4), round(alt[4], 4), round(alt[1], 4), round(mc, 4),
                     commit, date.today().isoformat()), strict=True)))
                 print(f"| {spread:g} | {ratio:g}× | {k} | {null[0]:.3f} | {null[1]:.3f} | "

@@ -77,7 +77,8 @@ class Claim:
     control_verdict: str = ""
     """The raw verdict the controls earn with the same test."""
     control_p: float = math.nan
-    """Two-sided p of the difference between the trained models and their controls."""
+    """p of the difference between the trained models and their controls, one-sided in the
+    direction the row's verdict needs (`ips.comparisons.claims.controls.one_sided`)."""
     control_test: str = ""
     """The test of the difference from the controls, and on how many units."""
     control_draws: int = 0
