@@ -289,19 +289,22 @@ def _group_variables(groups: list[str], per_group: list[dict], sweep: np.ndarray
 
 
 def _condition_variables(merged: Merged):
-    """The conditions and their accuracy (NaN for instruction datasets)."""
+    """The conditions, their accuracy (NaN for instruction datasets) and the samples it is
+    over (those scored under each; 0 for instruction datasets)."""
     names = merged.conditions["condition"]
     if merged.attrs.get("kind", "mcq") == "mcq":
         acc = diagnostics.accuracy(merged.pred, merged.gold, merged.scored)
+        n = np.asarray(merged.scored, bool).sum(axis=0)
     else:
-        acc = np.full(len(names), np.nan)
+        acc, n = np.full(len(names), np.nan), np.zeros(len(names), np.int64)
     coords = {
         "condition": labels(names),
         "template": ("condition", labels(merged.conditions["template"])),
         "shots": ("condition", np.asarray(merged.conditions["shots"]).astype(np.int64)),
         "perturbation": ("condition", labels(merged.conditions["perturbation"])),
     }
-    return {"accuracy": (("condition",), np.asarray(acc, np.float64))}, coords
+    return {"accuracy": (("condition",), np.asarray(acc, np.float64)),
+            "accuracy_n": (("condition",), np.asarray(n, np.int64))}, coords
 
 
 def _pair_variables(merged: Merged, groups: list[str], per_group: list[dict],

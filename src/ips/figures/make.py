@@ -56,12 +56,14 @@ from ips.figures.tables.appendix import (
     representation_rows,
 )
 from ips.figures.tables.results import (
+    ACCURACY_COLUMNS,
     CONTROL_COLUMNS,
     FACTOR_COLUMNS,
     NULL_COLUMNS,
     PEER_COLUMNS,
     TAU_COLUMNS,
     TAU_PAIR_COLUMNS,
+    accuracy_rows,
     control_rows,
     factor_rows,
     null_rows,
@@ -166,6 +168,7 @@ def draw_all(entries: list[Entry], factors: FactorsFile, tau: float, out: Path,
     write_table(entries, out / "ips_table.csv")
     write_csv(null_rows(entries), NULL_COLUMNS, out / "null_table.csv")
     write_csv(peer_rows(entries), PEER_COLUMNS, out / "peer_table.csv")
+    write_csv(accuracy_rows(entries), ACCURACY_COLUMNS, out / "accuracy_table.csv")
     write_csv(control_rows(entries), CONTROL_COLUMNS, out / "control_table.csv")
     write_csv(factor_rows(factors.ds, entries), FACTOR_COLUMNS, out / "factors_table.csv")
     write_csv(tau_rows(factors.tau, entries), TAU_COLUMNS, out / "tau_robustness.csv")

@@ -21,7 +21,7 @@ Output layout (one netCDF/HDF5 file, `xarray.open_dataset(path, engine="h5netcdf
 | `n_type_cells` | group, changed | number of (sample, pair) cells with a changed / unchanged prediction |
 | `output_consistency` | group | share of samples with the same prediction under every condition of the group (of those scored under all of them) |
 | `pair_consistency` | pair | share of samples with the same prediction under both conditions (of those scored under both) |
-| `accuracy` | condition | accuracy of `pred` per condition, over the samples scored under it (NaN for instruction datasets) |
+| `accuracy`, `accuracy_n` | condition | accuracy of `pred` per condition, over the samples scored under it, and how many (NaN and 0 for instruction datasets) |
 | `peer_value`, `peer_ci`, `peer_n` | group, peer (, bound) | what other tools report on the same outputs (`ips.analysis.peers`; `peer`: `accuracy_spread`, `pss`, `consistency_rate`, `dv_unmasked`), its bootstrap interval over samples and the samples it rests on; the first three NaN for instruction datasets |
 | `sample_pair_dv_unmasked` | sample, pair | |v_b(x_N) − v_a(x_N)| of every sample and pair: the change of the unmasked prompt's score (`ips.analysis.peers.size_r2` relates IPS to it) |
 | `rep_cosine`, `rep_l2` | pair | representation baseline (App. H): mean over samples of the cosine similarity / L2 distance of the final-layer hidden states of the two conditions |

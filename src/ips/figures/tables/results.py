@@ -43,6 +43,9 @@ PEER_COLUMNS = ("model", "dataset", "group", "ips", "ips_ci_low", "ips_ci_high",
                 "n_valued_samples",
                 *(f"{p}{s}" for p in PEERS for s in ("", "_ci_low", "_ci_high", "_n")),
                 "weights")
+#: each model's accuracy per condition (`accuracy_rows`)
+ACCURACY_COLUMNS = ("model", "dataset", "condition", "template", "shots", "perturbation",
+                    "accuracy", "ci_low", "ci_high", "correct", "n", "weights")
 #: what a precision null row adds (`ips.formats.metrics`: precision_{name} per precision)
 VARIANT_STATS = ("max_abs_dv", "median_abs_dv", "dv_rel", "jaccard", "games")
 FACTOR_COLUMNS = ("factor", "dataset", "group", "model_a", "model_b", "setting_a", "setting_b",
@@ -363,6 +366,33 @@ def peer_rows(entries: list[Entry]) -> list[dict]:
                 row |= {p: float(value[gi, k]), f"{p}_ci_low": float(pci[gi, k, 0]),
                         f"{p}_ci_high": float(pci[gi, k, 1]), f"{p}_n": int(pn[gi, k])}
             rows.append(row | {"weights": weights([e])})
+    return rows
+
+
+def accuracy_rows(entries: list[Entry]) -> list[dict]:
+    """One row per model, multiple-choice dataset and condition: the share of the samples
+    scored under it whose prediction is the gold option, with its exact (Clopper–Pearson)
+    95 % interval and the counts k of n; metrics files without `accuracy_n` (written before
+    it) give none."""
+    from scipy.stats import binomtest
+
+    rows = []
+    for e in entries:
+        ds = e.ds
+        if "accuracy_n" not in ds:
+            continue
+        for c in range(ds.sizes["condition"]):
+            n, acc = int(ds["accuracy_n"].values[c]), float(ds["accuracy"].values[c])
+            if n == 0 or not np.isfinite(acc):
+                continue
+            k = int(round(acc * n))
+            ci = binomtest(k, n).proportion_ci(0.95, method="exact")
+            cond = ds["condition"].isel(condition=c)
+            rows.append({"model": e.model, "dataset": e.dataset, "condition": str(cond.values),
+                         **{f: str(cond[f].values) for f in ("template", "shots",
+                                                             "perturbation") if f in cond.coords},
+                         "accuracy": acc, "ci_low": float(ci.low), "ci_high": float(ci.high),
+                         "correct": k, "n": n, "weights": weights([e])})
     return rows
 
 

@@ -246,6 +246,13 @@ TABLES = {
         "target), each with its 95% bootstrap interval and samples; the first three are for "
         "multiple-choice datasets only (docs/method.md#peers; `ips.analysis.peers`)",
         TABLE_SECTION),
+    "accuracy_table.csv": Caption(
+        "Accuracy per template",
+        "one row per model, multiple-choice dataset and condition (template, shots, "
+        "rewording): the share of the samples scored under it whose prediction is the gold "
+        "option, with its exact 95% (Clopper-Pearson) interval and k of n; chance is one over "
+        "the item's options (0.25 with four), beside which an accuracy is read",
+        TABLE_SECTION),
     "control_table.csv": Caption(
         "IPS beside its controls' draws",
         "one row per trained model, dataset, condition group and band with a control: its IPS "

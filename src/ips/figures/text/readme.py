@@ -14,7 +14,7 @@ from ips.analysis.uncertainty import EXACT_MAX, MIN_RELIABLE_N
 from ips.comparisons.claims import verdicts
 from ips.comparisons.claims.table import claims_markdown, claims_summary
 from ips.figures.numbers import datasets_of, random_note, robustness_text
-from ips.figures.tables.results import control_rows, null_rows, peer_rows
+from ips.figures.tables.results import accuracy_rows, control_rows, null_rows, peer_rows
 from ips.figures.text.captions import (
     CASE_STUDY,
     CASE_STUDY_CAPTION,
@@ -79,6 +79,7 @@ def readme_text(entries: list[Entry], factors: FactorsFile, tau: float,
     lines += null_section(entries)
     lines += control_section(entries)
     lines += peer_section(entries)
+    lines += accuracy_section(entries)
     lines += ["", "## Factors", ""]
     for f, text in factors.notes.items():
         lines.append(f"- {FACTOR_TITLES.get(f, f)} (`{f}`): {text}")
@@ -217,6 +218,24 @@ def _saturation_text(ips: float, ceiling: float) -> str:
     if not np.isfinite(ratio):
         return "–"
     return f"{ratio:.2f}" + (" **saturated**" if ratio >= SATURATED else "")
+
+
+def accuracy_section(entries: list[Entry]) -> list[str]:
+    """Each model's accuracy per 0-shot template, k of n (`accuracy_table.csv`)."""
+    rows = [r for r in accuracy_rows(entries) if str(r.get("shots", "0")) == "0"]
+    if not rows:
+        return []
+    lines = ["", "## Accuracy per template", "",
+             "0-shot, over the samples scored under each template: k of n correct, the "
+             "share beside it; intervals and every condition in `accuracy_table.csv`. "
+             "Chance is one over the item's options (0.25 with four).", "",
+             "| model | dataset | per template |", "|---|---|---|"]
+    by: dict[tuple[str, str], list[str]] = {}
+    for r in rows:
+        by.setdefault((r["model"], r["dataset"]), []).append(
+            f"{r['template']} {r['correct']}/{r['n']} ({r['accuracy']:.2f})")
+    lines += [f"| {m} | {d} | {', '.join(cells)} |" for (m, d), cells in by.items()]
+    return lines
 
 
 def peer_section(entries: list[Entry]) -> list[str]:
