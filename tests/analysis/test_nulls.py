@@ -10,6 +10,7 @@ import pytest
 
 from builders import make_values, write_pair
 from ips.analysis import metrics, null_fits, nulls
+from ips.analysis.interaction_types import interaction_types
 from ips.analysis.summary import summarize
 from ips.formats.shards import load
 from ips.interactions import and_or
@@ -269,6 +270,24 @@ def test_ceiling_by_hand():
                                    [nan] * 4], equal_nan=True)
 
 
+def test_ceiling_types_by_hand():
+    """The games of `test_ceiling_by_hand`: sample 0 against sample 1 has AND{1} 1 vs 0.5
+    (same sign, ratio 2: similar) and OR{1,2} 0.5 vs −0.5 (opposite); sample 1 against
+    sample 0 has AND{2} 1 vs 0.2 (same sign, ratio 5: a different effect); sample 2 has no
+    partner. Types in the order opposite, different, similar."""
+    nan = np.nan
+    norm = np.zeros((3, 2, 2, 4))
+    norm[..., 0] = nan
+    norm[0, 0, 0, 1], norm[0, 0, 1, 3] = 1.0, 0.5
+    norm[1, 1, 0, 1], norm[1, 1, 1, 3] = 0.5, -0.5
+    norm[1, 0, 0, 2] = 1.0
+    norm[0, 1, 0, 2] = 0.2
+    norm[2, :, :, 2:] = nan
+    norm[2, :, 0, 1] = [1.0, -1.0]
+    got = nulls.ceiling_types(norm, np.array([[1], [0], [-1]]), np.array([[0, 1]]), 0.1)
+    assert got[:, 0].tolist() == [[1, 0, 1], [0, 1, 0], [0, 0, 0]]
+
+
 def test_ceiling_is_the_mean_over_partners_of_the_pair_ips():
     """Seeded random fitted games of two n: the ceiling of each (sample, pair, band) equals a
     loop over its partners of pair_sensitivity(Ĩ_T of s, Ĩ_T̂ of s'), nan-averaged."""
@@ -375,6 +394,10 @@ def test_metrics_file_holds_the_ceiling_and_both_sizes(tmp_path):
             np.nanmean(want))
         assert int(out["ceiling_n_valued"].sel(group=group, band="all")) == np.isfinite(
             want).sum()
+        types = sum(interaction_types(norm[s, idx[i]], norm[o, idx[j]], 0.1)
+                    for s in range(9) for i, j in metrics.all_pairs(idx.size)
+                    for o in partners[s] if o >= 0)
+        assert out["ceiling_type_count"].sel(group=group).values.tolist() == list(types)
     pair_a = [list(merged.conditions["condition"]).index(c) for c in out["pair_a"].values]
     pair_b = [list(merged.conditions["condition"]).index(c) for c in out["pair_b"].values]
     for s, n in enumerate(n_vars):

@@ -6,7 +6,13 @@ import pytest
 
 from builders import attrs, make_metrics, write_all
 from ips.analysis.nulls import SATURATED, saturation
-from ips.comparisons.claims.saturation import cell_saturation, cells, flagged
+from ips.comparisons.claims.saturation import (
+    UNSTABLE_CLAIM,
+    cell_saturation,
+    cells,
+    flagged,
+    unstable_ceilings,
+)
 from ips.comparisons.claims.verdicts import Claim
 from ips.figures.tables.results import table_rows
 from ips.formats.metrics import read_metrics
@@ -64,3 +70,27 @@ def test_the_ips_table_holds_the_ratio_and_the_flag(two):
     assert got[("a", "0shot")] == (pytest.approx(0.9375), True)
     assert got[("b", "0shot")] == (pytest.approx(0.625), False)
     assert got[("b", "1shot")] == (pytest.approx(1.55 / 1.6), True)
+
+
+def test_the_unstable_share_is_read_against_its_own_ceiling(tmp_path):
+    """a's ceiling games hold 6 opposite, 2 different and 2 similar salient interactions
+    (unstable share 0.8); b's 3, 1 and 6 (0.4). a's unstable share 0.76 is 0.95 of its
+    ceiling (saturated, though a's IPS is far below its own); b's 0.3 is 0.75 of its."""
+    def types(ds, counts):
+        ds = ds.copy()
+        g = ds.sizes["group"]
+        ds["ceiling_type_count"] = (("group", "type"), np.tile(counts, (g, 1)))
+        return ds.assign_coords(type=np.array(["opposite_sign", "same_sign_different_effect",
+                                               "same_sign_similar_effect"], dtype=object))
+
+    a = types(with_ceiling(make_metrics("a", attrs(), ips0=0.5, samples=4), 1.6), [6, 2, 2])
+    b = types(with_ceiling(make_metrics("b", attrs(), ips0=0.5, samples=4), 1.6), [3, 1, 6])
+    entries = [read_metrics(p) for p in write_all(tmp_path, [a, b])]
+    ceilings = unstable_ceilings(entries)
+    assert ceilings == {("a", "arc"): pytest.approx(0.8), ("b", "arc"): pytest.approx(0.4)}
+    rows = flagged([Claim(UNSTABLE_CLAIM, "a / arc", "p", 0.76),
+                    Claim(UNSTABLE_CLAIM, "b / arc", "p", 0.3)], cells(entries), {"a", "b"},
+                   ceilings)
+    assert rows[0].saturation == pytest.approx(0.95)
+    assert "the unstable share is 0.95 of what two unrelated items give (0.80" in rows[0].note
+    assert rows[1].saturation == pytest.approx(0.75) and rows[1].note == ""

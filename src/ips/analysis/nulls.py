@@ -240,6 +240,26 @@ def ceiling(norm: NDArray[np.float64], partners: NDArray[np.int64],
     return nan_mean(np.stack(cells), 0)
 
 
+def ceiling_types(norm: NDArray[np.float64], partners: NDArray[np.int64],
+                  pairs: NDArray[np.int64], tau: float) -> NDArray[np.int64]:
+    """The interaction types of the ceiling's games (`interaction_types.interaction_types`
+    of Ĩ_T of s against Ĩ_T̂ of each partner s', as `ceiling` pairs them), counted over the
+    partners: (sample, P, type). Their share of unstable types (opposite sign or a different
+    effect) is what replacing the item gives the unstable share of a template pair."""
+    from ips.analysis.interaction_types import INTERACTION_TYPES, interaction_types
+
+    own = norm[:, pairs[:, 0]]
+    rows = np.arange(len(norm))
+    has_pair = _valued(own) & _valued(norm[:, pairs[:, 1]])
+    out = np.zeros((*has_pair.shape, len(INTERACTION_TYPES)), np.int64)
+    for col in partners.T:
+        other = norm[np.where(col >= 0, col, rows)][:, pairs[:, 1]]
+        ok = (col >= 0)[:, None] & has_pair & _valued(other)
+        if ok.any():
+            out[ok] += interaction_types(own[ok], other[ok], tau)
+    return out
+
+
 def _valued(norm: NDArray[np.float64]) -> NDArray[np.bool_]:
     """Which rows (..., 2, M) of normalised interactions have an Ω (n ≥ 1: a game that was
     scored); mask 1 ({0}) is in every non-empty Ω."""
@@ -485,13 +505,19 @@ def _matched_variables(merged: Merged, norm: np.ndarray, per_group: list[dict], 
 
 def _ceiling_variables(merged: Merged, norm: np.ndarray, per_group: list[dict], tau: float,
                        seed: int, order: np.ndarray, counts: np.ndarray, level: float) -> dict:
-    """The ceiling (`ceiling`) per sample, group and band, with its mean, interval and n; the
-    samples are paired in sorted-id order, so the pairing depends on their set only."""
+    """The ceiling (`ceiling`) per sample, group and band, with its mean, interval and n, and
+    its interaction types per group (`ceiling_types`, pooled over samples, pairs and
+    partners: `ceiling_type_count`); the samples are paired in sorted-id order, so the
+    pairing depends on their set only."""
     pairs = np.concatenate([g["pairs"] for g in per_group]).reshape(-1, 2)
     partners = ceiling_partners(merged.n_vars[order], seed)
     pair_ceiling = ceiling(norm[order], partners, pairs, tau)  # (S, P, B)
-    return _over_samples("ceiling", _group_means(pair_ceiling, per_group), ("group", "band"),
-                         counts, level)
+    types = ceiling_types(norm[order], partners, pairs, tau)  # (S, P, type)
+    bounds = np.cumsum([0] + [len(g["pairs"]) for g in per_group])
+    pooled = np.stack([types[:, a:b].sum((0, 1)) for a, b in zip(bounds[:-1], bounds[1:])])
+    return {**_over_samples("ceiling", _group_means(pair_ceiling, per_group),
+                            ("group", "band"), counts, level),
+            "ceiling_type_count": (("group", "type"), pooled)}
 
 
 def null_attribute(merged: Merged, null: Settings) -> str:

@@ -72,7 +72,7 @@ from ips.comparisons.claims.per_model import (
     sparsity_claims,
     type_claims,
 )
-from ips.comparisons.claims.saturation import cells, flagged
+from ips.comparisons.claims.saturation import cells, flagged, unstable_ceilings
 from ips.comparisons.claims.verdicts import VERDICTS, Claim
 from ips.formats.metrics import Entry, weights
 
@@ -125,7 +125,8 @@ def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: i
     out += perturbation_claims(perturbation, datasets, {e.model: e.control_of for e in entries},
                                draws, seed, {e.model: e.control_draw for e in entries})
     out += matched_claims(matched, datasets)
-    return corrected(flagged(out, cells(entries), {e.model for e in trained}), hypotheses)
+    return corrected(flagged(out, cells(entries), {e.model for e in trained},
+                             unstable_ceilings(entries)), hypotheses)
 
 
 def claims_summary(rows: Sequence[Claim]) -> dict[str, dict[str, int]]:
