@@ -43,9 +43,10 @@ Every row has ``weights``: ``random`` when a model it rests on has random weight
 numbers measure nothing about an LLM), else ``trained`` (`ips.formats.metrics.WEIGHTS`); a row
 that rests on no one model (an absent factor) rests on the run's models.
 
-``ALPHA = 0.05``. Rows are not adjusted across scopes: each row answers its own question, and a
-reader who combines rows (e.g. "every model") should adjust for that. Rows whose interval or test
-rests on fewer than ``ips.analysis.uncertainty.MIN_RELIABLE_N`` samples say so in ``note``.
+``ALPHA = 0.05``. Each verdict is read at α alone; the table's corrections for many tests stand
+beside it (`correction`: ``q_value`` over the decidable rows, ``holm_p`` over the config's
+hypotheses). Rows whose interval or test rests on fewer than
+``ips.analysis.uncertainty.MIN_RELIABLE_N`` samples say so in ``note``.
 """
 
 from __future__ import annotations
@@ -76,32 +77,15 @@ from ips.comparisons.claims.saturation import cells, flagged, unstable_ceilings
 from ips.comparisons.claims.verdicts import VERDICTS, Claim
 from ips.formats.metrics import Entry, weights
 
-# ------------------------------------------------------------------------------- verdicts
-
-
-# ----------------------------------------------------------------------- per-sample claims
-
-
-# ------------------------------------------------------------- against the nulls
-# (ips.analysis.nulls)
-
-
-# ------------------------------------------------------------------ claims across models
-
-
-# ------------------------------------------------- appendix tables (ips.figures.tables.appendix)
-
-
-# --------------------------------------------------------------------------------- all
-
 
 def claims(entries: list[Entry], factors: xr.Dataset, draws: int = 9999, seed: int = 0,
            perturbation: Sequence[dict] = (), matched: Sequence[dict] = (),
            hypotheses: Sequence[dict] = ()) -> list[Claim]:
     """Every claim the configured models can test, and those they cannot (with the reason),
     with their corrections (`correction.corrected`: q-values, Holm over `hypotheses`, the
-    config's) and their saturation (`saturation.flagged`). `perturbation`, `matched`: the rows of the Appendix G and Table 7 tables
-    (`ips.figures.tables.appendix`), whose numbers the count and matched-MoE claims read."""
+    config's) and their saturation (`saturation.flagged`). `perturbation`, `matched`: the rows
+    of the Appendix G and Table 7 tables (`ips.figures.tables.appendix`), whose numbers the
+    count and matched-MoE claims read."""
     datasets = list(dict.fromkeys(e.dataset for e in entries))
     trained = [e for e in entries if not e.control_of]
 
