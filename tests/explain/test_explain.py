@@ -335,6 +335,41 @@ def test_explain_dataset_sample(config, tiny_llama_dir, tmp_path, capsys):
     assert (tmp_path / "q2.png").stat().st_size > 0 and (tmp_path / "q2.pdf").stat().st_size > 0
 
 
+def test_a_dataset_item_gets_the_workflows_variables(config, tmp_path, capsys):
+    """q1 has 5 question units and the dataset n_max 4: explain keeps the 4 that the
+    workflow's samples keep (`ips samples`' code: the longest, variables.reduce), not all 5,
+    and a smaller --n-max reduces it too instead of refusing."""
+    import ips
+
+    cfg = yaml.safe_load(config.read_text())
+    cfg["few_shot"] = {"shots": []}  # two items leave none to spare for examples
+    config.write_text(yaml.safe_dump(cfg))
+    settings = ips.dataset_settings(ips.load_config(config), "local")
+    drawn = {s.item.id: [v.text for v in s.variables]
+             for s in ips.prepare_samples(settings).samples}
+    assert len(drawn["q1"]) == 4
+    for n_max, want in ((None, drawn["q1"]), (2, None)):
+        js = tmp_path / f"q1-{n_max}.json"
+        run_explain(["--config", config, "--dataset", "local", "--sample", "q1",
+                     "--threads", 1, "--out", tmp_path / "q1.png", "--json", js,
+                     *(["--n-max", n_max] if n_max else [])])
+        words = json.loads(js.read_text())["words"]
+        if want is not None:
+            assert words == want
+        else:  # the two longest of the workflow's four, in the item's order
+            longest = sorted(drawn["q1"], key=len, reverse=True)[:2]
+            assert words == [w for w in drawn["q1"] if w in longest]
+
+
+def test_a_dataset_that_skips_long_items_names_its_n_max(config, tmp_path):
+    cfg = yaml.safe_load(config.read_text())
+    cfg["variables"] = {"reduce": "skip"}
+    config.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ExplainError, match=r"at most n_max = 4, the config's n_max for local"):
+        run_explain(["--config", config, "--dataset", "local", "--sample", "q1",
+                     "--out", tmp_path / "q1.png"])
+
+
 def test_explain_instruction_item(tmp_path, tiny_llama_dir, capsys):
     data = tmp_path / "dolly.jsonl"
     data.write_text(json.dumps({"id": "d1", "instruction": "Give three reasons to exercise.",

@@ -3,6 +3,7 @@
 
 import csv
 import json
+import math
 import re
 import subprocess
 import sys
@@ -499,3 +500,32 @@ def test_a_run_restores_its_archive_instead_of_scoring(finished, tmp_path):
     for path in packed:
         assert (rebuild / "results" / path).read_bytes() == \
             (finished / "results" / path).read_bytes(), path
+
+
+def test_explain_agrees_with_the_workflow_on_a_reduced_item(finished, tmp_path):
+    """An ARC-Easy item of the tiny run with more question units than n_max (3), so its
+    samples file keeps 3 of them: `ips explain --sample` from the run's config keeps the
+    same 3 and gives the ips(x, T1, T2) that `ips metrics` stored for that sample."""
+    from ips.prompts.samples import load_samples
+
+    drawn = load_samples(finished / "results/samples/arc-easy.json")
+    reduced = [s for s in drawn.samples if s.reduction is not None and s.reduction.reduced]
+    assert reduced, "no item of the tiny run has more than n_max units"
+    sample = reduced[0]
+    js = tmp_path / "case.json"
+    r = subprocess.run([sys.executable, "-m", "ips", "explain", "--config",
+                        str(finished / "config.yaml"), "--model", "tiny-a", "--dataset",
+                        "arc-easy", "--sample", sample.item.id, "--templates", "T1", "T2",
+                        "--threads", "1", "--out", str(tmp_path / "case.png"), "--json",
+                        str(js)], capture_output=True, text=True, cwd=finished, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    case = json.loads(js.read_text())
+    assert case["words"] == [v.text for v in sample.variables]
+    with xr.open_dataset(finished / "results/metrics/tiny-a/arc-easy.nc",
+                         engine="h5netcdf") as m:
+        stored = float(m["sample_pair_ips"].sel(sample=sample.item.id, pair="0shot:T1|T2",
+                                                band="all"))
+    if math.isnan(stored):
+        assert case["ips"] is None or math.isnan(case["ips"])
+    else:
+        assert case["ips"] == pytest.approx(stored, abs=1e-4)

@@ -26,6 +26,7 @@ from ips.config import (
     MODEL_CACHE,
     SCORERS,
     TARGETS,
+    dataset_settings,
 )
 from ips.interactions import SOLVERS
 
@@ -71,8 +72,10 @@ def add_parser(sub, common) -> None:
     how.add_argument("--tau", type=unit, default=None,
                      help="salience threshold in (0, 1) (default: the config's tau, 0.1)")
     how.add_argument("--n-max", type=int_between(1, 32), default=None, metavar="N",
-                     help=f"most variables accepted (default: max({EXPLAIN_N_MAX}, the config's "
-                     "n_max))")
+                     help="most variables: an item of --dataset with more units is reduced by "
+                     "the dataset's variables.reduce, as the workflow does (default: the "
+                     "dataset's n_max); an item given here is refused (default: "
+                     f"max({EXPLAIN_N_MAX}, the config's n_max))")
     how.add_argument("--target", choices=[t for ts in TARGETS.values() for t in ts],
                      help="what v scores (default: the dataset's target, else letter / response)")
     how.add_argument("--solver", choices=SOLVERS, default=None,
@@ -112,14 +115,22 @@ def run(args: argparse.Namespace) -> int:
     templates = tuple(args.templates) if args.templates else None
     spec = choose_spec(args, config)
     tau = float(setting(args.tau, config, "tau"))
-    n_max = args.n_max or max(EXPLAIN_N_MAX, int(config["n_max"]))
-    var = config.get("variables", {})
+    if args.sample:  # the workflow's selection for this dataset (`ips samples`)
+        own = dataset_settings(config, args.dataset)
+        var, reduce = own["variables"], own["variables"]["reduce"]
+        n_max = args.n_max or int(own["n_max"])
+        source = ("--n-max" if args.n_max else
+                  f"the config's n_max for {args.dataset}")
+    else:  # an item given here is explained as given
+        var, reduce = config.get("variables", {}), "skip"
+        n_max = args.n_max or max(EXPLAIN_N_MAX, int(config["n_max"]))
+        source = "--n-max" if args.n_max else f"max({EXPLAIN_N_MAX}, the config's n_max)"
     strategy, merge = var.get("strategy", "content"), var.get("merge_phrases", True)
     template_file = config.get("templates", {}).get("file")
     budget = sampling_budget(args, config["sampling"], inputs.ExplainError)
     # cheap checks before a model load that can take seconds
     inputs.check_comparison(item, templates, template_file, target)
-    n = len(inputs.case_variables(item, strategy, n_max, merge, fields))
+    n = len(inputs.case_variables(item, strategy, n_max, merge, fields, reduce, source))
     if budget is None and n > EXHAUSTIVE_MAX_N:
         raise inputs.ExplainError(
             f"--sampling: the item has n = {n} variables; scoring all 2**{n} masks is beyond "
@@ -130,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
              loaded.mask_token, loaded.mask_token_id, time.perf_counter() - t0)
     case = explain(
         loaded, item, templates, tau=tau,
-        strategy=strategy, merge_phrases=merge, fields=fields, n_max=n_max,
+        strategy=strategy, merge_phrases=merge, fields=fields, n_max=n_max, reduce=reduce,
         template_file=template_file, target=target,
         solver=setting(args.solver, config, "solver"),
         noise=float(setting(args.noise, config, "noise")),

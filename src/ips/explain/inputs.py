@@ -42,17 +42,28 @@ def check_comparison(item, templates, template_file, target):
     return template_set, names, target
 
 
-def case_variables(item, strategy, n_max, merge_phrases, fields):
-    """`select_variables` with its refusals as `ExplainError` naming the option at fault."""
-    try:
-        # a case study explains the item as given: too many units is an error, not a reduction
+def case_variables(item, strategy, n_max, merge_phrases, fields, reduce: str = "skip",
+                   n_max_from: str = "--n-max"):
+    """`select_variables` with its refusals as `ExplainError` naming the option at fault.
+
+    ``reduce``: how an item with more than ``n_max`` units is reduced: "skip" (an item given
+    on the command line is explained as given, so too many units is an error) or the
+    dataset's own rule for a configured item, so that its variables are the workflow's
+    (`ips.prompts.samples`); ``n_max_from`` says where ``n_max`` came from."""
+    try:  # occlusion ranks units by a reference model's scores, which explain has not
         return select_variables(item, strategy=strategy, n_max=n_max,
-                                merge_phrases=merge_phrases, fields=fields, reduce="skip")
+                                merge_phrases=merge_phrases, fields=fields,
+                                reduce="skip" if reduce == "occlusion" else reduce)
     except Skip as s:
+        if s.code == "too_many" and reduce == "occlusion":
+            raise ExplainError(
+                f"--sample: item {item.id!r} has {s.reason}, and its dataset reduces units by "
+                "occlusion with a reference model (variables.reduce), which explain does not "
+                "rank; give --n-max at least the item's units") from None
         what = "--question" if item.id == CUSTOM_ID else "--sample"
-        hint = (f" (at most n_max = {n_max}; raise --n-max, each template scores 2**n masked "
-                "prompts, or draw variables from fewer fields, e.g. --fields question)"
-                if s.code == "too_many" else "")
+        hint = (f" (at most n_max = {n_max}, {n_max_from}; raise --n-max, each template "
+                "scores 2**n masked prompts, or draw variables from fewer fields, e.g. "
+                "--fields question)" if s.code == "too_many" else "")
         raise ExplainError(f"{what}: item {item.id!r} has {s.reason}{hint}") from None
     except ValueError as e:  # unknown field
         raise ExplainError(f"--fields: {e}") from None

@@ -92,6 +92,7 @@ def explain(
     merge_phrases: bool = True,
     fields: Sequence[str] | None = None,
     n_max: int = EXPLAIN_N_MAX,
+    reduce: str = "skip",
     template_file: str | Path | None = None,
     target: str | None = None,
     solver: str = "auto",
@@ -111,7 +112,9 @@ def explain(
 
     `loaded`: an `ips.models.loading.LoadedModel`; `item`: an `MCQItem` or `InstructionItem`;
     `templates`: two template names (default `ips.explain.inputs.DEFAULT_TEMPLATES[item.kind]`). Variables are selected
-    by `select_variables(item, strategy, n_max, merge_phrases, fields)`, rendered by `render`,
+    by `select_variables(item, strategy, n_max, merge_phrases, fields, reduce)` (`reduce`:
+    "skip" refuses an item of more than n_max units; a dataset's rule reduces it as the
+    workflow does), rendered by `render`,
     scored by `score_sample` (target: `target`, default the kind's first, `letter` /
     `response`; absent words masked as `masking` says, `ips.scoring.engine.Engine`), fitted by `and_or(solver, noise)` (with `sgd`'s `learning_rate` and `steps`
     for solver "sgd") and normalised by `metrics.normalize`.
@@ -119,7 +122,7 @@ def explain(
     as in the workflow. Raises `ExplainError` for bad templates or an item without variables.
     """
     template_set, names, target = check_comparison(item, templates, template_file, target)
-    variables = case_variables(item, strategy, n_max, merge_phrases, fields)
+    variables = case_variables(item, strategy, n_max, merge_phrases, fields, reduce)
     conditions = [Condition(t, t) for t in names]
     sample = Sample(item, variables, {c.name: render(template_set[c.template], item, variables)
                                       for c in conditions})
