@@ -13,7 +13,9 @@ positive. Per cell: the share of rows decided by today's rule as the pre-registe
 used it (the prediction test of the trained mean against the K twins' means, two-sided at
 α with the effect's direction) and by the items × draws test (`ips.analysis.item_draw_test`,
 one-sided at α), the control test alone and in the full rule (the trained draw's own
-sign-flip test over items also at p < α, same direction); then their power at a shift of
+sign-flip test over items also at p < α, same direction), and the full rule of one twin
+(the paired sign-flip test of trained − twin over items, which the one-twin studies used);
+then their power at a shift of
 2.5 standard deviations of x − c̄ (today's test also one-sided, for a like comparison). The
 table is written to --out (docs/method.md renders it).
 """
@@ -35,17 +37,18 @@ from ips.analysis.item_draw_test import item_draw_test
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHA = 0.05
-COLUMNS = ("spread", "trained_item_sd", "draws", "items", "sims", "power_sims", "fp_today", "fp_new",
-           "fp_full_today", "fp_full_new", "power_today", "power_today_one_sided",
+COLUMNS = ("spread", "trained_item_sd", "draws", "items", "sims", "power_sims", "fp_one_twin",
+           "fp_today", "fp_new", "fp_full_today", "fp_full_new", "power_today", "power_today_one_sided",
            "power_new", "mc_error", "commit", "date")
 
 
 def _cell(n: int, k: int, ratio: float, spread: float, shift: float, sims: int,
           seed: int) -> np.ndarray:
     """Shares of rows decided: today's control test (two-sided, as used), the items × draws
-    test, today's and the new full rule, and today's test one-sided."""
+    test, today's and the new full rule, today's test one-sided, and the full rule of one
+    twin (the paired sign-flip test of trained − first twin, two-sided with the direction)."""
     rng = np.random.default_rng(seed)
-    out = np.zeros(5)
+    out = np.zeros(6)
     for _ in range(sims):
         theta = 1.0 + spread * rng.standard_normal(k + 1)
         theta[0] += shift
@@ -58,7 +61,10 @@ def _cell(n: int, k: int, ratio: float, spread: float, shift: float, sims: int,
         raw = uncertainty.sign_flip_test(y[0], seed=seed)
         raw = raw.p_value < ALPHA and raw.mean_difference > 0
         today = old.p_value < ALPHA and up
-        out += (today, new, raw and today, raw and new, old.p_value / 2 < ALPHA and up)
+        twin = uncertainty.sign_flip_test(y[0] - y[1], seed=seed)
+        one = twin.p_value < ALPHA and twin.mean_difference > 0
+        out += (today, new, raw and today, raw and new, old.p_value / 2 < ALPHA and up,
+                raw and one)
     return out / sims
 
 
@@ -89,7 +95,7 @@ def main() -> None:
                 alt = _cell(args.n, k, ratio, spread, 2.5 * sd, args.power_sims, seed + 1)
                 rows.append(dict(zip(COLUMNS, (
                     spread, ratio, k, args.n, args.sims, args.power_sims,
-                    *np.round(null[:4], 4),
+                    round(null[5], 4), *np.round(null[:4], 4),
                     round(alt[0], 4), round(alt[4], 4), round(alt[1], 4), round(mc, 4),
                     commit, date.today().isoformat()), strict=True)))
                 print(f"| {spread:g} | {ratio:g}× | {k} | {null[0]:.3f} | {null[1]:.3f} | "
