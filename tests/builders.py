@@ -354,3 +354,28 @@ def plain_v(lm, ids, owners, n, target, baseline=None):
 def trie_v(lm, ids, owners, n, target, baseline=None, **kw):
     scorer = TrieScorer(lm.model, lm.baseline if baseline is None else baseline, **kw)
     return scorer.values(ids, owners, n, target), scorer
+
+
+def outside(fig) -> list[str]:
+    """What of a figure crosses its own edges, where a saved PNG would cut it: a panel with
+    all it draws (title, labels, tick labels, annotations; `get_tightbbox`), or a figure
+    text (title, legends, notes)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    edge = fig.bbox
+
+    def out(box) -> bool:
+        return (box.x0 < edge.x0 - 1 or box.x1 > edge.x1 + 1 or box.y0 < edge.y0 - 1
+                or box.y1 > edge.y1 + 1)
+
+    bad = [f"panel {ax.get_title()[:40]!r}" for ax in fig.axes
+           if ax.get_visible() and out(ax.get_tightbbox(renderer))]
+    texts = [*fig.texts, *(t for lg in fig.legends for t in lg.get_texts())]
+    if fig._suptitle is not None:
+        texts.append(fig._suptitle)
+    bad += [t.get_text()[:50] for t in texts
+            if t.get_visible() and t.get_text().strip() and out(t.get_window_extent(renderer))]
+    return bad

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from builders import attrs, make_metrics, make_values, write_all, write_pair
+from builders import attrs, make_metrics, make_values, outside, write_all, write_pair
 from ips.cli.main import main
 from ips.figures.make import FILES, figure_files, make_figures
 from ips.figures.plots.factors import factor_figure, factors_figure
@@ -79,8 +79,9 @@ def test_directory_holds_every_file(results):
         assert w >= MIN_WIDTH * DPI - 1 and h >= 2.5 * DPI, (name, w, h)
         pdf = (out / name).with_suffix(".pdf")
         assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 1000
-    # 2 datasets side by side, 4 models: the ranking is 2 panels of 5.2 in, 1.7 + 0.32·4 in
-    assert png_size(out / "ips_ranking.png") == pytest.approx((10.4 * DPI, 2.98 * DPI), abs=1)
+    # 2 datasets of 4 models stacked: the ranking is 7.5 in wide (the narrowest figure) and
+    # 2 panels of 1.2 + 0.32·4 in high, legible at a repository page's width
+    assert png_size(out / "ips_ranking.png") == pytest.approx((7.5 * DPI, 4.96 * DPI), abs=1)
     # factors: instruct_vs_base, scale, few_shot present (3 panels), dense_vs_moe absent (note)
     w, h = png_size(out / "factors.png")
     assert w == pytest.approx(3 * 4.6 * DPI, abs=1) and h > 4.4 * DPI
@@ -379,12 +380,23 @@ FIGURE_FUNCTIONS = {
 
 
 @pytest.mark.parametrize("name", sorted(FIGURE_FUNCTIONS))
-def test_every_figure_function_writes_png_and_pdf(results, tmp_path, name):
+def test_every_figure_function_writes_png_and_pdf(results, tmp_path, monkeypatch, name):
     """Each figure from small synthetic tables: hand-made metrics files (no sparsity, types
-    or case study: those panels say so) and one file made by `ips metrics`."""
+    or case study: those panels say so) and one file made by `ips metrics`; no text of it
+    crosses the figure's edges."""
+    from matplotlib.figure import Figure
+
     tmp, paths, factors, _, _ = results
     entries = [read_metrics(p) for p in paths]
+    figs, original = [], Figure.savefig
+
+    def keep(self, *args, **kwargs):
+        figs.append(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
     written = FIGURE_FUNCTIONS[name](entries, read_factors(factors), tmp_path / f"{name}.png")
+    assert not outside(figs[0]), (name, outside(figs[0])[:3])
     assert [p.name for p in written] == [f"{name}.png", f"{name}.pdf"]
     png_size(tmp_path / f"{name}.png")
     assert (tmp_path / f"{name}.png").stat().st_size > 5000

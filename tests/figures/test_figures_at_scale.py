@@ -11,7 +11,7 @@ import yaml
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from builders import attrs, make_metrics, write_all
+from builders import attrs, make_metrics, outside, write_all
 from ips.cli.main import main
 from ips.figures.plots.factors import draw_factors
 from ips.figures.plots.interaction_types import types_figure
@@ -104,6 +104,7 @@ def test_figure_fits_and_labels_do_not_overlap(paper_scale, tmp_path, monkeypatc
         w, h = fig.get_size_inches()
         assert w <= MAX_W and h <= MAX_H, (name, fig.get_suptitle()[:60], w, h)
         assert not _overlaps(fig), (name, _overlaps(fig)[:3])
+        assert not outside(fig), (name, outside(fig)[:3])
 
 
 def test_readme_at_fifty_models_uses_tables(paper_scale):

@@ -60,7 +60,10 @@ def grid(rows: int, cols: int, width: float, height: float, title: str,
     lines = textwrap.wrap(note, width=int(total * 15)) if note else []
     note_h = 0.2 * len(lines) + 0.15 if lines else 0.0
     fig = Figure(figsize=(total, height * rows + note_h), layout="constrained")
-    fig.suptitle(title, fontsize=TITLE_SIZE)
+    # a title wider than the figure would be cut at its edges: wrapped at about 10
+    # characters an inch at TITLE_SIZE
+    fig.suptitle("\n".join(textwrap.fill(line, width=int(total * 10))
+                           for line in title.split("\n")), fontsize=TITLE_SIZE)
     if lines:
         top, bottom = fig.subfigures(2, 1, height_ratios=[height * rows, note_h])
         bottom.text(0.5, 0.5, "\n".join(lines), ha="center", va="center", fontsize=8,

@@ -38,8 +38,9 @@ def _kept(mask: int, words: list[str]) -> str:
 
 def overview_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     """Three panels for one sample under one template: its variables, v of all 2^n masked
-    inputs in ascending order (the full and the empty input named), and its largest salient
-    interactions Ĩ (AND blue, OR red) with ±τ dashed."""
+    inputs in ascending order (the full and the empty input marked and named, an arrow from
+    each name to its point), and its largest salient interactions Ĩ (AND blue, OR red) with
+    ±τ dashed."""
     e = _case(entries)
     title = f"The method on one item (paper Fig. 1), τ = {tau:g}"
     if e is None:
@@ -62,17 +63,25 @@ def overview_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
               va="top", ha="left", fontsize=9, transform=left.transAxes)
     order = np.argsort(v, kind="stable")
     middle.plot(np.arange(v.size), v[order], "o-", ms=3, color="#444444", linewidth=0.8)
-    for m, label in ((0, "all masked"), ((1 << n) - 1, "full input")):
+    # the two named inputs get a marker of their own, and their label an arrow to it, on the
+    # side of the curve with room (below a point in the upper half, above one in the lower)
+    mid = float(np.mean(middle.get_ylim()))
+    for m, label, style in ((0, "all masked", "s"), ((1 << n) - 1, "full input", "D")):
         at = int(np.flatnonzero(masks[order] == m)[0])
-        middle.annotate(label, (at, v[order][at]), xytext=(4, 6 if m else -10),
-                        textcoords="offset points", fontsize=8)
+        y = v[order][at]
+        middle.plot(at, y, style, ms=7, mfc="white", mec="#d62728", mew=1.5, zorder=3)
+        left_side = at > v.size / 2
+        middle.annotate(label, (at, y), xytext=(-40 if left_side else 20,
+                                                -22 if y > mid else 18),
+                        textcoords="offset points", fontsize=8, ha="center",
+                        arrowprops={"arrowstyle": "->", "color": "#d62728", "lw": 0.8})
     middle.set_title(f"v(x_S) of all 2^{n} masked inputs", fontsize=10)
     middle.set_xlabel("masked inputs, ascending v", fontsize=8)
     middle.set_ylabel("v(x_S) (log-odds of the target)", fontsize=8)
     middle.tick_params(labelsize=7)
     rows = [(abs(norm[k, m]), kind, m, norm[k, m]) for k, kind in enumerate(("AND", "OR"))
             for m in range(1, 1 << n) if abs(norm[k, m]) > tau]
-    right.set_title(f"the largest {min(len(rows), 2 * SHOWN)} of its {len(rows)} salient "
+    right.set_title(f"the largest {min(len(rows), 2 * SHOWN)} of its {len(rows)} salient\n"
                     "interactions Ĩ (|Ĩ| > τ)", fontsize=10)
     rows = sorted(rows, reverse=True)[:2 * SHOWN]
     if not rows:

@@ -57,7 +57,7 @@ def perturbation_figure(entries: list[Entry], tau: float, path: Path) -> list[Pa
         ax.set_yticks(y, [e.model for e in rows], fontsize=row_font(n_models))
         ax.invert_yaxis()
         ax.set_xlim(0, 2.1)
-        ax.set_xlabel("mean IPS of the pairs (band all; whiskers: 95% CI)")
+        ax.set_xlabel("mean IPS of the pairs\n(band all; whiskers: 95% CI)")
     if "perturbation" in used:
         fig.suptitle(f"IPS of altering vs adding template pairs (0-shot) and of reworded "
                      f"prompts, τ = {tau:g}", fontsize=TITLE_SIZE)

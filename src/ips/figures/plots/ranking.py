@@ -28,6 +28,7 @@ from ips.figures.style import (
     TYPE_COLORS,
     family_colors,
     family_legend,
+    grid,
     legend_below,
     marker,
     model_colors,
@@ -41,17 +42,28 @@ from ips.figures.style import (
 from ips.formats.metrics import Entry
 from ips.prompts.templates import ZERO_SHOT
 
+#: inches the ranking's panels may take stacked one above the other
+STACKED = 12.0
+
 
 def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
     """Models ranked by IPS (0-shot, band all), one panel per dataset, least sensitive on
-    top; whiskers: bootstrap interval over samples (open marker: fewer than MIN_RELIABLE_N
-    samples); beside each value its share of the ceiling, SATURATED at
-    `ips.analysis.nulls.SATURATED` or above."""
+    top: stacked one above the other while they fit in STACKED inches (the figure then stays
+    narrow enough to read at a repository page's width), else side by side; whiskers: bootstrap interval over samples (open marker: fewer than
+    MIN_RELIABLE_N samples); right of each panel, each value with its share of the ceiling,
+    SATURATED at `ips.analysis.nulls.SATURATED` or above."""
     datasets = datasets_of(entries)
     n_models = max(len(by_dataset(entries, d)) for d in datasets)
-    fig, axes = panels(len(datasets), 5.2, 1.7 + row_height(n_models) * n_models,
-                       f"IPS ranking at τ = {tau:g} (0-shot templates; whiskers: 95% CI; "
-                       f"beside it, its nulls; r×ceiling: IPS / its ceiling, SATURATED at ≥ {SATURATED:g})\n" + few_note("open marker", "interval"))
+    height = 1.2 + row_height(n_models) * n_models
+    stacked = height * len(datasets) <= STACKED
+    title = (f"IPS ranking at τ = {tau:g}, 0-shot templates: whiskers 95% CI, beside it its "
+             f"nulls; right: IPS, and IPS / its ceiling (SATURATED at ≥ {SATURATED:g}); "
+             + few_note("open marker", "interval"))
+    if stacked:
+        fig, rows_of_axes = grid(len(datasets), 1, 7.0, height, title)
+        axes = [row[0] for row in rows_of_axes]
+    else:
+        fig, axes = panels(len(datasets), 5.2, height + 0.5, title)
     for ax, d in zip(axes, datasets):
         rows = by_dataset(entries, d)
         vals = np.array([ips_value(e) for e in rows])
@@ -82,14 +94,17 @@ def ranking_figure(entries: list[Entry], tau: float, path: Path) -> list[Path]:
             ratio = cell_saturation(e)
             share = ("" if not np.isfinite(ratio) else f", {ratio:.2f}×ceiling"
                      + (" SATURATED" if ratio >= SATURATED else ""))
-            ax.annotate(f"{v:.3f}" + (f" (n<{MIN_RELIABLE_N})" if flag else "") + share, (v, yi),
-                        xytext=(6, 5), textcoords="offset points", va="center",
+            # right of the panel, where the layout makes room for it
+            ax.annotate(f"{v:.3f}" + (f" (n<{MIN_RELIABLE_N})" if flag else "") + share,
+                        (1.0, yi), xycoords=("axes fraction", "data"), xytext=(6, 0),
+                        textcoords="offset points", va="center", ha="left",
                         fontsize=row_font(n_models) - 1)
         ax.set_yticks(y, [e.model for e in rows], fontsize=row_font(n_models))
         ax.set_ylim(len(rows) - 0.5, -0.5)
         ax.grid(axis="y", color="#eeeeee", lw=0.6)
+        ax.set_title(d, fontsize=10, loc="left")
+    for ax in axes[-1:] if stacked else axes:
         ax.set_xlabel("IPS (lower = less sensitive)")
-        ax.set_title(d, fontsize=10)
     legend_below(fig, [marker(c, t) for t, c in TYPE_COLORS.items()] + null_legend())
     return save(fig, path)
 
