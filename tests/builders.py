@@ -356,15 +356,16 @@ def trie_v(lm, ids, owners, n, target, baseline=None, **kw):
     return scorer.values(ids, owners, n, target), scorer
 
 
-def outside(fig) -> list[str]:
+def outside(fig, renderer=None) -> list[str]:
     """What of a figure crosses its own edges, where a saved PNG would cut it: a panel with
     all it draws (title, labels, tick labels, annotations; `get_tightbbox`), or a figure
     text (title, legends, notes)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    if renderer is None:  # else the figure is drawn by `renderer` already
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    renderer = canvas.get_renderer()
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        renderer = canvas.get_renderer()
     edge = fig.bbox
 
     def out(box) -> bool:
