@@ -57,7 +57,7 @@ def _cell(n: int, k: int, ratio: float, spread: float, shift: float, sims: int,
         y = theta[:, None] + 0.5 * rng.standard_normal(n)[None] + noise
         old = uncertainty.prediction_test(y[0].mean(), y[1:].mean(1))
         up = old.mean_difference > 0
-        new = item_draw_test(y[0], y[1:]).one_sided(+1) < ALPHA
+        new = uncertainty.one_sided(item_draw_test(y[0], y[1:]), +1) < ALPHA
         raw = uncertainty.sign_flip_test(y[0], seed=seed)
         raw = raw.p_value < ALPHA and raw.mean_difference > 0
         today = old.p_value < ALPHA and up

@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from ips.analysis.item_draw_test import item_draw_test
+from ips.analysis.uncertainty import one_sided
 
 
 def _anova(y0: np.ndarray, yk: np.ndarray) -> tuple[float, float, float]:
@@ -77,9 +78,9 @@ def test_the_one_sided_p_follows_the_direction():
     y[0] += 1.5
     got = item_draw_test(y[0], y[1:])
     assert got.mean_difference > 0
-    assert got.one_sided(+1) == pytest.approx(got.p_value / 2)
-    assert got.one_sided(-1) == pytest.approx(1 - got.p_value / 2)
-    assert got.one_sided(0) == 1.0
+    assert one_sided(got, +1) == pytest.approx(got.p_value / 2)
+    assert one_sided(got, -1) == pytest.approx(1 - got.p_value / 2)
+    assert one_sided(got, 0) == 1.0
 
 
 def test_units_missing_on_any_model_are_dropped_and_too_few_give_no_test():
@@ -101,7 +102,7 @@ def test_the_mde_is_the_shift_detected_with_eighty_percent_power():
     for _ in range(400):
         z = rng.standard_normal((31, 200))
         z[0] += mde
-        hits += item_draw_test(z[0], z[1:]).one_sided(+1) < 0.05
+        hits += one_sided(item_draw_test(z[0], z[1:]), +1) < 0.05
     assert 0.72 <= hits / 400 <= 0.88
 
 

@@ -73,9 +73,9 @@ def test_final_verdict_rule(raw, test, bounds, final):
 
 def test_one_sided_p_is_half_the_two_sided_on_the_observed_side():
     t = flip(0.04, -0.2)
-    assert controls.one_sided(t, -1) == 0.02
-    assert controls.one_sided(t, +1) == 0.98
-    assert controls.one_sided(t, 0) == 1.0
+    assert uncertainty.one_sided(t, -1) == 0.02
+    assert uncertainty.one_sided(t, +1) == 0.98
+    assert uncertainty.one_sided(t, 0) == 1.0
 
 
 def test_no_control_decides_nothing():

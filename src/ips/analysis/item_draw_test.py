@@ -27,7 +27,8 @@ at most K − 1 where the draws' part is the larger: Satterthwaite's plug-in ν 
 when s² comes out small, so without the cap the test decided more than α of null rows at
 K = 3 where the draws' spread dominates (the benchmark's simulation). With
 the trained model's unit variance equal to the twins', V estimates what `prediction_test`'s
-s²·(1 + 1/K) does. The p is one-sided where the row's claim gives a direction. Its
+s²·(1 + 1/K) does. The p is one-sided where the row's claim gives a direction
+(`uncertainty.one_sided`). Its
 calibration (false positives at 1×, 3× and 10× the twins' unit noise, K = 3 and 5) is
 measured in benchmarks/bench_control_rule.py.
 """
@@ -71,14 +72,6 @@ class ItemDrawTest:
     """Satterthwaite's degrees of freedom of V."""
     draw_sd: float = math.nan
     """σ̂_b, the spread between draws beyond their unit noise."""
-
-    def one_sided(self, side: int) -> float:
-        """p of H0 against x − c̄ on ``side`` (+1 or −1); 1 for side 0 (no direction that
-        could make the verdict the trained model's)."""
-        if side == 0 or not np.isfinite(self.p_value):
-            return 1.0 if side == 0 else math.nan
-        half = self.p_value / 2
-        return half if np.sign(self.mean_difference) == side else 1.0 - half
 
 
 def _leave_one_out(records: np.ndarray, statistic: Statistic | None) -> np.ndarray:

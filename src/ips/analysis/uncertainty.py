@@ -89,7 +89,7 @@ __all__ = ["N_BOOT", "LEVEL", "BOUNDS", "DRAWS", "EXACT_MAX", "MIN_RELIABLE_N",
            "resample_counts", "replicate_means", "point_mean", "bootstrap_ci", "PairedTest",
            "paired_test", "percentile_ci", "SignFlipTest", "sign_flip_test", "sign_flip_label",
            "SignFlipInterval", "sign_flip_interval", "swap_test", "POWER", "sign_flip_mde",
-           "sign_flip_mde_of", "PredictionTest", "prediction_test",
+           "sign_flip_mde_of", "PredictionTest", "prediction_test", "one_sided",
            "holm", "benjamini_hochberg"]
 
 
@@ -545,6 +545,16 @@ def _all_signs(m: int) -> NDArray[np.float64]:
     """All 2^m sign vectors (2^m, m), the identity first."""
     codes = np.arange(1 << m, dtype=np.int64)[:, None] >> np.arange(m)
     return 1.0 - 2.0 * (codes & 1)
+
+
+def one_sided(test, side: int) -> float:
+    """The p of a test symmetric under H0 (sign-flip, swap, t) against a difference on
+    ``side`` (+1 or −1): half its two-sided p on the observed side of its
+    ``mean_difference``, 1 minus that half on the other; 1 for side 0."""
+    if side == 0:
+        return 1.0
+    half = float(test.p_value) / 2
+    return half if np.sign(test.mean_difference) == side else 1.0 - half
 
 
 def holm(p: ArrayLike) -> NDArray[np.float64]:

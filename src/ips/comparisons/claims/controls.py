@@ -59,17 +59,6 @@ from ips.formats.metrics import Entry
 ControlTest = uncertainty.SignFlipTest | uncertainty.PredictionTest | ItemDrawTest
 
 
-def one_sided(test: ControlTest, side: int) -> float:
-    """The test's p against a difference on ``side`` (module docstring): half its two-sided
-    p on the observed side, 1 minus that half on the other; 1 for side 0, which no difference
-    can make the trained model's."""
-    p = float(test.p_value)
-    if side == 0:
-        return 1.0
-    half = p / 2
-    return half if np.sign(test.mean_difference) == side else 1.0 - half
-
-
 def level_side(raw: str, estimate: float, bounds: tuple[float, float],
                control: float = np.nan) -> int:
     """The direction in which a level row's trained estimate must differ from its control's
@@ -105,7 +94,7 @@ def decide(row: Claim, control_estimate: float, control_verdict: str,
     delta = float(test.mean_difference)
     side = (level_side(raw, row.estimate, bounds, control_estimate) if bounds is not None
             else int(np.sign(row.estimate - reference)))
-    p = one_sided(test, side)
+    p = uncertainty.one_sided(test, side)  # side 0: no difference makes it the model's
     beyond = p < ALPHA
     verdict = raw if raw not in DECIDED or beyond else "undecided"
     toward = {1: "above", -1: "below"}.get(side, "either way")

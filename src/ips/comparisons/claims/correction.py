@@ -5,7 +5,7 @@ Each row is tested at α alone; a table holds hundreds. Two corrections, over th
 *decidable* rows: those of trained models (not a control's own rows) whose test gives a p.
 A row's p for the correction is the one its final verdict rests on (`tested_p`): its own p,
 and where its control was tested, the larger of that and the control's p, which is one-sided
-in the direction of the row's verdict (`controls.one_sided`): both must hold. A row whose
+in the direction of the row's verdict (`uncertainty.one_sided`): both must hold. A row whose
 own test decides but whose control leaves it undecided (no control, the control earns it
 too, or the trained effect runs the other way against it) counts as p = 1: it is in the
 family, and it cannot be a discovery.

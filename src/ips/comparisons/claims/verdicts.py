@@ -78,7 +78,7 @@ class Claim:
     """The raw verdict the controls earn with the same test."""
     control_p: float = math.nan
     """p of the difference between the trained models and their controls, one-sided in the
-    direction the row's verdict needs (`ips.comparisons.claims.controls.one_sided`)."""
+    direction the row's verdict needs (`ips.analysis.uncertainty.one_sided`)."""
     control_test: str = ""
     """The test of the difference from the controls, and on how many units."""
     control_draws: int = 0
