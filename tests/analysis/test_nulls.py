@@ -250,12 +250,9 @@ def test_ceiling_partners_form_a_seeded_ring_per_n():
         assert np.all(np.bincount(rows[:, :used].ravel(), minlength=13)[same] == used)
 
 
-def test_ceiling_by_hand():
-    """Normalised games of n = 2 set by hand, one pair (T, T̂), samples 0 and 1 each other's
-    partner. Sample 0: Ĩ_T of 0 has AND{1} = 1, OR{1,2} = 0.5; Ĩ_T̂ of 1 has AND{1} = 0.5,
-    OR{1,2} = −0.5: terms 0.5/0.75 = 2/3 (mid band: singletons) and 1/0.5 = 2 (high band),
-    ips 4/3. Sample 1: Ĩ_T of 1 has AND{2} = 1, Ĩ_T̂ of 0 AND{2} = 0.2: one term 0.8/0.6 =
-    4/3 (mid). Sample 2 (n = 1, padded) has no partner: NaN. No band low at n ≤ 2."""
+def _hand_games() -> np.ndarray:
+    """Normalised games of n = 2 (sample, condition T/T̂, kind, mask), set by hand for the
+    ceiling's tests; sample 2 has n = 1 (padded)."""
     nan = np.nan
     norm = np.zeros((3, 2, 2, 4))
     norm[..., 0] = nan
@@ -265,6 +262,17 @@ def test_ceiling_by_hand():
     norm[0, 1, 0, 2] = 0.2
     norm[2, :, :, 2:] = nan
     norm[2, :, 0, 1] = [1.0, -1.0]
+    return norm
+
+
+def test_ceiling_by_hand():
+    """Normalised games of n = 2 set by hand, one pair (T, T̂), samples 0 and 1 each other's
+    partner. Sample 0: Ĩ_T of 0 has AND{1} = 1, OR{1,2} = 0.5; Ĩ_T̂ of 1 has AND{1} = 0.5,
+    OR{1,2} = −0.5: terms 0.5/0.75 = 2/3 (mid band: singletons) and 1/0.5 = 2 (high band),
+    ips 4/3. Sample 1: Ĩ_T of 1 has AND{2} = 1, Ĩ_T̂ of 0 AND{2} = 0.2: one term 0.8/0.6 =
+    4/3 (mid). Sample 2 (n = 1, padded) has no partner: NaN. No band low at n ≤ 2."""
+    nan = np.nan
+    norm = _hand_games()
     got = nulls.ceiling(norm, np.array([[1], [0], [-1]]), np.array([[0, 1]]), 0.1)
     assert np.allclose(got[:, 0], [[4 / 3, nan, 2 / 3, 2.0], [4 / 3, nan, 4 / 3, nan],
                                    [nan] * 4], equal_nan=True)
@@ -275,15 +283,7 @@ def test_ceiling_types_by_hand():
     (same sign, ratio 2: similar) and OR{1,2} 0.5 vs −0.5 (opposite); sample 1 against
     sample 0 has AND{2} 1 vs 0.2 (same sign, ratio 5: a different effect); sample 2 has no
     partner. Types in the order opposite, different, similar."""
-    nan = np.nan
-    norm = np.zeros((3, 2, 2, 4))
-    norm[..., 0] = nan
-    norm[0, 0, 0, 1], norm[0, 0, 1, 3] = 1.0, 0.5
-    norm[1, 1, 0, 1], norm[1, 1, 1, 3] = 0.5, -0.5
-    norm[1, 0, 0, 2] = 1.0
-    norm[0, 1, 0, 2] = 0.2
-    norm[2, :, :, 2:] = nan
-    norm[2, :, 0, 1] = [1.0, -1.0]
+    norm = _hand_games()
     got = nulls.ceiling_types(norm, np.array([[1], [0], [-1]]), np.array([[0, 1]]), 0.1)
     assert got[:, 0].tolist() == [[1, 0, 1], [0, 1, 0], [0, 0, 0]]
 
