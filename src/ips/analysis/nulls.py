@@ -227,13 +227,8 @@ def ceiling(norm: NDArray[np.float64], partners: NDArray[np.int64],
     ips(x, Ĩ_T of s, Ĩ_T̂ of s'), from the normalised interactions ``norm`` (sample,
     condition, 2, 2**n_max) matched by bitmask (partners have the same n); NaN where the
     sample has no partner, lacks the pair (a game not scored) or every U is empty."""
-    own = norm[:, pairs[:, 0]]
-    rows = np.arange(len(norm))
-    has_pair = _valued(own) & _valued(norm[:, pairs[:, 1]])  # the pair the sample's IPS has
     cells = []
-    for col in partners.T:
-        other = norm[np.where(col >= 0, col, rows)][:, pairs[:, 1]]
-        ok = (col >= 0)[:, None] & has_pair & _valued(other)
+    for own, other, ok in _partner_games(norm, partners, pairs):
         cell = np.full((*ok.shape, len(layout.BANDS) + 1), np.nan)
         cell[ok] = _band_scores(own[ok], other[ok], tau)
         cells.append(cell)
@@ -248,16 +243,23 @@ def ceiling_types(norm: NDArray[np.float64], partners: NDArray[np.int64],
     effect) is what replacing the item gives the unstable share of a template pair."""
     from ips.analysis.interaction_types import INTERACTION_TYPES, interaction_types
 
-    own = norm[:, pairs[:, 0]]
-    rows = np.arange(len(norm))
-    has_pair = _valued(own) & _valued(norm[:, pairs[:, 1]])
-    out = np.zeros((*has_pair.shape, len(INTERACTION_TYPES)), np.int64)
-    for col in partners.T:
-        other = norm[np.where(col >= 0, col, rows)][:, pairs[:, 1]]
-        ok = (col >= 0)[:, None] & has_pair & _valued(other)
+    out = np.zeros((len(norm), len(pairs), len(INTERACTION_TYPES)), np.int64)
+    for own, other, ok in _partner_games(norm, partners, pairs):
         if ok.any():
             out[ok] += interaction_types(own[ok], other[ok], tau)
     return out
+
+
+def _partner_games(norm: NDArray[np.float64], partners: NDArray[np.int64],
+                   pairs: NDArray[np.int64]):
+    """For each partner column: Ĩ_T of every sample, Ĩ_T̂ of its partner, and the (sample,
+    pair) cells where both are valued and the sample has that partner and its own pair."""
+    own = norm[:, pairs[:, 0]]
+    rows = np.arange(len(norm))
+    has_pair = _valued(own) & _valued(norm[:, pairs[:, 1]])  # the pair the sample's IPS has
+    for col in partners.T:
+        other = norm[np.where(col >= 0, col, rows)][:, pairs[:, 1]]
+        yield own, other, (col >= 0)[:, None] & has_pair & _valued(other)
 
 
 def _valued(norm: NDArray[np.float64]) -> NDArray[np.bool_]:
