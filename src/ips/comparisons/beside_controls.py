@@ -104,9 +104,8 @@ def _put(v: dict, prefix: str, at: tuple, t: ItemDrawTest) -> None:
 
 
 def _ratio(r: np.ndarray) -> float:
-    """ΔIPS of records (n, 2) of (A_s, B_s): mean A / mean B − 1."""
-    b = float(r[:, 1].mean())
-    return float(r[:, 0].mean()) / b - 1.0 if b != 0 else np.nan
+    """ΔIPS (`per_sample.delta`) of the means of records (n, 2) of (A_s, B_s)."""
+    return float(per_sample.delta(r[:, :1].mean(0), r[:, 1:].mean(0))[0])
 
 
 def _max_mean(r: np.ndarray) -> float:
